@@ -1,0 +1,72 @@
+"""The pipeline: source -> Profile -> Metrics -> Findings -> Report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from advisor import __version__
+from advisor.collectors import load_profile
+from advisor.engine import compile_rule, evaluate
+from advisor.errors import ConfigError
+from advisor.metrics import evaluate as evaluate_metrics
+from advisor.model import Report, RunInfo
+from advisor.profile import Profile
+from advisor.rules_loader import load_rules
+from advisor.summary import build_tables
+
+
+def analyze(
+    path: str | Path,
+    *,
+    rule_paths: tuple[Path, ...] | list[Path] = (),
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+) -> Report:
+    """Analyze the profiler output at ``path`` and return the Report.
+
+    ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
+    {param: value}. Raises InputError / ConfigError with one-line messages.
+    """
+    profile = load_profile(path)
+    return analyze_profile(profile, rule_paths=rule_paths, overrides=overrides)
+
+
+def analyze_profile(
+    profile: Profile,
+    *,
+    rule_paths: tuple[Path, ...] | list[Path] = (),
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+) -> Report:
+    """Metrics, rules and report for an already loaded Profile."""
+    rules = load_rules(list(rule_paths))
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {r.name for r in rules}
+    if unknown:
+        raise ConfigError(f"threshold override for unknown rule(s): {', '.join(sorted(unknown))}")
+    compiled = [compile_rule(r, overrides.get(r.name)) for r in rules]
+    metrics, metric_skips = evaluate_metrics(profile)
+    meta = profile.meta
+    findings, rule_skips = evaluate(
+        compiled, metrics, framework=meta.framework, device=meta.device
+    )
+    steps_found = int(metrics["step.count"].value) if "step.count" in metrics else 0
+    run = RunInfo(
+        framework=meta.framework,
+        device=meta.device,
+        source_format=meta.source_format,
+        source_version=meta.source_version,
+        source_path=meta.source_path,
+        ranks=meta.ranks,
+        steps_found=steps_found,
+        notes=meta.notes,
+        advisor_version=__version__,
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    return Report(
+        run=run,
+        findings=findings,
+        metrics=metrics,
+        skipped=[*profile.skipped, *metric_skips, *rule_skips],
+        tables=build_tables(profile, metrics),
+    )

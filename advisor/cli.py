@@ -1,0 +1,245 @@
+"""The `advisor` command line.
+
+Exit codes: 0 success, 1 a gate failed (reserved), 2 unusable input or
+configuration (one line on stderr naming the file and the problem).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+
+from advisor import __version__
+from advisor.errors import AdvisorError, ConfigError
+
+EXIT_BAD_INPUT = 2
+
+
+def _console(no_color: bool):
+    from rich.console import Console
+
+    return Console(stderr=False, no_color=no_color or bool(os.environ.get("NO_COLOR")), highlight=False)
+
+
+def _parse_overrides(items: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """``RULE.PARAM=VALUE`` strings -> {rule: {param: value}}."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        rule, dot, param = key.partition(".")
+        if not sep or not dot or not rule or not param:
+            raise ConfigError(f"--set {item!r}: expected RULE.PARAM=VALUE, e.g. input-bound.min_data_wait_ratio=0.2")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"--set {item!r}: {raw!r} is not a number") from None
+        out.setdefault(rule, {})[param] = value
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="advisor")
+def cli() -> None:
+    """Rule-based performance advisor for deep-learning training profiles."""
+
+
+def _report_options(func):
+    func = click.option("--no-color", is_flag=True, help="Plain terminal output.")(func)
+    func = click.option("--lang", type=click.Choice(["en"]), default="en", show_default=True, help="Report language.")(func)
+    func = click.option(
+        "--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE",
+        help="Override a rule threshold, e.g. input-bound.min_data_wait_ratio=0.2 (repeatable).",
+    )(func)
+    func = click.option(
+        "--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path),
+        help="Extra rule file or folder (repeatable).",
+    )(func)
+    return func
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_report"),
+              show_default=True, help="Folder that receives report.html, report.md and report.json.")
+@_report_options
+def report(path: Path, out_dir: Path, rule_paths, overrides, lang: str, no_color: bool) -> None:
+    """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
+    from advisor.analysis import analyze
+
+    _refuse_inside(out_dir, path)
+    result = analyze(path, rule_paths=rule_paths, overrides=_parse_overrides(overrides))
+    _emit(result, out_dir, lang, no_color)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--steps", default=5, show_default=True, help="Steps to record.")
+@click.option("--warmup", default=3, show_default=True, help="Steps to skip before recording.")
+@click.option("--timeout", type=float, default=None, help="Kill the job after this many seconds.")
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_run"),
+              show_default=True, help="Folder for the traces (traces/) and the report.")
+@_report_options
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, command) -> None:
+    """Run a training script under the profiler and report on it.
+
+    \b
+    advisor run train.py --lr 0.1
+    advisor run --steps 20 -o out -- torchrun --nproc_per_node 4 train.py
+    """
+    from advisor.analysis import analyze
+    from advisor.collectors.live import run_profiled
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = run_profiled(list(command), out_dir / "traces", steps=steps, warmup=warmup, timeout=timeout)
+    for note in result.notes:
+        click.echo(f"advisor: {note}", err=True)
+    report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=_parse_overrides(overrides))
+    _emit(report_obj, out_dir, lang, no_color)
+    if result.exit_code != 0:
+        click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)
+        sys.exit(result.exit_code)
+
+
+def _refuse_inside(out_dir: Path, source: Path) -> None:
+    """Never write into the input folder."""
+    src = source.resolve()
+    out = out_dir.resolve()
+    if src.is_dir() and (out == src or src in out.parents):
+        raise ConfigError(f"{out_dir}: the output folder is inside the input {source}; choose another -o")
+
+
+def _emit(result, out_dir: Path, lang: str, no_color: bool) -> None:
+    from advisor.reports import write_reports
+    from advisor.reports.terminal import print_summary
+
+    paths = write_reports(result, out_dir, lang=lang)
+    console = _console(no_color)
+    print_summary(result, console)
+    console.print(f"report: {paths['html']}")
+
+
+@cli.group()
+def rules() -> None:
+    """List, explain and validate rules."""
+
+
+@rules.command("list")
+@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
+def rules_list(rule_paths) -> None:
+    """One line per rule: id, name, group, status, title."""
+    from advisor.rules_loader import load_rules
+
+    for r in sorted(load_rules(list(rule_paths)), key=lambda r: r.id):
+        click.echo(f"{r.id}  {r.name:<20} {r.group:<14} {r.status:<10} {r.title}")
+
+
+@rules.command("explain")
+@click.argument("name")
+@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
+def rules_explain(name: str, rule_paths) -> None:
+    """What a rule detects, why it matters, how to fix it, and its thresholds."""
+    from advisor.rules_loader import load_rules
+
+    for r in load_rules(list(rule_paths)):
+        if name in (r.name, r.id):
+            click.echo(_explain_rule(r))
+            return
+    raise ConfigError(f"no rule named {name!r} (see `advisor rules list`)")
+
+
+def _explain_rule(r) -> str:
+    wrap = lambda s: textwrap.fill(" ".join(s.split()), 78, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    lines = [f"{r.id} {r.name}: {r.title}", f"group {r.group}, status {r.status}, severity {r.severity}", ""]
+    for head, text in (("What it detects", r.explanation.what), ("Why it matters", r.explanation.why),
+                       ("How to fix", r.explanation.how)):
+        lines += [head, wrap(text), ""]
+    if r.params:
+        lines.append("Thresholds (override with --set NAME.PARAM=VALUE)")
+        for key, p in r.params.items():
+            lines.append(f"  {r.name}.{key} = {p.default:g}   {' '.join(p.description.split())}")
+        lines.append("")
+    lines += ["Condition", wrap(r.condition), ""]
+    lines.append("Fixes: " + ", ".join(r.fix))
+    if r.caveats:
+        lines += ["", "Caveats"] + [wrap("- " + c) for c in r.caveats]
+    lines += ["", "Examples"] + [f"  {e.expect:<4}  {e.name}" for e in r.examples]
+    return "\n".join(lines)
+
+
+@rules.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def rules_validate(paths) -> None:
+    """Check rule files: schema, CEL, known metric ids, and their examples."""
+    from advisor.rule_check import check_rules
+
+    problems, count = check_rules(list(paths))
+    for p in problems:
+        click.echo(p, err=True)
+    if problems:
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(f"{count} rule(s) valid")
+
+
+@cli.group()
+def metrics() -> None:
+    """List and explain metrics."""
+
+
+@metrics.command("list")
+def metrics_list() -> None:
+    """Every metric id with its unit and one-line definition."""
+    from advisor.metrics import REGISTRY
+
+    for spec in REGISTRY.values():
+        click.echo(f"{spec.id:<34} {spec.unit:<6} {spec.summary}")
+
+
+@metrics.command("explain")
+@click.argument("metric_id")
+def metrics_explain(metric_id: str) -> None:
+    """A metric's full definition."""
+    from advisor.metrics import REGISTRY
+
+    spec = REGISTRY.get(metric_id)
+    if spec is None:
+        raise ConfigError(f"no metric {metric_id!r} (see `advisor metrics list`)")
+    needs = ", ".join(spec.needs) or "-"
+    click.echo(f"{spec.id}  [{spec.unit}, scope {spec.scope}]\nneeds: {needs}\n\n{spec.doc}")
+
+
+@cli.command()
+@click.option("--rules", "rules_schema", is_flag=True, help="The rule-file schema instead of report.json's.")
+def schema(rules_schema: bool) -> None:
+    """Print the JSON Schema of report.json (or of rule files)."""
+    import json
+
+    from advisor.model import Report
+    from advisor.rule_schema import Rule
+
+    model = Rule if rules_schema else Report
+    click.echo(json.dumps(model.model_json_schema(), indent=2))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: AdvisorError -> one line on stderr and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="advisor", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("advisor: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_BAD_INPUT)
+    except AdvisorError as exc:
+        click.echo(f"advisor: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

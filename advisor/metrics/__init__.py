@@ -1,0 +1,10 @@
+"""Metrics: Profile -> named, unit-bearing values with evidence.
+
+Importing this package registers every metric (one function each, its
+docstring the definition) in ``REGISTRY``.
+"""
+
+from advisor.metrics import cluster, comm, data, ops, step  # noqa: F401  (registration)
+from advisor.metrics.registry import REGISTRY, MetricSpec, NotEvaluated, Value, evaluate, metric
+
+__all__ = ["REGISTRY", "MetricSpec", "NotEvaluated", "Value", "evaluate", "metric"]

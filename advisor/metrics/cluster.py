@@ -1,0 +1,207 @@
+"""Cross-rank metrics: which rank is slow, in which step component, and
+which link is slow.
+
+Spread statistics (per component, over per-rank means of steady steps):
+``excess`` = max(rank value) - median(rank values), in ms and as a share of
+the step; the robust z-score of the worst rank is 0.6745 * (x - median) / MAD
+(Iglewicz and Hoaglin; above 3.5 is a clear outlier, below it the spread is
+broad rather than one rank standing out).
+
+In synchronous training every rank waits at the next collective for the
+slowest one, so the slow rank shows *more* time in the component that makes
+it slow and *less* exposed communication (it waits least); the others'
+exposed communication grows by about its excess.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from advisor.metrics.registry import NotEvaluated, Value, metric
+from advisor.metrics.steps_view import US_PER_MS, per_rank_mean
+from advisor.profile import Profile
+
+#: Step components a rank can be slow in (the column, and what it means).
+COMPONENTS = {
+    "computing_us": "compute",
+    "free_us": "free (host/data)",
+    "data_wait_us": "data loading",
+    "iteration_interval_us": "iteration interval (host/data)",
+    "fp_bp_us": "forward/backward",
+}
+#: Below this many ranks there is no cluster to compare.
+MIN_RANKS = 2
+#: Slow links: links are compared within (transport, size class); a size
+#: class is a power of two in MB.
+MIN_LINK_PEERS = 3
+
+
+def _robust_z(values: pd.Series, x: float) -> float:
+    med = float(values.median())
+    mad = float((values - med).abs().median())
+    if mad == 0:
+        return float("inf") if x > med else 0.0
+    return 0.6745 * (x - med) / mad
+
+
+def _component_spreads(p: Profile) -> list[dict]:
+    ranks = p.meta.ranks or sorted(p.table("steps")["rank"].unique())
+    if len(ranks) < MIN_RANKS:
+        raise NotEvaluated("a single rank: nothing to compare")
+    step = per_rank_mean(p, "duration_us")
+    if step.empty or step.median() <= 0:
+        raise NotEvaluated("no step durations")
+    out = []
+    for column, label in COMPONENTS.items():
+        values = per_rank_mean(p, column)
+        if len(values) < MIN_RANKS:
+            continue
+        worst = int(values.idxmax())
+        excess = float(values.max() - values.median())
+        out.append(
+            {
+                "component": label,
+                "column": column,
+                "rank": worst,
+                "excess_ms": excess / US_PER_MS,
+                "excess_ratio": excess / float(step.median()),
+                "zscore": _robust_z(values, float(values.max())),
+                "per_rank_ms": {int(k): round(float(v) / US_PER_MS, 3) for k, v in values.items()},
+            }
+        )
+    if not out:
+        raise NotEvaluated("no step component measured on two or more ranks")
+    return out
+
+
+def _slowest(p: Profile) -> dict:
+    return max(_component_spreads(p), key=lambda s: s["excess_ms"])
+
+
+@metric("cluster.rank_count", unit="count", needs=["steps"])
+def rank_count(p: Profile) -> Value:
+    """Ranks with step data in this profile."""
+    return Value(int(p.table("steps")["rank"].nunique()))
+
+
+@metric("cluster.slow_rank", unit="rank", scope="rank", needs=["steps.duration_us"])
+def slow_rank(p: Profile) -> Value:
+    """The rank with the largest excess over the cluster median in any step
+    component (compute, free, data loading, iteration interval, fp/bp)."""
+    s = _slowest(p)
+    evidence = {k: s[k] for k in ("component", "excess_ms", "zscore")}
+    if len(s["per_rank_ms"]) <= 64:
+        evidence["per_rank_ms"] = s["per_rank_ms"]
+    return Value(s["rank"], evidence)
+
+
+@metric("cluster.slow_component", unit="text", needs=["steps.duration_us"])
+def slow_component(p: Profile) -> Value:
+    """The step component in which ``cluster.slow_rank`` exceeds the median
+    the most."""
+    return Value(_slowest(p)["component"])
+
+
+@metric("cluster.slow_rank_excess_ms", unit="ms", needs=["steps.duration_us"])
+def slow_rank_excess_ms(p: Profile) -> Value:
+    """How far the slow rank's component is above the cluster median, per
+    step: the time every rank loses waiting for it at the next collective."""
+    return Value(_slowest(p)["excess_ms"])
+
+
+@metric("cluster.slow_rank_excess_ratio", unit="ratio", needs=["steps.duration_us"])
+def slow_rank_excess_ratio(p: Profile) -> Value:
+    """``cluster.slow_rank_excess_ms`` as a share of the median step time."""
+    return Value(_slowest(p)["excess_ratio"])
+
+
+@metric("cluster.slow_rank_zscore", unit="z", needs=["steps.duration_us"])
+def slow_rank_zscore(p: Profile) -> Value:
+    """Robust z-score of the slow rank in its component (see module doc);
+    above 3.5 one rank stands out, below it the spread is broad."""
+    z = _slowest(p)["zscore"]
+    return Value(min(z, 1e6))
+
+
+@metric("cluster.compute_spread_ratio", unit="ratio", needs=["steps.computing_us"])
+def compute_spread_ratio(p: Profile) -> Value:
+    """(max - min) / median of per-rank compute time: how unequal the compute
+    load is across ranks."""
+    values = per_rank_mean(p, "computing_us")
+    if len(values) < MIN_RANKS or values.median() <= 0:
+        raise NotEvaluated("compute time measured on fewer than two ranks")
+    return Value(float((values.max() - values.min()) / values.median()))
+
+
+@metric("cluster.waiting_rank", unit="rank", scope="rank", needs=["steps.exposed_comm_us"])
+def waiting_rank(p: Profile) -> Value:
+    """The rank with the most exposed communication: it arrives first at the
+    collectives and waits for the others (the fastest rank, not the slowest)."""
+    values = per_rank_mean(p, "exposed_comm_us")
+    if len(values) < MIN_RANKS:
+        raise NotEvaluated("exposed communication measured on fewer than two ranks")
+    return Value(
+        int(values.idxmax()),
+        {"per_rank_ms": {int(k): round(float(v) / US_PER_MS, 3) for k, v in values.items()}},
+    )
+
+
+def _slow_links(p: Profile, threshold: float = 1.0) -> list[dict]:
+    links = p.table("links")
+    links = links[(links["bandwidth_gbps"] > 0) & (links["size_mb"] > 0)].copy()
+    links = links[links["src"] != links["dst"]]
+    if links.empty:
+        raise NotEvaluated("no point-to-point links with traffic")
+    links["size_class"] = np.floor(np.log2(links["size_mb"])).astype(int)
+    agg = (
+        links.groupby(["src", "dst", "transport", "size_class"])
+        .agg(size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"))
+        .reset_index()
+    )
+    agg["bandwidth_gbps"] = agg["size_mb"] / agg["time_ms"]
+    out = []
+    for (transport, _), group in agg.groupby(["transport", "size_class"]):
+        if len(group) < MIN_LINK_PEERS:
+            continue
+        median = float(group["bandwidth_gbps"].median())
+        for _, r in group.iterrows():
+            ratio = float(r["bandwidth_gbps"]) / median if median > 0 else 1.0
+            if ratio < threshold:
+                out.append(
+                    {
+                        "link": f"{int(r['src'])}-{int(r['dst'])}",
+                        "src": int(r["src"]),
+                        "dst": int(r["dst"]),
+                        "transport": str(transport),
+                        "bandwidth_gbps": round(float(r["bandwidth_gbps"]), 3),
+                        "peer_median_gbps": round(median, 3),
+                        "ratio": round(ratio, 4),
+                    }
+                )
+    if not out:
+        raise NotEvaluated(f"no transport/size class with {MIN_LINK_PEERS} or more links")
+    return sorted(out, key=lambda r: r["ratio"])
+
+
+@metric("cluster.slowest_link", unit="text", scope="link", needs=["links.bandwidth_gbps"])
+def slowest_link(p: Profile) -> Value:
+    """The point-to-point link (src-dst) with the lowest bandwidth relative to
+    the median of links of the same transport and size class."""
+    worst = _slow_links(p)[0]
+    return Value(worst["link"], worst)
+
+
+@metric("cluster.slowest_link_ratio", unit="ratio", scope="link", needs=["links.bandwidth_gbps"])
+def slowest_link_ratio(p: Profile) -> Value:
+    """Bandwidth of ``cluster.slowest_link`` / median bandwidth of its peers
+    (same transport and size class); 1 = as fast as its peers."""
+    links = _slow_links(p)
+    return Value(links[0]["ratio"], {"links_below_half": [l["link"] for l in links if l["ratio"] < 0.5][:20]})
+
+
+@metric("cluster.slowest_link_ranks", unit="list", scope="link", needs=["links.bandwidth_gbps"])
+def slowest_link_ranks(p: Profile) -> Value:
+    """The two ranks ``[src, dst]`` at the ends of ``cluster.slowest_link``."""
+    worst = _slow_links(p)[0]
+    return Value([worst["src"], worst["dst"]], {"transport": worst["transport"]})

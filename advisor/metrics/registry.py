@@ -1,0 +1,123 @@
+"""The metric registry: every metric is one decorated function.
+
+A metric function takes a Profile and returns its value (or a ``Value``
+with evidence). Its docstring is the metric's one definition, printed by
+``advisor metrics explain ID`` and shown in reports. The decorator
+declares the table columns it needs; when the profile lacks them the metric
+is "not evaluated" with that reason, and the function is never called.
+A function may also raise ``NotEvaluated(reason)`` when the data is there
+but does not support a value (e.g. a single rank for a cluster metric).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.model import Metric, MetricValue
+from advisor.profile import Profile, Skip
+
+
+class NotEvaluated(Exception):
+    """Raised by a metric function whose inputs cannot support a value."""
+
+
+@dataclass
+class Value:
+    """A metric value with the evidence that produced it."""
+
+    value: MetricValue
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    id: str
+    unit: str
+    scope: str
+    needs: tuple[str, ...]
+    func: Callable[[Profile], Any]
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.func.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.split("\n\n", 1)[0].replace("\n", " ")
+
+    def missing(self, profile: Profile) -> str | None:
+        """Why this metric cannot be evaluated on ``profile``, or None."""
+        for need in self.needs:
+            table, _, column = need.partition(".")
+            if profile.table(table) is None:
+                return f"no {table} table in this profile"
+            if column and not profile.has(table, column):
+                return f"the {table} table has no {column} values"
+        return None
+
+
+REGISTRY: dict[str, MetricSpec] = {}
+
+
+def metric(id: str, *, unit: str, scope: str = "run", needs: tuple[str, ...] | list[str] = ()):
+    """Register ``func`` as the definition of metric ``id``.
+
+    ``needs`` lists ``table`` or ``table.column`` entries that must be present.
+    """
+
+    def register(func: Callable[[Profile], Any]) -> Callable[[Profile], Any]:
+        if id in REGISTRY:
+            raise ValueError(f"metric {id} defined twice")
+        if not func.__doc__:
+            raise ValueError(f"metric {id} has no docstring (its definition)")
+        REGISTRY[id] = MetricSpec(id=id, unit=unit, scope=scope, needs=tuple(needs), func=func)
+        return func
+
+    return register
+
+
+def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
+    """Compute every registered metric the profile supports."""
+    metrics: dict[str, Metric] = {}
+    skipped: list[Skip] = []
+    for spec in REGISTRY.values():
+        reason = spec.missing(profile)
+        if reason is None:
+            try:
+                out = spec.func(profile)
+            except NotEvaluated as exc:
+                reason = str(exc)
+            else:
+                if not isinstance(out, Value):
+                    out = Value(out)
+                if out.value is None:
+                    reason = "no value on this profile"
+                else:
+                    metrics[spec.id] = Metric(
+                        id=spec.id,
+                        value=_plain(out.value),
+                        unit=spec.unit,
+                        scope=spec.scope,
+                        evidence=_plain(out.evidence),
+                    )
+                    continue
+        skipped.append(Skip(what=f"metric {spec.id}", reason=reason))
+    return metrics, skipped
+
+
+def _plain(value: Any) -> Any:
+    """numpy/pandas scalars and containers -> plain JSON-able Python values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return None
+        return round(value, 6)
+    return value

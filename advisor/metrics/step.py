@@ -1,0 +1,199 @@
+"""Step-time metrics: how long a step takes and where the time goes."""
+
+from __future__ import annotations
+
+from advisor.metrics.registry import NotEvaluated, Value, metric
+from advisor.metrics.steps_view import (
+    per_rank_mean,
+    rank_evidence,
+    run_mean_ms,
+    run_ratio,
+    steady_steps,
+)
+from advisor.profile import Profile
+
+
+def _ms(profile: Profile, column: str) -> Value:
+    value = run_mean_ms(profile, column)
+    if value is None:
+        raise NotEvaluated(f"no {column} values in steady-state steps")
+    return Value(value, rank_evidence(per_rank_mean(profile, column)))
+
+
+def _ratio(profile: Profile, column: str) -> Value:
+    value = run_ratio(profile, column)
+    if value is None:
+        raise NotEvaluated(f"no {column} values with a positive step duration")
+    return Value(value)
+
+
+@metric("step.count", unit="count", needs=["steps"])
+def step_count(p: Profile) -> Value:
+    """Steps found: the largest number of step rows of any rank.
+
+    Rows without a step id (per-rank totals from a cluster summary) count as
+    one step each.
+    """
+    steps = p.table("steps")
+    per_rank = steps.groupby("rank").size()
+    return Value(int(per_rank.max()), {"steady_steps": int(len(steady_steps(p)))})
+
+
+@metric("step.time_ms", unit="ms", needs=["steps.duration_us"])
+def step_time(p: Profile) -> Value:
+    """Mean wall time of a step.
+
+    Mean over ranks of each rank's mean over steady-state steps (the first
+    step is dropped when a rank has 4 or more).
+    """
+    return _ms(p, "duration_us")
+
+
+@metric("step.time_cv", unit="ratio", needs=["steps.duration_us"])
+def step_time_cv(p: Profile) -> Value:
+    """Step-time jitter: standard deviation / mean of steady-state step
+    durations, pooled over ranks. 0 means every step took the same time."""
+    d = steady_steps(p)["duration_us"].dropna()
+    if len(d) < 3 or d.mean() <= 0:
+        raise NotEvaluated("fewer than 3 steady-state steps")
+    return Value(float(d.std() / d.mean()), {"steps": int(len(d))})
+
+
+@metric("step.computing_ms", unit="ms", needs=["steps.computing_us"])
+def computing_ms(p: Profile) -> Value:
+    """Device compute time per step: union of compute-kernel intervals."""
+    return _ms(p, "computing_us")
+
+
+@metric("step.computing_ratio", unit="ratio", needs=["steps.computing_us", "steps.duration_us"])
+def computing_ratio(p: Profile) -> Value:
+    """Share of the step the device spends computing (computing / step time)."""
+    return _ratio(p, "computing_us")
+
+
+@metric("step.communication_ms", unit="ms", needs=["steps.communication_us"])
+def communication_ms(p: Profile) -> Value:
+    """Total communication time per step, overlapped with compute or not."""
+    return _ms(p, "communication_us")
+
+
+@metric("step.overlapped_ms", unit="ms", needs=["steps.overlapped_us"])
+def overlapped_ms(p: Profile) -> Value:
+    """Time per step during which compute and communication run at once."""
+    return _ms(p, "overlapped_us")
+
+
+@metric("step.exposed_comm_ms", unit="ms", needs=["steps.exposed_comm_us"])
+def exposed_comm_ms(p: Profile) -> Value:
+    """Exposed communication per step: communication time not hidden by
+    compute (communication - overlapped); the device waits on it."""
+    return _ms(p, "exposed_comm_us")
+
+
+@metric("step.exposed_comm_ratio", unit="ratio", needs=["steps.exposed_comm_us", "steps.duration_us"])
+def exposed_comm_ratio(p: Profile) -> Value:
+    """Share of the step spent in exposed communication."""
+    return _ratio(p, "exposed_comm_us")
+
+
+@metric("step.free_ms", unit="ms", needs=["steps.free_us"])
+def free_ms(p: Profile) -> Value:
+    """Free time per step: the device neither computes nor communicates
+    (waiting on the host, the data pipeline, synchronization, launches)."""
+    return _ms(p, "free_us")
+
+
+@metric("step.free_ratio", unit="ratio", needs=["steps.free_us", "steps.duration_us"])
+def free_ratio(p: Profile) -> Value:
+    """Share of the step the device is free (free / step time)."""
+    return _ratio(p, "free_us")
+
+
+@metric("step.iteration_interval_ms", unit="ms", needs=["steps.iteration_interval_us"])
+def iteration_interval_ms(p: Profile) -> Value:
+    """Iteration interval (MindSpore step trace): from the end of one step's
+    last device task to the start of the next step's first; the device waits
+    for the host, mostly for the next batch of data."""
+    return _ms(p, "iteration_interval_us")
+
+
+@metric(
+    "step.iteration_interval_ratio",
+    unit="ratio",
+    needs=["steps.iteration_interval_us", "steps.duration_us"],
+)
+def iteration_interval_ratio(p: Profile) -> Value:
+    """Share of the step taken by the iteration interval."""
+    return _ratio(p, "iteration_interval_us")
+
+
+@metric("step.fp_bp_ms", unit="ms", needs=["steps.fp_bp_us"])
+def fp_bp_ms(p: Profile) -> Value:
+    """Forward plus backward time per step (MindSpore step trace fp_and_bp)."""
+    return _ms(p, "fp_bp_us")
+
+
+@metric("step.fp_bp_ratio", unit="ratio", needs=["steps.fp_bp_us", "steps.duration_us"])
+def fp_bp_ratio(p: Profile) -> Value:
+    """Share of the step spent in forward plus backward."""
+    return _ratio(p, "fp_bp_us")
+
+
+@metric("step.tail_ms", unit="ms", needs=["steps.tail_us"])
+def tail_ms(p: Profile) -> Value:
+    """Step tail: from the end of backward to the end of the step (gradient
+    all-reduce that did not overlap backward, plus the optimizer update)."""
+    return _ms(p, "tail_us")
+
+
+@metric("step.tail_ratio", unit="ratio", needs=["steps.tail_us", "steps.duration_us"])
+def tail_ratio(p: Profile) -> Value:
+    """Share of the step taken by the tail."""
+    return _ratio(p, "tail_us")
+
+
+@metric("step.data_wait_ms", unit="ms", needs=["steps.data_wait_us"])
+def data_wait_ms(p: Profile) -> Value:
+    """Time per step the training loop spends fetching the next batch
+    (e.g. inside ``enumerate(DataLoader)`` in a PyTorch trace)."""
+    return _ms(p, "data_wait_us")
+
+
+@metric("step.data_wait_ratio", unit="ratio", needs=["steps.data_wait_us", "steps.duration_us"])
+def data_wait_ratio(p: Profile) -> Value:
+    """Share of the step spent waiting for the next batch."""
+    return _ratio(p, "data_wait_us")
+
+
+@metric("step.device_idle_ratio", unit="ratio", needs=["steps.device_busy_us", "steps.duration_us"])
+def device_idle_ratio(p: Profile) -> Value:
+    """Share of the step in which no kernel, copy or set runs on the device:
+    1 - (union of all device activity) / step time."""
+    busy = run_ratio(p, "device_busy_us")
+    if busy is None:
+        raise NotEvaluated("no device activity with a positive step duration")
+    return Value(max(0.0, 1.0 - busy))
+
+
+@metric("step.host_idle_ratio", unit="ratio", needs=["steps.free_us", "steps.duration_us"])
+def host_idle_ratio(p: Profile) -> Value:
+    """Device free time NOT explained by waiting for data, as a share of the
+    step: (free - data wait) / step time, where data wait is the dataloader
+    time or, for MindSpore step traces, the iteration interval. When the
+    profile measures no data wait at all, this equals the free ratio and the
+    evidence says ``data_wait_known: false``."""
+    steps = steady_steps(p)
+    wait_col = next(
+        (c for c in ("data_wait_us", "iteration_interval_us") if c in steps and steps[c].notna().any()),
+        None,
+    )
+    free = steps["free_us"]
+    if wait_col is not None:
+        free = (free - steps[wait_col].fillna(0)).clip(lower=0)
+    frame = steps.assign(_idle=free)
+    idle = frame.groupby("rank")["_idle"].mean()
+    dur = frame.groupby("rank")["duration_us"].mean()
+    ratio = (idle / dur)[dur > 0].dropna()
+    if ratio.empty:
+        raise NotEvaluated("no steps with a positive duration")
+    return Value(float(ratio.mean()), {"data_wait_known": wait_col is not None, "data_wait_from": wait_col})

@@ -1,0 +1,63 @@
+"""Shared views of the ``steps`` table used by step and cluster metrics.
+
+Steady state: when a rank has at least ``WARMUP_MIN_STEPS`` steps, its first
+step is dropped (graph compilation, allocator and cache warm-up make it
+unrepresentative). Per-rank values are means over that rank's steady steps;
+run values are the mean of the per-rank values, so every rank weighs the same.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from advisor.profile import Profile
+
+WARMUP_MIN_STEPS = 4
+US_PER_MS = 1000.0
+
+
+def steady_steps(profile: Profile) -> pd.DataFrame:
+    """The steps table without each rank's warm-up step (see module doc)."""
+    steps = profile.table("steps")
+    if steps is None:
+        return pd.DataFrame()
+    if "step" not in steps.columns or steps["step"].isna().all():
+        return steps
+    ordered = steps.sort_values(["rank", "step"], kind="stable")
+    counts = ordered.groupby("rank")["step"].transform("size")
+    first = ordered.groupby("rank").cumcount() == 0
+    return ordered[~(first & (counts >= WARMUP_MIN_STEPS))]
+
+
+def per_rank_mean(profile: Profile, column: str) -> pd.Series:
+    """Mean of ``column`` per rank over steady steps (index: rank), NaNs dropped."""
+    steps = steady_steps(profile)
+    if column not in steps.columns:
+        return pd.Series(dtype=float)
+    return steps.groupby("rank")[column].mean().dropna()
+
+
+def run_mean_ms(profile: Profile, column: str) -> float | None:
+    """Run value of a ``*_us`` column in ms: mean over ranks of per-rank means."""
+    ranks = per_rank_mean(profile, column)
+    if ranks.empty:
+        return None
+    return float(ranks.mean()) / US_PER_MS
+
+
+def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float | None:
+    """Mean over ranks of (per-rank mean ``column``) / (per-rank mean ``base``)."""
+    num = per_rank_mean(profile, column)
+    den = per_rank_mean(profile, base)
+    both = pd.concat([num, den], axis=1, keys=["n", "d"]).dropna()
+    both = both[both["d"] > 0]
+    if both.empty:
+        return None
+    return float((both["n"] / both["d"]).mean())
+
+
+def rank_evidence(series: pd.Series, scale: float = 1 / US_PER_MS, limit: int = 64) -> dict:
+    """Per-rank values for a metric's evidence (at most ``limit`` ranks)."""
+    if len(series) <= 1:
+        return {}
+    return {"per_rank": {int(k): round(float(v) * scale, 4) for k, v in series.head(limit).items()}}

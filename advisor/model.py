@@ -1,0 +1,102 @@
+"""The report data model: what analysis produces and every renderer reads.
+
+``Report`` is the machine contract written to ``report.json``; its JSON
+Schema (``advisor schema``) is generated from these pydantic models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from advisor.profile import Skip
+
+Severity = Literal["info", "low", "medium", "high", "critical"]
+SEVERITY_ORDER: dict[str, int] = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
+Scope = Literal["run", "rank", "step", "op", "link"]
+MetricValue = float | int | bool | str | list[Any] | dict[str, Any] | None
+
+
+class Metric(BaseModel):
+    """A named, unit-bearing value with the evidence that produced it."""
+
+    id: str = Field(description="dotted id, e.g. step.free_ratio")
+    value: MetricValue
+    unit: str = Field(description="ms, ratio (0..1), count, GB/s, MB, text, list ...")
+    scope: Scope = "run"
+    evidence: dict[str, Any] = Field(
+        default_factory=dict,
+        description="what produced the value: ranks, steps, ops, per-rank values",
+    )
+
+
+class Fix(BaseModel):
+    """The change to try, for the detected framework."""
+
+    framework: str
+    text: str
+    code: str | None = None
+
+
+class FindingScope(BaseModel):
+    """Where the problem is (each list empty when it applies run-wide)."""
+
+    ranks: list[int] = Field(default_factory=list)
+    steps: list[int] = Field(default_factory=list)
+    ops: list[str] = Field(default_factory=list)
+
+
+class Finding(BaseModel):
+    """One rule that fired on this run."""
+
+    rule: str = Field(description="the rule's kebab-case name, e.g. input-bound")
+    id: str = Field(description="the rule's stable code, e.g. ADV001")
+    title: str
+    severity: Severity
+    message: str
+    estimated_gain_ms: float | None = Field(
+        None, description="step time saved per step if the cause went away; null when unknown"
+    )
+    estimated_gain_pct: float | None = Field(None, description="the same, in % of step time")
+    time_at_stake_ms: float | None = Field(
+        None, description="step time per step attributable to the cause; severity follows its share"
+    )
+    confidence: float | None = Field(None, description="0..1, how sure the call is")
+    scope: FindingScope = Field(default_factory=FindingScope)
+    evidence: dict[str, MetricValue] = Field(default_factory=dict)
+    fix: Fix | None = None
+    caveats: list[str] = Field(default_factory=list)
+
+
+class RunInfo(BaseModel):
+    """What was analyzed."""
+
+    framework: str
+    device: str
+    source_format: str
+    source_version: str | None = None
+    source_path: str
+    ranks: list[int]
+    steps_found: int
+    notes: list[str] = Field(default_factory=list)
+    advisor_version: str
+    generated_at: str = Field(description="ISO-8601 UTC time of the analysis")
+
+
+class Report(BaseModel):
+    """The whole result of one analysis."""
+
+    schema_version: int = 1
+    run: RunInfo
+    findings: list[Finding] = Field(default_factory=list)
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+    skipped: list[Skip] = Field(default_factory=list)
+    tables: dict[str, list[dict[str, Any]]] = Field(
+        default_factory=dict,
+        description=(
+            "chart-ready rows, already aggregated (templates never compute): "
+            "step_breakdown (per step, mean over ranks), rank_breakdown (per rank, "
+            "mean over steps), top_ops, links; columns in ms"
+        ),
+    )

@@ -1,0 +1,154 @@
+"""The normalized Profile: what every collector produces and every metric reads.
+
+A Profile is run metadata plus a few long pandas tables. Every table has a
+``rank`` column (int), so one Profile holds one rank or a whole cluster.
+All times are **microseconds** (float64), sizes MB, bandwidths GB/s.
+A table or column the source does not have is absent (None / missing
+column), never filled with invented zeros; metrics that need it are then
+"not evaluated" with the reason.
+
+Tables and their columns (optional columns in brackets):
+
+``steps`` -- one row per (rank, step). ``step`` is the profiler's step id
+    (nullable Int64: NA when the source has only per-rank totals, as in a
+    cluster summary). ``duration_us`` is the step's wall time.
+    [``start_us``, ``computing_us`` (device compute, union of compute kernels),
+    ``communication_us`` (all communication time), ``overlapped_us`` (compute
+    and communication at once), ``exposed_comm_us`` (communication not
+    overlapped by compute), ``free_us`` (device neither computing nor
+    communicating), ``stage_us``, ``bubble_us``, ``receive_us``,
+    ``iteration_interval_us`` (end of previous step's last device op to
+    start of this step's first: host/data wait, MindSpore step trace),
+    ``fp_bp_us`` (forward + backward), ``tail_us`` (end of backward to end
+    of step: gradient all-reduce and optimizer), ``data_wait_us`` (host time
+    inside the dataloader, e.g. ``enumerate(DataLoader)`` in Kineto),
+    ``device_busy_us`` (union of all device kernels), ``host_wait_us``]
+
+``ops`` -- device operators aggregated per rank: one row per (rank, name,
+    type, core, input_dtypes, input_shapes). Columns: ``name``, ``type``,
+    ``core`` (accelerator core: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC,
+    HCCL, GPU, CPU, ...), ``count``, ``total_us``. [``input_dtypes``
+    (";"-joined, normalized upper-case: FLOAT, FLOAT16, BF16, INT32...),
+    ``input_shapes``, ``max_us``, ``min_us``, ``wait_us``]
+
+``comm`` -- communication operators per rank (``communication.json``, or
+    collective kernels in a trace): ``name`` (e.g. hcom_allReduce__123_0),
+    ``kind`` (allreduce, allgather, broadcast, reducescatter, send, receive,
+    alltoall, other), ``group``, ``elapse_us``. [``step``, ``start_us``,
+    ``transit_us``, ``wait_us``, ``sync_us``, ``idle_us``, ``tensor_count``
+    (gradient tensors fused into one all-reduce, from its input list),
+    ``size_mb``]
+
+``bandwidth`` -- per rank, communication operator and transport type:
+    ``name``, ``transport`` (SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...),
+    ``size_mb``, ``time_ms``, ``bandwidth_gbps``. [``large_packet_ratio``]
+
+``links`` -- point-to-point links (``communication_matrix.json``):
+    ``src``, ``dst`` (ranks), ``transport``, ``name`` (operator or op
+    group), ``size_mb``, ``time_ms``, ``bandwidth_gbps``.
+
+``data_queue`` -- samples of a data queue's fill level over time: ``queue``
+    (``device`` for the device data queue, ``host`` for the host queue),
+    ``index`` (sample number or step), ``size`` (elements in the queue).
+    [``capacity``, ``time_us``]
+
+``data_ops`` -- dataset-pipeline operators: ``op_id``, ``name`` (e.g.
+    MapOp), [``workers`` (num_parallel_workers), ``output_queue_usage``
+    (mean fill ratio 0..1 of the op's output connector queue),
+    ``output_queue_size``, ``output_queue_capacity``, ``parent_id`` (the op
+    that consumes this op's output; NA for the root), ``avg_time_us``,
+    ``stage``, ``count``]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+TABLES = ("steps", "ops", "comm", "bandwidth", "links", "data_queue", "data_ops")
+
+Framework = Literal["mindspore", "pytorch", "torch_npu", "unknown"]
+Device = Literal["ascend", "gpu", "cpu", "unknown"]
+
+
+class Skip(BaseModel):
+    """Something that could not be read or evaluated, and why."""
+
+    what: str = Field(description="file, table, metric or rule that was skipped")
+    reason: str
+
+
+class RunMeta(BaseModel):
+    """What the run was and where its data came from."""
+
+    framework: Framework = "unknown"
+    device: Device = "unknown"
+    source_format: str = Field(
+        "unknown",
+        description="ascend_pt, ascend_ms, mindinsight, msprof_cluster, kineto, ...",
+    )
+    source_version: str | None = None
+    source_path: str = ""
+    ranks: list[int] = Field(default_factory=list)
+    world_size: int | None = None
+    parallel: dict[str, int] = Field(
+        default_factory=dict, description="e.g. {'dp': 8, 'tp': 1, 'pp': 1}"
+    )
+    time_unit: str = "us"
+    notes: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class Profile:
+    """Run metadata plus the normalized tables listed in the module docstring."""
+
+    meta: RunMeta
+    steps: pd.DataFrame | None = None
+    ops: pd.DataFrame | None = None
+    comm: pd.DataFrame | None = None
+    bandwidth: pd.DataFrame | None = None
+    links: pd.DataFrame | None = None
+    data_queue: pd.DataFrame | None = None
+    data_ops: pd.DataFrame | None = None
+    skipped: list[Skip] = field(default_factory=list)
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """The named table, or None when absent or empty."""
+        df = getattr(self, name)
+        if df is None or len(df) == 0:
+            return None
+        return df
+
+    def has(self, name: str, *columns: str) -> bool:
+        """True when table ``name`` exists, is non-empty, and has ``columns``
+        with at least one non-null value each."""
+        df = self.table(name)
+        if df is None:
+            return False
+        return all(c in df.columns and df[c].notna().any() for c in columns)
+
+    def skip(self, what: str, reason: str) -> None:
+        self.skipped.append(Skip(what=what, reason=reason))
+
+
+def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
+    """Concatenate per-rank Profiles (each already carrying its ``rank``
+    column) into one cluster Profile with the given metadata."""
+    out = Profile(meta=meta)
+    for name in TABLES:
+        frames = [getattr(p, name) for p in parts if p.table(name) is not None]
+        if frames:
+            setattr(out, name, pd.concat(frames, ignore_index=True))
+    for p in parts:
+        out.skipped.extend(p.skipped)
+        for note in p.meta.notes:
+            if note not in out.meta.notes:
+                out.meta.notes.append(note)
+    ranks = set(meta.ranks)
+    for p in parts:
+        ranks.update(p.meta.ranks)
+    out.meta.ranks = sorted(ranks)
+    return out

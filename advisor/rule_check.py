@@ -1,0 +1,77 @@
+"""`advisor rules validate`: everything a rule file must get right.
+
+Checks, per file: YAML and schema (pydantic), CEL expressions and Jinja2
+templates compile, every metric id it names (requires, requires_any,
+examples, and ``namespace.name`` references in expressions) is a known
+metric, and each example fires or passes as it says.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from advisor.engine import NAMESPACES, compile_rule, evaluate_rule
+from advisor.errors import ConfigError
+from advisor.metrics import REGISTRY
+from advisor.rule_schema import Rule
+from advisor.rules_loader import builtin_rule_files, read_rule
+
+_REF = re.compile(r"\b(" + "|".join(NAMESPACES) + r")\.([a-z0-9_]+)\b")
+
+
+def referenced_metrics(rule: Rule) -> set[str]:
+    """Metric ids a rule names anywhere."""
+    texts = [rule.condition, rule.estimated_gain or "", rule.time_at_stake or "", rule.confidence or "",
+             rule.message, rule.scope.ranks or "", rule.scope.ops or "", rule.scope.steps or ""]
+    texts += [part for f in rule.fix.values() for part in (f.text, f.code or "")]
+    found = {f"{a}.{b}" for text in texts for a, b in _REF.findall(text)}
+    found |= rule.metric_ids()
+    for example in rule.examples:
+        found |= set(example.metrics)
+    return found
+
+
+def check_rule(rule: Rule) -> list[str]:
+    """Problems with one parsed rule (empty when it is valid)."""
+    problems = []
+    unknown = sorted(m for m in referenced_metrics(rule) if m not in REGISTRY)
+    if unknown:
+        problems.append(f"unknown metric id(s): {', '.join(unknown)}")
+    compiled = compile_rule(rule)
+    for example in rule.examples:
+        finding, skip = evaluate_rule(compiled, example.metrics, framework=example.framework)
+        fired = finding is not None
+        if fired != (example.expect == "fire"):
+            why = f" ({skip.reason})" if skip else ""
+            problems.append(f"example {example.name!r}: expected {example.expect}, got "
+                            f"{'fire' if fired else 'pass'}{why}")
+    return problems
+
+
+def check_rules(paths: list[Path]) -> tuple[list[str], int]:
+    """Validate rule files (built-in ones when ``paths`` is empty).
+
+    Returns one-line problems ``file: problem`` and the number of files read.
+    """
+    files: list[Path] = []
+    for path in paths or builtin_rule_files():
+        path = Path(path)
+        files.extend(sorted(path.glob("*.y*ml")) if path.is_dir() else [path])
+    problems: list[str] = []
+    seen: dict[str, Path] = {}
+    builtin = {} if not paths else {r.id: p for p in builtin_rule_files() for r in [read_rule(p)]}
+    for path in files:
+        try:
+            rule = read_rule(path)
+            problems += [f"{path}: {p}" for p in check_rule(rule)]
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        for key in (rule.id, rule.name):
+            if key in seen:
+                problems.append(f"{path}: {key} is already used by {seen[key]}")
+            seen[key] = path
+        if rule.id in builtin and builtin[rule.id].resolve() != path.resolve():
+            problems.append(f"{path}: id {rule.id} is taken by built-in rule {builtin[rule.id].name}")
+    return problems, len(files)

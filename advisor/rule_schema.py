@@ -1,0 +1,119 @@
+"""The rule file format: one YAML file per rule, validated by this schema.
+
+``advisor schema --rules`` prints the generated JSON Schema. Conditions,
+gains, confidences and scopes are Google CEL expressions evaluated over the
+metric namespaces (``step``, ``comm``, ``data``, ``ops``, ``cluster``,
+``anomaly``) plus ``params``; messages and fix snippets are Jinja2 templates
+rendered in a sandbox over the same names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Level = Literal["info", "low", "medium", "high", "critical"]
+FRAMEWORKS = ("mindspore", "pytorch", "torch_npu")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Param(Strict):
+    """A threshold the user may override (``--set RULE.PARAM=VALUE``)."""
+
+    default: float
+    description: str
+
+
+class FixText(Strict):
+    text: str = Field(description="what to change, one or two sentences")
+    code: str | None = Field(None, description="a snippet to try (Jinja2 template)")
+
+
+class Explanation(Strict):
+    what: str = Field(description="What it detects")
+    why: str = Field(description="Why it matters")
+    how: str = Field(description="How to fix it")
+
+
+class Example(Strict):
+    """A named metric set on which the rule must fire or pass."""
+
+    name: str
+    metrics: dict[str, Any] = Field(description="metric id -> value")
+    framework: str = "unknown"
+    expect: Literal["fire", "pass"]
+
+
+class AppliesTo(Strict):
+    frameworks: list[str] = Field(default_factory=lambda: ["any"])
+    devices: list[str] = Field(default_factory=lambda: ["any"])
+
+
+class Scope(Strict):
+    ranks: str | None = Field(None, description="CEL: rank or list of ranks")
+    steps: str | None = None
+    ops: str | None = Field(None, description="CEL: op name or list of names")
+
+
+class Rule(Strict):
+    id: str = Field(pattern=r"^ADV\d{3}$", description="stable code, never reused")
+    name: str = Field(description="kebab-case, names the problem")
+    title: str
+    group: Literal["data", "compute", "communication", "cluster", "host", "stability"]
+    status: Literal["preview", "stable", "deprecated"] = "stable"
+    severity: Level | Literal["auto"] = Field(
+        "auto", description="auto: from the estimated gain's share of the step"
+    )
+    applies_to: AppliesTo = Field(default_factory=AppliesTo)
+    requires: list[str] = Field(default_factory=list, description="metric ids that must all exist")
+    requires_any: list[str] = Field(
+        default_factory=list, description="metric ids of which at least one must exist"
+    )
+    params: dict[str, Param] = Field(default_factory=dict)
+    condition: str
+    time_at_stake: str | None = Field(
+        None, description="CEL: ms per step attributable to the cause (severity follows it)"
+    )
+    estimated_gain: str | None = Field(
+        None, description="CEL: ms per step a fix is expected to save (<= time at stake)"
+    )
+    confidence: str | None = Field(None, description="CEL: 0..1")
+    scope: Scope = Field(default_factory=Scope)
+    message: str
+    explanation: Explanation
+    fix: dict[str, FixText] = Field(description="per framework, or 'default'")
+    caveats: list[str] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)
+    examples: list[Example] = Field(min_length=2)
+
+    @field_validator("name")
+    @classmethod
+    def _kebab(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", v):
+            raise ValueError(f"rule name {v!r} is not kebab-case")
+        return v
+
+    @field_validator("fix")
+    @classmethod
+    def _fix_keys(cls, v: dict[str, FixText]) -> dict[str, FixText]:
+        unknown = set(v) - set(FRAMEWORKS) - {"default"}
+        if unknown:
+            raise ValueError(f"fix for unknown framework(s): {sorted(unknown)}")
+        if not v:
+            raise ValueError("a rule needs at least one fix")
+        return v
+
+    @field_validator("examples")
+    @classmethod
+    def _both_outcomes(cls, v: list[Example]) -> list[Example]:
+        if {e.expect for e in v} != {"fire", "pass"}:
+            raise ValueError("examples must include at least one 'fire' and one 'pass'")
+        return v
+
+    def metric_ids(self) -> set[str]:
+        return set(self.requires) | set(self.requires_any)

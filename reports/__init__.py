@@ -1,0 +1,74 @@
+"""Renderers: a Report -> HTML, Markdown, JSON and a terminal summary.
+
+Renderers only lay out what the report holds; they never analyse. UI texts
+come from :mod:`advisor.reports.i18n`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from advisor.errors import AdvisorError
+from advisor.model import Report
+
+from .html import render_html
+from .json_report import json_schema, render_json
+from .markdown import render_markdown
+from .terminal import print_summary
+
+__all__ = [
+    "json_schema",
+    "print_summary",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "write_reports",
+]
+
+FILES = {"html": "report.html", "markdown": "report.md", "json": "report.json"}
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename, so a
+    reader never sees half a report."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_reports(report: Report, out_dir: Path, lang: str = "en") -> dict[str, Path]:
+    """Write report.html, report.md and report.json into ``out_dir``
+    (created if needed); returns ``{"html": path, "markdown": path, "json": path}``.
+
+    Raises AdvisorError with a one-line message when the folder or a file
+    cannot be written.
+    """
+    out_dir = Path(out_dir)
+    texts = {
+        "html": render_html(report, lang),
+        "markdown": render_markdown(report, lang),
+        "json": render_json(report),
+    }
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AdvisorError(f"{out_dir}: cannot create the report folder: {e.strerror or e}") from None
+    paths: dict[str, Path] = {}
+    for kind, text in texts.items():
+        path = out_dir / FILES[kind]
+        try:
+            _write(path, text)
+        except OSError as e:
+            raise AdvisorError(f"{path}: cannot write the report: {e.strerror or e}") from None
+        paths[kind] = path
+    return paths

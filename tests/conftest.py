@@ -1,0 +1,29 @@
+"""Shared test fixtures: where the real profiler corpus and examples live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+CORPUS = Path(os.environ.get("ADVISOR_CORPUS", REPO.parent / "shared" / "corpus"))
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The read-only corpus of real profiler outputs (../shared/corpus).
+
+    Tests that need it are skipped, with the reason, where it is absent
+    (a user's fresh clone); CI has it beside the checkout.
+    """
+    if not CORPUS.is_dir():
+        pytest.skip(f"real-profile corpus not found at {CORPUS} (set ADVISOR_CORPUS)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def examples() -> Path:
+    return EXAMPLES
