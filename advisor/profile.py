@@ -41,19 +41,21 @@ Tables and their columns (optional columns in brackets):
 
 ``bandwidth`` -- per rank, communication operator and transport type:
     ``name``, ``transport`` (SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...),
-    ``size_mb``, ``time_ms``, ``bandwidth_gbps``. [``large_packet_ratio``]
+    ``size_mb``, ``time_ms`` (milliseconds, as the profilers write it),
+    ``bandwidth_gbps``. [``large_packet_ratio``, ``kind``, ``group``, ``step``]
 
 ``links`` -- point-to-point links (``communication_matrix.json``):
     ``src``, ``dst`` (ranks), ``transport``, ``name`` (operator or op
-    group), ``size_mb``, ``time_ms``, ``bandwidth_gbps``.
+    group), ``size_mb``, ``time_ms`` (milliseconds), ``bandwidth_gbps``.
+    [``group``, ``step``]
 
 ``data_queue`` -- samples of a data queue's fill level over time: ``queue``
     (``device`` for the device data queue, ``host`` for the host queue),
     ``index`` (sample number or step), ``size`` (elements in the queue).
     [``capacity``, ``time_us``]
 
-``data_ops`` -- dataset-pipeline operators: ``op_id``, ``name`` (e.g.
-    MapOp), [``workers`` (num_parallel_workers), ``output_queue_usage``
+``data_ops`` -- dataset-pipeline operators: ``name`` (e.g. MapOp),
+    [``op_id`` (pipeline id; absent in ``dataset.csv``), ``workers`` (num_parallel_workers), ``output_queue_usage``
     (mean fill ratio 0..1 of the op's output connector queue),
     ``output_queue_size``, ``output_queue_capacity``, ``parent_id`` (the op
     that consumes this op's output; NA for the root), ``avg_time_us``,

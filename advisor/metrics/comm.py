@@ -24,8 +24,15 @@ def overlap_ratio(p: Profile) -> Value:
     return Value(value)
 
 
+#: Collectives that synchronize gradients in data-parallel training.
+GRADIENT_SYNC = ("allreduce", "reducescatter")
+
+
 def _exposed_source(p: Profile) -> str:
     """Which step column measures gradient sync the step waits on."""
+    comm = p.table("comm")
+    if "kind" not in comm.columns or not comm["kind"].isin(GRADIENT_SYNC).any():
+        raise NotEvaluated("no all-reduce / reduce-scatter collectives in this profile")
     if p.has("steps", "tail_us"):
         return "tail_us"
     if p.has("steps", "exposed_comm_us"):
@@ -38,7 +45,7 @@ def exposed_allreduce_ms(p: Profile) -> Value:
     """Time per step spent on gradient synchronization that backward does not
     hide: the step-trace tail where the source has one (MindSpore: end of
     backward to end of step), else the exposed communication time. Evaluated
-    only when the profile contains collective communication."""
+    only when the profile contains all-reduce or reduce-scatter collectives."""
     column = _exposed_source(p)
     value = run_mean_ms(p, column)
     if value is None:

@@ -1,0 +1,370 @@
+"""Collector for Ascend PyTorch Profiler (torch_npu) and MindSpore Profiler text output.
+
+Units it reads:
+
+* a rank folder ``*_ascend_pt`` / ``*_ascend_ms`` (or any folder holding
+  ``ASCEND_PROFILER_OUTPUT/``, or that folder itself);
+* msprof-analyze's ``cluster_analysis_output/`` when no rank folders exist.
+
+A parent folder of many rank folders yields all of them, sorted by rank.
+
+Per rank, from ``ASCEND_PROFILER_OUTPUT/``: ``step_trace_time.csv`` ->
+``steps``; ``kernel_details.csv`` -> ``ops`` (plus ``device_busy_us`` per
+step), else ``op_statistic.csv``; ``communication.json`` -> ``comm`` and
+``bandwidth``; ``communication_matrix.json`` -> ``links``; ``dataset.csv``
+-> ``data_ops``; ``trace_view.json`` -> ``steps`` from the Overlap Analysis
+lanes, only when ``step_trace_time.csv`` is absent. MindSpore CPU output
+(``FRAMEWORK/cpu_op_*.csv``) fills ``ops`` when nothing better exists.
+
+Every file is optional on its own: a broken one is recorded with
+``Profile.skip`` and the rest is read. The unit fails with InputError only
+when nothing usable is left (naming the broken file when there was one).
+Nothing is ever written under the input folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from advisor.errors import InputError
+from advisor.profile import TABLES, Profile, RunMeta
+
+from . import ascend_comm as comm_io
+from . import ascend_tables as tables
+from .ascend_meta import framework_of, rank_from_folder_name, rank_from_info_names, read_meta
+from .ascend_trace import read_trace
+
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+CLUSTER_DIR = "cluster_analysis_output"
+CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json")
+RANK_SUFFIXES = ("_ascend_pt", "_ascend_ms")
+#: Files that make a bare folder an ASCEND_PROFILER_OUTPUT (users copy them around).
+OUTPUT_FILES = (
+    "step_trace_time.csv", "kernel_details.csv", "op_statistic.csv",
+    "communication.json", "communication_matrix.json", "trace_view.json",
+)
+
+
+# ------------------------------------------------------------------ discover
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False instead of an error on unreadable folders."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, False instead of an error on unreadable folders."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def discover(root: Path) -> list[Path]:
+    """Rank folders (sorted by rank) or a cluster_analysis_output folder under ``root``."""
+    root = Path(root)
+    if _is_file(root) and root.name in OUTPUT_FILES:
+        return [root.parent]
+    if not _is_dir(root):
+        return []
+    if _is_rank_unit(root) or _is_cluster_output(root):
+        return [root]
+    ranks = _child_rank_folders(root)
+    if ranks:
+        return sorted(ranks, key=_rank_sort_key)
+    cluster = root / CLUSTER_DIR
+    if _is_cluster_output(cluster):
+        return [cluster]
+    return []
+
+
+def _is_rank_unit(path: Path) -> bool:
+    """A rank folder by name, an ASCEND_PROFILER_OUTPUT folder, or a folder holding one."""
+    return (path.name.lower().endswith(RANK_SUFFIXES) or path.name == OUTPUT_DIR
+            or _is_dir(path / OUTPUT_DIR) or _holds_output_files(path))
+
+
+def _holds_output_files(path: Path) -> bool:
+    """A bare folder holding ASCEND_PROFILER_OUTPUT files directly."""
+    return any(_is_file(path / name) for name in OUTPUT_FILES)
+
+
+def _is_cluster_output(path: Path) -> bool:
+    """A folder with msprof-analyze cluster summary files."""
+    return _is_dir(path) and any(_is_file(path / f) for f in CLUSTER_FILES)
+
+
+def _child_rank_folders(root: Path) -> list[Path]:
+    """``*_ascend_pt|ms`` folders one level below ``root``, else two levels below."""
+    def level(folder: Path) -> list[Path]:
+        try:
+            return [p for p in folder.iterdir()
+                    if _is_dir(p) and p.name.lower().endswith(RANK_SUFFIXES)]
+        except OSError:
+            return []
+
+    found = level(root)
+    if not found:
+        try:
+            subdirs = [p for p in root.iterdir() if _is_dir(p) and p.name != CLUSTER_DIR]
+        except OSError:
+            subdirs = []
+        for sub in subdirs:
+            found.extend(level(sub))
+    return found
+
+
+def _rank_sort_key(folder: Path) -> tuple:
+    """Sort key: rank from file/folder names (unknown last), then name."""
+    rank = rank_from_info_names(folder)
+    if rank is None:
+        rank = rank_from_folder_name(folder)
+    return (rank is None, rank or 0, folder.name)
+
+
+# ---------------------------------------------------------------------- read
+
+def read(unit: Path) -> Profile:
+    """Read one unit (rank folder or cluster_analysis_output) into a Profile."""
+    unit = Path(unit)
+    if not _is_dir(unit):
+        raise InputError(unit, "not a folder")
+    if not _is_rank_unit(unit) and _is_cluster_output(unit):
+        return read_cluster(unit)
+    return read_rank(unit)
+
+
+def _locate(unit: Path) -> tuple[Path, Path | None]:
+    """(ASCEND_PROFILER_OUTPUT folder, rank root folder or None)."""
+    if unit.name == OUTPUT_DIR or (not _is_dir(unit / OUTPUT_DIR) and _holds_output_files(unit)):
+        parent = unit.parent
+        return unit, (parent if parent.name.lower().endswith(RANK_SUFFIXES) else None)
+    return unit / OUTPUT_DIR, unit
+
+
+class _Reader:
+    """Reads the optional files of one unit, turning failures into skips."""
+
+    def __init__(self, profile: Profile):
+        self.profile = profile
+        self.failures: list[InputError] = []
+
+    def attempt(self, path: Path, func, *args):
+        """``func(path, *args)``; an InputError becomes a skip and returns None."""
+        try:
+            return func(path, *args)
+        except InputError as exc:
+            self.failures.append(exc)
+            self.profile.skip(str(path), exc.problem)
+            return None
+
+
+def read_rank(unit: Path) -> Profile:
+    """One rank folder -> Profile (see the module docstring for the files)."""
+    out_dir, root = _locate(unit)
+    framework, source_format = framework_of(root or unit)
+    profile = Profile(meta=RunMeta(framework=framework, device="ascend",
+                                   source_format=source_format, source_path=str(unit)))
+    if not _is_dir(out_dir):
+        raise InputError(unit, f"no {OUTPUT_DIR}/ folder (profile not parsed yet, or "
+                               "exported as .db only)")
+    reader = _Reader(profile)
+    facts = read_meta(root, profile)
+    rank = _decide_rank(root, facts, out_dir, profile)
+    _fill_meta(profile.meta, facts, rank)
+
+    _read_steps_and_ops(reader, out_dir, rank)
+    _read_comm(reader, out_dir, rank)
+    path = out_dir / "dataset.csv"
+    if _is_file(path):
+        profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
+    if profile.steps is None:
+        _read_trace_steps(reader, out_dir)
+    if profile.ops is None and root is not None:
+        _read_cpu_ops(reader, root / "FRAMEWORK", rank)
+    if (profile.meta.framework == "unknown" and root is not None
+            and any((root / "FRAMEWORK").glob("cpu_op_*.csv"))):
+        profile.meta.framework = "mindspore"  # only MindSpore writes these
+    _require_something(profile, reader, out_dir)
+    return profile
+
+
+def _decide_rank(root: Path | None, facts, out_dir: Path, profile: Profile) -> int:
+    """Rank id: profiler_info_{N}.json name, JSON contents, rank-N folder
+    name, the communication matrix (the one rank on every link), else 0
+    with a note."""
+    candidates = (rank_from_info_names(root), facts.rank, rank_from_folder_name(root))
+    for rank in candidates:
+        if rank is not None:
+            return rank
+    matrix = out_dir / "communication_matrix.json"
+    if _is_file(matrix):
+        rank = comm_io.rank_from_links(matrix)
+        if rank is not None:
+            return rank
+    profile.meta.notes.append(
+        "rank id not found (no profiler_info_{rank}.json, no rank in profiler "
+        "metadata or communication files); assumed rank 0")
+    return 0
+
+
+def _fill_meta(meta: RunMeta, facts, rank: int) -> None:
+    """Copy what the metadata files said into RunMeta."""
+    meta.ranks = [rank]
+    meta.world_size = facts.world_size
+    meta.parallel = dict(facts.parallel)
+    meta.source_version = facts.version
+    if meta.framework == "unknown" and facts.framework:
+        meta.framework = facts.framework
+
+
+def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
+    """step_trace_time.csv -> steps; kernel_details.csv (else op_statistic.csv) -> ops."""
+    profile = reader.profile
+    path = out_dir / "step_trace_time.csv"
+    if _is_file(path):
+        profile.steps = reader.attempt(path, tables.read_step_trace, rank)
+    path = out_dir / "kernel_details.csv"
+    if _is_file(path):
+        kernels = reader.attempt(path, tables.read_kernel_details)
+        if kernels is not None and not kernels.empty:
+            profile.ops = tables.aggregate_kernels(kernels, rank)
+            _add_device_busy(profile, kernels)
+    if profile.ops is None:
+        path = out_dir / "op_statistic.csv"
+        if _is_file(path):
+            profile.ops = reader.attempt(path, tables.read_op_statistic, rank)
+            if profile.ops is not None:
+                profile.meta.notes.append(
+                    "operators from op_statistic.csv: one row per operator type, "
+                    "without input dtypes or shapes")
+
+
+def _add_device_busy(profile: Profile, kernels: pd.DataFrame) -> None:
+    """Merge per-step device busy time (union of kernels) into the steps table."""
+    steps = profile.steps
+    if steps is None or steps["step"].isna().all():
+        return
+    busy = tables.device_busy(kernels)
+    if busy is not None:
+        merged = steps.merge(busy, on="step", how="left")
+        if merged["device_busy_us"].notna().any():
+            profile.steps = merged
+
+
+
+def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
+    """communication.json -> comm, bandwidth; communication_matrix.json -> links."""
+    profile = reader.profile
+    path = out_dir / "communication.json"
+    if _is_file(path):
+        result = reader.attempt(path, comm_io.read_communication, rank)
+        if result is not None:
+            profile.comm, profile.bandwidth = result
+    path = out_dir / "communication_matrix.json"
+    if _is_file(path):
+        profile.links = reader.attempt(path, comm_io.read_matrix, rank)
+
+
+def _read_trace_steps(reader: _Reader, out_dir: Path) -> None:
+    """trace_view.json -> steps from the overlap lanes (no step_trace_time.csv)."""
+    profile = reader.profile
+    path = out_dir / "trace_view.json"
+    if not _is_file(path):
+        return
+    facts = reader.attempt(path, read_trace)
+    if facts is None:
+        return
+    only_trace = profile.ops is None and profile.comm is None
+    if facts.device == "cpu" and only_trace:
+        profile.meta.device = "cpu"
+    if facts.steps is not None:
+        profile.steps = facts.steps
+        profile.steps.insert(0, "rank", profile.meta.ranks[0])
+        profile.steps["rank"] = profile.steps["rank"].astype("int64")
+        profile.meta.notes.append("steps derived from the Overlap Analysis lanes of "
+                                  "trace_view.json (no step_trace_time.csv)")
+        if not facts.has_step_markers:
+            profile.meta.notes.append("no ProfilerStep markers in trace_view.json: the "
+                                      "whole capture is reported as one step (step NA)")
+    else:
+        why = ("no step markers and no Overlap Analysis lanes"
+               if not facts.has_step_markers else "no Overlap Analysis lanes")
+        profile.meta.notes.append(f"trace_view.json has {why}: per-step times are not "
+                                  "available and no steps were invented")
+
+
+def _read_cpu_ops(reader: _Reader, framework_dir: Path, rank: int) -> None:
+    """MindSpore FRAMEWORK/cpu_op_detail_info_*.csv (else cpu_op_type_info_*) -> ops."""
+    if not _is_dir(framework_dir):
+        return
+    for pattern in ("cpu_op_detail_info_*.csv", "cpu_op_type_info_*.csv"):
+        for path in sorted(framework_dir.glob(pattern)):
+            file_rank = tables.rank_from_name(path.name)
+            ops = reader.attempt(path, tables.read_cpu_ops, rank if file_rank is None else file_rank)
+            if ops is not None:
+                reader.profile.ops = ops
+                reader.profile.meta.notes.append(
+                    f"operators from FRAMEWORK/{path.name}: host CPU operators "
+                    "(core CPU), aggregated by MindSpore")
+                return
+
+
+def _require_something(profile: Profile, reader: _Reader, where: Path) -> None:
+    """InputError when no table could be read (naming the first broken file)."""
+    if any(profile.table(name) is not None for name in TABLES):
+        return
+    if reader.failures:
+        raise reader.failures[0]
+    raise InputError(where, "no readable profiler files (expected step_trace_time.csv, "
+                            "kernel_details.csv, communication.json or trace_view.json)")
+
+
+# ------------------------------------------------------------------- cluster
+
+def read_cluster(unit: Path) -> Profile:
+    """msprof-analyze cluster_analysis_output -> per-rank totals and communication."""
+    profile = Profile(meta=RunMeta(device="ascend", source_format="msprof_cluster",
+                                   source_path=str(unit)))
+    reader = _Reader(profile)
+    path = unit / "cluster_step_trace_time.csv"
+    if _is_file(path):
+        profile.steps = reader.attempt(path, tables.read_cluster_step_trace)
+    path = unit / "cluster_communication.json"
+    if _is_file(path):
+        result = reader.attempt(path, comm_io.read_communication, None)
+        if result is not None:
+            profile.comm, profile.bandwidth = result
+    path = unit / "cluster_communication_matrix.json"
+    if _is_file(path):
+        profile.links = reader.attempt(path, _read_cluster_matrix)
+    _require_something(profile, reader, unit)
+    ranks: set[int] = set()
+    for name in ("steps", "comm", "bandwidth"):
+        df = profile.table(name)
+        if df is not None:
+            ranks.update(int(r) for r in df["rank"].unique())
+    profile.meta.ranks = sorted(ranks)
+    if profile.steps is not None:
+        profile.meta.world_size = int(profile.steps["rank"].nunique())
+    profile.meta.notes.append(
+        "msprof-analyze cluster summary: per-rank totals over the profiled steps "
+        "(step NA), no per-operator data; framework unknown")
+    return profile
+
+
+def _read_cluster_matrix(path: Path) -> pd.DataFrame | None:
+    """cluster_communication_matrix.json -> links; a link's rank is its source."""
+    data = comm_io.load_json(path)
+    rows = comm_io.link_records(data) if isinstance(data, dict) else []
+    if not rows:
+        raise InputError(path, "no src-dst link records found")
+    for row in rows:
+        if row.get("rank") is None:
+            row["rank"] = row["src"]
+    return comm_io.to_frame(rows, None, comm_io.LINK_COLUMNS)

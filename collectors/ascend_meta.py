@@ -1,0 +1,147 @@
+"""Run metadata of an Ascend rank folder: framework, rank id, version, world size.
+
+Sources, in order of trust: the folder name (``*_ascend_pt`` is torch_npu,
+``*_ascend_ms`` MindSpore; MindSpore names non-zero ranks ``rank-N_...``),
+``profiler_info_{rank}.json`` file names, then the contents of
+``profiler_info*.json`` and ``profiler_metadata.json`` (``rank_id``,
+``distributed_args`` with rank / world_size / tp / pp / dp, version keys).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from advisor.errors import InputError
+from advisor.profile import Profile
+
+from .ascend_comm import load_json
+
+_INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
+_RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)
+_VERSION_KEYS = {
+    "torch_npu": ("torch_npu_version", "torch_npu", "pta_version"),
+    "mindspore": ("mindspore_version", "ms_version", "mindspore"),
+}
+_PARALLEL_KEYS = {
+    "tp": ("tp", "tensor_model_parallel_size"),
+    "pp": ("pp", "pipeline_model_parallel_size"),
+    "dp": ("dp", "data_parallel_size"),
+    "cp": ("cp", "context_parallel_size"),
+    "ep": ("ep", "expert_model_parallel_size"),
+}
+
+
+def framework_of(folder: Path) -> tuple[str, str]:
+    """(framework, source_format) from a rank folder's name suffix."""
+    name = folder.name.lower()
+    if name.endswith("_ascend_pt"):
+        return "torch_npu", "ascend_pt"
+    if name.endswith("_ascend_ms"):
+        return "mindspore", "ascend_ms"
+    return "unknown", "ascend"
+
+
+def rank_from_info_names(folder: Path | None) -> int | None:
+    """Rank from a ``profiler_info_{N}.json`` file name in ``folder``."""
+    if folder is None:
+        return None
+    try:
+        for child in folder.iterdir():
+            m = _INFO_NAME.match(child.name)
+            if m:
+                return int(m.group(1))
+    except OSError:
+        pass
+    return None
+
+
+def rank_from_folder_name(folder: Path | None) -> int | None:
+    """Rank from ``rank-N`` in a folder name (MindSpore names rank N > 0 so)."""
+    if folder is None:
+        return None
+    m = _RANK_IN_FOLDER.search(folder.name)
+    return int(m.group(1)) if m else None
+
+
+@dataclass
+class MetaFacts:
+    """What the metadata JSON files say (None where they are silent)."""
+
+    rank: int | None = None
+    world_size: int | None = None
+    version: str | None = None
+    framework: str | None = None
+    parallel: dict = field(default_factory=dict)
+
+
+def _find(node, keys: tuple[str, ...]):
+    """First value (depth-first) under any of ``keys`` in nested dicts."""
+    if isinstance(node, dict):
+        for key in keys:
+            if key in node and not isinstance(node[key], (dict, list)):
+                return node[key]
+        for value in node.values():
+            found = _find(_maybe_json(value), keys)
+            if found is not None:
+                return found
+    return None
+
+
+def _maybe_json(value):
+    """Metadata values are sometimes JSON text (``add_metadata_json``)."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _int(value) -> int | None:
+    """A non-negative int from a JSON value, else None (-1 means "unset")."""
+    try:
+        n = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None
+
+
+def read_meta(folder: Path | None, profile: Profile) -> MetaFacts:
+    """Collect MetaFacts from the JSON files in ``folder``; broken files are skipped."""
+    facts = MetaFacts()
+    if folder is None:
+        return facts
+    files = sorted(folder.glob("profiler_info*.json")) + sorted(folder.glob("profiler_metadata.json"))
+    for path in files:
+        try:
+            data = load_json(path)
+        except InputError as exc:
+            profile.skip(str(path), exc.problem)
+            continue
+        _merge(facts, data)
+    return facts
+
+
+def _merge(facts: MetaFacts, data) -> None:
+    """Fill the MetaFacts fields still unknown from one JSON document."""
+    if facts.rank is None:
+        facts.rank = _int(_find(data, ("rank_id", "rankId", "rank")))
+    if facts.world_size is None:
+        facts.world_size = _int(_find(data, ("world_size", "rank_size", "worldSize")))
+        if facts.world_size == 0:
+            facts.world_size = None
+    if facts.version is None:
+        for framework, keys in _VERSION_KEYS.items():
+            value = _find(data, keys)
+            if value:
+                facts.version, facts.framework = str(value), framework
+                break
+    for short, keys in _PARALLEL_KEYS.items():
+        if short not in facts.parallel:
+            value = _int(_find(data, keys))
+            if value:
+                facts.parallel[short] = value
