@@ -95,6 +95,11 @@ class RunMeta(BaseModel):
     source_version: str | None = None
     source_path: str = ""
     ranks: list[int] = Field(default_factory=list)
+    ranks_inferred: bool = Field(
+        False,
+        description="ranks were assigned to files that declare none (e.g. several captures "
+        "of one worker); cross-rank comparisons are then not made",
+    )
     world_size: int | None = None
     parallel: dict[str, int] = Field(
         default_factory=dict, description="e.g. {'dp': 8, 'tp': 1, 'pp': 1}"
@@ -152,5 +157,6 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
     ranks = set(meta.ranks)
     for p in parts:
         ranks.update(p.meta.ranks)
+        out.meta.ranks_inferred |= p.meta.ranks_inferred
     out.meta.ranks = sorted(ranks)
     return out

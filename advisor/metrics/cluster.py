@@ -45,7 +45,14 @@ def _robust_z(values: pd.Series, x: float) -> float:
     return 0.6745 * (x - med) / mad
 
 
+def _require_real_ranks(p: Profile) -> None:
+    if p.meta.ranks_inferred:
+        raise NotEvaluated("ranks were assigned to trace files without rank information; "
+                           "they may be captures of one worker, so they are not compared")
+
+
 def _component_spreads(p: Profile) -> list[dict]:
+    _require_real_ranks(p)
     ranks = p.meta.ranks or sorted(p.table("steps")["rank"].unique())
     if len(ranks) < MIN_RANKS:
         raise NotEvaluated("a single rank: nothing to compare")
@@ -128,6 +135,7 @@ def slow_rank_zscore(p: Profile) -> Value:
 def compute_spread_ratio(p: Profile) -> Value:
     """(max - min) / median of per-rank compute time: how unequal the compute
     load is across ranks."""
+    _require_real_ranks(p)
     values = per_rank_mean(p, "computing_us")
     if len(values) < MIN_RANKS or values.median() <= 0:
         raise NotEvaluated("compute time measured on fewer than two ranks")
@@ -138,6 +146,7 @@ def compute_spread_ratio(p: Profile) -> Value:
 def waiting_rank(p: Profile) -> Value:
     """The rank with the most exposed communication: it arrives first at the
     collectives and waits for the others (the fastest rank, not the slowest)."""
+    _require_real_ranks(p)
     values = per_rank_mean(p, "exposed_comm_us")
     if len(values) < MIN_RANKS:
         raise NotEvaluated("exposed communication measured on fewer than two ranks")
