@@ -22,13 +22,17 @@ def analyze(
     *,
     rule_paths: tuple[Path, ...] | list[Path] = (),
     overrides: Mapping[str, Mapping[str, float]] | None = None,
+    jobs: int | None = None,
+    dask_address: str | None = None,
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report.
 
     ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
-    {param: value}. Raises InputError / ConfigError with one-line messages.
+    {param: value}. ``jobs`` / ``dask_address``: how ranks are read in
+    parallel (see ``advisor.collectors.load_profile``). Raises InputError /
+    ConfigError with one-line messages.
     """
-    profile = load_profile(path)
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address)
     return analyze_profile(profile, rule_paths=rule_paths, overrides=overrides)
 
 

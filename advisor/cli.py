@@ -6,6 +6,7 @@ configuration (one line on stderr naming the file and the problem).
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import textwrap
@@ -65,13 +66,18 @@ def _report_options(func):
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_report"),
               show_default=True, help="Folder that receives report.html, report.md and report.json.")
+@click.option("-j", "--jobs", type=int, default=None,
+              help="Worker processes for reading ranks (default: CPU count; 1 = in process).")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
 @_report_options
-def report(path: Path, out_dir: Path, rule_paths, overrides, lang: str, no_color: bool) -> None:
+def report(path: Path, out_dir: Path, jobs, dask_address, rule_paths, overrides, lang: str, no_color: bool) -> None:
     """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
     from advisor.analysis import analyze
 
     _refuse_inside(out_dir, path)
-    result = analyze(path, rule_paths=rule_paths, overrides=_parse_overrides(overrides))
+    result = analyze(path, rule_paths=rule_paths, overrides=_parse_overrides(overrides),
+                     jobs=jobs, dask_address=dask_address)
     _emit(result, out_dir, lang, no_color)
 
 
@@ -222,6 +228,16 @@ def schema(rules_schema: bool) -> None:
 
     model = Rule if rules_schema else Report
     click.echo(json.dumps(model.model_json_schema(), indent=2))
+
+
+# Command groups that live in their own modules register themselves here.
+PLUGINS = ("advisor.cli_gate",)
+for _name in PLUGINS:
+    try:
+        importlib.import_module(_name).register(cli)
+    except ModuleNotFoundError as _exc:  # a command module not shipped yet
+        if _exc.name != _name:
+            raise
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,10 +42,12 @@ def _modules():
                 raise
 
 
-def load_profile(path: str | Path) -> Profile:
+def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None) -> Profile:
     """Read whatever profiler output is at ``path`` into one Profile.
 
-    Raises InputError (one line, names the path) when nothing usable is there.
+    ``jobs`` and ``dask_address`` choose how rank units are read (not yet
+    parallel: every unit is read in this process). Raises InputError (one
+    line, names the path) when nothing usable is there.
     """
     root = Path(path)
     if not root.exists():
