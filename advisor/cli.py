@@ -86,7 +86,7 @@ def report(path: Path, out_dir: Path, jobs, dask_address, rule_paths, overrides,
 @click.option("--warmup", default=3, show_default=True, help="Steps to skip before recording.")
 @click.option("--timeout", type=float, default=None, help="Kill the job after this many seconds.")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_run"),
-              show_default=True, help="Folder for the traces (traces/) and the report.")
+              show_default=True, help="Folder for the traces (trace/) and the report.")
 @_report_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, command) -> None:
@@ -99,11 +99,11 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
     from advisor.analysis import analyze
     from advisor.collectors.live import run_profiled
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = run_profiled(list(command), out_dir / "traces", steps=steps, warmup=warmup, timeout=timeout)
+    parsed = _parse_overrides(overrides)
+    result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
     for note in result.notes:
         click.echo(f"advisor: {note}", err=True)
-    report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=_parse_overrides(overrides))
+    report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed)
     _emit(report_obj, out_dir, lang, no_color)
     if result.exit_code != 0:
         click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)

@@ -14,6 +14,7 @@ The estimated gain is clamped to [0, time at stake] and to the step time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,7 +202,7 @@ def _finding(compiled: CompiledRule, values, tree, activation, framework: str) -
         key, text = fix
         code = _JINJA.from_string(text.code).render(context).rstrip() if text.code else None
         fix_model = Fix(framework=key, text=_JINJA.from_string(text.text).render(context).strip(), code=code)
-    evidence = {m: values[m] for m in sorted(rule.metric_ids()) if values.get(m) is not None}
+    evidence = {m: values[m] for m in sorted(metric_refs(rule)) if values.get(m) is not None}
     return Finding(
         rule=rule.name,
         id=rule.id,
@@ -230,6 +231,20 @@ def _ms_expr(compiled: CompiledRule, key: str, activation: dict, step_ms) -> flo
     if step_ms:
         value = min(value, float(step_ms))
     return round(value, 3)
+
+
+_REF = re.compile(r"\b(" + "|".join(NAMESPACES) + r")\.([a-z0-9_]+)\b")
+
+
+def metric_refs(rule: Rule) -> set[str]:
+    """Metric ids a rule reads: requires, requires_any, and ``namespace.name``
+    references in its expressions, message and fixes. These are a finding's
+    evidence."""
+    texts = [rule.condition, rule.estimated_gain or "", rule.time_at_stake or "",
+             rule.confidence or "", rule.message, rule.scope.ranks or "",
+             rule.scope.ops or "", rule.scope.steps or ""]
+    texts += [part for f in rule.fix.values() for part in (f.text, f.code or "")]
+    return {f"{a}.{b}" for text in texts for a, b in _REF.findall(text)} | rule.metric_ids()
 
 
 def _pick_fix(rule: Rule, framework: str):

@@ -8,25 +8,17 @@ metric, and each example fires or passes as it says.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from advisor.engine import NAMESPACES, compile_rule, evaluate_rule
+from advisor.engine import compile_rule, evaluate_rule, metric_refs
 from advisor.errors import ConfigError
 from advisor.metrics import REGISTRY
 from advisor.rule_schema import Rule
 from advisor.rules_loader import builtin_rule_files, read_rule
 
-_REF = re.compile(r"\b(" + "|".join(NAMESPACES) + r")\.([a-z0-9_]+)\b")
-
-
 def referenced_metrics(rule: Rule) -> set[str]:
-    """Metric ids a rule names anywhere."""
-    texts = [rule.condition, rule.estimated_gain or "", rule.time_at_stake or "", rule.confidence or "",
-             rule.message, rule.scope.ranks or "", rule.scope.ops or "", rule.scope.steps or ""]
-    texts += [part for f in rule.fix.values() for part in (f.text, f.code or "")]
-    found = {f"{a}.{b}" for text in texts for a, b in _REF.findall(text)}
-    found |= rule.metric_ids()
+    """Metric ids a rule names anywhere, its examples included."""
+    found = metric_refs(rule)
     for example in rule.examples:
         found |= set(example.metrics)
     return found

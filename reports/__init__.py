@@ -7,7 +7,6 @@ come from :mod:`advisor.reports.i18n`.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from advisor.errors import AdvisorError
@@ -33,9 +32,10 @@ FILES = {"html": "report.html", "markdown": "report.md", "json": "report.json"}
 def _write(path: Path, text: str) -> None:
     """Write through a temporary file in the same folder, then rename, so a
     reader never sees half a report."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        # a plain open honours the umask (mkstemp would force mode 0600)
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -126,3 +126,24 @@ def test_mindspore_cpu_output_says_no_steps(corpus):
     assert report.run.steps_found == 0
     assert any("no step markers" in n for n in report.run.notes)
     assert "step.time_ms" not in report.metrics
+
+
+def test_cli_report_writes_three_files_and_summary(examples, tmp_path):
+    """`advisor report` end to end: exit 0, report.html/md/json, a ranked summary."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor", "report", str(examples / "vgg16_fp32"), "-o", str(out), "--no-color"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert {p.name for p in out.iterdir()} >= {"report.html", "report.md", "report.json"}
+    data = json.loads((out / "report.json").read_text())
+    assert data["findings"][0]["rule"] == "fp32-compute"
+    assert {"rule", "id", "severity", "message", "estimated_gain_ms", "estimated_gain_pct",
+            "scope", "evidence", "fix"} <= set(data["findings"][0])
+    assert data["run"]["framework"] == "mindspore" and data["run"]["steps_found"] == 30
+    assert "fp32-compute" in result.stdout and "\x1b[" not in result.stdout

@@ -1,0 +1,446 @@
+"""What every renderer shows, prepared once: ordering, number formats,
+the verdict, and chart series from ``Report.tables``.
+
+Templates only lay this out; they never compute.
+
+Chart tables read here (rows in ``Report.tables``, all times in ms):
+
+``step_breakdown``  one row per step, mean over ranks: ``step`` and any of
+    ``computing_ms`` (device computing, overlapped part included),
+    ``overlapped_ms``, ``exposed_comm_ms``, ``free_ms``, ``step_ms`` (or
+    ``duration_ms``: the step time, drawn alone when no part is known).
+``rank_breakdown``  one row per rank, mean over steps: ``rank`` and the same
+    columns.
+``top_ops``         one row per operator: ``name``, ``total_ms`` [``type``,
+    ``core``, ``input_dtypes``, ``count``, ``share`` (0..1)].
+``links``           one row per (src, dst, transport): ``src``, ``dst``,
+    ``transport``, ``bandwidth_gbps`` [``size_mb``, ``time_ms``]; the
+    slowest ``LINKS_LIMIT`` are drawn.
+
+Stacking: ``computing_ms`` includes the overlapped time, so the stack shows
+``computing - overlapped`` (or ``computing_only_ms`` when a row has it),
+``overlapped``, ``exposed communication`` and ``free``: four disjoint parts
+that add up to the step time. Without ``overlapped_ms`` computing is shown
+as is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Report
+
+from .i18n import t
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+# (series key, message key) in stacking order, bottom first. Two schemes:
+# the device view (cluster step_trace_time, Kineto) and, when a profile has
+# none of it, the MindSpore step-trace view (interval + fp/bp + tail).
+STACK_SERIES = (
+    ("computing", "series_computing"),
+    ("overlapped", "series_overlapped"),
+    ("exposed_comm", "series_exposed_comm"),
+    ("free", "series_free"),
+)
+TRACE_SERIES = (
+    ("interval", "series_interval"),
+    ("fp_bp", "series_fp_bp"),
+    ("tail", "series_tail"),
+)
+TOP_OPS_LIMIT = 15
+LINKS_LIMIT = 16
+OP_VALUE_COLUMNS = ("total_ms", "duration_ms", "time_ms")
+DURATION_COLUMNS = ("step_ms", "duration_ms")
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def fmt_num(v: float | int | None, digits: int = 3) -> str:
+    """A number for people: ints as is, floats with ``digits`` significant
+    digits (at least one decimal below 100), thousands separators."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a < 0.001:
+        return f"{v:.2e}"
+    decimals = max(1, digits - 1 - int(math.floor(math.log10(a))))
+    return f"{v:.{decimals}f}"
+
+
+def fmt_pct(v: float | None) -> str:
+    """``v`` already in percent."""
+    if v is None:
+        return "-"
+    return f"{fmt_num(v, 2)}%"
+
+
+def fmt_value(v: Any, limit: int = 160) -> str:
+    """Any metric or evidence value as one line, cut at ``limit`` chars."""
+    if v is None:
+        return "-"
+    if isinstance(v, (bool, int, float)):
+        return fmt_num(v)
+    if isinstance(v, str):
+        text = v
+    else:
+        try:
+            text = json.dumps(v, ensure_ascii=False, default=str, separators=(", ", ": "))
+        except (TypeError, ValueError):
+            text = str(v)
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "\u2026"
+    return text
+
+
+def sort_key(v: Any) -> str:
+    """A value for client-side sorting: numbers as numbers, the rest as text."""
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if is_number(v) and math.isfinite(v):
+        return repr(float(v))
+    return ""
+
+
+def int_ranges(values: list[int], max_parts: int = 24) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``0-2, 5, 7-8``; past ``max_parts`` runs the
+    rest is counted, not listed."""
+    vals = sorted(set(values))
+    parts: list[str] = []
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        parts.append(str(vals[i]) if i == j else f"{vals[i]}\u2013{vals[j]}")
+        i = j + 1
+    if len(parts) > max_parts:
+        return ", ".join(parts[:max_parts]) + f" (+{len(parts) - max_parts})"
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------- findings
+
+
+def ordered_findings(report: Report) -> list[Finding]:
+    """Findings in report order: the engine ranks them, renderers keep it."""
+    return list(report.findings)
+
+
+def severity_counts(report: Report) -> dict[str, int]:
+    counts = {s: 0 for s in SEVERITIES}
+    for f in report.findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return counts
+
+
+def gain_text(f: Finding, lang: str) -> str:
+    if f.estimated_gain_ms is None and f.estimated_gain_pct is None:
+        return t(lang, "gain_unknown")
+    parts = []
+    if f.estimated_gain_ms is not None:
+        parts.append(f"{fmt_num(f.estimated_gain_ms)} ms")
+    if f.estimated_gain_pct is not None:
+        parts.append(f"{fmt_pct(f.estimated_gain_pct)}")
+    return " / ".join(parts)
+
+
+def scope_parts(scope: FindingScope, lang: str, max_ops: int = 5) -> list[tuple[str, str]]:
+    """(label, text) pairs; empty when the finding applies run-wide."""
+    out: list[tuple[str, str]] = []
+    if scope.ranks:
+        out.append((t(lang, "scope_ranks"), int_ranges(scope.ranks)))
+    if scope.steps:
+        out.append((t(lang, "scope_steps"), int_ranges(scope.steps)))
+    if scope.ops:
+        ops = scope.ops[:max_ops]
+        text = ", ".join(ops)
+        if len(scope.ops) > max_ops:
+            text += f" (+{len(scope.ops) - max_ops})"
+        out.append((t(lang, "scope_ops"), text))
+    return out
+
+
+def scope_text(scope: FindingScope, lang: str) -> str:
+    parts = scope_parts(scope, lang)
+    return "; ".join(f"{k} {v}" for k, v in parts) if parts else t(lang, "scope_run")
+
+
+def max_severity(report: Report) -> str | None:
+    if not report.findings:
+        return None
+    return max(report.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 0)).severity
+
+
+# ---------------------------------------------------------------- charts
+
+
+def _num(row: dict[str, Any], key: str) -> float | None:
+    v = row.get(key)
+    if is_number(v) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _stack_values(row: dict[str, Any]) -> dict[str, float | None]:
+    computing = _num(row, "computing_ms")
+    overlapped = _num(row, "overlapped_ms")
+    only = _num(row, "computing_only_ms")
+    if only is None and computing is not None:
+        only = max(computing - overlapped, 0.0) if overlapped is not None else computing
+    return {
+        "computing": only,
+        "overlapped": overlapped,
+        "exposed_comm": _num(row, "exposed_comm_ms"),
+        "free": _num(row, "free_ms"),
+        "interval": _num(row, "iteration_interval_ms"),
+        "fp_bp": _num(row, "fp_bp_ms"),
+        "tail": _num(row, "tail_ms"),
+    }
+
+
+def _scheme(values: list[dict[str, float | None]]) -> tuple[tuple[str, str], ...]:
+    """The device scheme when any row has a device part, else the step-trace
+    scheme when any row has one of its parts, else none."""
+    for scheme in (STACK_SERIES, TRACE_SERIES):
+        if any(v[k] is not None for v in values for k, _ in scheme):
+            return scheme
+    return ()
+
+
+def _breakdown_chart(
+    rows: list[dict[str, Any]], key: str, axis_key: str, lang: str
+) -> dict[str, Any] | None:
+    """Stacked series over ``rows`` keyed by ``key`` (step or rank); None when
+    no row has any breakdown value."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    if not rows:
+        return None
+    values = [_stack_values(r) for r in rows]
+    series = []
+    for skey, mkey in _scheme(values):
+        data = [v[skey] for v in values]
+        if any(d is not None for d in data):
+            series.append({"key": skey, "label": t(lang, mkey), "data": data})
+    if not series:
+        durations = [next((_num(r, c) for c in DURATION_COLUMNS if _num(r, c) is not None), None) for r in rows]
+        if not any(d is not None for d in durations):
+            return None
+        series.append({"key": "duration", "label": t(lang, "series_duration"), "data": durations})
+    labels = [str(r.get(key)) if r.get(key) is not None else str(i) for i, r in enumerate(rows)]
+    return {"labels": labels, "axis": t(lang, axis_key), "series": series, "stacked": True}
+
+
+def _ops_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
+    rows = [r for r in rows if isinstance(r, dict)]
+    col = next((c for c in OP_VALUE_COLUMNS if any(_num(r, c) is not None for r in rows)), None)
+    if col is None:
+        return None
+    ranked = sorted(
+        (r for r in rows if _num(r, col) is not None), key=lambda r: -(_num(r, col) or 0.0)
+    )[:TOP_OPS_LIMIT]
+    labels = [str(r.get("name", "?")) for r in ranked]
+    details = []
+    for r in ranked:
+        bits = [str(r[c]) for c in ("type", "core", "input_dtypes") if r.get(c) not in (None, "")]
+        if is_number(r.get("count")):
+            bits.append(f"\u00d7{fmt_num(r['count'])}")
+        if is_number(r.get("share")):
+            bits.append(fmt_pct(100.0 * r["share"]))
+        details.append(" \u00b7 ".join(bits))
+    return {
+        "labels": labels,
+        "details": details,
+        "series": [{"key": "total", "label": t(lang, "series_total"), "data": [_num(r, col) for r in ranked]}],
+        "stacked": False,
+        "horizontal": True,
+    }
+
+
+def _links_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
+    rows = [r for r in rows if isinstance(r, dict) and _num(r, "bandwidth_gbps") is not None]
+    if not rows:
+        return None
+    ranked = sorted(rows, key=lambda r: _num(r, "bandwidth_gbps") or 0.0)[:LINKS_LIMIT]
+    labels = [
+        f"{r.get('src', '?')} \u2192 {r.get('dst', '?')}" + (f" {r['transport']}" if r.get("transport") else "")
+        for r in ranked
+    ]
+    details = []
+    for r in ranked:
+        bits = []
+        if is_number(r.get("size_mb")):
+            bits.append(f"{fmt_num(r['size_mb'])} MB")
+        if is_number(r.get("time_ms")):
+            bits.append(f"{fmt_num(r['time_ms'])} ms")
+        details.append(" \u00b7 ".join(bits))
+    return {
+        "labels": labels,
+        "details": details,
+        "unit": "GB/s",
+        "series": [{"key": "bandwidth", "label": t(lang, "series_bandwidth"), "data": [_num(r, "bandwidth_gbps") for r in ranked]}],
+        "stacked": False,
+        "horizontal": True,
+    }
+
+
+def charts(report: Report, lang: str) -> list[dict[str, Any]]:
+    """The charts to draw, in order; a chart without data carries a ``note``
+    and no ``data`` so the page says why it is missing."""
+    tables = report.tables or {}
+    out: list[dict[str, Any]] = []
+
+    steps = _breakdown_chart(tables.get("step_breakdown") or [], "step", "axis_step", lang)
+    out.append(
+        {
+            "id": "steps",
+            "title": t(lang, "chart_steps"),
+            "caption": t(lang, "chart_steps_note"),
+            "data": steps,
+            "note": None if steps else t(lang, "chart_missing_steps"),
+            "wide": True,
+        }
+    )
+
+    rank_rows = tables.get("rank_breakdown") or []
+    ranks = _breakdown_chart(rank_rows, "rank", "axis_rank", lang) if len(rank_rows) > 1 else None
+    if ranks:
+        note = None
+    elif len(report.run.ranks) <= 1 and len(rank_rows) <= 1:
+        note = t(lang, "chart_missing_ranks")
+    else:
+        note = t(lang, "chart_missing_ranks_data")
+    out.append(
+        {
+            "id": "ranks",
+            "title": t(lang, "chart_ranks"),
+            "caption": t(lang, "chart_ranks_note"),
+            "data": ranks,
+            "note": note,
+            "wide": False,
+        }
+    )
+
+    ops = _ops_chart(tables.get("top_ops") or [], lang)
+    out.append(
+        {
+            "id": "ops",
+            "title": t(lang, "chart_ops"),
+            "caption": t(lang, "chart_ops_note"),
+            "data": ops,
+            "note": None if ops else t(lang, "chart_missing_ops"),
+            "wide": False,
+        }
+    )
+
+    links = _links_chart(tables.get("links") or [], lang)
+    if links or len(report.run.ranks) > 1:
+        out.append(
+            {
+                "id": "links",
+                "title": t(lang, "chart_links"),
+                "caption": t(lang, "chart_links_note"),
+                "data": links,
+                "note": None if links else t(lang, "chart_missing_links"),
+                "wide": True,
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------- verdict
+
+
+def step_shares(report: Report, lang: str) -> list[dict[str, Any]]:
+    """Where the step time goes, from the per-step breakdown (or the per-rank
+    one): the four disjoint stack parts as % of their sum; empty when the
+    report has no breakdown."""
+    for name in ("step_breakdown", "rank_breakdown"):
+        rows = [r for r in (report.tables or {}).get(name) or [] if isinstance(r, dict)]
+        values = [_stack_values(r) for r in rows]
+        scheme = _scheme(values)
+        sums = {k: sum(v[k] or 0.0 for v in values) for k, _ in scheme}
+        total = sum(sums.values())
+        if not scheme or total <= 0:
+            continue
+        return [
+            {"key": k, "label": t(lang, mkey), "pct": 100.0 * sums[k] / total, "text": fmt_pct(100.0 * sums[k] / total)}
+            for k, mkey in scheme
+            if sums[k] > 0
+        ]
+    return []
+
+
+BOUND_KEYS = {
+    "computing": "bound_compute",
+    "exposed_comm": "bound_comm",
+    "free": "bound_free",
+    "interval": "bound_interval",
+    "fp_bp": "bound_fp_bp",
+    "tail": "bound_tail",
+}
+
+
+def bound(shares: list[dict[str, Any]], lang: str) -> str | None:
+    """What bounds the job: the largest part of the step, computing counted
+    with its overlapped part (device scheme), or the largest of iteration
+    interval, forward + backward and tail (step-trace scheme)."""
+    if not shares:
+        return None
+    pct = {s["key"]: s["pct"] for s in shares}
+    if "overlapped" in pct or "computing" in pct:
+        pct["computing"] = pct.get("computing", 0.0) + pct.pop("overlapped", 0.0)
+    kind = max(pct, key=lambda k: pct[k])
+    return t(lang, BOUND_KEYS[kind], pct=fmt_pct(pct[kind]))
+
+
+def verdict(report: Report, lang: str) -> dict[str, Any]:
+    findings = ordered_findings(report)
+    n = len(findings)
+    counts = t(lang, "findings_count_one") if n == 1 else t(lang, "findings_count", n=n)
+    gain = None
+    gains_ms = [f.estimated_gain_ms for f in findings if f.estimated_gain_ms is not None]
+    if gains_ms:
+        best = max(findings, key=lambda f: f.estimated_gain_ms or -1.0)
+        if best.estimated_gain_pct is not None:
+            gain = t(
+                lang,
+                "gain_up_to",
+                ms=fmt_num(best.estimated_gain_ms),
+                pct=fmt_pct(best.estimated_gain_pct),
+            )
+        else:
+            gain = t(lang, "gain_up_to_ms", ms=fmt_num(best.estimated_gain_ms))
+    top = findings[0] if findings else None
+    shares = step_shares(report, lang)
+    return {
+        "top": top,
+        "title": top.title if top else t(lang, "verdict_none"),
+        "severity": top.severity if top else None,
+        "bound": bound(shares, lang),
+        "shares": shares,
+        "counts": counts,
+        "gain": gain,
+    }

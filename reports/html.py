@@ -1,0 +1,137 @@
+"""The self-contained HTML report.
+
+One file, no network: the CSS, the report's script and Chart.js are inlined
+once, and a Content-Security-Policy in the page allows nothing to be fetched
+and no script to run but those two (by hash), so even a string that slipped
+past escaping could not execute or phone home. Every string from a profile
+goes through Jinja2 autoescaping; chart data is embedded as JSON in a
+``<script type="application/json">`` block with ``<``, ``>`` and ``&``
+written as ``\\u003c`` etc.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from advisor.model import Report
+
+from . import _view
+from .i18n import DEFAULT_LANG, MESSAGES, messages, t
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def json_for_script(data: Any) -> Markup:
+    """``data`` as JSON safe to place inside a ``<script>`` element: no
+    ``</script>``, ``<!--`` or ``&`` can appear in the output."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str, separators=(",", ":"))
+    return Markup(_JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text))
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+@lru_cache(maxsize=1)
+def _assets() -> dict[str, str]:
+    """The inlined CSS and scripts, read once per process."""
+    chart = (STATIC / "chart.umd.js").read_text(encoding="utf-8")
+    chart = re.sub(r"\n//# sourceMappingURL=\S*\s*$", "\n", chart)
+    if "</script" in chart.lower():  # pragma: no cover - guards a library update
+        raise RuntimeError("chart.umd.js contains '</script' and cannot be inlined")
+    css = (STATIC / "report.css").read_text(encoding="utf-8")
+    app = (STATIC / "report.js").read_text(encoding="utf-8")
+    csp = "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src {_csp_hash(chart)} {_csp_hash(app)}",
+            f"style-src {_csp_hash(css)}",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
+    return {"chart": chart, "css": css, "app": app, "csp": csp}
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["num"] = _view.fmt_num
+    env.filters["pct"] = _view.fmt_pct
+    env.filters["value"] = _view.fmt_value
+    env.filters["sortkey"] = _view.sort_key
+    return env
+
+
+def _finding_view(f: Any, lang: str) -> dict[str, Any]:
+    return {
+        "f": f,
+        "gain": _view.gain_text(f, lang),
+        "scope": _view.scope_parts(f.scope, lang),
+        "evidence": [(k, _view.fmt_value(v, 240)) for k, v in f.evidence.items()],
+        "confidence": None if f.confidence is None else f"{round(100 * f.confidence)}%",
+    }
+
+
+def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
+    """The whole report as one HTML document (a str) that opens offline."""
+    lang = lang if lang in MESSAGES else DEFAULT_LANG
+    assets = _assets()
+    charts = _view.charts(report, lang)
+    chart_data = {
+        "charts": {c["id"]: c["data"] for c in charts if c["data"]},
+        "axis": {"ms": t(lang, "axis_ms")},
+        "i18n": {k: t(lang, k) for k in ("copy", "copied", "copy_failed", "showing")},
+    }
+    metrics = sorted(report.metrics.values(), key=lambda m: m.id)
+    scopes = sorted({m.scope for m in metrics})
+    template = _env().get_template("report.html.j2")
+    return template.render(
+        lang=lang,
+        _=partial(t, lang),
+        msg=messages(lang),
+        report=report,
+        run=report.run,
+        verdict=_view.verdict(report, lang),
+        findings=[_finding_view(f, lang) for f in _view.ordered_findings(report)],
+        open_findings=5,
+        counts=_view.severity_counts(report),
+        charts=charts,
+        metrics=metrics,
+        scopes=scopes,
+        skipped=report.skipped,
+        data_json=json_for_script(chart_data),
+        css=Markup(assets["css"]),
+        chart_js=Markup(assets["chart"]),
+        app_js=Markup(assets["app"]),
+        csp=assets["csp"],
+    )

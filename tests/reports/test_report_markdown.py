@@ -1,0 +1,74 @@
+"""The Markdown report: short, escaped, complete when small."""
+
+from __future__ import annotations
+
+import re
+
+from advisor.model import Report
+from advisor.reports import render_markdown
+from advisor.reports.markdown import MAX_CHARS, code_span, escape, fence
+
+
+def _table_rows(md: str, heading: str) -> list[str]:
+    part = md.split(f"### {heading}\n", 1)[1].split("\n### ", 1)[0]
+    return [line for line in part.splitlines() if line.startswith("|")]
+
+
+def _cells(row: str) -> list[str]:
+    """Split a GFM table row on pipes that are not escaped."""
+    return re.split(r"(?<!\\)\|", row.strip())[1:-1]
+
+
+def test_contents(report: Report) -> None:
+    md = render_markdown(report)
+    assert md.startswith("## advisor: performance report")
+    assert "**The input pipeline stalls the device**" in md
+    rows = _table_rows(md, "Findings")
+    assert len(rows) == 2 + len(report.findings)
+    assert all(len(_cells(r)) == 5 for r in rows)
+    assert "38.5 ms / 20.8%" in rows[2]
+    assert "```python\nloader = torch.utils.data.DataLoader(" in md
+    assert "### Key metrics" in md and "`step.free_ratio`" in md
+    assert "memory\\_record.csv not found" in md
+    assert "not shown" not in md
+
+
+def test_profile_strings_are_escaped(report: Report) -> None:
+    md = render_markdown(report)
+    assert "<script>" not in md and "<img" not in md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+    # the pipe and backticks in the aicpu message cannot break the table
+    row = next(r for r in _table_rows(md, "Findings") if "aicpu-ops" in r)
+    assert len(_cells(row)) == 5
+    assert "\\|" in row and "\\`" in row
+
+
+def test_escape_helpers() -> None:
+    assert escape("a|b`c*d_e[f]") == "a\\|b\\`c\\*d\\_e\\[f\\]"
+    assert escape("<b>&") == "&lt;b&gt;&amp;"
+    assert escape("line\nbreak") == "line break"
+    assert len(escape("x" * 1000, 50)) == 50
+    assert code_span("a`b|c") == "`a'b\\|c`"
+    block = fence("print('```')")
+    assert block.startswith("````\n") and block.endswith("\n````")
+
+
+def test_capped_for_a_huge_report(big_report: Report) -> None:
+    md = render_markdown(big_report)
+    assert len(md) < MAX_CHARS
+    assert "more findings not shown" in md
+    assert "more fixes not shown" in md
+    # every section still shows something, the top finding first
+    for heading in ("Findings", "Fixes", "Key metrics", "Skipped / not evaluated"):
+        assert f"### {heading}" in md
+    rows = _table_rows(md, "Findings")
+    assert "input-bound" in rows[2]
+    # code fences stay balanced after truncation
+    fences = re.findall(r"^(`{3,})", md, flags=re.M)
+    assert len(fences) % 2 == 0
+
+
+def test_custom_cap(report: Report) -> None:
+    md = render_markdown(report, max_chars=2500)
+    assert len(md) <= 2500
+    assert "not shown" in md
