@@ -214,3 +214,23 @@ def slowest_link_ranks(p: Profile) -> Value:
     """The two ranks ``[src, dst]`` at the ends of ``cluster.slowest_link``."""
     worst = _slow_links(p)[0]
     return Value([worst["src"], worst["dst"]], {"transport": worst["transport"]})
+
+
+@metric("cluster.component_spread", unit="map", scope="rank", needs=["steps.duration_us"])
+def component_spread(p: Profile) -> Value:
+    """Cross-rank spread of each step component: for compute, free time,
+    data loading, iteration interval and forward/backward, the rank furthest
+    above the median (``max_rank``), its excess over the median in ms and in
+    % of the median step (``excess_ms``, ``excess_pct``), the robust z-score
+    of that rank, and the lowest rank (``min_rank``)."""
+    out = {}
+    for s in _component_spreads(p):
+        values = s["per_rank_ms"]
+        out[s["component"]] = {
+            "max_rank": s["rank"],
+            "min_rank": min(values, key=values.get),
+            "excess_ms": round(s["excess_ms"], 3),
+            "excess_pct": round(100 * s["excess_ratio"], 2),
+            "zscore": round(min(s["zscore"], 1e6), 2),
+        }
+    return Value(out)

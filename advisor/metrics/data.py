@@ -143,3 +143,16 @@ def suggested_workers(p: Profile) -> Value:
     suggestion = max(workers + 1, math.ceil(WORKER_HEADROOM * need))
     suggestion += suggestion % 2
     return Value(int(suggestion), {"current_workers": workers, "data_wait_from": source})
+
+
+@metric("data.op_queue_usage", unit="map", scope="op", needs=["data_ops.output_queue_usage"])
+def op_queue_usage(p: Profile) -> Value:
+    """Mean fill ratio (0..1) of each dataset-pipeline operator's output
+    queue, keyed by op (type_id, e.g. MapOp_3), mean over ranks. Full queues
+    before an op and empty ones after it mark the op that starves the pipeline."""
+    ops = p.table("data_ops").dropna(subset=["output_queue_usage"])
+    if "op_id" not in ops.columns:
+        raise NotEvaluated("dataset ops have no pipeline ids")
+    labels = ops.apply(_op_label, axis=1)
+    usage = ops.groupby(labels, sort=False)["output_queue_usage"].mean()
+    return Value({str(k): round(float(v), 4) for k, v in usage.items()})

@@ -35,6 +35,8 @@ def test_resnet50_data_bound_is_input_bound_with_slow_map_op(examples):
     assert op.scope.ops == ["MapOp_3"]
     assert "num_parallel_workers=1" in op.message
     assert "num_parallel_workers=12" in op.fix.code  # the guide's fix
+    usage = report.metrics["data.op_queue_usage"].value
+    assert usage["ImageFolderOp_4"] > 0.9 and usage["MapOp_3"] < 0.1
     assert op.fix.framework == "mindspore"
     assert op.estimated_gain_ms == pytest.approx(report.metrics["step.iteration_interval_ms"].value, abs=0.01)
 
@@ -82,6 +84,9 @@ def test_msprof_cluster_free_time_imbalance_not_compute(corpus):
     assert m["cluster.waiting_rank"].value == 5
     assert m["cluster.compute_spread_ratio"].value < 0.02
     assert "not a compute straggler" in slow.message
+    spread = m["cluster.component_spread"].value
+    assert spread["free (host/data)"]["max_rank"] == 1 and spread["free (host/data)"]["min_rank"] == 5
+    assert spread["compute"]["excess_pct"] < 1.0
     # collectives here are mostly waiting for peers: not an all-reduce problem
     assert "exposed-allreduce" not in _by_rule(report)
 
