@@ -18,10 +18,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pandas as pd
 
 from advisor.errors import InputError
+
+from .fileio import load_json
 
 TIME_INFO = "Communication Time Info"
 BANDWIDTH_INFO = "Communication Bandwidth Info"
@@ -41,22 +42,6 @@ _TIME_FIELDS = {
     "starttimestamp": "start_us",
 }
 _UNIT_TO_US = {"us": 1.0, "μs": 1.0, "µs": 1.0, "ms": 1000.0, "ns": 0.001, "s": 1e6}
-
-
-def load_json(path: Path):
-    """Parse a JSON file with orjson; any problem is an InputError."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
-    if not data.strip():
-        raise InputError(path, "empty file")
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON (truncated?): {exc}") from None
 
 
 def split_op_key(key: str) -> tuple[str, str | None]:

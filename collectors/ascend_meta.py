@@ -18,7 +18,7 @@ import orjson
 from advisor.errors import InputError
 from advisor.profile import Profile
 
-from .ascend_comm import load_json
+from .fileio import load_json
 
 _INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
 _RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)

@@ -23,6 +23,8 @@ import pandas as pd
 
 from advisor.errors import InputError
 
+from .fileio import read_bytes
+
 OVERLAP_PROCESS = "Overlap Analysis"
 LANES = {
     "Computing": "computing_us",
@@ -76,12 +78,7 @@ class TraceFacts:
 
 def decode_events(path: Path) -> list[_Event]:
     """All events of a Chrome trace file (array or traceEvents object)."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
+    data = read_bytes(path)
     head = data.lstrip()[:1]
     if not head:
         raise InputError(path, "empty file")

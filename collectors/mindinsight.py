@@ -47,6 +47,7 @@ import orjson
 import pandas as pd
 
 from advisor.collectors.csvio import read_columns, read_header
+from advisor.collectors.fileio import load_json
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta, merge_profiles
 
@@ -245,7 +246,7 @@ def _read_profiler_info(profile: Profile, path: Path) -> None:
     if not path.is_file():
         return
     try:
-        info = _load_json(path)
+        info = load_json(path)
         if not isinstance(info, dict):
             raise InputError(path, "expected a JSON object")
     except InputError as exc:
@@ -259,20 +260,6 @@ def _read_profiler_info(profile: Profile, path: Path) -> None:
     version = info.get("ms_version")
     if isinstance(version, str) and version:
         profile.meta.source_version = version
-
-
-def _load_json(path: Path):
-    """Parse a JSON file with orjson; any problem is an InputError."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
-    if not data.strip():
-        raise InputError(path, "empty file")
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON (truncated?): {exc}") from None
 
 
 # ---------------------------------------------------------------- step trace
@@ -408,7 +395,7 @@ def _data_ops_from_csv(path: Path, rank: int) -> pd.DataFrame:
 def _data_ops_from_json(path: Path, rank: int) -> pd.DataFrame:
     """``pipeline_profiling_{rank}.json`` (``sampling_interval``, ``op_info``
     with ``metrics.output_queue.{size,length}`` and ``children``) -> ``data_ops``."""
-    data = _load_json(path)
+    data = load_json(path)
     ops = data.get("op_info") if isinstance(data, dict) else None
     if not isinstance(ops, list) or not ops:
         raise InputError(path, "no 'op_info' list of pipeline operators")

@@ -1,0 +1,30 @@
+"""Reading input files: every failure becomes an InputError naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from advisor.errors import InputError
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; missing or unreadable -> InputError."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
+
+
+def load_json(path: Path):
+    """Parse a JSON file with orjson; empty, truncated or invalid -> InputError."""
+    data = read_bytes(path)
+    if not data.strip():
+        raise InputError(path, "empty file")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON (truncated?): {exc}") from None
