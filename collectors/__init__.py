@@ -14,7 +14,9 @@ Each collector module exposes two functions:
     ``Profile.skip``. Never writes anything under ``unit``.
 
 ``load_profile`` picks the first collector (in ``COLLECTORS`` order) that
-finds units, reads every unit, and merges them into one cluster Profile.
+finds units and reads every unit; the cluster engine (``advisor.collectors.rank_reader``)
+reads them in parallel (process pool or Dask) and merges the per-rank
+Profiles into one cluster Profile.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import importlib
 from pathlib import Path
 
 from advisor.errors import InputError
-from advisor.profile import Profile, RunMeta, merge_profiles
+from advisor.profile import Profile
 
 # Order matters: the most specific layouts first.
 COLLECTORS = (
@@ -45,10 +47,15 @@ def _modules():
 def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None) -> Profile:
     """Read whatever profiler output is at ``path`` into one Profile.
 
-    ``jobs`` and ``dask_address`` choose how rank units are read (not yet
-    parallel: every unit is read in this process). Raises InputError (one
-    line, names the path) when nothing usable is there.
+    ``jobs``: worker processes for reading rank units (default: CPU count;
+    1, or a single unit, reads in this process). ``dask_address``: read the
+    units on an existing Dask cluster instead (``tcp://host:8786``). Results
+    are identical, and in the same rank order, whichever way they are read.
+    Raises InputError (one line, names the path) when nothing usable is
+    there, ConfigError for an unusable ``jobs`` or Dask address.
     """
+    from advisor.collectors import rank_reader as engine
+
     root = Path(path)
     if not root.exists():
         raise InputError(root, "no such file or folder")
@@ -57,41 +64,17 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
             next(root.iterdir(), None)
         except OSError as exc:
             raise InputError(root, f"cannot list folder ({exc.strerror})") from None
-    for module in _modules():
+    modules = list(_modules())
+    for module in modules:
         units = module.discover(root)
         if not units:
             continue
-        return _read_units(module, root, units)
+        others = engine.other_formats(root, units, [m for m in modules if m is not module])
+        return engine.read_units(module.__name__, root, units, jobs=jobs,
+                                 dask_address=dask_address, others=others)
     raise InputError(
         root,
         "no profiler output found (expected *_ascend_pt / *_ascend_ms folders, "
         "ASCEND_PROFILER_OUTPUT/, cluster_analysis_output/, MindInsight "
         "profiler files, or *.pt.trace.json[.gz] traces)",
     )
-
-
-def _read_units(module, root: Path, units: list[Path]) -> Profile:
-    parts: list[Profile] = []
-    failures: list[InputError] = []
-    for unit in units:
-        try:
-            parts.append(module.read(unit))
-        except InputError as exc:
-            failures.append(exc)
-    if not parts:
-        raise failures[0]
-    first = parts[0].meta
-    meta = RunMeta(
-        framework=first.framework,
-        device=first.device,
-        source_format=first.source_format,
-        source_version=first.source_version,
-        source_path=str(root),
-        world_size=max((p.meta.world_size or 0 for p in parts), default=0) or None,
-        parallel=first.parallel,
-    )
-    profile = merge_profiles(parts, meta) if len(parts) > 1 else parts[0]
-    profile.meta.source_path = str(root)
-    for exc in failures:
-        profile.skip(exc.path, exc.problem)
-    return profile

@@ -32,6 +32,7 @@ from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
 from . import ascend_comm as comm_io
+from . import ascend_db
 from . import ascend_tables as tables
 from .ascend_meta import framework_of, rank_from_folder_name, rank_from_info_names, read_meta
 from .ascend_trace import read_trace
@@ -175,11 +176,17 @@ def read_rank(unit: Path) -> Profile:
                                "exported as .db only)")
     reader = _Reader(profile)
     facts = read_meta(root, profile)
+    db_layout = _db_only(out_dir)
+    if db_layout and facts.rank is None:
+        facts.rank = ascend_db.rank_of(out_dir)
     rank = _decide_rank(root, facts, out_dir, profile)
     _fill_meta(profile.meta, facts, rank)
 
-    _read_steps_and_ops(reader, out_dir, rank)
-    _read_comm(reader, out_dir, rank)
+    if db_layout:  # newer CANN / torch_npu / MindSpore export_type=db
+        ascend_db.read_into(reader, out_dir, rank)
+    else:
+        _read_steps_and_ops(reader, out_dir, rank)
+        _read_comm(reader, out_dir, rank)
     path = out_dir / "dataset.csv"
     if _is_file(path):
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
@@ -192,6 +199,11 @@ def read_rank(unit: Path) -> Profile:
         profile.meta.framework = "mindspore"  # only MindSpore writes these
     _require_something(profile, reader, out_dir)
     return profile
+
+
+def _db_only(out_dir: Path) -> bool:
+    """The database layout (``*.db``, see ascend_db) and none of the text files."""
+    return ascend_db.has_db(out_dir) and not _holds_output_files(out_dir)
 
 
 def _decide_rank(root: Path | None, facts, out_dir: Path, profile: Profile) -> int:

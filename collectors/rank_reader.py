@@ -1,0 +1,287 @@
+"""The cluster engine: read a run's rank units in parallel and merge them.
+
+Each unit (one rank folder, one trace file, ...) is read on its own by the
+collector that discovered it, in a worker process (``concurrent.futures``
+process pool, ``jobs`` workers) or on an existing Dask cluster. Only the
+per-rank Profile (summary tables) comes back, so memory grows with the
+number of ranks, not with the number of raw events.
+
+Decisions, applied the same way whichever way the units are read:
+
+* Order: units are merged sorted by their lowest rank, then by discovery
+  order, so the Profile is identical for any ``jobs`` and for Dask.
+* A unit that cannot be read (InputError) becomes a ``skipped`` entry naming
+  its file; the rest is analyzed. Only when no unit is readable is the first
+  error raised.
+* Two units that are the same files (a symlink, a repeated path) are read
+  once. Two units claiming the same rank: the first (in that order) is kept
+  and the other is left out, with a skip naming both paths -- merging them
+  would double-count the rank's steps. Kineto is the exception: several
+  trace files of one rank are separate capture windows of that rank, which
+  its collector reads and notes on purpose.
+* Other formats in the same folder are not read (one format per run); the
+  report says what they were, e.g. "also found 3 Kineto traces".
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import sys
+import threading
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from pathlib import Path
+
+from advisor.errors import ConfigError, InputError
+from advisor.profile import Profile, RunMeta, merge_profiles
+
+#: Collectors whose units may legitimately share a rank (capture windows).
+MULTI_UNIT_RANKS = {"advisor.collectors.kineto"}
+#: What to call another collector's units in the "also found" note.
+FORMAT_LABELS = {
+    "advisor.collectors.ascend": "Ascend profiler folder(s)",
+    "advisor.collectors.mindinsight": "MindInsight profiler output(s)",
+    "advisor.collectors.kineto": "Kineto trace(s)",
+}
+#: Seconds to wait for a Dask scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT = 10
+
+
+# ------------------------------------------------------------------ workers
+
+def read_one(module_name: str, unit: str) -> tuple:
+    """Read one unit in whatever process runs this: ("ok", Profile) or
+    ("error", path, problem). Plain tuples pickle the same for a process
+    pool and for Dask."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    try:
+        return ("ok", module.read(Path(unit)))
+    except InputError as exc:
+        return ("error", exc.path, exc.problem)
+
+
+def _mp_context(module_name: str):
+    """``fork`` when this process has no other threads (cheap: the workers
+    inherit the imported libraries), else ``forkserver`` with the collector
+    preloaded (forking a threaded process can deadlock the child), else
+    ``spawn``."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__, module_name])  # no effect once the server runs
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+@contextmanager
+def _progress(total: int):
+    """A rich progress bar on stderr when it is a terminal and there are
+    several units; otherwise a no-op. Yields ``advance()``."""
+    if total < 2 or not sys.stderr.isatty():
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("reading ranks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("read", total=total)
+        yield lambda: bar.advance(task)
+
+
+def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[tuple]:
+    if jobs == 1 or len(units) == 1:
+        out = []
+        for unit in units:
+            out.append(read_one(module_name, unit))
+            advance()
+        return out
+    results: list[tuple | None] = [None] * len(units)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(units)), mp_context=_mp_context(module_name)) as pool:
+        index = {pool.submit(read_one, module_name, unit): i for i, unit in enumerate(units)}
+        for future in as_completed(index):
+            results[index[future]] = future.result()
+            advance()
+    return results  # type: ignore[return-value]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:200]
+
+
+def _probe(address: str) -> None:
+    """Fail fast, in one line, on a malformed address or a closed TCP port
+    (the Dask client would retry until its timeout, then log a traceback)."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme != "tcp":
+            return  # tls://, ucx://, inproc://: let the client handle them
+        host, port = parse_host_port(loc, default_port=8786)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"--dask {address}: not a scheduler address ({_one_line(exc)})") from None
+    try:
+        socket.create_connection((host, port), timeout=DASK_CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConfigError(f"--dask {address}: cannot connect to a Dask scheduler "
+                          f"({exc.strerror or _one_line(exc)})") from None
+
+
+def _run_dask(address: str, module_name: str, units: list[str], advance) -> list[tuple]:
+    try:
+        from distributed import Client, as_completed as dask_completed
+    except ImportError:
+        raise ConfigError("--dask needs the 'distributed' package: pip install 'advisor[dask]'") from None
+    _probe(address)
+    try:
+        client = Client(address, timeout=DASK_CONNECT_TIMEOUT, set_as_default=False)
+    except Exception as exc:  # noqa: BLE001 -- OSError, TimeoutError, ValueError for a bad address
+        raise ConfigError(f"--dask {address}: cannot connect to a Dask scheduler ({_one_line(exc)})") from None
+    try:
+        futures = client.map(read_one, [module_name] * len(units), units, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[tuple | None] = [None] * len(units)
+        for future in dask_completed(futures, loop=client.loop):
+            results[index[future.key]] = client.gather(future)
+            advance()
+        return results  # type: ignore[return-value]
+    finally:
+        client.close()
+
+
+# ------------------------------------------------------------------- merge
+
+def _dedupe_paths(units: list[Path]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Units with distinct real paths (symlinks resolved) + skips for repeats."""
+    seen: dict[str, str] = {}
+    keep: list[str] = []
+    skips: list[tuple[str, str]] = []
+    for unit in units:
+        real = os.path.realpath(unit)  # never raises on symlink loops
+        if real in seen:
+            skips.append((str(unit), f"same files as {seen[real]} (symlink or repeated path); read once"))
+            continue
+        seen[real] = str(unit)
+        keep.append(str(unit))
+    return keep, skips
+
+
+def _rank_key(item: tuple[int, str, Profile]) -> tuple:
+    index, _, profile = item
+    ranks = profile.meta.ranks
+    return (min(ranks) if ranks else math.inf, index)
+
+
+def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]]):
+    """(kept parts, skips) -- see the module docstring."""
+    if module_name in MULTI_UNIT_RANKS:
+        return parts, []
+    owner: dict[int, str] = {}
+    kept, skips = [], []
+    for item in parts:
+        _, unit, profile = item
+        clash = [r for r in profile.meta.ranks if r in owner]
+        if clash:
+            skips.append((unit, f"claims rank {clash[0]}, already read from {owner[clash[0]]}; "
+                                "kept the first, this duplicate is left out"))
+            continue
+        for r in profile.meta.ranks:
+            owner[r] = unit
+        kept.append(item)
+    return kept, skips
+
+
+def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
+               dask_address: str | None = None, others: list[tuple[str, str]] = ()) -> Profile:
+    """Read ``units`` with collector ``module_name`` and merge them (see module doc)."""
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: must be 1 or more")
+    paths, skips = _dedupe_paths(units)
+    with _progress(len(paths)) as advance:
+        if dask_address:
+            results = _run_dask(dask_address, module_name, paths, advance)
+        else:
+            results = _run_local(module_name, paths, jobs or os.cpu_count() or 1, advance)
+    parts: list[tuple[int, str, Profile]] = []
+    failures: list[InputError] = []
+    for i, (unit, result) in enumerate(zip(paths, results)):
+        if result[0] == "ok":
+            parts.append((i, unit, result[1]))
+        else:
+            failures.append(InputError(result[1], result[2]))
+    if not parts:
+        raise failures[0]
+    parts.sort(key=_rank_key)
+    parts, dup_skips = _drop_duplicate_ranks(module_name, parts)
+    profile = _merge([p for _, _, p in parts], root)
+    for exc in failures:
+        profile.skip(exc.path, exc.problem)
+    for what, reason in [*skips, *dup_skips, *others]:
+        profile.skip(what, reason)
+    return profile
+
+
+def _merge(parts: list[Profile], root: Path) -> Profile:
+    first = parts[0].meta
+    meta = RunMeta(
+        framework=first.framework,
+        device=first.device,
+        source_format=first.source_format,
+        source_version=first.source_version,
+        source_path=str(root),
+        world_size=max((p.meta.world_size or 0 for p in parts), default=0) or None,
+        parallel=next((p.meta.parallel for p in parts if p.meta.parallel), {}),
+    )
+    profile = merge_profiles(parts, meta) if len(parts) > 1 else parts[0]
+    profile.meta.source_path = str(root)
+    return profile
+
+
+# ----------------------------------------------------------- other formats
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]]:
+    """Skips naming what the other collectors would have found next to the
+    chosen units (files or folders directly under ``root``)."""
+    if not Path(root).is_dir():
+        return []
+    chosen = [os.path.realpath(u) for u in units]
+    try:
+        children = sorted(Path(root).iterdir())
+    except OSError:
+        return []
+    out = []
+    for module in others:
+        found: set[str] = set()
+        for child in children:
+            real = os.path.realpath(child)
+            if any(_within(real, c) or _within(c, real) for c in chosen):
+                continue
+            try:
+                hits = module.discover(child)
+            except (OSError, RuntimeError, RecursionError):
+                continue
+            for hit in hits:
+                r = os.path.realpath(hit)
+                if not any(_within(r, c) or _within(c, r) for c in chosen):
+                    found.add(r)
+        if found:
+            label = FORMAT_LABELS.get(module.__name__, module.__name__.rsplit(".", 1)[-1] + " unit(s)")
+            out.append((str(root), f"also found {len(found)} {label}; not read: one format per run"))
+    return out
+
+
+__all__ = ["read_units", "read_one", "other_formats"]

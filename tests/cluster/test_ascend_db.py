@@ -1,0 +1,109 @@
+"""The Ascend database layout reads into the same tables as the text layout."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from advisor.collectors import load_profile
+from advisor.errors import InputError
+from advisor.metrics import evaluate
+
+from .ascend_writer import sample_rank, write_db, write_text
+
+TABLES = ("steps", "ops", "comm", "bandwidth", "links")
+
+
+def _snapshot(folder):
+    return {str(p): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> None:
+    assert sorted(a.columns) == sorted(b.columns)
+    a = a[sorted(a.columns)].sort_values(keys).reset_index(drop=True)
+    b = b[sorted(b.columns)].sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-6)
+
+
+def test_db_layout_gives_the_text_tables_and_metrics(tmp_path):
+    specs = [sample_rank(0), sample_rank(1, slow=1.3)]
+    for spec in specs:
+        write_text(tmp_path / "text", spec)
+        write_db(tmp_path / "db", spec)
+    before = _snapshot(tmp_path / "db")
+    text = load_profile(tmp_path / "text", jobs=1)
+    db = load_profile(tmp_path / "db", jobs=1)
+    assert _snapshot(tmp_path / "db") == before  # read-only: no journal, no lock file
+    assert db.meta.ranks == [0, 1] and db.meta.framework == "torch_npu" and not db.skipped
+    keys = {"steps": ["rank", "step"], "ops": ["rank", "name"], "comm": ["rank", "name"],
+            "bandwidth": ["rank", "name", "transport"], "links": ["rank", "step", "src"]}
+    for name in TABLES:
+        _same(getattr(text, name), getattr(db, name), keys[name])
+    # bandwidth: one row per operator and transport, not per packet size; RDMA unused
+    assert set(db.bandwidth["transport"]) == {"HCCS"} and len(db.bandwidth) == 8
+    mt, _ = evaluate(text)
+    md, _ = evaluate(db)
+    assert set(mt) == set(md)
+    for mid in mt:
+        if isinstance(mt[mid].value, float):
+            assert md[mid].value == pytest.approx(mt[mid].value, rel=1e-6), mid
+        else:
+            assert md[mid].value == mt[mid].value, mid
+
+
+def test_steps_from_step_time_and_tasks_without_analysis_db(tmp_path):
+    spec = sample_rank(0, slow=1.0)
+    spec.comm_ops.append(("hcom_receive__9_0_1", "hcom_receive_", "pp", 9_000_000, 9_400_000))
+    write_db(tmp_path, spec, analysis=False)
+    p = load_profile(tmp_path, jobs=1)
+    steps = p.steps.set_index("step")
+    # step 2: MatMul 4 ms + Add 0.5 ms; all-reduce 2 ms of which 0.2 ms under Add
+    assert steps.loc[2, "computing_us"] == pytest.approx(4500.0)
+    assert steps.loc[2, "communication_us"] == pytest.approx(2000.0)
+    assert steps.loc[2, "exposed_comm_us"] == pytest.approx(1800.0)
+    assert steps.loc[2, "overlapped_us"] == pytest.approx(200.0)
+    assert steps.loc[2, "duration_us"] == pytest.approx(10_000.0)  # the STEP_TIME window
+    assert steps.loc[1, "bubble_us"] == pytest.approx(400.0)  # the receive in step 1
+    assert steps.loc[1, "receive_us"] == pytest.approx(400.0)
+    assert steps.loc[2, "stage_us"] == pytest.approx(6400.0)  # first task to last task
+    assert p.comm is not None and set(p.comm["kind"]) == {"allreduce", "receive"}
+    assert any("STEP_TIME" in n for n in p.meta.notes)
+
+
+def test_mindspore_db_rank_from_file_name(tmp_path):
+    spec = sample_rank(3)
+    root = write_db(tmp_path, spec, suffix="ascend_ms")
+    (root / "profiler_info_3.json").unlink()  # the rank must come from the database name
+    p = load_profile(root, jobs=1)
+    assert p.meta.ranks == [3] and p.meta.framework == "mindspore"
+    assert set(p.steps["rank"]) == {3}
+
+
+def test_broken_database_is_a_skip_naming_the_file(tmp_path):
+    spec = sample_rank(0)
+    root = write_db(tmp_path, spec)
+    bad = root / "ASCEND_PROFILER_OUTPUT" / "analysis.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    p = load_profile(root, jobs=1)
+    assert p.ops is not None and p.steps is not None  # steps from STEP_TIME instead
+    assert [s.what for s in p.skipped] == [str(bad)]
+    assert "SQLite" in p.skipped[0].reason
+    dbfile = root / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
+    dbfile.write_bytes(b"")
+    bad.unlink()
+    with pytest.raises(InputError) as err:
+        load_profile(root, jobs=1)
+    assert "ascend_pytorch_profiler_0.db" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_database_opened_read_only(tmp_path):
+    root = write_db(tmp_path, sample_rank(0))
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    con = sqlite3.connect(out / "analysis.db")  # leave a WAL-mode database behind
+    con.execute("PRAGMA journal_mode=WAL")
+    con.close()
+    before = _snapshot(tmp_path)
+    load_profile(root, jobs=1)
+    assert _snapshot(tmp_path) == before

@@ -1,0 +1,115 @@
+"""Parallel per-rank reading: identical results for any jobs, skips, duplicates,
+symlink loops and mixed formats."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pandas as pd
+import pytest
+
+from advisor.analysis import analyze
+from advisor.collectors import load_profile
+from advisor.errors import ConfigError, InputError
+from advisor.profile import TABLES
+
+from .ascend_writer import sample_rank, write_text
+from .conftest import RANKS, SLOW_RANK
+
+
+def assert_same_profile(a, b) -> None:
+    assert a.meta == b.meta
+    assert a.skipped == b.skipped
+    for name in TABLES:
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            pd.testing.assert_frame_equal(x, y)
+
+
+def assert_same_report(a, b) -> None:
+    assert [f.model_dump() for f in a.findings] == [f.model_dump() for f in b.findings]
+    assert {k: m.model_dump() for k, m in a.metrics.items()} == {k: m.model_dump() for k, m in b.metrics.items()}
+    assert a.skipped == b.skipped and a.tables == b.tables
+
+
+def test_jobs_do_not_change_the_result(cluster_dir):
+    one = load_profile(cluster_dir, jobs=1)
+    two = load_profile(cluster_dir, jobs=2)
+    assert one.meta.ranks == list(range(RANKS))
+    assert list(one.steps["rank"].unique()) == list(range(RANKS))  # sorted by rank
+    assert_same_profile(one, two)
+    r1, r2 = analyze(cluster_dir, jobs=1), analyze(cluster_dir, jobs=2)
+    assert_same_report(r1, r2)
+    assert r1.metrics["cluster.slow_rank"].value == SLOW_RANK
+    assert "slow-rank" in {f.rule for f in r1.findings}
+
+
+def _copy(cluster_dir, tmp_path, ranks):
+    for rank in ranks:
+        src = next(cluster_dir.glob(f"node{rank}_*"))
+        shutil.copytree(src, tmp_path / src.name)
+
+
+def test_broken_unit_is_skipped_and_the_rest_analyzed(cluster_dir, tmp_path):
+    _copy(cluster_dir, tmp_path, range(4))
+    broken = next(tmp_path.glob("node2_*")) / "ASCEND_PROFILER_OUTPUT"
+    for f in broken.iterdir():
+        f.write_text("garbage\n")
+    p = load_profile(tmp_path, jobs=2)
+    assert p.meta.ranks == [0, 1, 3]
+    assert any(str(broken) in s.what for s in p.skipped)
+    for folder in tmp_path.iterdir():
+        for f in (folder / "ASCEND_PROFILER_OUTPUT").iterdir():
+            f.write_text("")
+    with pytest.raises(InputError) as err:
+        load_profile(tmp_path, jobs=2)
+    assert "node0_" in str(err.value)  # the first unit's error, one line
+
+
+def test_duplicate_rank_keeps_the_first(cluster_dir, tmp_path):
+    _copy(cluster_dir, tmp_path, [0, 1])
+    write_text(tmp_path / "again", sample_rank(1))  # another folder claiming rank 1
+    dup = next((tmp_path / "again").iterdir())
+    shutil.move(str(dup), tmp_path / ("z" + dup.name))
+    p = load_profile(tmp_path, jobs=2)
+    assert p.meta.ranks == [0, 1] and len(p.steps) == 8
+    skip = next(s for s in p.skipped if "claims rank 1" in s.reason)
+    assert skip.what.endswith("z" + dup.name) and "node1_1_20250101_ascend_pt" in skip.reason
+
+
+def test_symlinks_and_loops_do_not_hang_or_double_count(cluster_dir, tmp_path):
+    _copy(cluster_dir, tmp_path, [0, 1])
+    os.symlink(tmp_path, tmp_path / "loop")  # a loop back to the root
+    os.symlink("self", tmp_path / "self")  # a link to itself
+    os.symlink(next(tmp_path.glob("node1_*")), tmp_path / "alias_ascend_pt")
+    p = load_profile(tmp_path, jobs=1)
+    assert p.meta.ranks == [0, 1] and len(p.steps) == 8
+    assert any("same files as" in s.reason for s in p.skipped)
+
+
+def test_other_formats_are_named_not_read(cluster_dir, tmp_path):
+    _copy(cluster_dir, tmp_path, [0, 1])
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    for k in range(3):
+        (gpu / f"worker{k}.pt.trace.json").write_text(json.dumps({"schemaVersion": 1, "traceEvents": []}))
+    p = load_profile(tmp_path, jobs=1)
+    assert p.meta.source_format == "ascend_pt"
+    assert any(s.reason == "also found 3 Kineto trace(s); not read: one format per run" for s in p.skipped)
+
+
+def test_bad_jobs_and_bad_dask_address_are_one_line_errors(cluster_dir, tmp_path, capsys):
+    from advisor.cli import main
+
+    with pytest.raises(ConfigError):
+        load_profile(cluster_dir, jobs=0)
+    pytest.importorskip("distributed", reason="the 'dask' extra (distributed) is not installed")
+    for address in ("tcp://127.0.0.1:9", "not an address::"):
+        with pytest.raises(SystemExit) as code:
+            main(["report", str(cluster_dir), "-o", str(tmp_path / "out"), "--dask", address])
+        assert code.value.code == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"advisor: error: --dask {address}: "), lines
