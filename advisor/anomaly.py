@@ -7,8 +7,11 @@ wait, iteration interval, fp/bp, tail), in ms. Model: scikit-learn's
 typical step's mean and covariance that the outliers themselves cannot pull
 towards them. A step is anomalous when both
 
-* its squared robust Mahalanobis distance exceeds the chi-square quantile
-  ``1 - ALPHA`` for the number of features (it is unlike the others), and
+* its squared robust Mahalanobis distance over the step *components*
+  exceeds the chi-square quantile ``1 - ALPHA`` for their number (it is
+  unlike the others; the duration is left out of the distance because it is
+  often the sum of the components, which would make the covariance
+  singular), and
 * its duration exceeds the median step by at least ``MIN_EXCESS`` of the
   median (it is slower by a margin worth reporting; fast oddities are not
   findings).
@@ -64,16 +67,21 @@ def _robust_z(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _model(p: Profile) -> dict:
+    return p.memo("anomaly_model", lambda: _fit(p))
+
+
+def _fit(p: Profile) -> dict:
     frame = _step_features(p)
     varying = [c for c in frame.columns if frame[c].std(ddof=0) > 1e-9 * max(1.0, frame[c].abs().max())]
     if "duration_us" not in varying:
         return {"outliers": [], "frame": frame, "drivers": {}}
-    x = frame[varying].to_numpy(dtype=float)
+    components = [c for c in varying if c != "duration_us"] or ["duration_us"]
+    x = frame[components].to_numpy(dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
         mcd = MinCovDet(random_state=SEED).fit(x)
     distance = mcd.mahalanobis(x)
-    limit = chi2.ppf(1 - ALPHA, df=len(varying))
+    limit = chi2.ppf(1 - ALPHA, df=len(components))
     duration = frame["duration_us"]
     slow = duration > duration.median() * (1 + MIN_EXCESS)
     flagged = frame.index[(distance > limit) & slow.to_numpy()]

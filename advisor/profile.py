@@ -121,6 +121,14 @@ class Profile:
     data_queue: pd.DataFrame | None = None
     data_ops: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: str, compute):
+        """``compute()`` once per profile (tables never change after collection);
+        metrics share derived views such as steady-state steps through it."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def table(self, name: str) -> pd.DataFrame | None:
         """The named table, or None when absent or empty."""

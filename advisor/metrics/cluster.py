@@ -83,7 +83,7 @@ def _component_spreads(p: Profile) -> list[dict]:
 
 
 def _slowest(p: Profile) -> dict:
-    return max(_component_spreads(p), key=lambda s: s["excess_ms"])
+    return max(p.memo("component_spreads", lambda: _component_spreads(p)), key=lambda s: s["excess_ms"])
 
 
 @metric("cluster.rank_count", unit="count", needs=["steps"])
@@ -156,7 +156,13 @@ def waiting_rank(p: Profile) -> Value:
     )
 
 
-def _slow_links(p: Profile, threshold: float = 1.0) -> list[dict]:
+def _slow_links(p: Profile) -> list[dict]:
+    return p.memo("slow_links", lambda: _rank_links(p))
+
+
+def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
+    """Links in (transport, size class) groups of MIN_LINK_PEERS or more,
+    below ``threshold`` times their group's median bandwidth, worst first."""
     links = p.table("links")
     links = links[(links["bandwidth_gbps"] > 0) & (links["size_mb"] > 0)].copy()
     links = links[links["src"] != links["dst"]]
@@ -224,7 +230,7 @@ def component_spread(p: Profile) -> Value:
     % of the median step (``excess_ms``, ``excess_pct``), the robust z-score
     of that rank, and the lowest rank (``min_rank``)."""
     out = {}
-    for s in _component_spreads(p):
+    for s in p.memo("component_spreads", lambda: _component_spreads(p)):
         values = s["per_rank_ms"]
         out[s["component"]] = {
             "max_rank": s["rank"],

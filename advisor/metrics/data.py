@@ -60,6 +60,10 @@ def _op_label(row) -> str:
 def _bottleneck(p: Profile) -> dict:
     """The dataset op with the largest drop in queue usage across it: its
     inputs' output queues are full while its own output queue is empty."""
+    return p.memo("data_bottleneck", lambda: _find_bottleneck(p))
+
+
+def _find_bottleneck(p: Profile) -> dict:
     ops = p.table("data_ops")
     if ops is None or not {"op_id", "output_queue_usage", "parent_id"} <= set(ops.columns):
         raise NotEvaluated("dataset ops have no queue usage or pipeline links")

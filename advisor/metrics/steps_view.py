@@ -18,6 +18,10 @@ US_PER_MS = 1000.0
 
 def steady_steps(profile: Profile) -> pd.DataFrame:
     """The steps table without each rank's warm-up step (see module doc)."""
+    return profile.memo("steady_steps", lambda: _steady_steps(profile))
+
+
+def _steady_steps(profile: Profile) -> pd.DataFrame:
     steps = profile.table("steps")
     if steps is None:
         return pd.DataFrame()
@@ -31,6 +35,10 @@ def steady_steps(profile: Profile) -> pd.DataFrame:
 
 def per_rank_mean(profile: Profile, column: str) -> pd.Series:
     """Mean of ``column`` per rank over steady steps (index: rank), NaNs dropped."""
+    return profile.memo(f"per_rank_mean:{column}", lambda: _per_rank_mean(profile, column))
+
+
+def _per_rank_mean(profile: Profile, column: str) -> pd.Series:
     steps = steady_steps(profile)
     if column not in steps.columns:
         return pd.Series(dtype=float)
