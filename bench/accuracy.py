@@ -1,0 +1,253 @@
+"""Accuracy of the cluster calls on labelled generated scenarios.
+
+For each fault kind (and healthy runs), ``--seeds`` scenarios per size are
+generated (``bench.scenarios``, Ascend text layout, under /tmp), analyzed
+with ``advisor.analysis.analyze`` and scored:
+
+* ``slow-rank`` is correct when the finding's ``scope.ranks`` hits a
+  labelled rank (data-starved host: any rank of that host; slow pipeline
+  stage: any rank of the stage, where the call is tolerated but not
+  required);
+* ``slow-link`` is correct when it fires and ``cluster.slowest_link`` is
+  the labelled link;
+* ``step-outlier`` is correct when it fires and its ``scope.steps`` are
+  exactly the labelled stall steps;
+* ``slow-pipeline-stage`` is correct when its ``scope.ranks`` are the
+  labelled stage's ranks.
+
+A call of a rule in a scenario that does not expect it is a false positive
+(healthy runs count one per rule that fires). Precision = correct calls /
+all calls; recall = correct calls / scenarios that expect the rule.
+
+The second table is the anomaly model on healthy runs of several sizes:
+the share of runs in which ``anomaly.step_outliers`` is non-empty (model
+false positive), in which the ``step-outlier`` rule fires, and the share
+of steady steps flagged.
+
+    python -m bench.accuracy                  # default grid, text tables
+    python -m bench.accuracy --markdown > docs/accuracy.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from datetime import date
+from pathlib import Path
+
+from bench.scenarios import Spec, generate
+
+WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "accuracy"
+KINDS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall")
+RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
+EXPECTS = {"slow-rank": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
+           "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
+#: Calls that are neither required nor false when they name the right ranks.
+TOLERATED = {("slow-stage", "slow-rank")}
+
+
+def run_one(job: tuple) -> dict:
+    """Generate, analyze and score one scenario (runs in a worker)."""
+    from advisor.analysis import analyze
+
+    kind, ranks, steps, seed, kernels = job
+    out = WORK / f"{kind}_{ranks}r_{steps}s_{seed}"
+    shutil.rmtree(out, ignore_errors=True)
+    spec = Spec(ranks=ranks, steps=steps, fault=kind, seed=seed, kernels_per_step=kernels)
+    data, labels = generate(spec, out)
+    t = time.perf_counter()
+    try:
+        report = analyze(data, jobs=1)
+    except Exception as exc:  # an advisor bug: count it, keep scoring the rest
+        shutil.rmtree(out, ignore_errors=True)
+        return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": {},
+                "expects": EXPECTS.get(kind), "outliers": None, "outlier_steps": None,
+                "steady": steps, "seconds": time.perf_counter() - t, "severity": labels.get("severity"),
+                "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:160]}
+    elapsed = time.perf_counter() - t
+    shutil.rmtree(out, ignore_errors=True)
+    fired = {f.rule: f for f in report.findings}
+    metric = report.metrics
+
+    def value(mid):
+        m = metric.get(mid)
+        return None if m is None else m.value
+
+    calls = {}
+    for rule in RULES:
+        if rule in fired:
+            calls[rule] = _judge(kind, rule, fired[rule], labels, value)
+    outliers = value("anomaly.step_outliers")
+    return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": calls,
+            "expects": EXPECTS.get(kind), "outliers": outliers,
+            "outlier_steps": len(outliers) if isinstance(outliers, list) else None,
+            "steady": steps - 1 if steps >= 4 else steps, "seconds": elapsed,
+            "severity": labels.get("severity")}
+
+
+def _judge(kind: str, rule: str, finding, labels: dict, value) -> str:
+    """"tp", "fp", "wrong" (expected rule, wrong target) or "ok" (tolerated)."""
+    scope = finding.scope
+    want = set(labels.get("ranks") or [])
+    if (kind, rule) in TOLERATED:
+        return "ok" if set(scope.ranks) & want else "fp"
+    if EXPECTS.get(kind) != rule:
+        return "fp"
+    if rule == "slow-rank":
+        hit = bool(set(scope.ranks) & want)
+    elif rule == "slow-link":
+        hit = value("cluster.slowest_link") == labels.get("link")
+    elif rule == "step-outlier":
+        hit = sorted(scope.steps) == sorted(labels.get("steps") or [])
+    else:
+        hit = set(scope.ranks) == want
+    return "tp" if hit else "wrong"
+
+
+def _pool_map(jobs: list[tuple], workers: int) -> list[dict]:
+    if workers <= 1:
+        return [run_one(j) for j in jobs]
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(run_one, jobs))
+
+
+def score(results: list[dict]) -> dict:
+    """(size, rule) -> counts; plus per-kind recall."""
+    table: dict = defaultdict(lambda: {"tp": 0, "calls": 0, "expected": 0, "fp_healthy": 0, "healthy": 0})
+    for r in results:
+        for rule in RULES:
+            cell = table[(r["ranks"], rule)]
+            verdict = r["calls"].get(rule)
+            if r["expects"] == rule:
+                cell["expected"] += 1
+            if r["kind"] == "healthy":
+                cell["healthy"] += 1
+                cell["fp_healthy"] += verdict is not None
+            if verdict in ("tp", "wrong", "fp"):
+                cell["calls"] += 1
+            if verdict == "tp":
+                cell["tp"] += 1
+    return table
+
+
+def _pct(num: int, den: int) -> str:
+    return "n/a" if den == 0 else f"{100 * num / den:.0f}% ({num}/{den})"
+
+
+def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp_seeds: int,
+           wall: float) -> str:
+    lines: list[str] = []
+    sizes = sorted({r["ranks"] for r in results})
+    sep = "|" if md else " "
+
+    def row(cells):
+        return ("| " + " | ".join(cells) + " |") if md else "  ".join(f"{c:<24}" for c in cells)
+
+    def head(cells):
+        out = [row(cells)]
+        if md:
+            out.append("|" + "|".join("---" for _ in cells) + "|")
+        return out
+
+    if md:
+        lines += ["# Accuracy of the cluster calls on generated scenarios", "",
+                  f"Measured {date.today().isoformat()} with `python -m bench.accuracy --markdown` "
+                  f"({seeds} seeds per fault kind and size, {fp_seeds} per healthy size below; "
+                  f"{wall / 60:.1f} min on a shared, loaded 2-core machine, {platform.python_version()}).",
+                  "", "Scenarios come from `bench/scenarios.py` (its docstring is the timing and fault "
+                  "model); they are synthetic, in the real Ascend text layout, and every call below "
+                  "is scored against the scenario's `labels.json`. Precision = correct calls / all "
+                  "calls of the rule (healthy runs and other fault kinds included); recall = correct "
+                  "calls / scenarios with that fault.", ""]
+    lines += (["## Precision and recall per rule", ""] if md else ["Precision / recall per rule"])
+    lines += head(["ranks", "rule", "precision", "recall", "fires on healthy"])
+    table = score(results)
+    for size in sizes:
+        for rule in RULES:
+            c = table[(size, rule)]
+            lines.append(row([str(size), rule, _pct(c["tp"], c["calls"]), _pct(c["tp"], c["expected"]),
+                              _pct(c["fp_healthy"], c["healthy"])]))
+    lines.append("")
+    lines += (["## Recall per fault kind", ""] if md else ["Recall per fault kind (the expected rule)"])
+    lines += head(["ranks", "fault", "expected rule", "recall", "other rules fired (false)"])
+    for size in sizes:
+        for kind in KINDS:
+            rs = [r for r in results if r["ranks"] == size and r["kind"] == kind]
+            if not rs:
+                continue
+            rule = EXPECTS.get(kind, "-")
+            tp = sum(r["calls"].get(rule) == "tp" for r in rs)
+            others = defaultdict(int)
+            for r in rs:
+                for k, v in r["calls"].items():
+                    if v == "fp":
+                        others[k] += 1
+            lines.append(row([str(size), kind, rule, _pct(tp, len(rs)) if kind != "healthy" else "-",
+                              ", ".join(f"{k} {v}/{len(rs)}" for k, v in sorted(others.items())) or "none"]))
+    lines.append("")
+    lines += (["## Anomaly model on healthy runs (false-positive rate)", ""] if md
+              else ["Anomaly model on healthy runs"])
+    lines += head(["ranks", "steps", "runs with outliers", "step-outlier fires", "steps flagged"])
+    groups = defaultdict(list)
+    for r in fp_results:
+        groups[(r["ranks"], r["steps"])].append(r)
+    for (ranks, steps), rs in sorted(groups.items()):
+        evaluated = [r for r in rs if r["outlier_steps"] is not None]
+        flagged = sum(r["outlier_steps"] for r in evaluated)
+        total = sum(r["steady"] for r in evaluated)
+        fires = sum("step-outlier" in r["calls"] for r in rs)
+        lines.append(row([str(ranks), str(steps), _pct(sum(r["outlier_steps"] > 0 for r in evaluated), len(evaluated)),
+                          _pct(fires, len(rs)), _pct(flagged, total)]))
+    lines.append("")
+    errors = [r for r in results + fp_results if r.get("error")]
+    if errors:
+        lines += [f"Analyses that raised (scored as no call): {len(errors)}: "
+                  + "; ".join(sorted({r['error'] for r in errors})), ""]
+    if md:
+        lines += ["Wall time of one analysis (in process, `jobs=1`), median: " + ", ".join(
+            f"{size} ranks {_median([r['seconds'] for r in results if r['ranks'] == size]):.1f} s"
+            for size in sizes) + ".", ""]
+    return "\n".join(lines)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.accuracy", description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="8,64", help="rank counts (comma separated)")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--seeds", type=int, default=6, help="scenarios per fault kind and size")
+    ap.add_argument("--fp-ranks", default="1,8,64")
+    ap.add_argument("--fp-steps", default="10,30,100")
+    ap.add_argument("--fp-seeds", type=int, default=4)
+    ap.add_argument("--kernels", type=int, default=8, help="compute kernels per step (speed)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args(argv)
+    WORK.mkdir(parents=True, exist_ok=True)
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    jobs = [(kind, size, args.steps, seed, args.kernels)
+            for size in sizes for kind in KINDS for seed in range(args.seeds)]
+    fp_jobs = [("healthy", r, s, 1000 + seed, args.kernels)
+               for r in (int(x) for x in args.fp_ranks.split(",") if x)
+               for s in (int(x) for x in args.fp_steps.split(",") if x)
+               for seed in range(args.fp_seeds)]
+    t = time.perf_counter()
+    results = _pool_map(jobs, args.workers)
+    fp_results = _pool_map(fp_jobs, args.workers)
+    wall = time.perf_counter() - t
+    print(render(results, fp_results, args.markdown, args.seeds, args.fp_seeds, wall))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""Write a generated scenario as Ascend PyTorch Profiler (torch_npu) output.
+
+Text layout, one ``{host}_{pid}_{timestamp}_ascend_pt`` folder per rank, as
+msprof-analyze expects it (``{worker_name}_{timestamp}_ascend_pt``, rank id
+from ``profiler_info_{rank}.json``):
+
+* ``profiler_info_{rank}.json`` (config, start/end info, versions, rank_id)
+  and ``profiler_metadata.json`` (``distributed_args`` in Megatron names,
+  ``parallel_group_info`` with each group's global ranks);
+* ``ASCEND_PROFILER_OUTPUT/step_trace_time.csv``: Step, Computing,
+  Communication(Not Overlapped), Overlapped, Communication, Free, Stage,
+  Bubble, Communication(Not Overlapped and Exclude Receive);
+* ``kernel_details.csv`` in the newer column set (Start Time with the
+  trailing TAB torch_npu writes, quoted shapes), compute kernels plus the
+  HCCL rows;
+* ``communication.json``: ``stepN -> collective|p2p -> op@group ->
+  Communication Time Info / Communication Bandwidth Info`` (HCCS, RDMA,
+  PCIE, SDMA);
+* ``communication_matrix.json``: ``stepN -> collective|p2p -> op@group ->
+  "src-dst"`` with group-local ranks, a large (32-64 MB) and a small
+  (0.25-0.5 MB) all-reduce per step, so each transport has two size classes.
+
+Group ids in ``op@group`` are msprof-analyze's ``double_hash`` of the group
+name, so its cluster analysis can map local ranks back to global ones.
+
+Database layout: the same facts through the test writer
+``tests/cluster/ascend_writer.py`` (``ascend_pytorch_profiler_{rank}.db`` +
+``analysis.db``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+
+def _dumps(obj) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
+
+from bench.scen_layout import OpTemplate, layout
+from bench.scenarios import Link, Scenario
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+TEMPLATES = [
+    OpTemplate("aclnnMatmul_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE", "DT_BF16;DT_BF16",
+               '8192,4096;4096,4096', 0.42),
+    OpTemplate("aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore",
+               "FlashAttentionScore", "MIX_AIC", "DT_BF16;DT_BF16;DT_BF16",
+               '4,32,2048,128;4,32,2048,128;4,32,2048,128', 0.24),
+    OpTemplate("aclnnAdd_AddAiCore_Add", "Add", "AI_VECTOR_CORE", "DT_BF16;DT_BF16",
+               '8192,4096;8192,4096', 0.08),
+    OpTemplate("aclnnRmsNorm_RmsNorm_RmsNorm", "RmsNorm", "AI_VECTOR_CORE", "DT_BF16;DT_FLOAT",
+               '8192,4096;4096', 0.08),
+    OpTemplate("aclnnSwiGlu_SwiGlu_SwiGlu", "SwiGlu", "AI_VECTOR_CORE", "DT_BF16",
+               '8192,22016', 0.10),
+    OpTemplate("aclnnCast_CastAiCore_Cast", "Cast", "AI_VECTOR_CORE", "DT_FLOAT", '4096,4096', 0.05),
+    OpTemplate("aclnnInplaceCopy_TensorMove_TensorMove", "TensorMove", "AI_VECTOR_CORE", "DT_BF16",
+               '8192,4096', 0.03),
+]
+KERNEL_HEADER = (
+    "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),"
+    "Duration(us),Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,"
+    "Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID,"
+    "aicore_time(us),aic_total_cycles,aic_mac_ratio,aiv_time(us),aiv_total_cycles,aiv_vec_ratio\n"
+)
+STEP_HEADER = (
+    "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+    "Communication(Not Overlapped and Exclude Receive)\n"
+)
+#: (transport, size class) -> (transit MB per link and op, healthy GB/s)
+LINK_SIZES = {("HCCS", "big"): (48.0, 18.0), ("HCCS", "small"): (0.375, 6.0),
+              ("RDMA", "big"): (24.0, 11.0), ("RDMA", "small"): (0.375, 3.5),
+              ("LOCAL", "big"): (48.0, 50.0), ("LOCAL", "small"): (0.375, 20.0)}
+
+
+def double_hash(data: str) -> int:
+    """msprof-analyze's group-name hash (the id after ``@`` in op keys)."""
+    h0 = h1 = 0
+    for ch in data:
+        h0 = (h0 * 29 + ord(ch)) & 0xFFFFFFFF
+        h1 = (h1 * 131 + ord(ch)) & 0xFFFFFFFF
+    return (h0 << 32) | h1
+
+
+def group_name(sc: Scenario, group: str) -> str:
+    """An HCCL-like group name for a generated group label."""
+    return f"10.0.{sc.spec.seed % 250}.1%enp189s0f0_60000_{group}_1736413971558972"
+
+
+def group_id(sc: Scenario, group: str) -> str:
+    return str(double_hash(group_name(sc, group)))
+
+
+def folder_name(sc: Scenario, rank: int) -> str:
+    host = rank // sc.ranks_per_host
+    return f"node{host}_{20000 + rank}_20250101120000{rank % 1000:03d}_ascend_pt"
+
+
+# ------------------------------------------------------------------ metadata
+
+def _profiler_info(rank: int) -> dict:
+    return {
+        "config": {
+            "common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
+                              "schedule": {"wait": 1, "warmup": 1, "active": 20, "repeat": 1,
+                                           "skip_first": 10},
+                              "record_shapes": True, "profile_memory": False, "with_stack": False,
+                              "with_flops": False, "with_modules": False},
+            "experimental_config": {"_profiler_level": "Level1", "_aic_metrics": "PipeUtilization",
+                                    "_l2_cache": False, "_data_simplification": True,
+                                    "_export_type": ["text"]},
+        },
+        "start_info": {"syscnt_enable": True, "freq": 100.0, "start_cnt": 4417316573894,
+                       "start_monotonic": 4417316573894000},
+        "end_info": {"collectionTimeEnd": 1736413999000000000, "MonotonicTimeEnd": 4445316573894000},
+        "torch_npu_version": "2.1.0.post8",
+        "cann_version": "8.0.RC3",
+        "rank_id": rank,
+    }
+
+
+def _metadata(sc: Scenario, rank: int) -> dict:
+    R = sc.spec.ranks
+    groups = {}
+    ranks = sc.group_ranks(rank)
+    groups[group_name(sc, f"dp_{sc.stage_of(rank)}")] = {
+        "group_name": "dp", "group_rank": ranks.index(rank), "global_ranks": ranks}
+    if sc.pp > 1:
+        per = R // sc.pp
+        idx = rank % per
+        chain = [s * per + idx for s in range(sc.pp)]
+        groups[group_name(sc, f"pp_{idx}")] = {
+            "group_name": "pp", "group_rank": chain.index(rank), "global_ranks": chain}
+    return {
+        "distributed_args": {"tensor_model_parallel_size": 1, "pipeline_model_parallel_size": sc.pp,
+                             "data_parallel_size": R // sc.pp, "context_parallel_size": 1,
+                             "expert_model_parallel_size": 1, "sequence_parallel": False,
+                             "world_size": R, "rank": rank},
+        "parallel_group_info": groups,
+        "ENV_VARIABLES": {"ASCEND_GLOBAL_LOG_LEVEL": "3", "HCCL_RDMA_TC": "", "HCCL_RDMA_SL": ""},
+    }
+
+
+# -------------------------------------------------------------------- files
+
+def _step_trace(sc: Scenario, r: int) -> str:
+    comp, exposed = sc.computing[:, r], sc.exposed[:, r]
+    cols = np.column_stack([
+        comp, exposed, sc.overlapped[:, r], sc.communication[:, r], sc.free[:, r],
+        sc.duration[:, r] - sc.bubble[:, r], sc.bubble[:, r], exposed - sc.bubble[:, r]])
+    lines = [STEP_HEADER]
+    for s, row in zip(sc.step_ids, cols):
+        lines.append(f"{s}," + ",".join(f"{v:.3f}" for v in row) + "\n")
+    return "".join(lines)
+
+
+def _kernels(sc: Scenario, r: int, per_step: int) -> str:
+    k = layout(sc, r, TEMPLATES, per_step)
+    rows = [KERNEL_HEADER]
+    task = 1000
+    for i in range(len(k.start)):
+        t = TEMPLATES[k.template[i]]
+        task += 1
+        d = k.dur[i]
+        aic = t.core in ("AI_CORE", "MIX_AIC")
+        rows.append(
+            f'{k.step[i]},4294967295,{task},2,{t.name},{t.type},dynamic,{t.core},'
+            f'"{k.start[i]:.3f}\t",{d:.3f},{0.9 + (task % 7) * 0.1:.3f},{24 if aic else 48},0,NO,'
+            f'"""{t.shapes}""",{t.dtypes},ND;ND,"""8192,4096""",DT_BF16,ND,N/A,'
+            f'{d * 0.98 if aic else 0:.3f},{int(d * 1850) if aic else 0},{0.82 if aic else 0},'
+            f'{0 if aic else d * 0.97:.3f},{0 if aic else int(d * 1850)},{0 if aic else 0.61}\n')
+    for j, s in enumerate(sc.step_ids):
+        rows.append(f'{s},4294967295,N/A,N/A,hcom_allReduce__{600 + j}_{s}_1,hcom_allReduce_,N/A,HCCL,'
+                    f'"{k.ar_start[j]:.3f}\t",{k.ar_dur[j]:.3f},{sc.wait[j, r]:.3f},0,N/A,N/A,N/A,N/A,'
+                    'N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n')
+        if k.recv_dur[j] > 0:
+            rows.append(f'{s},4294967295,N/A,N/A,hcom_receive__{700 + j}_{s}_1,hcom_receive_,N/A,HCCL,'
+                        f'"{k.recv_start[j]:.3f}\t",{k.recv_dur[j]:.3f},{k.recv_dur[j]:.3f},0,N/A,N/A,'
+                        'N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n')
+    return "".join(rows)
+
+
+def _bw(size: float, time: float, dist: dict | None = None) -> dict:
+    return {"Transit Size(MB)": round(size, 6), "Transit Time(ms)": round(time, 6),
+            "Bandwidth(GB/s)": round(size / time, 4) if time > 0 else 0,
+            "Large Packet Ratio": 0.95 if size > 1 else 0.0, "Size Distribution": dist or {}}
+
+
+def comm_ops(sc: Scenario, r: int) -> list[dict]:
+    """Communication operators of rank ``r``: dicts with step, key, category,
+    time info (ms) and bandwidth info per transport."""
+    ops = []
+    hosts_in_group = len({x // sc.ranks_per_host for x in sc.group_ranks(r)})
+    gid = group_id(sc, f"dp_{sc.stage_of(r)}")
+    for j, s in enumerate(sc.step_ids):
+        t = sc.transfer[j] / 1000
+        w = sc.wait[j, r] / 1000
+        start = sc.start_us[j] + sc.data_wait[j, r] + sc.bubble[j, r] + sc.computing[j, r] - sc.overlapped[j, r]
+        transit = 0.9 * t
+        bands = {"HCCS": _bw(350.0, 0.55 * t, {"2.0": [175, 0.55 * t]}),
+                 "RDMA": _bw(180.0, 0.35 * t, {"2.0": [90, 0.35 * t]}) if hosts_in_group > 1 else _bw(0, 0),
+                 "PCIE": _bw(0, 0), "SDMA": _bw(350.0, 0.05 * t)}
+        ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{600 + j}_{s}_1@{gid}",
+                    "time": {"Start Timestamp(us)": round(float(start), 3), "Elapse Time(ms)": t + w,
+                             "Transit Time(ms)": transit, "Wait Time(ms)": w + 0.002,
+                             "Synchronization Time(ms)": 0.8 * w, "Idle Time(ms)": t + w - transit,
+                             "Wait Time Ratio": round(w / (w + transit), 4),
+                             "Synchronization Time Ratio": round(0.8 * w / (0.8 * w + transit), 4)},
+                    "bands": bands})
+        small = 0.02 * t
+        ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{800 + j}_{s}_1@{gid}",
+                    "time": {"Start Timestamp(us)": round(float(start) - 5000.0, 3), "Elapse Time(ms)": small,
+                             "Transit Time(ms)": 0.8 * small, "Wait Time(ms)": 0.001,
+                             "Synchronization Time(ms)": 0.0005, "Idle Time(ms)": 0.2 * small,
+                             "Wait Time Ratio": 0.001, "Synchronization Time Ratio": 0.0005},
+                    "bands": {"HCCS": _bw(3.0, 0.6 * small), "RDMA": _bw(0, 0), "PCIE": _bw(0, 0),
+                              "SDMA": _bw(3.0, 0.1 * small)}})
+        if sc.pp > 1 and sc.bubble[j, r] > 0:
+            per = sc.spec.ranks // sc.pp
+            pid = group_id(sc, f"pp_{r % per}")
+            b = sc.bubble[j, r] / 1000
+            ops.append({"step": int(s), "cat": "p2p", "key": f"hcom_receive__{700 + j}_{s}_1@{pid}",
+                        "time": {"Start Timestamp(us)": round(float(sc.start_us[j] + sc.data_wait[j, r]), 3),
+                                 "Elapse Time(ms)": b, "Transit Time(ms)": 0.05 * b, "Wait Time(ms)": 0.95 * b,
+                                 "Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0,
+                                 "Wait Time Ratio": 0.95, "Synchronization Time Ratio": 0.0},
+                        "bands": {"HCCS": _bw(16.0, 0.05 * b), "RDMA": _bw(0, 0), "PCIE": _bw(0, 0),
+                                  "SDMA": _bw(0, 0)}})
+    return ops
+
+
+def _communication(ops: list[dict]) -> dict:
+    out: dict = {}
+    for op in ops:
+        cat = out.setdefault(f"step{op['step']}", {"collective": {}, "p2p": {}})[op["cat"]]
+        cat[op["key"]] = {"Communication Time Info": op["time"], "Communication Bandwidth Info": op["bands"]}
+    return out
+
+
+def link_records(sc: Scenario, r: int) -> list[dict]:
+    """Matrix records of the links whose source is ``r`` (group-local ranks)."""
+    rng = np.random.default_rng([sc.spec.seed, r, 11])
+    gid = group_id(sc, f"dp_{sc.stage_of(r)}")
+    mine: list[Link] = [lk for lk in sc.links if lk.src == r]
+    out = []
+    for j, s in enumerate(sc.step_ids):
+        for size_class, op in (("big", f"hcom_allReduce__{600 + j}_{s}_1"),
+                               ("small", f"hcom_allReduce__{800 + j}_{s}_1")):
+            for lk in mine:
+                size0, bw0 = LINK_SIZES[(lk.transport, size_class)]
+                size = size0 * float(1 + rng.normal(0, 0.03))
+                bw = bw0 * lk.factor * float(1 + rng.normal(0, 0.04))
+                out.append({"step": int(s), "key": f"{op}@{gid}", "link": f"{lk.local_src}-{lk.local_dst}",
+                            "info": {"Transport Type": lk.transport, "Transit Size(MB)": round(size, 6),
+                                     "Transit Time(ms)": round(size / bw, 6),
+                                     "Bandwidth(GB/s)": round(bw, 4), "op_name": op},
+                            "src": lk.src, "dst": lk.dst, "local": (lk.local_src, lk.local_dst)})
+    return out
+
+
+def _matrix(records: list[dict]) -> dict:
+    out: dict = {}
+    for rec in records:
+        step = out.setdefault(f"step{rec['step']}", {"collective": {}, "p2p": {}})
+        step["collective"].setdefault(rec["key"], {})[rec["link"]] = rec["info"]
+    return out
+
+
+def write_text(sc: Scenario, parent: Path) -> list[Path]:
+    """The text layout of every rank under ``parent``; returns rank folders."""
+    folders = []
+    for r in range(sc.spec.ranks):
+        root = parent / folder_name(sc, r)
+        out = root / OUT
+        out.mkdir(parents=True)
+        (root / f"profiler_info_{r}.json").write_bytes(_dumps(_profiler_info(r)))
+        (root / "profiler_metadata.json").write_bytes(_dumps(_metadata(sc, r)))
+        (out / "step_trace_time.csv").write_text(_step_trace(sc, r))
+        (out / "kernel_details.csv").write_text(_kernels(sc, r, sc.spec.kernels_per_step))
+        (out / "communication.json").write_bytes(_dumps(_communication(comm_ops(sc, r))))
+        (out / "communication_matrix.json").write_bytes(_dumps(_matrix(link_records(sc, r))))
+        folders.append(root)
+    return folders
+
+
+# ----------------------------------------------------------------- database
+
+def _test_writer():
+    """tests/cluster/ascend_writer.py (the shared db writer), imported by path."""
+    name = "advisor_tests_ascend_writer"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parents[1] / "tests" / "cluster" / "ascend_writer.py"
+    if not path.is_file():
+        raise RuntimeError(f"database writer not found at {path}")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_db(sc: Scenario, parent: Path) -> list[Path]:
+    """The database layout of every rank (via tests/cluster/ascend_writer)."""
+    w = _test_writer()
+    t0_us = w.T0_NS / 1000
+    base = sc.start_us[0]
+
+    def ns(us: float) -> int:  # absolute us -> ns offset from the writer's T0
+        return int(round((us - base) * 1000))
+
+    folders = []
+    for r in range(sc.spec.ranks):
+        spec = w.RankSpec(rank=r, world_size=sc.spec.ranks,
+                          parallel={"pp": sc.pp, "dp": sc.spec.ranks // sc.pp, "tp": 1})
+        k = layout(sc, r, TEMPLATES, sc.spec.kernels_per_step)
+        for j, s in enumerate(sc.step_ids):
+            spec.steps.append((int(s), ns(sc.start_us[j]), ns(sc.start_us[j] + sc.duration[j, r])))
+        for i in range(len(k.start)):
+            t = TEMPLATES[k.template[i]]
+            spec.tasks.append((t.name, t.type, t.core, t.dtypes, t.shapes,
+                               ns(k.start[i]), ns(k.start[i] + k.dur[i])))
+        gid = group_id(sc, f"dp_{sc.stage_of(r)}")
+        for j, s in enumerate(sc.step_ids):
+            spec.comm_ops.append((f"hcom_allReduce__{600 + j}_{s}_1", "hcom_allReduce_", gid,
+                                  ns(k.ar_start[j]), ns(k.ar_start[j] + k.ar_dur[j])))
+            exposed = sc.exposed[j, r]
+            spec.breakdown[int(s)] = (sc.computing[j, r], exposed, sc.overlapped[j, r],
+                                      sc.communication[j, r], sc.free[j, r],
+                                      sc.duration[j, r] - sc.bubble[j, r], sc.bubble[j, r],
+                                      exposed - sc.bubble[j, r])
+        for op in comm_ops(sc, r):
+            name, group = op["key"].split("@")
+            ti = op["time"]
+            spec.comm_time.append((op["step"], name, group, ti["Start Timestamp(us)"] - base + t0_us,
+                                   ti["Elapse Time(ms)"], ti["Transit Time(ms)"], ti["Wait Time(ms)"],
+                                   ti["Synchronization Time(ms)"], ti["Idle Time(ms)"]))
+            for transport, b in op["bands"].items():
+                spec.comm_band.append((op["step"], name, group, transport, b["Transit Size(MB)"],
+                                       b["Transit Time(ms)"], b["Bandwidth(GB/s)"],
+                                       b["Large Packet Ratio"],
+                                       {k2: tuple(v) for k2, v in b["Size Distribution"].items()}))
+        for rec in link_records(sc, r):
+            name, group = rec["key"].split("@")
+            info = rec["info"]
+            spec.links.append((rec["step"], name, group, rec["local"][0], rec["local"][1],
+                               info["Transport Type"], info["Transit Size(MB)"], info["Transit Time(ms)"],
+                               info["Bandwidth(GB/s)"]))
+        folders.append(w.write_db(parent, spec))
+    return folders

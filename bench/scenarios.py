@@ -1,0 +1,328 @@
+"""Labelled synthetic cluster profiles: the scenario generator.
+
+``build(Spec)`` draws one synchronous data-parallel (optionally pipeline-
+parallel) training run of N ranks and S steps as per-step, per-rank time
+arrays, with at most one injected fault; ``write(scenario, out, fmt)``
+writes it in a real profiler layout (see ``bench.scen_ascend`` and
+``bench.scen_kineto``) plus ``labels.json`` naming the fault.
+
+Timing model (all times us, per step ``s`` and rank ``r``):
+
+* compute ``C`` = a per-run share of the step x rank factor (~0.4% sd) x
+  step factor (~0.8% sd) x rank-step jitter (~0.6% sd);
+* host/data time before the first kernel ``F`` (log-normal, ~4% of the
+  step), with rare host hiccups (1% of rank-steps get +0.5..2% of the step);
+* one gradient all-reduce per step: transfer ``T``, of which ``O`` overlaps
+  the end of compute;
+* synchronous collectives: a rank reaches the all-reduce at
+  ``arrive = F + C`` (``F + P`` with pipeline stages, ``P`` the pipeline
+  time set by the slowest stage); every rank leaves it at
+  ``max(arrive - O) + T``; the wait ``W = max(arrive - O) - (arrive - O)`` shows as
+  communication on the ranks that were *not* slow. So Computing +
+  Communication(Not Overlapped) + Free = the same step time on every rank,
+  as in real ``step_trace_time.csv`` files;
+* step 1 is a warm-up step (compute x2, +80% host time).
+
+Faults (``FAULTS``), drawn severity given as a share of the step unless said:
+
+* ``slow-rank``: one rank computes 6-30% of the step longer;
+* ``data-starved``: every rank of one host waits 6-30% of the step longer
+  for data (free time); ranks per host is 8, or ranks/2 below 16 ranks so
+  a host is never the whole job;
+* ``slow-link``: one point-to-point link (HCCS in a host or RDMA between
+  hosts) reaches 15-45% of its peers' bandwidth (all its transfers); the
+  all-reduce gets 15% longer on every rank;
+* ``slow-stage``: pipeline parallel (pp=2 below 16 ranks, else 4); the ranks
+  of one stage compute 6-30% of the step longer, the other stages wait in
+  Receive (Bubble);
+* ``stall``: every K-th step (K = 4 or 5) all ranks stall 25-80% of the
+  step in host time (a synchronous checkpoint, say).
+
+CLI::
+
+    python -m bench.scenarios --ranks 128 --steps 20 --fault slow-rank \\
+        --seed 3 --format ascend-text -o /tmp/x
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall")
+FORMATS = ("ascend-text", "ascend-db", "kineto")
+MICROBATCHES = 8
+
+
+@dataclass
+class Spec:
+    """What to generate. ``None`` fields are drawn from the seed."""
+
+    ranks: int = 8
+    steps: int = 20
+    fault: str = "healthy"
+    seed: int = 0
+    ranks_per_host: int | None = None
+    pp: int | None = None
+    stall_every: int | None = None
+    severity: float | None = None
+    step_ms: float | None = None
+    kernels_per_step: int = 24
+
+    def __post_init__(self):
+        if self.fault not in FAULTS:
+            raise ValueError(f"unknown fault {self.fault!r} (choose from {', '.join(FAULTS)})")
+        if self.ranks < 1 or self.steps < 1:
+            raise ValueError("ranks and steps must be >= 1")
+
+
+@dataclass
+class Link:
+    """One directed point-to-point link of the all-reduce ring."""
+
+    src: int
+    dst: int
+    transport: str
+    local_src: int
+    local_dst: int
+    group: str
+    factor: float  # bandwidth relative to a healthy link
+
+
+@dataclass
+class Scenario:
+    """A drawn run: per-step arrays of shape (steps, ranks), in us."""
+
+    spec: Spec
+    ranks_per_host: int
+    pp: int
+    step_ids: np.ndarray
+    start_us: np.ndarray  # (steps,) step start, common to all ranks
+    computing: np.ndarray
+    free: np.ndarray
+    data_wait: np.ndarray  # host time before the first kernel (part of free)
+    transfer: np.ndarray  # (steps,) all-reduce transfer time
+    overlapped: np.ndarray
+    wait: np.ndarray
+    bubble: np.ndarray
+    duration: np.ndarray
+    links: list[Link]
+    labels: dict = field(default_factory=dict)
+
+    @property
+    def communication(self) -> np.ndarray:
+        return self.transfer[:, None] + self.wait + self.bubble
+
+    @property
+    def exposed(self) -> np.ndarray:
+        return self.transfer[:, None] - self.overlapped + self.wait + self.bubble
+
+    def stage_of(self, rank: int) -> int:
+        return rank // (self.spec.ranks // self.pp)
+
+    def group_ranks(self, rank: int) -> list[int]:
+        """The data-parallel group of ``rank`` (its pipeline stage's ranks)."""
+        per = self.spec.ranks // self.pp
+        first = self.stage_of(rank) * per
+        return list(range(first, first + per))
+
+
+def _hosts(spec: Spec) -> int:
+    if spec.ranks_per_host:
+        return spec.ranks_per_host
+    if spec.ranks >= 16:
+        return 8
+    return max(1, spec.ranks // 2)
+
+
+def _pp(spec: Spec) -> int:
+    if spec.pp:
+        return spec.pp
+    if spec.fault != "slow-stage":
+        return 1
+    return 2 if spec.ranks < 16 else 4
+
+
+def build(spec: Spec) -> Scenario:
+    """Draw the run described by ``spec`` (deterministic in ``spec.seed``)."""
+    rng = np.random.default_rng([spec.seed, FAULTS.index(spec.fault), spec.ranks, spec.steps])
+    S, R = spec.steps, spec.ranks
+    rph = min(_hosts(spec), R)
+    pp = _pp(spec)
+    if R % pp:
+        raise ValueError(f"ranks ({R}) must be a multiple of pp ({pp})")
+    d0 = (spec.step_ms or rng.uniform(80.0, 200.0)) * 1000.0
+    comp = rng.uniform(0.55, 0.70) * d0
+    host = rng.uniform(0.02, 0.06) * d0
+    t0 = rng.uniform(0.20, 0.35) * d0
+    o0 = rng.uniform(0.4, 0.8) * t0
+
+    computing = (comp * (1 + rng.normal(0, 0.004, R))[None, :] * (1 + rng.normal(0, 0.008, S))[:, None]
+                 * (1 + rng.normal(0, 0.006, (S, R))))
+    data_wait = host * rng.lognormal(0.0, 0.15, (S, R))
+    hiccup = rng.random((S, R)) < 0.01
+    data_wait = data_wait + hiccup * d0 * rng.uniform(0.005, 0.02, (S, R))
+    transfer = t0 * (1 + rng.normal(0, 0.01, S))
+    overlapped = o0 * (1 + rng.normal(0, 0.02, (S, R)))
+    computing[0] *= 2.0
+    data_wait[0] += 0.8 * d0
+
+    labels: dict = {"fault": spec.fault, "ranks": [], "steps": [], "link": None}
+    sev = spec.severity
+    links = _ring_links(R, rph, pp, rng)
+    if spec.fault == "slow-rank":
+        sev = sev if sev is not None else rng.uniform(0.06, 0.30)
+        rank = int(rng.integers(R))
+        computing[:, rank] += sev * d0
+        labels["ranks"] = [rank]
+    elif spec.fault == "data-starved":
+        sev = sev if sev is not None else rng.uniform(0.06, 0.30)
+        host_id = int(rng.integers(max(1, R // rph)))
+        ranks = list(range(host_id * rph, min(R, (host_id + 1) * rph)))
+        data_wait[:, ranks] += sev * d0 * (1 + rng.normal(0, 0.1, (S, len(ranks))))
+        labels.update(ranks=ranks, host=host_id)
+    elif spec.fault == "slow-link":
+        sev = sev if sev is not None else rng.uniform(0.15, 0.45)
+        candidates = [lk for lk in links if lk.transport != "LOCAL"]
+        if candidates:
+            bad = candidates[int(rng.integers(len(candidates)))]
+            bad.factor *= sev
+            transfer *= 1.15
+            labels.update(link=f"{bad.src}-{bad.dst}", ranks=[bad.src, bad.dst],
+                          transport=bad.transport)
+    elif spec.fault == "slow-stage":
+        sev = sev if sev is not None else rng.uniform(0.06, 0.30)
+        stage = int(rng.integers(pp))
+        per = R // pp
+        ranks = list(range(stage * per, (stage + 1) * per))
+        computing[:, ranks] += sev * d0
+        labels.update(ranks=ranks, stage=stage)
+    elif spec.fault == "stall":
+        sev = sev if sev is not None else rng.uniform(0.25, 0.80)
+        every = spec.stall_every or int(rng.choice([4, 5]))
+        steps = [s for s in range(2, S + 1) if s % every == 0]
+        for s in steps:
+            data_wait[s - 1] += sev * d0 * (1 + rng.normal(0, 0.05, R))
+        labels.update(steps=steps, every=every)
+    overlapped = np.minimum(overlapped, computing * 0.9)
+    overlapped = np.minimum(overlapped, transfer[:, None] * 0.95)
+
+    if pp > 1:
+        stage_c = computing.reshape(S, pp, R // pp).mean(axis=2)
+        pipe = stage_c.max(axis=1) * (MICROBATCHES + pp - 1) / MICROBATCHES
+        work = np.repeat(pipe[:, None], R, axis=1)
+        bubble = work - computing
+    else:
+        work = computing
+        bubble = np.zeros((S, R))
+    arrive = data_wait + work
+    # The all-reduce starts `overlapped` before a rank's compute ends and
+    # ends at the same moment on every rank: its wait fills the difference.
+    comm_start = arrive - overlapped
+    wait = comm_start.max(axis=1, keepdims=True) - comm_start
+    tail = 300.0 * (1 + rng.random((S, 1)))
+    free = data_wait + tail
+    duration = computing + (transfer[:, None] - overlapped + wait + bubble) + free
+    start = 1_736_413_971_000_000.0 + np.concatenate([[0.0], np.cumsum(duration[:, 0])[:-1]])
+    labels.update(severity=None if sev is None else round(float(sev), 4), ranks_total=R,
+                  steps_total=S, ranks_per_host=rph, pp=pp, seed=spec.seed,
+                  step_ms=round(float(np.median(duration[1:, 0] if S > 1 else duration[:, 0])) / 1000, 3))
+    return Scenario(spec=spec, ranks_per_host=rph, pp=pp, step_ids=np.arange(1, S + 1),
+                    start_us=start, computing=computing, free=free, data_wait=data_wait,
+                    transfer=transfer, overlapped=overlapped, wait=wait, bubble=bubble,
+                    duration=duration, links=links, labels=labels)
+
+
+def _ring_links(R: int, rph: int, pp: int, rng: np.random.Generator) -> list[Link]:
+    """The all-reduce ring of each data-parallel group: HCCS between the
+    ranks of a host (ring in the host), RDMA between hosts (same local
+    index on the next host), LOCAL self-copies. Local ranks are indices in
+    the group, as real per-rank communication matrices write them."""
+    per = R // pp
+    out = []
+    for stage in range(pp):
+        ranks = list(range(stage * per, (stage + 1) * per))
+        group = f"dp_{stage}"
+        for i, r in enumerate(ranks):
+            out.append(Link(r, r, "LOCAL", i, i, group, 1.0))
+            host = r // rph
+            in_host = [x for x in ranks if x // rph == host]
+            if len(in_host) > 1:
+                nxt = in_host[(in_host.index(r) + 1) % len(in_host)]
+                out.append(Link(r, nxt, "HCCS", i, ranks.index(nxt), group,
+                                float(1 + rng.normal(0, 0.04))))
+            nxt = r + rph
+            if nxt not in ranks:
+                nxt = ranks[0] + (r - ranks[0]) % rph if per > rph else None
+            if nxt is not None and nxt != r and nxt // rph != host:
+                out.append(Link(r, nxt, "RDMA", i, ranks.index(nxt), group,
+                                float(1 + rng.normal(0, 0.04))))
+    return out
+
+
+def write(scenario: Scenario, out: Path, fmt: str = "ascend-text") -> Path:
+    """Write ``scenario`` under ``out`` (created, must be empty or absent) in
+    ``fmt`` and ``labels.json`` beside the data; returns the data folder
+    (``out/data``: the path to analyze)."""
+    out = Path(out)
+    data = out / "data"
+    data.mkdir(parents=True, exist_ok=False)
+    if fmt == "ascend-text":
+        from bench import scen_ascend
+        scen_ascend.write_text(scenario, data)
+    elif fmt == "ascend-db":
+        from bench import scen_ascend
+        scen_ascend.write_db(scenario, data)
+    elif fmt == "kineto":
+        from bench import scen_kineto
+        scen_kineto.write(scenario, data)
+    else:
+        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    labels = {**scenario.labels, "format": fmt, "spec": asdict(scenario.spec)}
+    (out / "labels.json").write_bytes(orjson.dumps(labels, option=orjson.OPT_INDENT_2))
+    return data
+
+
+def generate(spec: Spec, out: Path, fmt: str = "ascend-text") -> tuple[Path, dict]:
+    """Build and write; returns (data folder, labels)."""
+    scenario = build(spec)
+    return write(scenario, out, fmt), scenario.labels
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.scenarios", description=__doc__.split("\n")[0])
+    ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--fault", choices=FAULTS, default="healthy")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--format", choices=FORMATS, default="ascend-text")
+    ap.add_argument("--pp", type=int, default=None, help="pipeline stages (default 1; 2/4 for slow-stage)")
+    ap.add_argument("--ranks-per-host", type=int, default=None)
+    ap.add_argument("--stall-every", type=int, default=None)
+    ap.add_argument("--severity", type=float, default=None)
+    ap.add_argument("--kernels-per-step", type=int, default=24)
+    ap.add_argument("-o", "--output", required=True, type=Path,
+                    help="folder to create (data/ and labels.json go in it); keep it under /tmp")
+    ap.add_argument("--force", action="store_true", help="replace the output folder")
+    args = ap.parse_args(argv)
+    if args.output.exists():
+        if not args.force:
+            print(f"scenarios: error: {args.output} exists (use --force)", file=sys.stderr)
+            return 2
+        shutil.rmtree(args.output)
+    spec = Spec(ranks=args.ranks, steps=args.steps, fault=args.fault, seed=args.seed,
+                ranks_per_host=args.ranks_per_host, pp=args.pp, stall_every=args.stall_every,
+                severity=args.severity, kernels_per_step=args.kernels_per_step)
+    data, labels = generate(spec, args.output, args.format)
+    print(f"{data}  {orjson.dumps(labels).decode()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

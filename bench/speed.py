@@ -1,0 +1,177 @@
+"""Speed and peak memory: advisor beside msprof-analyze and HolisticTraceAnalysis.
+
+For each size (ranks), one healthy scenario is generated under /tmp in the
+Ascend text layout and in the Kineto layout (``bench.scenarios``, the same
+run in both), then each tool runs in its own subprocess under
+``/usr/bin/time`` (wall time, peak resident set of the largest process):
+
+* ``advisor report DIR`` (default jobs, and ``-j 1``) on both layouts;
+* ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
+  -d DIR`` on the Ascend layout;
+* HolisticTraceAnalysis on the Kineto layout: ``TraceAnalysis(trace_dir)``
+  + ``get_temporal_breakdown`` + ``get_comm_comp_overlap`` +
+  ``get_potential_stragglers`` (a step that raises is reported, the others
+  still run).
+
+The peers run from ``$PEER_PYTHON`` (default /tmp/venv-peers/bin/python, a
+venv with ``pip install msprof-analyze holistictraceanalysis``), so their
+pinned dependencies never touch the advisor's environment. A tool that
+fails shows its one-line reason in the table. No assertions on time.
+
+    python -m bench.speed                    # 8 and 128 ranks
+    python -m bench.speed --sizes 8,128,1024 --markdown > docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from bench.scenarios import Spec, build, write
+
+WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "speed"
+PEER_PYTHON = os.environ.get("PEER_PYTHON", "/tmp/venv-peers/bin/python")
+HTA_SCRIPT = """
+import sys, warnings
+warnings.simplefilter("ignore")
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+errors = []
+for name, call in (("temporal", lambda: a.get_temporal_breakdown(visualize=False)),
+                   ("overlap", lambda: a.get_comm_comp_overlap(visualize=False)),
+                   ("stragglers", lambda: a.get_potential_stragglers())):
+    try:
+        call()
+    except Exception as exc:
+        errors.append(f"{name}: {type(exc).__name__}: {exc}".splitlines()[0][:120])
+if errors:
+    print("HTA-PARTIAL " + "; ".join(errors), file=sys.stderr)
+"""
+
+
+def _peer_bin(name: str) -> str:
+    return str(Path(PEER_PYTHON).parent / name)
+
+
+def measure(cmd: list[str], cwd: Path) -> dict:
+    """Run ``cmd`` under /usr/bin/time; wall s, peak RSS MB, status, note."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time", delete=False) as tf:
+        tpath = tf.name
+    t = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tpath, *cmd], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    wall = time.perf_counter() - t
+    text = Path(tpath).read_text().split()
+    os.unlink(tpath)
+    rss = float(text[-1]) / 1024 if text else float("nan")
+    out = proc.stdout + "\n" + proc.stderr
+    note = ""
+    ok = proc.returncode == 0
+    partial = re.search(r"HTA-PARTIAL (.*)", out)
+    if partial:
+        note = partial.group(1)
+    errors = [ln for ln in out.splitlines() if re.search(r"\[ERROR\]|Error|error:|Traceback", ln)]
+    if not ok:
+        tail = [ln for ln in out.splitlines() if ln.strip()]
+        note = (errors[-1] if errors else (tail[-1] if tail else f"exit {proc.returncode}")).strip()[:160]
+    elif errors and not note:
+        note = errors[0].strip()[:160]
+    return {"wall": wall, "rss": rss, "ok": ok, "note": note}
+
+
+def _tools(ascend: Path, kineto: Path, out: Path) -> list[tuple[str, str, list[str]]]:
+    adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    return [
+        ("advisor report", "ascend", adv + ["report", str(ascend), "-o", str(out / "adv_a"), "--no-color"]),
+        ("advisor report -j 1", "ascend", adv + ["report", str(ascend), "-o", str(out / "adv_a1"), "-j", "1",
+                                                  "--no-color"]),
+        ("msprof-analyze cluster -m all", "ascend",
+         [_peer_bin("msprof-analyze"), "cluster", "-d", str(ascend), "-m", "all", "-o", str(out / "msc")]),
+        ("msprof-analyze advisor all", "ascend",
+         [_peer_bin("msprof-analyze"), "advisor", "all", "-d", str(ascend), "-o", str(out / "msa"), "-l", "en"]),
+        ("advisor report", "kineto", adv + ["report", str(kineto), "-o", str(out / "adv_k"), "--no-color"]),
+        ("advisor report -j 1", "kineto", adv + ["report", str(kineto), "-o", str(out / "adv_k1"), "-j", "1",
+                                                  "--no-color"]),
+        ("HTA load+temporal+overlap+stragglers", "kineto", [PEER_PYTHON, "-c", HTA_SCRIPT, str(kineto)]),
+    ]
+
+
+def run_size(ranks: int, steps: int, kernels: int) -> list[dict]:
+    base = WORK / f"{ranks}r"
+    shutil.rmtree(base, ignore_errors=True)
+    sc = build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels))
+    t = time.perf_counter()
+    ascend = write(sc, base / "ascend", "ascend-text")
+    kineto = write(sc, base / "kineto", "kineto")
+    gen = time.perf_counter() - t
+    sizes = {name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6
+             for name, p in (("ascend", ascend), ("kineto", kineto))}
+    out = base / "out"
+    out.mkdir()
+    rows = []
+    for label, fmt, cmd in _tools(ascend, kineto, out):
+        m = measure(cmd, base)
+        rows.append({"ranks": ranks, "tool": label, "format": fmt, "input_mb": sizes[fmt], "gen_s": gen, **m})
+        print(f"  {ranks:>5} {fmt:<7} {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
+              f"{'ok' if m['ok'] else 'FAIL'} {m['note']}", file=sys.stderr)
+    shutil.rmtree(base, ignore_errors=True)
+    return rows
+
+
+def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
+    lines = []
+    if md:
+        lines += ["# Benchmarks: advisor beside msprof-analyze and HolisticTraceAnalysis", "",
+                  f"Measured {date.today().isoformat()} with `python -m bench.speed --markdown` on a "
+                  f"**shared, loaded machine** (2 cores, shared with several other jobs while this ran; "
+                  f"{platform.platform()}, Python {platform.python_version()}): absolute times are "
+                  "pessimistic and noisy; the ratios are the point.", "",
+                  f"Input: one healthy generated run per size (`bench/scenarios.py`, {steps} steps, "
+                  f"{kernels} compute kernels per step and rank), the same run in the Ascend text layout "
+                  "(per-rank `*_ascend_pt` folders) and as Kineto traces (one per rank). Each tool runs "
+                  "in its own subprocess under `/usr/bin/time`: wall time and the peak resident memory "
+                  "of its largest process. Ratio = tool / `advisor report` (default jobs) on the same "
+                  "layout. msprof-analyze 26.2.0 and holistictraceanalysis 0.5.0 from PyPI, in their own venv.",
+                  ""]
+    head = ["ranks", "input", "tool", "wall s", "peak MB", "time ratio", "memory ratio", "status"]
+    lines.append("| " + " | ".join(head) + " |" if md else "  ".join(f"{h:<12}" for h in head))
+    if md:
+        lines.append("|" + "|".join("---" for _ in head) + "|")
+    for r in rows:
+        ref = next((x for x in rows if x["ranks"] == r["ranks"] and x["format"] == r["format"]
+                    and x["tool"] == "advisor report"), None)
+        tr = f"{r['wall'] / ref['wall']:.2f}x" if ref and ref["ok"] else "-"
+        mr = f"{r['rss'] / ref['rss']:.2f}x" if ref and ref["ok"] else "-"
+        status = ("ok" if r["ok"] else "failed") + (f": {r['note']}" if r["note"] else "")
+        cells = [str(r["ranks"]), f"{r['format']} {r['input_mb']:.0f} MB", r["tool"], f"{r['wall']:.1f}",
+                 f"{r['rss']:.0f}", tr, mr, status.replace("|", "/")]
+        lines.append("| " + " | ".join(cells) + " |" if md else "  ".join(f"{c:<12}" for c in cells))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.speed", description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="8,128", help="rank counts, e.g. 8,128,1024")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--kernels", type=int, default=100, help="compute kernels per step and rank")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    for size in (int(x) for x in args.sizes.split(",") if x):
+        rows += run_size(size, args.steps, args.kernels)
+    print(render(rows, args.markdown, args.steps, args.kernels))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
