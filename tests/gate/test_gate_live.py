@@ -1,0 +1,142 @@
+"""Acceptance tests on real CPU training runs (examples/train_mlp.py).
+
+* fast vs slow dataset: ``gate`` exits 1 and names input-bound and the
+  step-time regression; ``compare`` puts the DataLoader wait first;
+* healthy vs healthy, all ordered pairs: the false-alarm rate is measured
+  and printed (``-s``), and bounded;
+* ten stored runs, an eleventh that regresses: the history gate fails it
+  and ``history show`` draws the trend;
+* a baseline of another model (no common operator): exit 2.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from gate_helpers import advisor
+
+from advisor.compare import load_report, side_from_reports
+from advisor.config import GateConfig
+from advisor.gate import run_gate
+
+REPO = Path(__file__).resolve().parents[2]
+OTHER_MODEL = REPO / "examples" / "resnet50_8p_allreduce_tail"
+#: Largest false-alarm share tolerated over the healthy pairs (see the
+#: measured numbers in docs/ci.md: 0 on a quiet host; a shared 2-core host
+#: under other jobs' load gave up to ~1 in 8 single-baseline pairs).
+MAX_FALSE_ALARM_SHARE = 0.25
+
+
+def test_slow_dataset_fails_the_gate(live_runs, tmp_path):
+    out = tmp_path / "gate"
+    code, stdout, stderr = advisor("gate", live_runs.slow.trace, "--baseline", live_runs.healthy[0].report,
+                                   "-o", out, "--no-color")
+    assert code == 1, stdout + stderr
+    summary = (out / "gate.md").read_text()
+    assert "regression" in summary
+    assert "input-bound" in summary
+    assert "step.time\\_ms regressed" in summary
+    assert "Mann-Whitney" in summary
+    suite = ET.parse(out / "junit.xml").getroot()
+    failed = {c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None}
+    assert "budget step.time_ms +5%" in failed and "finding input-bound" in failed
+    result = json.loads((out / "gate.json").read_text())
+    assert result["verdict"] == "regression" and result["exit_code"] == 1
+    assert len(summary) < 60_000
+    # the input folder is untouched and the output is refused inside it
+    code, _, stderr = advisor("gate", live_runs.slow.trace, "--baseline", live_runs.healthy[0].report,
+                              "-o", live_runs.slow.trace / "gate")
+    assert code == 2 and "inside the input" in stderr
+
+
+def test_compare_names_the_dataloader_as_main_growth(live_runs, tmp_path):
+    out = tmp_path / "cmp"
+    code, stdout, stderr = advisor("compare", live_runs.healthy[0].report, live_runs.slow.trace, "-o", out)
+    assert code == 0, stderr
+    data = json.loads((out / "compare.json").read_text())
+    top = data["growth"][0]
+    assert top["kind"] == "step component" and "DataLoader" in top["name"], data["growth"][:3]
+    assert top["change_ms"] > 10 * max(g["change_ms"] for g in data["growth"][1:] or [{"change_ms": 0.1}])
+    step = next(m for m in data["metrics"] if m["id"] == "step.time_ms")
+    assert step["beyond_noise"] is True and step["test"]["p_value"] < 0.01
+    assert any(f["rule"] == "input-bound" and f["status"] in ("new", "worse") for f in data["findings"])
+    assert data["common_ops"] > 0
+    md = (out / "compare.md").read_text()
+    assert "DataLoader" in md.split("### Where the time grew")[1].splitlines()[4]
+    html = (out / "compare.html").read_text()
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
+
+
+def test_healthy_runs_do_not_alarm(live_runs, capsys):
+    """Every ordered pair of healthy runs, default config: false alarms are
+    counted, printed and bounded; the naive rule (median step > +5%) is
+    counted for contrast."""
+    reports = [load_report(r.report) for r in live_runs.healthy]
+    sides = [side_from_reports([r], f"healthy{i}") for i, r in enumerate(reports)]
+    config = GateConfig()
+    alarms, naive, pairs = [], 0, list(itertools.permutations(range(len(sides)), 2))
+    for b, c in pairs:
+        result, _ = run_gate(sides[b], sides[c], config)
+        if result.exit_code:
+            alarms.append((b, c, [x.message[:100] for x in result.failed]))
+        bm, cm = (float(__import__("numpy").median(s.samples["step.time_ms"])) for s in (sides[b], sides[c]))
+        naive += cm > bm * 1.05
+    with capsys.disabled():
+        print(f"\n[gate false alarms] {len(alarms)}/{len(pairs)} healthy pairs "
+              f"(naive median>+5% rule: {naive}/{len(pairs)}); runs took {live_runs.seconds:.0f}s")
+        for a in alarms:
+            print("   ", a)
+    assert len(alarms) <= MAX_FALSE_ALARM_SHARE * len(pairs), alarms
+    # the same healthy run against itself never fails
+    result, _ = run_gate(sides[0], sides[0], config)
+    assert result.exit_code == 0
+
+
+def test_history_gate_and_trend(live_runs, tmp_path):
+    db = tmp_path / "ci-cache" / "history.db"
+    # ten stored runs on main: the healthy runs, recorded as successive commits
+    for i in range(10):
+        run = live_runs.healthy[i % len(live_runs.healthy)]
+        source = run.trace if i == 0 else run.report     # a profile folder or a report.json
+        code, stdout, stderr = advisor("history", "add", source, "--db", db, "--branch", "main",
+                                       "--commit", f"c{i:02d}abcdef", "--time", f"2026-01-{i + 1:02d}T00:00:00")
+        assert code == 0, stderr
+    assert "recorded run 10 on main" in stdout
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 10
+        assert con.execute("SELECT count(*) FROM metrics WHERE metric='step.time_ms'").fetchone()[0] == 10
+    # a healthy run passes against the history, the eleventh (input-bound) fails
+    code, stdout, stderr = advisor("gate", live_runs.healthy[-1].report, "--history", db, "--branch", "main",
+                                   "-o", tmp_path / "ok")
+    assert code == 0, stdout + stderr
+    out = tmp_path / "gate"
+    code, stdout, stderr = advisor("gate", live_runs.slow.report, "--history", db, "--branch", "main", "-o", out)
+    assert code == 1, stdout + stderr
+    summary = (out / "gate.md").read_text()
+    assert "median of last 10 run(s)" in summary and "input-bound" in summary
+    assert "step.time\\_ms regressed" in summary
+    gate = json.loads((out / "gate.json").read_text())
+    anomaly = next(c for c in gate["checks"] if c["kind"] == "anomaly")
+    assert "outside what the last 10 runs have seen" in anomaly["message"]
+    # record it and draw the trend: eleven points, the last one flagged
+    assert advisor("history", "add", live_runs.slow.report, "--db", db, "--branch", "main",
+                   "--commit", "c10regress", "--time", "2026-01-11T00:00:00")[0] == 0
+    chart = tmp_path / "trend.svg"
+    code, stdout, stderr = advisor("history", "show", "--db", db, "--branch", "main", "--chart", chart, "--no-color")
+    assert code == 0, stderr
+    assert "c10regress" in stdout and "anomaly" in stdout
+    svg = chart.read_text()
+    ET.fromstring(svg)  # well-formed
+    assert svg.count("<circle") == 11 and "<polyline" in svg and "#d62728" in svg
+    assert "<script" not in svg
+
+
+def test_baseline_of_another_model_is_refused(live_runs, tmp_path):
+    code, _, stderr = advisor("gate", live_runs.slow.report, "--baseline", OTHER_MODEL, "-o", tmp_path / "g")
+    assert code == 2
+    assert stderr.count("\n") == 1 and "shares no operator" in stderr and "Traceback" not in stderr
