@@ -22,12 +22,18 @@ Tables and their columns (optional columns in brackets):
     ``fp_bp_us`` (forward + backward), ``tail_us`` (end of backward to end
     of step: gradient all-reduce and optimizer), ``data_wait_us`` (host time
     inside the dataloader, e.g. ``enumerate(DataLoader)`` in Kineto),
-    ``device_busy_us`` (union of all device kernels), ``host_wait_us``]
+    ``device_busy_us`` (union of all device kernels, copies and sets),
+    ``host_wait_us`` (device idle in gaps longer than 50 us: waiting for the
+    host to issue work), ``kernel_gap_us`` (device idle in gaps of 50 us or
+    less between device operations: launch gaps), ``sync_wait_us`` (host
+    time blocked in synchronizing calls)]
 
 ``ops`` -- device operators aggregated per rank: one row per (rank, name,
     type, core, input_dtypes, input_shapes). Columns: ``name``, ``type``,
     ``core`` (accelerator core: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC,
-    HCCL, GPU, CPU, ...), ``count``, ``total_us``. [``input_dtypes``
+    HCCL, GPU, CPU, ...), ``count``, ``total_us``. ``type`` of GPU copies
+    says their direction: memcpy_h2d, memcpy_d2h, memcpy_d2d, memcpy_p2p.
+    [``short_count`` (launches shorter than 10 us), ``input_dtypes``
     (";"-joined, normalized upper-case: FLOAT, FLOAT16, BF16, INT32...),
     ``input_shapes``, ``max_us``, ``min_us``, ``wait_us``]
 

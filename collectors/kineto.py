@@ -53,7 +53,16 @@ GPU traces (any kernel / memcpy / memset event; ``meta.device = "gpu"``):
 * ``free_us``: duration - |compute ∪ communication| (memcpy/memset-only
   time counts as free; device idle is ``duration - device_busy``).
 * ``data_wait_us``: union of host ``enumerate(DataLoader)#...`` spans.
-* ``host_wait_us``: union of blocking host synchronization calls
+* Device idle (``duration - device_busy``) is split in two:
+  ``kernel_gap_us``, idle gaps between two consecutive device-busy
+  intervals no longer than ``KERNEL_GAP_US`` (50 us: the cost of issuing
+  the next op, eager dispatch plus launch latency), and ``host_wait_us``,
+  the rest (longer idle stretches, plus idle before the first and after the
+  last device op: the device waited for the host to issue work). The split
+  uses gap lengths, not launch timestamps, because CPU and GPU clocks in a
+  trace are aligned only to a few microseconds. A gap that crosses a step
+  boundary is classified by its full length and split between the steps.
+* ``sync_wait_us``: union of blocking host synchronization calls
   (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
   ``cudaEventSynchronize``, synchronous ``cudaMemcpy*``, driver
   equivalents) on any host thread: time the host sat waiting for the GPU.
@@ -70,9 +79,13 @@ above; ``free_us`` = duration - |compute ∪ communication| (so it includes
 the data wait). ``device_busy_us`` and ``host_wait_us`` are absent.
 
 ``ops``: GPU traces: one row per (kernel/memcpy/memset name, type, input
-dtypes) with ``core`` "GPU", ``type`` compute / communication / memcpy /
-memset, ``count``, ``total_us``, ``max_us``, ``min_us`` over the whole
-trace. When ops carry ``Input type`` args (record_shapes=True),
+dtypes) with ``core`` "GPU", ``type`` compute / communication / memset /
+a copy type by direction from the memcpy name (``Memcpy HtoD ...`` ->
+``memcpy_h2d``, ``DtoH`` -> ``memcpy_d2h``, ``DtoD`` -> ``memcpy_d2d``,
+``PtoP``/``Peer`` -> ``memcpy_p2p``, ``HtoH`` -> ``memcpy_h2h``, else
+``memcpy``), ``count``, ``total_us``, ``max_us``, ``min_us`` over the whole
+trace, and ``short_count``: launches shorter than ``SHORT_KERNEL_US``
+(10 us, about the host cost of one launch). When ops carry ``Input type`` args (record_shapes=True),
 ``input_dtypes`` of a kernel are those of the host op that launched it:
 kernel ``correlation`` == runtime-call ``correlation``, the runtime call
 lies inside the op on the same thread (innermost op, climbing to the
@@ -86,6 +99,10 @@ op (CPU): ``name``, ``kind`` (from the ``Collective name`` arg, else the
 name, else the enclosing host collective op, e.g. ``nccl:all_to_all`` for
 a ``SendRecv`` kernel), ``group`` (``Process Group Name[:Description]``
 args, when present), ``elapse_us``, ``start_us``, ``step``.
+
+Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`):
+memory grows with the number of analysed events (about 60 bytes each),
+not with the size of the JSON (``bench/kineto_load.py`` measures it).
 
 Not read (yet): memory events, python stacks, flow events, per-stream
 idle analysis, kernels of other ranks in one file.
@@ -124,7 +141,10 @@ def _in_ascend_dir(path: Path) -> bool:
 
 def looks_like_kineto(path: Path) -> bool:
     """Cheap content check of the first bytes of a candidate file."""
-    if not _is_trace_name(path) or _in_ascend_dir(path.resolve()):
+    try:
+        if not _is_trace_name(path) or _in_ascend_dir(path.resolve()):
+            return False
+    except (OSError, RuntimeError):  # e.g. a symlink loop
         return False
     head = dec.peek(path)
     if not head.lstrip().startswith("{"):
@@ -154,6 +174,16 @@ def _has_ascend_output(root: Path) -> bool:
     return False
 
 
+def _empty_trace(path: Path) -> bool:
+    """An empty file named like a profiler trace (``*.pt.trace.json[.gz]``):
+    kept as a unit so that reading it fails with a reason the report lists,
+    instead of the file vanishing silently."""
+    try:
+        return ".pt.trace." in path.name and path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def discover(root: Path) -> list[Path]:
     """Kineto trace files at or under ``root``; [] when the layout is not ours."""
     root = Path(root)
@@ -162,7 +192,7 @@ def discover(root: Path) -> list[Path]:
             return [root] if looks_like_kineto(root) else []
         if not root.is_dir() or _has_ascend_output(root):
             return []
-        return [p for p in _candidates(root) if looks_like_kineto(p)]
+        return [p for p in _candidates(root) if looks_like_kineto(p) or _empty_trace(p)]
     except OSError:
         return []
 

@@ -132,22 +132,30 @@ class Nesting:
         # Events: ends (kind 0) before starts (kind 1) at equal times, so
         # touching siblings do not nest; starts ordered as in ``o``.
         t = np.concatenate([s, e_eff])
-        kind = np.concatenate([np.ones(n), np.zeros(n)])
-        rank_in = np.concatenate([np.arange(n), np.arange(n)])
+        del e_eff
+        kind = np.zeros(2 * n, dtype=np.int8)
+        kind[:n] = 1
+        rank_in = np.concatenate([np.arange(n, dtype=np.int32)] * 2)
         thr = np.concatenate([th, th])
         ev = np.lexsort((rank_in, kind, t, thr))
-        delta = np.where(kind[ev] == 1, 1, -1)
-        # Running depth restarts on each thread: subtract the thread's prefix.
-        run = np.cumsum(delta)
-        thr_ev = thr[ev]
-        first = np.r_[True, thr_ev[1:] != thr_ev[:-1]]
-        base = np.maximum.accumulate(np.where(first, np.arange(ev.size), 0))
-        run_before = run - delta
-        offset = run_before[base]
-        depth_at = run_before - offset
+        del t
         is_start = kind[ev] == 1
+        del kind
+        delta = np.where(is_start, 1, -1).astype(np.int32)
+        # Running depth restarts on each thread: subtract the thread's prefix.
+        run_before = np.cumsum(delta, dtype=np.int64) - delta
+        del delta
+        thr_ev = thr[ev]
+        del thr
+        first = np.r_[True, thr_ev[1:] != thr_ev[:-1]]
+        del thr_ev
+        base = np.maximum.accumulate(np.where(first, np.arange(ev.size), 0))
+        del first
+        depth_at = run_before - run_before[base]
+        del base, run_before
         depth_sorted = np.empty(n, dtype=np.int64)
         depth_sorted[rank_in[ev][is_start]] = np.clip(depth_at[is_start], 0, None)
+        del ev, depth_at, rank_in, is_start
         parent_sorted = np.full(n, -1, dtype=np.int64)
         for d in range(1, int(depth_sorted.max(initial=0)) + 1):
             kids = np.flatnonzero(depth_sorted == d)

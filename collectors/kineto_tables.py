@@ -51,6 +51,18 @@ _DTYPES = {
     "c10::Float8_e4m3fnuz": "FLOAT8_E4M3FNUZ", "c10::Float8_e5m2fnuz": "FLOAT8_E5M2FNUZ",
 }
 _NON_TENSOR = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList", "None", "String"})
+#: A kernel launch shorter than this (us) is "short": its launch costs about
+#: as much host time (5-10 us per launch in eager PyTorch) as it runs on the
+#: device. ``ops.short_count`` counts them.
+SHORT_KERNEL_US = 10.0
+#: A device-idle gap between two device ops no longer than this (us) is a
+#: kernel-to-kernel launch gap (``kernel_gap_us``): the cost of issuing the
+#: next op (eager dispatch of 10-30 us plus launch latency). Longer idle
+#: stretches are the device waiting for host work (``host_wait_us``).
+KERNEL_GAP_US = 50.0
+#: Memcpy event names -> ops ``type`` (direction), first match wins.
+MEMCPY_TYPES = (("HtoD", "memcpy_h2d"), ("DtoH", "memcpy_d2h"), ("DtoD", "memcpy_d2d"),
+                ("PtoP", "memcpy_p2p"), ("Peer", "memcpy_p2p"), ("HtoH", "memcpy_h2h"))
 
 
 @dataclass
@@ -162,19 +174,29 @@ def _nesting(ev: Events, mask: np.ndarray) -> tuple[np.ndarray, iv.Nesting]:
 
 def _op_dtypes(ev: Events, idx: np.ndarray) -> np.ndarray:
     """Normalized input dtypes of the given events (object array, None when
-    the op has no tensor inputs or shapes were not recorded)."""
-    cache: dict = {}
-    out = np.empty(idx.size, dtype=object)
-    for k, i in enumerate(idx):
-        types = ev.input_type[i]
-        if not types:
-            out[k] = None
-            continue
-        key = tuple(t if isinstance(t, str) else "" for t in types)
-        if key not in cache:
-            cache[key] = normalize_dtypes(key)
-        out[k] = cache[key]
-    return out
+    the op has no tensor inputs or shapes were not recorded); normalized
+    once per distinct input-type tuple."""
+    table = np.array([normalize_dtypes(t) for t in ev.input_types] + [None], dtype=object)
+    codes = ev.input_type[idx]
+    return table[np.where(codes >= 0, codes, len(ev.input_types))]
+
+
+def memcpy_type(name: str) -> str:
+    """ops ``type`` of a memcpy event from its Kineto name, e.g.
+    ``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_h2d``."""
+    for token, typ in MEMCPY_TYPES:
+        if token in name:
+            return typ
+    return "memcpy"
+
+
+def kernel_gaps(busy: iv.Intervals) -> iv.Intervals:
+    """Idle gaps between consecutive device-busy intervals that are no
+    longer than ``KERNEL_GAP_US``."""
+    s, e = busy
+    gs, ge = e[:-1], s[1:]
+    keep = (ge > gs) & (ge - gs <= KERNEL_GAP_US)
+    return gs[keep], ge[keep]
 
 
 def gpu_tables(ev: Events, rank: int) -> Tables:
@@ -187,16 +209,21 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
     compute = _select(ev, kern & ~is_comm)
     comm = _select(ev, is_comm)
     host = ev.kind == HOST
+    busy = _select(ev, dev)
+    sync = (ev.kind == RUNTIME) & np.isin(ev.names, list(SYNC_CALLS))[ev.name]
     parts = {
-        "device_busy_us": _select(ev, dev),
+        "device_busy_us": busy,
         "computing_us": compute,
         "communication_us": comm,
         "overlapped_us": iv.intersect(compute, comm),
         "_busy_cc_us": iv.union(compute, comm),
         "data_wait_us": _select(ev, host & _name_mask(ev, DATALOADER_RE)),
-        "host_wait_us": _select(ev, (ev.kind == RUNTIME) & np.isin(ev.names, list(SYNC_CALLS))[ev.name]),
+        "kernel_gap_us": kernel_gaps(busy),
+        "sync_wait_us": _select(ev, sync),
     }
     steps = _finish(_breakdown(win, parts))
+    idle = (steps["duration_us"] - steps["device_busy_us"]).clip(lower=0)
+    steps["host_wait_us"] = (idle - steps["kernel_gap_us"]).clip(lower=0)
     launch = _launching_ops(ev)
     ops = _gpu_ops(ev, dev, is_comm, launch)
     comm_df = _gpu_comm(ev, is_comm, win, launch)
@@ -250,11 +277,16 @@ def _gpu_ops(ev: Events, dev: np.ndarray, is_comm: np.ndarray, launch: _Launch) 
     if idx.size == 0:
         return None
     kind = ev.kind[idx]
-    typ = np.where(kind == MEMCPY, "memcpy", np.where(kind == MEMSET, "memset",
-                   np.where(is_comm[idx], "communication", "compute")))
+    typ = np.where(kind == MEMSET, "memset",
+                   np.where(is_comm[idx], "communication", "compute")).astype(object)
+    copies = np.flatnonzero(kind == MEMCPY)
+    if copies.size:
+        codes, inverse = np.unique(ev.name[idx[copies]], return_inverse=True)
+        typ[copies] = np.array([memcpy_type(ev.names[c]) for c in codes], dtype=object)[inverse]
     df = pd.DataFrame({
         "name": ev.names[ev.name[idx]], "type": typ, "core": "GPU",
         "input_dtypes": launch.dtypes[idx], "dur": ev.dur[idx],
+        "short": ev.dur[idx] < SHORT_KERNEL_US,
     })
     return _aggregate(df)
 
@@ -262,10 +294,11 @@ def _gpu_ops(ev: Events, dev: np.ndarray, is_comm: np.ndarray, launch: _Launch) 
 def _aggregate(df: pd.DataFrame) -> pd.DataFrame:
     """count/total/max/min of ``dur`` per op key; drop an all-null dtype column."""
     keys = ["name", "type", "core", "input_dtypes"]
-    out = (df.groupby(keys, dropna=False, sort=False)["dur"]
-             .agg(count="size", total_us="sum", max_us="max", min_us="min")
-             .reset_index()
-             .sort_values("total_us", ascending=False, ignore_index=True))
+    groups = df.groupby(keys, dropna=False, sort=False)
+    out = groups["dur"].agg(count="size", total_us="sum", max_us="max", min_us="min")
+    if "short" in df.columns:
+        out["short_count"] = groups["short"].sum().astype("int64")
+    out = out.reset_index().sort_values("total_us", ascending=False, ignore_index=True)
     out["count"] = out["count"].astype("int64")
     if out["input_dtypes"].isna().all():
         out = out.drop(columns="input_dtypes")
@@ -280,7 +313,7 @@ def _gpu_comm(ev: Events, is_comm: np.ndarray, win: pd.DataFrame, launch: _Launc
     if idx.size == 0:
         return None
     names = ev.names[ev.name[idx]]
-    kinds = [_kernel_kind(n, ev.collective[i], launch.comm_op[i]) for n, i in zip(names, idx)]
+    kinds = [_kernel_kind(n, ev.collective_of(i), launch.comm_op[i]) for n, i in zip(names, idx)]
     return _comm_frame(ev, idx, names, kinds, win)
 
 
@@ -301,7 +334,7 @@ def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame) ->
     return pd.DataFrame({
         "name": names,
         "kind": kinds,
-        "group": [ev.group[i] for i in idx],
+        "group": [ev.group_of(i) for i in idx],
         "elapse_us": ev.dur[idx],
         "start_us": ev.ts[idx],
         "step": pd.array([steps[p] if p >= 0 else pd.NA for p in pos], dtype="Int64"),
@@ -333,7 +366,7 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     host = ev.kind == HOST
     annotation = _name_mask(ev, ANNOTATION_RE)
     named_comm = host & _name_mask(ev, HOST_COMM_RE)
-    oplike = host & ((ev.cat == "cpu_op") | ((ev.cat == "Operator") & ~annotation))
+    oplike = host & (ev.cat_is("cpu_op") | (ev.cat_is("Operator") & ~annotation))
     main = _main_thread(ev, win, oplike)
     op_idx, nest = _nesting(ev, oplike)
     top = op_idx[nest.top_level()]
@@ -358,7 +391,7 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     comm_df = None
     if comm_top.size:
         names = ev.names[ev.name[comm_top]]
-        kinds = [_kernel_kind(n, ev.collective[i], None) for n, i in zip(names, comm_top)]
+        kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(names, comm_top)]
         comm_df = _comm_frame(ev, comm_top, names, kinds, win)
     return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
 

@@ -85,7 +85,10 @@ def test_gpu_breakdown_current_vocabulary(tmp_path):
     assert r["exposed_comm_us"] == pytest.approx(20)
     assert r["free_us"] == pytest.approx(40)  # 100 - |[10,70]|
     assert r["data_wait_us"] == pytest.approx(30)
-    assert r["host_wait_us"] == pytest.approx(15)
+    assert r["sync_wait_us"] == pytest.approx(15)  # cudaStreamSynchronize [60,75]
+    # idle 30 = launch gap [70,80] (10 us <= 50) + the rest of the step
+    assert r["kernel_gap_us"] == pytest.approx(10)
+    assert r["host_wait_us"] == pytest.approx(20)
     r2 = step_row(p, 2)
     assert r2["computing_us"] == pytest.approx(10) and r2["communication_us"] == 0
     assert set(p.steps["rank"]) == {3}
@@ -98,7 +101,9 @@ def test_gpu_ops_dtypes_via_correlation(tmp_path):
     assert ops.loc["ampere_fp16_gemm", "core"] == "GPU"
     assert ops.loc["ampere_fp16_gemm", "type"] == "compute"
     assert ops.loc["elementwise", "input_dtypes"] is None  # launch not recorded
-    assert ops.loc["Memcpy HtoD (Pageable -> Device)", "type"] == "memcpy"
+    assert ops.loc["Memcpy HtoD (Pageable -> Device)", "type"] == "memcpy_h2d"
+    assert ops.loc["ampere_fp16_gemm", "short_count"] == 0
+    assert ops.loc["elementwise", "short_count"] == 0  # 10 us is not shorter than 10 us
     assert ops["count"].sum() == 4 and (p.ops["rank"] == 0).all()
 
 

@@ -1,0 +1,214 @@
+"""Stream the ``traceEvents`` array of a large Chrome/Kineto trace in batches.
+
+msgspec decodes a whole JSON document at once, and a decoded event costs
+far more memory than its JSON text; a 300 MB trace decoded in one piece
+needs over 1 GB. :func:`iter_batches` instead reads the file (plain or
+gzip, decompressed on the fly) in chunks of ``CHUNK`` bytes, finds where
+the elements of ``traceEvents`` start and end, and yields each run of
+complete elements as the text of a JSON array, which the caller decodes
+and reduces to compact columns before the next batch is read. The other
+top-level members (``distributedInfo``, ``schemaVersion``, ...) are kept as
+raw text and returned at the end as a small JSON object without events.
+
+A batch is first cut after the last ``}, {`` of the buffer (the usual
+separator between two events) and decoded; a JSON parser accepts
+``[`` + text + ``]`` only when the text is a sequence of complete elements,
+so a successful decode proves the guess. When it fails (the look-alike was
+inside a string, or the array ends in this buffer), the exact scan below
+finds the cut. Exact element boundaries are found with numpy, not a
+per-byte Python loop: the
+positions of quotes, backslashes, braces and brackets are extracted, quotes
+preceded by an odd run of backslashes are dropped (escaped), braces inside
+strings (an odd number of real quotes before them) are dropped, and the
+running sum of +1 (``{``/``[``) / -1 (``}``/``]``) gives the nesting depth;
+an element ends where the depth returns to the array's level. Each batch
+starts between two elements, i.e. outside any string, so no state but the
+unconsumed tail of the previous chunk is carried over.
+
+When ``traceEvents`` is not found in the first ``MAX_PREFIX`` bytes, or its
+value is not an array, the caller falls back to decoding the whole document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, TypeVar
+
+import msgspec
+import numpy as np
+
+T = TypeVar("T")
+
+#: Bytes read from the file per step.
+CHUNK = 8 << 20
+#: Give up streaming when ``"traceEvents": [`` is not within this many bytes.
+MAX_PREFIX = 64 << 20
+
+_LUT = np.zeros(256, dtype=np.int8)
+_QUOTE, _BSLASH, _OPEN, _CLOSE = 1, 2, 3, 4
+_LUT[ord('"')] = _QUOTE
+_LUT[ord("\\")] = _BSLASH
+_LUT[ord("{")] = _LUT[ord("[")] = _OPEN
+_LUT[ord("}")] = _LUT[ord("]")] = _CLOSE
+_KEY = b'"traceEvents"'
+_AFTER_KEY = re.compile(rb"\s*:\s*")
+_SEP = b" \t\r\n,"
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+
+
+class NotStreamable(Exception):
+    """The document's layout does not allow streaming; decode it whole."""
+
+
+@dataclass
+class Rest:
+    """The document without its events: ``prefix + b'[]' + suffix``."""
+
+    prefix: bytes = b""
+    suffix: bytes = b""
+
+    def document(self) -> bytes:
+        return self.prefix + b"[]" + self.suffix
+
+
+def structure(buf: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Real (unescaped) quote positions, and the positions of braces and
+    brackets outside strings with the nesting depth after each, for a
+    buffer that starts outside any string (depth 0 at its start)."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    cls = _LUT[b]
+    pos = np.flatnonzero(cls)
+    c = cls[pos]
+    quotes = pos[c == _QUOTE]
+    bs = pos[c == _BSLASH]
+    if bs.size and quotes.size:
+        run_first = np.r_[True, bs[1:] != bs[:-1] + 1]
+        run_start = np.maximum.accumulate(np.where(run_first, bs, 0))
+        i = np.searchsorted(bs, quotes - 1)
+        ic = np.clip(i, 0, bs.size - 1)
+        hit = (i < bs.size) & (bs[ic] == quotes - 1)
+        run_len = np.where(hit, quotes - run_start[ic], 0)
+        quotes = quotes[run_len % 2 == 0]
+    braces = pos[(c == _OPEN) | (c == _CLOSE)]
+    outside = (np.searchsorted(quotes, braces) & 1) == 0
+    braces = braces[outside]
+    delta = np.where(cls[braces] == _OPEN, 1, -1).astype(np.int32)
+    return quotes, braces, np.cumsum(delta, dtype=np.int64)
+
+
+def _find_events_array(buf: bytes) -> int | None:
+    """Offset just past the ``[`` opening the top-level ``traceEvents``
+    array, None when the key is not (yet) in ``buf``; NotStreamable when the
+    document is not an object or the key's value is not an array."""
+    start = buf.find(_KEY)
+    if start < 0:
+        return None
+    quotes, braces, depth = structure(buf)
+    while start >= 0:
+        in_string = np.searchsorted(quotes, start) & 1
+        k = np.searchsorted(braces, start) - 1
+        level = int(depth[k]) if k >= 0 else 0
+        if not in_string and level == 1:
+            m = _AFTER_KEY.match(buf, start + len(_KEY))
+            if m is None:
+                return None if start + len(_KEY) + 64 > len(buf) else _not_streamable()
+            at = m.end()
+            if at >= len(buf):
+                return None
+            if buf[at:at + 1] != b"[":
+                _not_streamable()
+            return at + 1
+        start = buf.find(_KEY, start + 1)
+    return None
+
+
+def _not_streamable():
+    raise NotStreamable("traceEvents is not an array")
+
+
+def _guess_cut(buf: bytes) -> int:
+    """End of the last ``}`` followed by ``, {`` (the usual boundary between
+    two events) in ``buf``, or -1. Only a guess: the caller checks it by
+    decoding, which fails unless the cut lies between two elements."""
+    lo = max(0, len(buf) - (1 << 20))
+    while True:
+        m = None
+        for m in _BOUNDARY.finditer(buf, lo):
+            pass
+        if m is not None:
+            return m.start() + 1
+        if lo == 0:
+            return -1
+        lo = 0
+
+
+def _exact_cut(buf: bytes) -> tuple[int, int]:
+    """(end of the last complete element, position of the ``]`` closing the
+    array or -1) from the exact structure scan."""
+    _, braces, depth = structure(buf)
+    closes = np.flatnonzero(depth < 0)
+    if closes.size:
+        end = int(braces[closes[0]])
+        done = np.flatnonzero(depth[:closes[0]] == 0)
+        return (int(braces[done[-1]]) + 1 if done.size else 0), end
+    done = np.flatnonzero(depth == 0)
+    return (int(braces[done[-1]]) + 1 if done.size else 0), -1
+
+
+def iter_batches(fh: BinaryIO, rest: Rest, decode: Callable[[bytes], T]) -> Iterator[T]:
+    """Decode the elements of ``traceEvents`` in batches of about ``CHUNK``
+    bytes: ``decode`` gets each batch as the text of a JSON array and must
+    raise ``msgspec.DecodeError`` on malformed JSON. Fills ``rest`` with the
+    document around the array. Raises NotStreamable (before decoding
+    anything) or ValueError (the array is never closed).
+
+    A batch is first cut at a guessed event boundary (:func:`_guess_cut`);
+    when that text does not decode, the exact structure scan finds the cut
+    and the end of the array, and its decode errors are the caller's."""
+    buf = b""
+    while True:
+        chunk = fh.read(CHUNK)
+        buf += chunk
+        if buf.lstrip()[:1] not in (b"{", b""):
+            _not_streamable()
+        at = _find_events_array(buf)
+        if at is not None:
+            break
+        if not chunk or len(buf) > MAX_PREFIX:
+            raise NotStreamable("no traceEvents array near the start of the document")
+    rest.prefix = buf[:at - 1]
+    buf = buf[at:]
+    eof = False
+    while True:
+        if not eof:
+            chunk = fh.read(CHUNK)
+            eof = not chunk
+            buf += chunk
+        if not eof:
+            cut = _guess_cut(buf)
+            if cut > 0:
+                body = buf[:cut].lstrip(_SEP)
+                try:
+                    result = decode(b"[" + body + b"]") if body else None
+                except msgspec.DecodeError:
+                    pass
+                else:
+                    if result is not None:
+                        yield result
+                    buf = buf[cut:]
+                    continue
+        cut, end = _exact_cut(buf)
+        body = buf[:cut].lstrip(_SEP)
+        if body:
+            yield decode(b"[" + body + b"]")
+        if end >= 0:
+            tail = buf[cut:end].strip(_SEP)
+            if tail:
+                yield decode(b"[" + tail + b"]")
+            rest.suffix = buf[end + 1:] + fh.read()
+            return
+        buf = buf[cut:]
+        if eof:
+            raise ValueError("truncated document: the traceEvents array is not closed")
