@@ -1,3 +1,57 @@
-"""advisor: a rule-based performance advisor for deep-learning training."""
+"""advisor: a rule-based performance advisor for deep-learning training.
+
+Python API (imports stay lazy so ``import advisor`` is fast)::
+
+    import advisor
+    report = advisor.analyze("path/to/profiler_output", lang="en")
+    report.findings, report.metrics, report.run     # the data the CLI renders
+    report.frame("step_breakdown")                  # a table as a DataFrame
+    report                                          # in Jupyter: the HTML report
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["__version__", "analyze"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from advisor.model import Report
+
+
+def analyze(
+    path: Any,
+    *,
+    rules: Any = (),
+    overrides: dict[str, dict[str, float]] | None = None,
+    lang: str = "en",
+    use_config: bool = True,
+    jobs: int | None = None,
+    dask_address: str | None = None,
+) -> Report:
+    """Analyze the profiler output at ``path`` and return the Report, the
+    same object ``advisor report`` renders.
+
+    ``rules``: extra rule files or folders; ``overrides``: ``{rule: {param:
+    value}}`` (like ``--set``); ``lang``: ``"en"`` or ``"zh"`` for the rule
+    texts and the HTML shown in Jupyter. With ``use_config`` the rules and
+    thresholds of ``advisor.toml`` / ``pyproject.toml [tool.advisor]`` in the
+    current directory apply first, as in the CLI. Raises
+    ``advisor.errors.AdvisorError`` (InputError, ConfigError) with one-line
+    messages.
+    """
+    from pathlib import Path
+
+    from advisor.analysis import analyze as _analyze
+    from advisor.user_rules import UserRules, load_user_rules, merge
+
+    if isinstance(rules, (str, Path)):
+        rules = [rules]
+    config = load_user_rules() if use_config else UserRules()
+    rule_paths, merged = merge(config, list(rules), dict(overrides or {}))
+    report = _analyze(
+        path, rule_paths=rule_paths, overrides=merged, jobs=jobs, dask_address=dask_address, lang=lang
+    )
+    report.lang = lang
+    return report

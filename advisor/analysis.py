@@ -13,7 +13,7 @@ from advisor.errors import ConfigError
 from advisor.metrics import evaluate as evaluate_metrics
 from advisor.model import Report, RunInfo
 from advisor.profile import Profile
-from advisor.rules_loader import load_rules
+from advisor.rules_loader import LANGS, load_rules
 from advisor.summary import build_tables
 
 
@@ -24,16 +24,25 @@ def analyze(
     overrides: Mapping[str, Mapping[str, float]] | None = None,
     jobs: int | None = None,
     dask_address: str | None = None,
+    lang: str = "en",
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report.
 
     ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
     {param: value}. ``jobs`` / ``dask_address``: how ranks are read in
-    parallel (see ``advisor.collectors.load_profile``). Raises InputError /
+    parallel (see ``advisor.collectors.load_profile``). ``lang``: language of
+    the rule texts in the findings (``en``, ``zh``). Raises InputError /
     ConfigError with one-line messages.
     """
+    check_lang(lang)
     profile = load_profile(path, jobs=jobs, dask_address=dask_address)
-    return analyze_profile(profile, rule_paths=rule_paths, overrides=overrides)
+    return analyze_profile(profile, rule_paths=rule_paths, overrides=overrides, lang=lang)
+
+
+def check_lang(lang: str) -> None:
+    """ConfigError unless ``lang`` is a language the rules are written in."""
+    if lang not in LANGS:
+        raise ConfigError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
 
 
 def analyze_profile(
@@ -41,9 +50,11 @@ def analyze_profile(
     *,
     rule_paths: tuple[Path, ...] | list[Path] = (),
     overrides: Mapping[str, Mapping[str, float]] | None = None,
+    lang: str = "en",
 ) -> Report:
     """Metrics, rules and report for an already loaded Profile."""
-    rules = load_rules(list(rule_paths))
+    check_lang(lang)
+    rules = load_rules(list(rule_paths), lang=lang)
     overrides = dict(overrides or {})
     unknown = set(overrides) - {r.name for r in rules}
     if unknown:
@@ -52,7 +63,7 @@ def analyze_profile(
     metrics, metric_skips = evaluate_metrics(profile)
     meta = profile.meta
     findings, rule_skips = evaluate(
-        compiled, metrics, framework=meta.framework, device=meta.device
+        compiled, metrics, framework=meta.framework, device=meta.device, lang=lang
     )
     steps_found = int(metrics["step.count"].value) if "step.count" in metrics else 0
     run = RunInfo(
@@ -67,10 +78,12 @@ def analyze_profile(
         advisor_version=__version__,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
-    return Report(
+    report = Report(
         run=run,
         findings=findings,
         metrics=metrics,
         skipped=[*profile.skipped, *metric_skips, *rule_skips],
         tables=build_tables(profile, metrics),
     )
+    report.lang = lang
+    return report

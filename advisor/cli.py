@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import click
@@ -18,6 +17,7 @@ from advisor import __version__
 from advisor.errors import AdvisorError, ConfigError
 
 EXIT_BAD_INPUT = 2
+LANGS = ("en", "zh")
 
 
 def _console(no_color: bool):
@@ -48,9 +48,19 @@ def cli() -> None:
     """Rule-based performance advisor for deep-learning training profiles."""
 
 
+def _user_rules(rule_paths, overrides: tuple[str, ...]):
+    """Rule paths and overrides: the config file's (advisor.toml or
+    pyproject.toml [tool.advisor] in the current directory), then the
+    command line's on top."""
+    from advisor.user_rules import load_user_rules, merge
+
+    return merge(load_user_rules(), rule_paths, _parse_overrides(overrides))
+
+
 def _report_options(func):
     func = click.option("--no-color", is_flag=True, help="Plain terminal output.")(func)
-    func = click.option("--lang", type=click.Choice(["en"]), default="en", show_default=True, help="Report language.")(func)
+    func = click.option("--lang", type=click.Choice(list(LANGS)), default="en", show_default=True,
+                        help="Report language: en, or zh (Chinese) for the whole report.")(func)
     func = click.option(
         "--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE",
         help="Override a rule threshold, e.g. input-bound.min_data_wait_ratio=0.2 (repeatable).",
@@ -76,8 +86,11 @@ def report(path: Path, out_dir: Path, jobs, dask_address, rule_paths, overrides,
     from advisor.analysis import analyze
 
     _refuse_inside(out_dir, path)
-    result = analyze(path, rule_paths=rule_paths, overrides=_parse_overrides(overrides),
-                     jobs=jobs, dask_address=dask_address)
+    rule_paths, parsed = _user_rules(rule_paths, overrides)
+    console = _console(no_color)
+    with _reading(console, lang):
+        result = analyze(path, rule_paths=rule_paths, overrides=parsed,
+                         jobs=jobs, dask_address=dask_address, lang=lang)
     _emit(result, out_dir, lang, no_color)
 
 
@@ -99,11 +112,11 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
     from advisor.analysis import analyze
     from advisor.collectors.live import run_profiled
 
-    parsed = _parse_overrides(overrides)
+    rule_paths, parsed = _user_rules(rule_paths, overrides)
     result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
     for note in result.notes:
         click.echo(f"advisor: {note}", err=True)
-    report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed)
+    report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
     _emit(report_obj, out_dir, lang, no_color)
     if result.exit_code != 0:
         click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)
@@ -118,14 +131,28 @@ def _refuse_inside(out_dir: Path, source: Path) -> None:
         raise ConfigError(f"{out_dir}: the output folder is inside the input {source}; choose another -o")
 
 
+def _reading(console, lang: str):
+    """A spinner on stderr while a profile is read (terminals only)."""
+    import contextlib
+
+    from rich.console import Console
+
+    from advisor.reports.i18n import t
+
+    if not console.is_terminal or console.no_color:
+        return contextlib.nullcontext()
+    return Console(stderr=True).status(t(lang, "term_reading"))
+
+
 def _emit(result, out_dir: Path, lang: str, no_color: bool) -> None:
     from advisor.reports import write_reports
+    from advisor.reports.i18n import t
     from advisor.reports.terminal import print_summary
 
     paths = write_reports(result, out_dir, lang=lang)
     console = _console(no_color)
-    print_summary(result, console)
-    console.print(f"report: {paths['html']}")
+    print_summary(result, console, lang=lang)
+    console.print(t(lang, "term_report", path=paths["html"]), markup=False)
 
 
 @cli.group()
@@ -133,47 +160,56 @@ def rules() -> None:
     """List, explain and validate rules."""
 
 
-@rules.command("list")
-@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
-def rules_list(rule_paths) -> None:
-    """One line per rule: id, name, group, status, title."""
+def _rule_set(rule_paths, lang: str = "en"):
+    """Built-in rules, the config file's rules, then ``--rules``."""
     from advisor.rules_loader import load_rules
 
-    for r in sorted(load_rules(list(rule_paths)), key=lambda r: r.id):
+    paths, _ = _user_rules(rule_paths, ())
+    return load_rules(paths, lang=lang)
+
+
+_LANG_OPTION = click.option("--lang", type=click.Choice(list(LANGS)), default="en", show_default=True,
+                            help="Language of the rule texts.")
+
+
+@rules.command("list")
+@click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
+@_LANG_OPTION
+def rules_list(rule_paths, lang: str) -> None:
+    """One line per rule: id, name, group, status, title."""
+    for r in sorted(_rule_set(rule_paths, lang), key=lambda r: r.id):
         click.echo(f"{r.id}  {r.name:<20} {r.group:<14} {r.status:<10} {r.title}")
 
 
 @rules.command("explain")
 @click.argument("name")
 @click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path))
-def rules_explain(name: str, rule_paths) -> None:
-    """What a rule detects, why it matters, how to fix it, and its thresholds."""
-    from advisor.rules_loader import load_rules
+@_LANG_OPTION
+def rules_explain(name: str, rule_paths, lang: str) -> None:
+    """What a rule detects, why it matters, how to fix it, thresholds, examples."""
+    from advisor.docs import explain_rule
 
-    for r in load_rules(list(rule_paths)):
+    for r in _rule_set(rule_paths, lang):
         if name in (r.name, r.id):
-            click.echo(_explain_rule(r))
+            click.echo(explain_rule(r, lang))
             return
     raise ConfigError(f"no rule named {name!r} (see `advisor rules list`)")
 
 
-def _explain_rule(r) -> str:
-    wrap = lambda s: textwrap.fill(" ".join(s.split()), 78, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
-    lines = [f"{r.id} {r.name}: {r.title}", f"group {r.group}, status {r.status}, severity {r.severity}", ""]
-    for head, text in (("What it detects", r.explanation.what), ("Why it matters", r.explanation.why),
-                       ("How to fix", r.explanation.how)):
-        lines += [head, wrap(text), ""]
-    if r.params:
-        lines.append("Thresholds (override with --set NAME.PARAM=VALUE)")
-        for key, p in r.params.items():
-            lines.append(f"  {r.name}.{key} = {p.default:g}   {' '.join(p.description.split())}")
-        lines.append("")
-    lines += ["Condition", wrap(r.condition), ""]
-    lines.append("Fixes: " + ", ".join(r.fix))
-    if r.caveats:
-        lines += ["", "Caveats"] + [wrap("- " + c) for c in r.caveats]
-    lines += ["", "Examples"] + [f"  {e.expect:<4}  {e.name}" for e in r.examples]
-    return "\n".join(lines)
+@rules.command("docs")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
+              help="Write to this file instead of standard output (e.g. docs/rules.md).")
+@_LANG_OPTION
+def rules_docs(out, lang: str) -> None:
+    """The built-in rules as a Markdown reference (docs/rules.md)."""
+    from advisor.docs import rules_markdown, write_text
+
+    text = rules_markdown(lang)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        write_text(out, text)
+        click.echo(f"wrote {out}")
 
 
 @rules.command("validate")

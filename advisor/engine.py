@@ -10,16 +10,22 @@ Severity ``auto`` follows the share of step time at stake (the rule's
 ``time_at_stake``, else its estimated gain, in % of the step): critical >= 50,
 high >= 25, medium >= 10, low >= 3, else info; with neither it is medium.
 The estimated gain is clamped to [0, time at stake] and to the step time.
+
+Language: a rule's texts arrive already translated (``load_rules(lang=)``
+applies the overlay); ``lang`` here only picks the language of the engine's
+own skip reasons (:data:`SKIP_REASONS`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import celpy
 from celpy import celtypes
+from jinja2 import Undefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from advisor.errors import ConfigError
@@ -30,10 +36,58 @@ from advisor.rule_schema import Rule
 NAMESPACES = ("step", "comm", "data", "ops", "cluster", "anomaly")
 SEVERITY_BY_GAIN = ((50.0, "critical"), (25.0, "high"), (10.0, "medium"), (3.0, "low"))
 
+#: The engine's own texts (why a rule was not evaluated), per language.
+SKIP_REASONS: dict[str, dict[str, str]] = {
+    "en": {
+        "not_applicable": "does not apply to {framework}/{device}",
+        "needs": "needs metric(s) {metrics}",
+        "needs_any": "needs one of {metrics}",
+        "condition_failed": "condition could not be evaluated: {error}",
+        "rule": "rule {name}",
+    },
+    "zh": {
+        "not_applicable": "不适用于 {framework}/{device}",
+        "needs": "缺少指标 {metrics}",
+        "needs_any": "至少需要以下指标之一：{metrics}",
+        "condition_failed": "条件无法求值：{error}",
+        "rule": "规则 {name}",
+    },
+}
+
+
+def _reason(lang: str, key: str, **kw: str) -> str:
+    table = SKIP_REASONS.get(lang, SKIP_REASONS["en"])
+    return table[key].format(**kw)
+
+
 _CEL = celpy.Environment()
 _JINJA = SandboxedEnvironment(autoescape=False, trim_blocks=True, lstrip_blocks=True)
-_JINJA.filters["ms"] = lambda v: f"{float(v):.2f} ms" if v is not None else "n/a"
-_JINJA.filters["pct"] = lambda v: f"{100 * float(v):.1f}%" if v is not None else "n/a"
+
+
+def _number(v: Any) -> float | None:
+    """A template value as a finite float, else None (a metric the rule does
+    not require may be absent -- a jinja Undefined -- or not a number)."""
+    if v is None or isinstance(v, (bool, Undefined)):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _ms_filter(v: Any) -> str:
+    f = _number(v)
+    return f"{f:.2f} ms" if f is not None else "n/a"
+
+
+def _pct_filter(v: Any) -> str:
+    f = _number(v)
+    return f"{100 * f:.1f}%" if f is not None else "n/a"
+
+
+_JINJA.filters["ms"] = _ms_filter
+_JINJA.filters["pct"] = _pct_filter
 
 
 def _cel_value(value: Any) -> Any:
@@ -136,25 +190,25 @@ def evaluate_rule(
     *,
     framework: str = "unknown",
     device: str = "unknown",
+    lang: str = "en",
 ) -> tuple[Finding | None, Skip | None]:
     """Evaluate one rule over flat metric values -> (finding or None, skip or None)."""
     rule = compiled.rule
+    what = _reason(lang, "rule", name=rule.name)
     if not _applies(rule, framework, device):
-        return None, Skip(what=f"rule {rule.name}", reason=f"does not apply to {framework}/{device}")
+        return None, Skip(what=what, reason=_reason(lang, "not_applicable", framework=framework, device=device))
     missing = [m for m in rule.requires if values.get(m) is None]
     if missing:
-        return None, Skip(what=f"rule {rule.name}", reason=f"needs metric(s) {', '.join(missing)}")
+        return None, Skip(what=what, reason=_reason(lang, "needs", metrics=", ".join(missing)))
     if rule.requires_any and all(values.get(m) is None for m in rule.requires_any):
-        return None, Skip(
-            what=f"rule {rule.name}", reason=f"needs one of {', '.join(rule.requires_any)}"
-        )
+        return None, Skip(what=what, reason=_reason(lang, "needs_any", metrics=", ".join(rule.requires_any)))
     tree = namespaces(values)
     activation = {k: celpy.json_to_cel(_cel_value(v)) for k, v in tree.items()}
     activation["params"] = celpy.json_to_cel(compiled.params)
     try:
         fired = compiled.run("condition", activation)
     except Exception as exc:
-        return None, Skip(what=f"rule {rule.name}", reason=f"condition could not be evaluated: {exc}")
+        return None, Skip(what=what, reason=_reason(lang, "condition_failed", error=str(exc)))
     if fired is not True:
         return None, None
     return _finding(compiled, values, tree, activation, framework), None
@@ -274,13 +328,15 @@ def evaluate(
     *,
     framework: str = "unknown",
     device: str = "unknown",
+    lang: str = "en",
 ) -> tuple[list[Finding], list[Skip]]:
-    """All rules over all metrics -> findings ranked by severity then gain."""
+    """All rules over all metrics -> findings ranked by severity then gain;
+    skip reasons in ``lang``."""
     values = {mid: m.value for mid, m in metrics.items()}
     findings: list[Finding] = []
     skipped: list[Skip] = []
     for compiled in rules:
-        finding, skip = evaluate_rule(compiled, values, framework=framework, device=device)
+        finding, skip = evaluate_rule(compiled, values, framework=framework, device=device, lang=lang)
         if finding:
             findings.append(finding)
         if skip:

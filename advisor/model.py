@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from advisor.profile import Skip
 
@@ -100,3 +100,59 @@ class Report(BaseModel):
             "mean over steps), top_ops, links; columns in ms"
         ),
     )
+    _lang: str = PrivateAttr(default="en")
+
+    # ------------------------------------------------------------ Python API
+
+    @property
+    def lang(self) -> str:
+        """Language the rule texts were rendered in (``en``, ``zh``); the
+        default for ``_repr_html_`` and ``to_html``. Not part of report.json."""
+        return self._lang
+
+    @lang.setter
+    def lang(self, value: str) -> None:
+        self._lang = value
+
+    def frame(self, name: str):
+        """The table ``name`` of ``tables`` (e.g. ``step_breakdown``,
+        ``rank_breakdown``, ``step_series``, ``rank_heatmap``, ``top_ops``,
+        ``links``) as a pandas DataFrame; KeyError lists the ones there are.
+        ``"metrics"`` and ``"findings"`` give one row per metric / finding."""
+        import pandas as pd
+
+        if name == "metrics":
+            return pd.DataFrame(
+                [{"id": m.id, "value": m.value, "unit": m.unit, "scope": m.scope} for m in self.metrics.values()],
+                columns=["id", "value", "unit", "scope"],
+            )
+        if name == "findings":
+            cols = ["rule", "id", "severity", "title", "message", "time_at_stake_ms",
+                    "estimated_gain_ms", "estimated_gain_pct", "confidence"]
+            return pd.DataFrame([f.model_dump(include=set(cols)) for f in self.findings], columns=cols)
+        if name not in self.tables:
+            raise KeyError(f"no table {name!r}; the report has: {', '.join(sorted(self.tables)) or 'none'}")
+        return pd.DataFrame(self.tables[name])
+
+    @property
+    def dataframes(self) -> dict:
+        """Every table (plus ``metrics`` and ``findings``) as pandas DataFrames."""
+        return {name: self.frame(name) for name in [*self.tables, "metrics", "findings"]}
+
+    def to_html(self, lang: str | None = None) -> str:
+        """The self-contained HTML report (what report.html holds)."""
+        from advisor.reports import render_html
+
+        return render_html(self, lang or self.lang)
+
+    def _repr_html_(self) -> str:
+        """Jupyter display: the HTML report in an iframe (``srcdoc``), so its
+        scripts and styles run isolated from the notebook's."""
+        from html import escape
+
+        doc = escape(self.to_html(), quote=True)
+        return (
+            f'<iframe srcdoc="{doc}" sandbox="allow-scripts allow-popups" '
+            'style="width:100%;height:900px;border:1px solid #e5e7eb;border-radius:8px" '
+            'title="advisor report"></iframe>'
+        )

@@ -3,7 +3,11 @@
 Checks, per file: YAML and schema (pydantic), CEL expressions and Jinja2
 templates compile, every metric id it names (requires, requires_any,
 examples, and ``namespace.name`` references in expressions) is a known
-metric, and each example fires or passes as it says.
+metric, and each example fires or passes as it says. A rule's language
+overlays (``zh/<same name>.yaml`` next to it) are checked too: schema, keys
+that exist in the rule, unchanged code, no numbers of their own, and each
+firing example renders in that language. Built-in rules must have a
+complete overlay for every language.
 """
 
 from __future__ import annotations
@@ -14,7 +18,16 @@ from advisor.engine import compile_rule, evaluate_rule, metric_refs
 from advisor.errors import ConfigError
 from advisor.metrics import REGISTRY
 from advisor.rule_schema import Rule
-from advisor.rules_loader import builtin_rule_files, read_rule
+from advisor.rules_loader import (
+    DEFAULT_LANG,
+    LANGS,
+    apply_overlay,
+    builtin_rule_files,
+    overlay_path,
+    overlay_problems,
+    read_overlay,
+    read_rule,
+)
 
 def referenced_metrics(rule: Rule) -> set[str]:
     """Metric ids a rule names anywhere, its examples included."""
@@ -41,6 +54,37 @@ def check_rule(rule: Rule) -> list[str]:
     return problems
 
 
+def check_overlay(rule: Rule, rule_file: Path, lang: str, *, required: bool) -> list[str]:
+    """Problems with the ``lang`` overlay of ``rule`` (read from ``rule_file``),
+    each ``overlay-file: problem``; a missing overlay is one only when
+    ``required``."""
+    path = overlay_path(rule_file, lang)
+    if not path.is_file():
+        return [f"{path}: missing ({lang} texts of {rule.name})"] if required else []
+    try:
+        overlay = read_overlay(path)
+    except ConfigError as exc:
+        return [str(exc)]
+    problems = [f"{path}: {p}" for p in overlay_problems(rule, overlay, complete=required)]
+    if problems:
+        return problems
+    compiled = compile_rule(apply_overlay(rule, overlay))
+    for example in rule.examples:
+        if example.expect != "fire":
+            continue
+        try:
+            finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework)
+        except Exception as exc:  # a template error names the overlay
+            problems.append(f"{path}: example {example.name!r}: {str(exc).splitlines()[0]}")
+            continue
+        if finding is None:
+            continue
+        for text in (finding.title, finding.message, finding.fix.text if finding.fix else ""):
+            if "{{" in text or "{%" in text:
+                problems.append(f"{path}: example {example.name!r}: unrendered template in {text[:60]!r}")
+    return problems
+
+
 def check_rules(paths: list[Path]) -> tuple[list[str], int]:
     """Validate rule files (built-in ones when ``paths`` is empty).
 
@@ -51,6 +95,7 @@ def check_rules(paths: list[Path]) -> tuple[list[str], int]:
         path = Path(path)
         files.extend(sorted(path.glob("*.y*ml")) if path.is_dir() else [path])
     problems: list[str] = []
+    builtin_files = {p.resolve() for p in builtin_rule_files()}
     seen: dict[str, Path] = {}
     builtin = {} if not paths else {r.id: p for p in builtin_rule_files() for r in [read_rule(p)]}
     for path in files:
@@ -60,6 +105,10 @@ def check_rules(paths: list[Path]) -> tuple[list[str], int]:
         except ConfigError as exc:
             problems.append(str(exc))
             continue
+        shipped = not paths or path.resolve() in builtin_files
+        for lang in LANGS:
+            if lang != DEFAULT_LANG:
+                problems += check_overlay(rule, path, lang, required=shipped)
         for key in (rule.id, rule.name):
             if key in seen:
                 problems.append(f"{path}: {key} is already used by {seen[key]}")

@@ -16,6 +16,13 @@ Chart tables read here (rows in ``Report.tables``, all times in ms):
 ``links``           one row per (src, dst, transport): ``src``, ``dst``,
     ``transport``, ``bandwidth_gbps`` [``size_mb``, ``time_ms``]; the
     slowest ``LINKS_LIMIT`` are drawn.
+``step_series``     one row per step: ``step``, ``step_ms`` [``min_ms``,
+    ``max_ms`` over ranks, ``outlier`` (bool, the anomaly model's call)].
+``rank_heatmap``    one row per rank or rank group: ``rank`` (int or a label
+    like ``"0-3"``) and component columns in ms (``step_ms``,
+    ``computing_ms``, ``exposed_comm_ms``, ``free_ms``, ...). Cell colour is
+    normalised per component (lowest rank light, highest dark) so an
+    outlier stands out in every component whatever its scale.
 
 Stacking: ``computing_ms`` includes the overlapped time, so the stack shows
 ``computing - overlapped`` (or ``computing_only_ms`` when a row has it),
@@ -54,6 +61,17 @@ TOP_OPS_LIMIT = 15
 LINKS_LIMIT = 16
 OP_VALUE_COLUMNS = ("total_ms", "duration_ms", "time_ms")
 DURATION_COLUMNS = ("step_ms", "duration_ms")
+# heatmap rows (component column, message key), top to bottom
+HEATMAP_SERIES = (
+    ("step_ms", "series_duration"),
+    ("computing_ms", "series_computing_all"),
+    ("exposed_comm_ms", "series_exposed_comm"),
+    ("free_ms", "series_free"),
+    ("iteration_interval_ms", "series_interval"),
+    ("fp_bp_ms", "series_fp_bp"),
+    ("tail_ms", "series_tail"),
+    ("data_wait_ms", "series_data_wait"),
+)
 
 
 # ---------------------------------------------------------------- numbers
@@ -167,6 +185,25 @@ def gain_text(f: Finding, lang: str) -> str:
     return " / ".join(parts)
 
 
+def stake_text(f: Finding, report: Report, lang: str) -> str | None:
+    """The time at stake per step, with its share of the step when the run
+    has a step time; None when the rule gives none."""
+    if f.time_at_stake_ms is None:
+        return None
+    step = report.metrics.get("step.time_ms")
+    ms = fmt_num(f.time_at_stake_ms)
+    if step is not None and is_number(step.value) and step.value > 0:
+        return t(lang, "stake_pct", ms=ms, pct=fmt_pct(100.0 * f.time_at_stake_ms / float(step.value)))
+    return t(lang, "stake_ms", ms=ms)
+
+
+def fix_label(framework: str, lang: str) -> str:
+    """"for PyTorch" / "for any framework" over a fix."""
+    if framework == "default":
+        return t(lang, "fix_default")
+    return t(lang, "fix_for", framework=framework)
+
+
 def scope_parts(scope: FindingScope, lang: str, max_ops: int = 5) -> list[tuple[str, str]]:
     """(label, text) pairs; empty when the finding applies run-wide."""
     out: list[tuple[str, str]] = []
@@ -250,7 +287,60 @@ def _breakdown_chart(
             return None
         series.append({"key": "duration", "label": t(lang, "series_duration"), "data": durations})
     labels = [str(r.get(key)) if r.get(key) is not None else str(i) for i, r in enumerate(rows)]
-    return {"labels": labels, "axis": t(lang, axis_key), "series": series, "stacked": True}
+    return {"labels": labels, "axis": t(lang, axis_key), "series": series, "stacked": True, "zoom": len(labels) > 12}
+
+
+def _series_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
+    """Step time per step (line), the rank spread (band) and the steps the
+    anomaly model flagged (points)."""
+    rows = [r for r in rows if isinstance(r, dict) and _num(r, "step_ms") is not None]
+    if len(rows) < 2:
+        return None
+    labels = [str(r.get("step")) for r in rows]
+    series = [{"key": "duration", "label": t(lang, "series_duration"), "data": [_num(r, "step_ms") for r in rows]}]
+    if any(_num(r, "max_ms") is not None for r in rows):
+        series.append({"key": "max", "label": t(lang, "series_max_rank"), "data": [_num(r, "max_ms") for r in rows]})
+        series.append({"key": "min", "label": t(lang, "series_min_rank"), "data": [_num(r, "min_ms") for r in rows]})
+    outliers = [i for i, r in enumerate(rows) if r.get("outlier") is True]
+    return {
+        "kind": "line",
+        "labels": labels,
+        "axis": t(lang, "axis_step"),
+        "series": series,
+        "outliers": outliers,
+        "outlier_label": t(lang, "series_outlier"),
+        "zoom": True,
+    }
+
+
+def _heatmap_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
+    """Ranks (x) by component (y); colour normalised per component."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    if len(rows) < 2:
+        return None
+    comps = [(c, k) for c, k in HEATMAP_SERIES if any(_num(r, c) is not None for r in rows)]
+    if not comps:
+        return None
+    cells = []
+    for yi, (col, _) in enumerate(comps):
+        vals = [_num(r, col) for r in rows]
+        known = [v for v in vals if v is not None]
+        lo, hi = min(known), max(known)
+        med = sorted(known)[len(known) // 2]
+        for xi, v in enumerate(vals):
+            if v is None:
+                continue
+            norm = (v - lo) / (hi - lo) if hi > lo else 0.0
+            cells.append([xi, yi, round(v, 3), round(norm, 3), round(v - med, 3)])
+    grouped = any(r.get("ranks") not in (None, 1) for r in rows)
+    return {
+        "kind": "heatmap",
+        "x": [str(r.get("rank")) for r in rows],
+        "y": [t(lang, k) for _, k in comps],
+        "cells": cells,
+        "axis": t(lang, "axis_rank_group" if grouped else "axis_rank"),
+        "delta_label": t(lang, "heatmap_vs_median"),
+    }
 
 
 def _ops_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
@@ -323,6 +413,34 @@ def charts(report: Report, lang: str) -> list[dict[str, Any]]:
             "wide": True,
         }
     )
+
+    series = _series_chart(tables.get("step_series") or [], lang)
+    if series:
+        n_out = len(series["outliers"])
+        out.append(
+            {
+                "id": "series",
+                "title": t(lang, "chart_series"),
+                "caption": t(lang, "chart_series_note", n=n_out),
+                "data": series,
+                "note": None,
+                "wide": True,
+            }
+        )
+
+    heat = _heatmap_chart(tables.get("rank_heatmap") or [], lang)
+    if heat:
+        grouped = heat["axis"] == t(lang, "axis_rank_group")
+        out.append(
+            {
+                "id": "heatmap",
+                "title": t(lang, "chart_heatmap"),
+                "caption": t(lang, "chart_heatmap_note_grouped" if grouped else "chart_heatmap_note"),
+                "data": heat,
+                "note": None,
+                "wide": True,
+            }
+        )
 
     rank_rows = tables.get("rank_breakdown") or []
     ranks = _breakdown_chart(rank_rows, "rank", "axis_rank", lang) if len(rank_rows) > 1 else None

@@ -1,7 +1,7 @@
 """The self-contained HTML report.
 
-One file, no network: the CSS, the report's script and Chart.js are inlined
-once, and a Content-Security-Policy in the page allows nothing to be fetched
+One file, no network: the CSS, the report's script and Chart.js (with its
+matrix and zoom plugins) are inlined once, and a Content-Security-Policy in the page allows nothing to be fetched
 and no script to run but those two (by hash), so even a string that slipped
 past escaping could not execute or phone home. Every string from a profile
 goes through Jinja2 autoescaping; chart data is embedded as JSON in a
@@ -30,6 +30,8 @@ from .i18n import DEFAULT_LANG, MESSAGES, messages, t
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
+# inlined as one script, in this order (the plugins register with Chart.js)
+VENDOR_SCRIPTS = ("chart.umd.js", "chartjs-chart-matrix.min.js", "chartjs-plugin-zoom.min.js")
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -56,10 +58,14 @@ def _csp_hash(text: str) -> str:
 @lru_cache(maxsize=1)
 def _assets() -> dict[str, str]:
     """The inlined CSS and scripts, read once per process."""
-    chart = (STATIC / "chart.umd.js").read_text(encoding="utf-8")
-    chart = re.sub(r"\n//# sourceMappingURL=\S*\s*$", "\n", chart)
-    if "</script" in chart.lower():  # pragma: no cover - guards a library update
-        raise RuntimeError("chart.umd.js contains '</script' and cannot be inlined")
+    parts = []
+    for name in VENDOR_SCRIPTS:
+        text = (STATIC / name).read_text(encoding="utf-8")
+        text = re.sub(r"\n?//# sourceMappingURL=\S*\s*$", "\n", text)
+        if "</script" in text.lower():  # pragma: no cover - guards a library update
+            raise RuntimeError(f"{name} contains '</script' and cannot be inlined")
+        parts.append(text)
+    chart = "\n;\n".join(parts)
     css = (STATIC / "report.css").read_text(encoding="utf-8")
     app = (STATIC / "report.js").read_text(encoding="utf-8")
     csp = "; ".join(
@@ -92,10 +98,12 @@ def _env() -> Environment:
     return env
 
 
-def _finding_view(f: Any, lang: str) -> dict[str, Any]:
+def _finding_view(f: Any, report: Report, lang: str) -> dict[str, Any]:
     return {
         "f": f,
         "gain": _view.gain_text(f, lang),
+        "stake": _view.stake_text(f, report, lang),
+        "fix_label": _view.fix_label(f.fix.framework, lang) if f.fix else "",
         "scope": _view.scope_parts(f.scope, lang),
         "evidence": [(k, _view.fmt_value(v, 240)) for k, v in f.evidence.items()],
         "confidence": None if f.confidence is None else f"{round(100 * f.confidence)}%",
@@ -110,7 +118,7 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
     chart_data = {
         "charts": {c["id"]: c["data"] for c in charts if c["data"]},
         "axis": {"ms": t(lang, "axis_ms")},
-        "i18n": {k: t(lang, k) for k in ("copy", "copied", "copy_failed", "showing")},
+        "i18n": {k: t(lang, k) for k in ("copy", "copied", "copy_failed", "showing", "zoom_reset", "heatmap_vs_median")},
     }
     metrics = sorted(report.metrics.values(), key=lambda m: m.id)
     scopes = sorted({m.scope for m in metrics})
@@ -122,7 +130,7 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
         report=report,
         run=report.run,
         verdict=_view.verdict(report, lang),
-        findings=[_finding_view(f, lang) for f in _view.ordered_findings(report)],
+        findings=[_finding_view(f, report, lang) for f in _view.ordered_findings(report)],
         open_findings=5,
         counts=_view.severity_counts(report),
         charts=charts,

@@ -136,7 +136,7 @@ def _fixes_section(findings: list[Finding], lang: str) -> _Section:
     for i, f in enumerate(findings, 1):
         if f.fix is None:
             continue
-        text = f"**{i}. {escape(f.title, 160)}** ({escape(t(lang, 'fix_for', framework=f.fix.framework), 60)}): "
+        text = f"**{i}. {escape(f.title, 160)}** ({escape(_view.fix_label(f.fix.framework, lang), 60)}): "
         text += escape(f.fix.text, 600) + "\n"
         if f.fix.code:
             text += "\n" + fence(f.fix.code, _code_lang(f.fix.framework)) + "\n"

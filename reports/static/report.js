@@ -49,7 +49,21 @@
     return s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
   }
 
-  function makeChart(canvas, spec) {
+  function zoomOptions(id) {
+    // drag a range to zoom (ctrl + wheel too); "Reset zoom" undoes it
+    var reset = document.querySelector('button.zoom-reset[data-reset="' + id + '"]');
+    return {
+      zoom: {
+        drag: { enabled: true, backgroundColor: "rgba(37, 99, 235, .12)", borderColor: "#2563eb", borderWidth: 1 },
+        wheel: { enabled: true, modifierKey: "ctrl" },
+        mode: "x",
+        onZoomComplete: function () { if (reset) reset.hidden = false; }
+      },
+      limits: { x: { minRange: 2 } }
+    };
+  }
+
+  function barChart(canvas, spec, id) {
     var horizontal = !!spec.horizontal;
     var msLabel = spec.unit || (DATA.axis && DATA.axis.ms) || "ms";
     var datasets = spec.series.map(function (s) {
@@ -82,7 +96,32 @@
         }
       }
     };
-    var config = {
+    var plugins = {
+      legend: { display: spec.series.length > 1, position: "bottom", labels: { boxWidth: 12, boxHeight: 12, color: "#374151" } },
+      tooltip: {
+        callbacks: {
+          title: function (items) {
+            if (!items.length) return "";
+            return (spec.axis ? spec.axis + " " : "") + String(items[0].label);
+          },
+          label: function (item) {
+            return " " + item.dataset.label + ": " + fmt(item.raw) + " " + msLabel;
+          },
+          afterBody: function (items) {
+            if (!items.length) return "";
+            if (spec.details && spec.details[items[0].dataIndex]) return spec.details[items[0].dataIndex];
+            if (spec.stacked && items.length > 1) {
+              var sum = 0;
+              items.forEach(function (it) { sum += it.raw || 0; });
+              return "\u03a3 " + fmt(sum) + " " + msLabel;
+            }
+            return "";
+          }
+        }
+      }
+    };
+    if (spec.zoom) plugins.zoom = zoomOptions(id);
+    return new window.Chart(canvas, {
       type: "bar",
       data: { labels: spec.labels, datasets: datasets },
       options: {
@@ -92,33 +131,131 @@
         animation: false,
         interaction: { mode: "index", intersect: false },
         scales: horizontal ? { x: valueAxis, y: categoryAxis } : { x: categoryAxis, y: valueAxis },
-        plugins: {
-          legend: { display: spec.series.length > 1, position: "bottom", labels: { boxWidth: 12, boxHeight: 12, color: "#374151" } },
-          tooltip: {
-            callbacks: {
-              title: function (items) {
-                if (!items.length) return "";
-                return (spec.axis ? spec.axis + " " : "") + String(items[0].label);
-              },
-              label: function (item) {
-                return " " + item.dataset.label + ": " + fmt(item.raw) + " " + msLabel;
-              },
-              afterBody: function (items) {
-                if (!items.length) return "";
-                if (spec.details && spec.details[items[0].dataIndex]) return spec.details[items[0].dataIndex];
-                if (spec.stacked && items.length > 1) {
-                  var sum = 0;
-                  items.forEach(function (it) { sum += it.raw || 0; });
-                  return "\u03a3 " + fmt(sum) + " " + msLabel;
-                }
-                return "";
-              }
-            }
-          }
+        plugins: plugins
+      }
+    });
+  }
+
+  function lineChart(canvas, spec, id) {
+    var msLabel = (DATA.axis && DATA.axis.ms) || "ms";
+    var byKey = {};
+    spec.series.forEach(function (s) { byKey[s.key] = s; });
+    var datasets = [];
+    var main = byKey.duration;
+    datasets.push({
+      label: main.label, data: main.data, borderColor: "#2563eb", backgroundColor: "#2563eb",
+      borderWidth: 2, pointRadius: spec.labels.length > 80 ? 0 : 2, tension: 0.15, order: 1
+    });
+    if (byKey.max && byKey.min) {
+      datasets.push({
+        label: byKey.max.label, data: byKey.max.data, borderColor: "rgba(249, 115, 22, .7)",
+        backgroundColor: "rgba(249, 115, 22, .10)", borderWidth: 1, borderDash: [4, 3], pointRadius: 0,
+        fill: "+1", order: 2
+      });
+      datasets.push({
+        label: byKey.min.label, data: byKey.min.data, borderColor: "rgba(20, 184, 166, .8)",
+        borderWidth: 1, borderDash: [4, 3], pointRadius: 0, fill: false, order: 3
+      });
+    }
+    if (spec.outliers && spec.outliers.length) {
+      var marks = main.data.map(function () { return null; });
+      spec.outliers.forEach(function (i) { marks[i] = main.data[i]; });
+      datasets.push({
+        label: spec.outlier_label, data: marks, showLine: false, pointStyle: "triangle",
+        pointRadius: 8, pointHoverRadius: 10, borderColor: "#b91c1c", backgroundColor: "#dc2626", order: 0
+      });
+    }
+    var plugins = {
+      legend: { display: datasets.length > 1, position: "bottom", labels: { boxWidth: 12, boxHeight: 12, color: "#374151" } },
+      tooltip: {
+        filter: function (item) { return item.raw !== null && item.raw !== undefined; },
+        callbacks: {
+          title: function (items) { return items.length ? (spec.axis + " " + items[0].label) : ""; },
+          label: function (item) { return " " + item.dataset.label + ": " + fmt(item.raw) + " " + msLabel; }
         }
       }
     };
-    return new window.Chart(canvas, config);
+    if (spec.zoom) plugins.zoom = zoomOptions(id);
+    return new window.Chart(canvas, {
+      type: "line",
+      data: { labels: spec.labels, datasets: datasets },
+      options: {
+        responsive: true,
+        maintainAspectRatio: false,
+        animation: false,
+        spanGaps: false,
+        interaction: { mode: "index", intersect: false },
+        scales: {
+          x: { title: { display: true, text: spec.axis }, grid: { display: false }, ticks: { color: "#374151", maxRotation: 0, autoSkip: true } },
+          y: { beginAtZero: false, title: { display: true, text: msLabel }, grid: { color: "#eef0f3" }, ticks: { color: "#6b7280" } }
+        },
+        plugins: plugins
+      }
+    });
+  }
+
+  // light amber -> orange -> dark red, t in [0, 1]
+  var HEAT = [[254, 243, 199], [249, 115, 22], [127, 29, 29]];
+  function heat(t) {
+    t = Math.max(0, Math.min(1, t || 0));
+    var seg = t < 0.5 ? 0 : 1;
+    var u = t < 0.5 ? t / 0.5 : (t - 0.5) / 0.5;
+    var a = HEAT[seg], b = HEAT[seg + 1];
+    var c = [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * u); });
+    return "rgb(" + c.join(",") + ")";
+  }
+
+  function heatmapChart(canvas, spec) {
+    var msLabel = (DATA.axis && DATA.axis.ms) || "ms";
+    var nx = spec.x.length, ny = spec.y.length;
+    // one band per component: size the box before Chart.js measures it
+    canvas.parentNode.style.height = (78 + 36 * ny) + "px";
+    var data = spec.cells.map(function (c) {
+      return { x: spec.x[c[0]], y: spec.y[c[1]], v: c[2], n: c[3], d: c[4] };
+    });
+    return new window.Chart(canvas, {
+      type: "matrix",
+      data: {
+        datasets: [{
+          label: spec.axis,
+          data: data,
+          backgroundColor: function (ctx) { var r = ctx.raw; return r ? heat(r.n) : "#f3f4f6"; },
+          borderColor: "rgba(255, 255, 255, .9)",
+          borderWidth: nx > 64 ? 0 : 1,
+          width: function (ctx) { var a = ctx.chart.chartArea; return a ? Math.max(1, a.width / nx - (nx > 64 ? 0 : 1)) : 8; },
+          height: function (ctx) { var a = ctx.chart.chartArea; return a ? Math.max(1, a.height / ny - 1) : 8; }
+        }]
+      },
+      options: {
+        responsive: true,
+        maintainAspectRatio: false,
+        animation: false,
+        plugins: {
+          legend: { display: false },
+          tooltip: {
+            callbacks: {
+              title: function (items) { return items.length ? spec.axis + " " + items[0].raw.x : ""; },
+              label: function (item) {
+                var r = item.raw;
+                var d = (r.d >= 0 ? "+" : "") + fmt(r.d);
+                return " " + r.y + ": " + fmt(r.v) + " " + msLabel + " (" + d + " " + msLabel + " " + (spec.delta_label || "") + ")";
+              }
+            }
+          }
+        },
+        scales: {
+          x: { type: "category", labels: spec.x, offset: true, title: { display: true, text: spec.axis },
+               grid: { display: false }, ticks: { color: "#374151", maxRotation: 0, autoSkip: true } },
+          y: { type: "category", labels: spec.y, offset: true, reverse: false, grid: { display: false }, ticks: { color: "#374151" } }
+        }
+      }
+    });
+  }
+
+  function makeChart(canvas, spec, id) {
+    if (spec.kind === "heatmap") return heatmapChart(canvas, spec);
+    if (spec.kind === "line") return lineChart(canvas, spec, id);
+    return barChart(canvas, spec, id);
   }
 
   function drawCharts() {
@@ -126,8 +263,21 @@
     var specs = DATA.charts || {};
     var canvases = document.querySelectorAll("canvas[data-chart]");
     Array.prototype.forEach.call(canvases, function (c) {
-      var spec = specs[c.getAttribute("data-chart")];
-      if (spec) charts.push(makeChart(c, spec));
+      var id = c.getAttribute("data-chart");
+      var spec = specs[id];
+      if (!spec) return;
+      try {
+        charts.push(makeChart(c, spec, id));
+      } catch (e) {
+        if (window.console) window.console.error("advisor: chart " + id + ": " + e);
+      }
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("button.zoom-reset"), function (b) {
+      b.addEventListener("click", function () {
+        var chart = window.Chart.getChart(document.getElementById("chart-" + b.getAttribute("data-reset")));
+        if (chart && chart.resetZoom) chart.resetZoom();
+        b.hidden = true;
+      });
     });
   }
 
