@@ -116,7 +116,14 @@ def _rank_heatmap(per_rank: pd.DataFrame) -> list[dict]:
 
 
 def build_tables(profile: Profile, metrics: dict) -> dict[str, list[dict]]:
-    """The report's chart tables (see module doc)."""
+    """The report's chart tables (see module doc). Absurd values (a duration
+    near 1e308 in a damaged file) overflow to inf quietly instead of printing
+    numpy warnings at the user."""
+    with np.errstate(all="ignore"):
+        return _build_tables(profile, metrics)
+
+
+def _build_tables(profile: Profile, metrics: dict) -> dict[str, list[dict]]:
     tables: dict[str, list[dict]] = {}
     steps = profile.table("steps")
     if steps is not None:

@@ -94,6 +94,7 @@ def read_columns(
         raise InputError(path, f"missing required column(s): {names}")
     if not found:
         return pd.DataFrame()
+    _check_not_cut(path)
     table = _read_text_table(path, header, list(found.values()))
     numeric = set(numeric)
     out = {}
@@ -122,6 +123,31 @@ def _read_text_table(path: Path, header: list[str], columns: list[str]) -> pa.Ta
         raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
     rename = {names[header.index(c)]: c for c in columns}
     return table.rename_columns([rename.get(n, n) for n in table.column_names])
+
+
+def _check_not_cut(path: Path, chunk: int = 1 << 20) -> None:
+    """InputError when the file ends inside a quoted field (cut mid-write).
+
+    pyarrow accepts a file whose last quoted cell never closes and returns
+    the cut cell as data; an odd number of quote characters in a file that
+    does not end with a newline is that cut. Only such files are scanned.
+    """
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            if fh.tell() == 0:
+                return
+            fh.seek(-1, 2)
+            if fh.read(1) in (b"\n", b"\r"):
+                return
+            fh.seek(0)
+            quotes = 0
+            while block := fh.read(chunk):
+                quotes += block.count(b'"')
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
+    if quotes % 2:
+        raise InputError(path, "truncated CSV: the file ends inside a quoted field")
 
 
 def _unique(header: list[str]) -> list[str]:

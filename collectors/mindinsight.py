@@ -39,6 +39,7 @@ Tables: ``steps``, ``data_ops``, ``data_queue``, ``ops``, ``comm``.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -124,20 +125,35 @@ def _anchor_id(name: str) -> tuple[int, int] | None:
 
 
 def _folder_anchors(folder: Path) -> list[Path]:
-    """The best anchor file of each rank id present in ``folder``."""
-    best: dict[int, tuple[int, Path]] = {}
+    """The best anchor file of each rank id present in ``folder``.
+
+    A rank whose only anchors are not readable files (a dangling symlink, a
+    folder with a file's name) still yields one, so that reading it fails
+    with a message naming the file instead of the rank vanishing silently.
+    """
+    best: dict[int, tuple[bool, int, Path]] = {}
     try:
-        names = sorted(p.name for p in folder.iterdir() if p.is_file())
+        entries = sorted(folder.iterdir())
     except OSError:
         return []
-    for name in names:
-        hit = _anchor_id(name)
+    for path in entries:
+        hit = _anchor_id(path.name)
         if hit is None:
             continue
         prio, rid = hit
-        if rid not in best or prio < best[rid][0]:
-            best[rid] = (prio, folder / name)
-    return [best[r][1] for r in sorted(best)]
+        key = (not path.is_file(), prio, path)
+        if rid not in best or key[:2] < best[rid][:2]:
+            best[rid] = key
+    return [best[r][2] for r in sorted(best)]
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` (present by name) cannot be read as a file."""
+    if path.is_symlink() and not path.exists():
+        return "dangling symbolic link (its target is missing)"
+    if path.is_dir():
+        return "is a folder, not a file"
+    return "not a readable regular file"
 
 
 def _ids_in(folder: Path) -> set[int]:
@@ -185,8 +201,10 @@ def read(unit: Path) -> Profile:
     """
     unit = Path(unit)
     hit = _anchor_id(unit.name)
-    if hit is None or not unit.is_file():
+    if hit is None:
         raise InputError(unit, "not a MindSpore/MindInsight profiler file")
+    if not unit.is_file():
+        raise InputError(unit, _not_a_file(unit))
     folder, fid = unit.parent, hit[1]
     rank = _rank_of(folder, fid)
     meta = RunMeta(
@@ -205,6 +223,8 @@ def read(unit: Path) -> Profile:
     if step_file.is_file():
         step_frame = _load_step_trace(step_file)  # required: errors propagate
         profile.steps = _steps_table(step_frame, rank)
+    elif os.path.lexists(step_file):
+        raise InputError(step_file, _not_a_file(step_file))
     framework = _framework_for(profile, folder, fid)
     readers = (
         ("data_ops", _data_ops_for),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import _netguard
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 CORPUS = Path(os.environ.get("ADVISOR_CORPUS", REPO.parent / "shared" / "corpus"))
@@ -27,3 +29,14 @@ def corpus() -> Path:
 @pytest.fixture(scope="session")
 def examples() -> Path:
     return EXAMPLES
+
+
+@pytest.fixture(autouse=True)
+def _no_network():
+    """Every test runs with sockets blocked except loopback and AF_UNIX
+    (see tests/_netguard.py): a test fails if advisor reaches the network."""
+    undo = _netguard.block()
+    try:
+        yield
+    finally:
+        undo()

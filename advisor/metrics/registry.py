@@ -7,14 +7,25 @@ declares the table columns it needs; when the profile lacks them the metric
 is "not evaluated" with that reason, and the function is never called.
 A function may also raise ``NotEvaluated(reason)`` when the data is there
 but does not support a value (e.g. a single rank for a cluster metric).
+
+Weird data (NaN, inf, negative durations, empty groups) must never crash an
+analysis: any other exception a metric function raises becomes a skipped
+entry ``metric X failed on this input: <one line>``, and a non-finite value
+is "no value". Set ``ADVISOR_STRICT=1`` to re-raise instead (the test suite
+does, where it checks metrics on clean data, so real bugs stay visible).
 """
 
 from __future__ import annotations
 
 import inspect
+import math
+import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from advisor.model import Metric, MetricValue
 from advisor.profile import Profile, Skip
@@ -87,13 +98,21 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
         reason = spec.missing(profile)
         if reason is None:
             try:
-                out = spec.func(profile)
+                # overflow / 0-divide on weird data is handled by the checks
+                # below (non-finite -> no value), not printed at the user
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    out = spec.func(profile)
             except NotEvaluated as exc:
                 reason = str(exc)
+            except Exception as exc:  # noqa: BLE001 -- bad data must not crash the report
+                if strict():
+                    raise
+                reason = f"metric {spec.id} failed on this input: {_one_line(exc)}"
             else:
                 if not isinstance(out, Value):
                     out = Value(out)
-                if out.value is None:
+                if out.value is None or _non_finite(out.value):
                     reason = "no value on this profile"
                 else:
                     metrics[spec.id] = Metric(
@@ -108,6 +127,27 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
     return metrics, skipped
 
 
+def strict() -> bool:
+    """``ADVISOR_STRICT=1``: unexpected metric errors propagate (for tests)."""
+    return os.environ.get("ADVISOR_STRICT", "") not in ("", "0")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text[:200]
+
+
+def _non_finite(value: Any) -> bool:
+    """A scalar NaN or infinity (numpy scalars included)."""
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, (list, dict)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            return False
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _plain(value: Any) -> Any:
     """numpy/pandas scalars and containers -> plain JSON-able Python values."""
     if isinstance(value, dict):
@@ -117,7 +157,7 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):
         value = value.item()
     if isinstance(value, float):
-        if value != value:  # NaN
+        if not math.isfinite(value):  # NaN, +-inf: no value (JSON has none)
             return None
         return round(value, 6)
     return value
