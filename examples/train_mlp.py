@@ -4,7 +4,7 @@ Runs on CPU in a few seconds. ``--slow-data`` adds a sleep to every
 ``__getitem__`` so the run becomes input-bound (the advisor's ``input-bound``
 rule should fire); ``--num-workers`` moves loading to DataLoader workers.
 
-    advisor run examples/train_mlp.py --steps 5 -- --slow-data 0.002
+    advisor run --steps 5 examples/train_mlp.py --slow-data 0.002
     python examples/train_mlp.py --num-workers 2 --slow-data 0.01 --steps 20
 """
 

@@ -28,3 +28,40 @@ def test_run_slow_dataloader_is_input_bound(examples, tmp_path):
     assert "num_workers=" in report["findings"][0]["fix"]["code"]
     assert report["metrics"]["step.data_wait_ratio"]["value"] > 0.5
     assert list((out / "trace").glob("*.pt.trace.json*"))
+
+
+CRASHING = '''
+import os, signal, sys
+import torch
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+how = sys.argv[1]
+for step in range(100):
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    if step == 6:
+        if how == "raise":
+            raise RuntimeError("boom at step 6")
+        os.kill(os.getpid(), signal.SIGTERM)
+'''
+
+
+@pytest.mark.parametrize("how,code", [("raise", 1), ("signal", 128 + 15)])
+def test_crash_or_signal_leaves_a_partial_report(tmp_path, how, code):
+    """A job that dies mid-window still gets a report of the steps captured,
+    the job's own exit code, and no process left behind."""
+    script = tmp_path / "crashy.py"
+    script.write_text(CRASHING)
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor", "run", "--steps", "10", "--warmup", "1", "-o", str(out), "--no-color",
+         str(script), how],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert result.returncode == code, result.stderr[-2000:]
+    assert "Traceback" not in result.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert 1 <= report["run"]["steps_found"] < 10  # the window was cut short
+    assert "step.time_ms" in report["metrics"]
+    leftovers = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
+    assert leftovers.stdout.strip() == ""
