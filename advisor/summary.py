@@ -4,7 +4,7 @@
 ``rank_breakdown``: per rank, mean over steady steps in ms (clusters only).
 ``ops`` / ``comm`` / ``data_ops``: what ``advisor compare`` matches across
 runs by name: the top ``MAX_OPS`` operators (``name``, ``type``, ``core``,
-``count``, ``total_ms`` summed over ranks, ``per_step_ms`` = mean per rank
+``input_dtypes`` where recorded, ``count``, ``total_ms`` summed over ranks, ``per_step_ms`` = mean per rank
 and step), collectives per (``kind``, ``name``) likewise, and dataset-pipeline
 ops (``name``, ``op_id``, ``avg_ms``, ``workers``) where the profile has them.
 ``step_series``: per step id, the step time (mean over ranks, and the
@@ -150,6 +150,13 @@ def _build_tables(profile: Profile, metrics: dict) -> dict[str, list[dict]]:
     return {k: v for k, v in tables.items() if v}
 
 
+def _distinct(values: pd.Series) -> str | None:
+    """The distinct non-empty values of a group, " | "-joined (an operator
+    name may run with several input dtype combinations)."""
+    found = sorted({str(v) for v in values.dropna() if str(v)})
+    return " | ".join(found) or None
+
+
 def _steps_per_rank(profile: Profile) -> float | None:
     steps = profile.table("steps")
     if steps is None or "step" not in steps.columns or steps["step"].isna().all():
@@ -168,6 +175,8 @@ def _time_tables(profile: Profile) -> dict[str, list[dict]]:
             continue
         ranks = max(df["rank"].nunique(), 1)
         agg = df.groupby(keys, dropna=False).agg(total=(value, "sum"), count=(value, "size") if "count" not in df.columns else ("count", "sum"))
+        if "input_dtypes" in df.columns and df["input_dtypes"].notna().any():
+            agg["input_dtypes"] = df.groupby(keys, dropna=False)["input_dtypes"].agg(_distinct)
         agg = agg.sort_values("total", ascending=False).head(MAX_OPS).reset_index()
         agg["total_ms"] = (agg.pop("total") / US_PER_MS).round(4)
         agg["per_step_ms"] = (agg["total_ms"] / (ranks * per_rank_steps)).round(4) if per_rank_steps else None

@@ -110,6 +110,13 @@ def _finding_view(f: Any, report: Report, lang: str) -> dict[str, Any]:
     }
 
 
+#: Columns of the operators table (Report.tables["ops"]) and how they sort.
+OP_COLUMNS = (
+    ("name", "text"), ("type", "text"), ("core", "text"), ("input_dtypes", "text"),
+    ("count", "num"), ("total_ms", "num"), ("per_step_ms", "num"),
+)
+
+
 def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
     """The whole report as one HTML document (a str) that opens offline."""
     lang = lang if lang in MESSAGES else DEFAULT_LANG
@@ -122,6 +129,8 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
     }
     metrics = sorted(report.metrics.values(), key=lambda m: m.id)
     scopes = sorted({m.scope for m in metrics})
+    ops = (report.tables or {}).get("ops") or []
+    op_columns = [(k, kind) for k, kind in OP_COLUMNS if any(row.get(k) is not None for row in ops)]
     template = _env().get_template("report.html.j2")
     return template.render(
         lang=lang,
@@ -136,6 +145,8 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
         charts=charts,
         metrics=metrics,
         scopes=scopes,
+        ops=ops,
+        op_columns=op_columns,
         skipped=report.skipped,
         data_json=json_for_script(chart_data),
         css=Markup(assets["css"]),

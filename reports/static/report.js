@@ -319,15 +319,16 @@
     });
   });
 
-  /* ------------------------------------------------ metrics: sort and filter */
+  /* ------------------------------------- tables (metrics, operators): sort and filter */
 
-  var table = document.getElementById("metrics-table");
-  if (table) {
+  function sortableTable(tableId, filterId, scopeId, countId) {
+    var table = document.getElementById(tableId);
+    if (!table) return;
     var tbody = table.tBodies[0];
     var rows = Array.prototype.slice.call(tbody.rows);
-    var filterInput = document.getElementById("metric-filter");
-    var scopeSelect = document.getElementById("metric-scope");
-    var countEl = document.getElementById("metric-count");
+    var filterInput = document.getElementById(filterId);
+    var scopeSelect = scopeId ? document.getElementById(scopeId) : null;
+    var countEl = document.getElementById(countId);
     var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
 
     var applyFilter = function () {
@@ -380,6 +381,9 @@
       });
     });
   }
+
+  sortableTable("metrics-table", "metric-filter", "metric-scope", "metric-count");
+  sortableTable("ops-table", "op-filter", null, "op-count");
 
   /* ------------------------------------------------------------------ print */
 

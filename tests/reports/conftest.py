@@ -12,9 +12,7 @@ import pytest
 from advisor.model import Finding, FindingScope, Fix, Metric, Report, RunInfo
 from advisor.profile import Skip
 
-XSS_SCRIPT = "<script>alert(1)</script>"
-XSS_IMG = '"><img src=x onerror=alert(1)>'
-XSS_FLAG_SCRIPT = "<script>window.__pwned=1</script>"
+from xss_names import XSS_FLAG_SCRIPT, XSS_IMG, XSS_SCRIPT  # noqa: E402
 
 TORCH_DATALOADER_FIX = """\
 loader = torch.utils.data.DataLoader(

@@ -200,3 +200,31 @@ def test_big_report_opens(browser, big_report: Report, tmp_path: Path) -> None:
         assert page.requests == [page.url]
     finally:
         page.close()
+
+
+def test_operators_table_sorts_and_filters(browser, examples: Path, tmp_path: Path) -> None:
+    """The operators of a real profile (the VGG16 fp32 tuning case) in a
+    sortable, filterable table."""
+    from advisor.analysis import analyze
+
+    report = analyze(examples / "vgg16_fp32")
+    ops = report.tables["ops"]
+    page = Page(browser, write_reports(report, tmp_path / "out")["html"])
+    try:
+        p = page.page
+        rows = p.locator("#ops-table tbody tr")
+        assert rows.count() == len(ops)
+        total_col = p.locator("#ops-table thead button", has_text="total ms")
+        total_col.click()
+        total_col.click()  # descending
+        col = int(total_col.get_attribute("data-col"))
+        keys = p.eval_on_selector_all(
+            f"#ops-table tbody tr td:nth-child({col + 1})", "tds => tds.map(t => parseFloat(t.dataset.sort))")
+        assert keys == sorted(keys, reverse=True)
+        assert keys[0] == max(o["total_ms"] for o in ops)
+        p.fill("#op-filter", "matmul")
+        shown = p.locator("#ops-table tbody tr:not(.hidden)").count()
+        assert shown == sum(1 for o in ops if "matmul" in " ".join(str(v) for v in o.values()).lower()) > 0
+        assert page.errors == [] and page.requests == [page.url]
+    finally:
+        page.close()

@@ -12,7 +12,7 @@ from advisor.model import Report
 from advisor.reports import render_html
 from advisor.reports.html import json_for_script
 
-from conftest import XSS_FLAG_SCRIPT, XSS_IMG, XSS_SCRIPT
+from xss_names import XSS_FLAG_SCRIPT, XSS_IMG, XSS_SCRIPT
 
 
 class Doc(HTMLParser):
