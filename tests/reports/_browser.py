@@ -39,7 +39,8 @@ PAINTED_JS = """() => Array.from(document.querySelectorAll('canvas[data-chart]')
 
 def require_chromium() -> None:
     if not Path(CHROMIUM).is_file():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set ADVISOR_CHROMIUM)")
+        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set ADVISOR_CHROMIUM)",
+                    allow_module_level=True)
 
 
 def launch(p):

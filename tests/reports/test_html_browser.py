@@ -12,8 +12,6 @@ or $ADVISOR_CHROMIUM. Playwright's own browser download is never used.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,62 +19,17 @@ import pytest
 from advisor.model import Report
 from advisor.reports import write_reports
 
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
-)
+from _browser import VIEWPORT, Page, launch, require_chromium, sync_api  # noqa: E402
 
-CHROMIUM = os.environ.get("ADVISOR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not Path(CHROMIUM).is_file():
-    pytest.skip(
-        f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set ADVISOR_CHROMIUM)",
-        allow_module_level=True,
-    )
-
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-VIEWPORT = {"width": 1280, "height": 800}
+require_chromium()
 
 
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        except sync_api.Error as e:  # pragma: no cover - depends on the machine
-            pytest.skip(f"Chromium at {CHROMIUM} does not start: {str(e).splitlines()[0]}")
+        b = launch(p)
         yield b
         b.close()
-
-
-class Page:
-    """A page opened on a report file, recording what a user would not see."""
-
-    def __init__(self, browser, path: Path) -> None:
-        self.url = path.resolve().as_uri()
-        self.context = browser.new_context(viewport=VIEWPORT, service_workers="block")
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.dialogs: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("dialog", self._dialog)
-        self.page.goto(self.url, wait_until="load")
-        self.page.wait_for_selector("html[data-advisor-ready='1']", timeout=10_000)
-
-    def _dialog(self, dialog) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def close(self) -> None:
-        self.context.close()
 
 
 @pytest.fixture
