@@ -272,15 +272,19 @@ def _add_device_busy(profile: Profile, kernels: pd.DataFrame) -> None:
 
 def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
     """communication.json -> comm, bandwidth; communication_matrix.json -> links."""
+    _read_comm_files(reader, out_dir / "communication.json", rank,
+                     out_dir / "communication_matrix.json", lambda p: comm_io.read_matrix(p, rank))
+
+
+def _read_comm_files(reader: _Reader, comm_path: Path, rank: int | None, matrix_path: Path, read_matrix) -> None:
+    """A communication summary -> comm, bandwidth; a matrix -> links (each optional)."""
     profile = reader.profile
-    path = out_dir / "communication.json"
-    if _is_file(path):
-        result = reader.attempt(path, comm_io.read_communication, rank)
+    if _is_file(comm_path):
+        result = reader.attempt(comm_path, comm_io.read_communication, rank)
         if result is not None:
             profile.comm, profile.bandwidth = result
-    path = out_dir / "communication_matrix.json"
-    if _is_file(path):
-        profile.links = reader.attempt(path, comm_io.read_matrix, rank)
+    if _is_file(matrix_path):
+        profile.links = reader.attempt(matrix_path, read_matrix)
 
 
 def _read_trace_steps(reader: _Reader, out_dir: Path) -> None:
@@ -347,14 +351,8 @@ def read_cluster(unit: Path) -> Profile:
     path = unit / "cluster_step_trace_time.csv"
     if _is_file(path):
         profile.steps = reader.attempt(path, tables.read_cluster_step_trace)
-    path = unit / "cluster_communication.json"
-    if _is_file(path):
-        result = reader.attempt(path, comm_io.read_communication, None)
-        if result is not None:
-            profile.comm, profile.bandwidth = result
-    path = unit / "cluster_communication_matrix.json"
-    if _is_file(path):
-        profile.links = reader.attempt(path, _read_cluster_matrix)
+    _read_comm_files(reader, unit / "cluster_communication.json", None,
+                     unit / "cluster_communication_matrix.json", _read_cluster_matrix)
     _require_something(profile, reader, unit)
     ranks: set[int] = set()
     for name in ("steps", "comm", "bandwidth"):
