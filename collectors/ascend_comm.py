@@ -14,6 +14,7 @@ skipped: they are sums of the records already read.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,6 +51,7 @@ def split_op_key(key: str) -> tuple[str, str | None]:
     return name, (group if sep else None)
 
 
+@functools.lru_cache(maxsize=4096)
 def comm_kind(name: str) -> str:
     """Collective kind of an HCCL operator name (allreduce, send, ..., other)."""
     n = name.lower().replace("_", "").replace("-", "")
@@ -69,6 +71,7 @@ def comm_kind(name: str) -> str:
     return "other"
 
 
+@functools.lru_cache(maxsize=4096)
 def _field(key: str) -> tuple[str, float | None]:
     """``"Elapse Time(ms)"`` -> ("elapsetime", 1000.0); no unit -> factor None."""
     m = re.match(r"^\s*([^()]*?)\s*(?:\(([^)]*)\))?\s*$", key)
