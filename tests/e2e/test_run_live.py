@@ -384,6 +384,9 @@ def test_mindspore_script_gets_profiler_env(tmp_path):
     assert any("MS_PROFILER_OPTIONS" in n for n in result.notes)
 
 
+@pytest.mark.skipif(importable("mindspore") and not importable("torch"),
+                    reason="with only MindSpore importable the parent already guesses MindSpore "
+                           "up front; this test needs a parent that guessed otherwise")
 def test_import_hook_switches_mindspore_profiler_on_at_import(tmp_path):
     """Not visible statically: the bootstrap's import hook sets the variable
     before MindSpore's own code runs (even when the import then fails)."""
@@ -419,3 +422,9 @@ def test_mindspore_run_writes_ascend_ms(tmp_path):
     assert result.framework == "mindspore"
     assert result.exit_code == 0, result.notes
     assert any(p.name.endswith("_ascend_ms") for p in result.trace_files)
+    # and `advisor run` reads what the MindSpore Profiler wrote
+    from advisor.analysis import analyze
+
+    report = analyze(result.trace_dir)
+    assert report.run.framework == "mindspore"
+    assert report.run.source_format.startswith("ascend")
