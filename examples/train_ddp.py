@@ -7,6 +7,22 @@ Under torchrun each process reads RANK / WORLD_SIZE from the environment:
 
 Run directly (``python examples/train_ddp.py``) it starts its own ranks with
 ``torch.multiprocessing.spawn``.
+
+Variants for the advisor's cluster and communication rules:
+
+* ``--slow-rank R --slow-ms MS``: rank R sleeps MS milliseconds in every
+  step (between the batch fetch and forward), a straggler the others wait
+  for at the gradient all-reduce (``slow-rank`` should name R).
+* ``--allreduce after-backward``: no DDP; gradients are averaged by one
+  ``all_reduce`` per parameter *after* ``backward()`` returns, so nothing
+  overlaps (``exposed-allreduce`` should fire). ``--allreduce ddp`` (the
+  default) uses DDP's bucketed all-reduce, which overlaps backward;
+  ``--bucket-cap-mb`` sets DDP's bucket size (a bucket larger than the
+  model also leaves the whole all-reduce after backward).
+* ``--hidden`` / ``--layers`` size the MLP so that all-reduce time is
+  visible on gloo (default: a small model); ``--conv-channels`` adds a
+  compute-heavy, parameter-light conv stem in front of it, which gives
+  DDP's buckets backward work to overlap with.
 """
 
 from __future__ import annotations
@@ -30,27 +46,75 @@ def train(rank: int, world_size: int, args) -> None:
     try:
         torch.manual_seed(0)
         n = args.steps * args.batch_size * world_size
-        x = torch.randn(n, args.features)
-        y = x.sum(dim=1, keepdim=True)
+        if args.conv_channels:                         # images for the conv stem
+            x = torch.randn(n, 3, args.image_size, args.image_size)
+            y = x.mean(dim=(1, 2, 3)).unsqueeze(1)
+        else:
+            x = torch.randn(n, args.features)
+            y = x.sum(dim=1, keepdim=True)
         data = TensorDataset(x, y)
         sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True)
         loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True)
-        model = DDP(nn.Sequential(nn.Linear(args.features, 128), nn.ReLU(), nn.Linear(128, 1)))
+        model = _model(args)
+        if args.allreduce == "ddp":
+            kw = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
+            model = DDP(model, **kw)
+        else:                                          # one broadcast so ranks start equal
+            for prm in model.parameters():
+                dist.broadcast(prm.data, src=0)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         loss_fn = nn.MSELoss()
+        slow = args.slow_ms / 1000.0 if rank == args.slow_rank else 0.0
         t0 = time.perf_counter()
         for step, (xb, yb) in enumerate(loader):
             opt.zero_grad(set_to_none=True)
+            if slow:
+                time.sleep(slow)                       # the straggler's extra host time
             loss = loss_fn(model(xb), yb)
             loss.backward()
+            if args.allreduce == "after-backward":
+                _allreduce_after_backward(model, world_size)
             opt.step()
             if rank == 0 and (step % 10 == 0 or step == args.steps - 1):
                 print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
+        dist.barrier()  # no rank tears gloo down while a peer still has traffic in flight
         if rank == 0:
             print(f"{args.steps} steps on {world_size} ranks in "
                   f"{time.perf_counter() - t0:.2f}s", flush=True)
     finally:
         dist.destroy_process_group()
+
+
+def _mlp(features: int, hidden: int, layers: int) -> nn.Module:
+    mods: list[nn.Module] = [nn.Linear(features, hidden), nn.ReLU()]
+    for _ in range(layers - 1):
+        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
+    mods.append(nn.Linear(hidden, 1))
+    return nn.Sequential(*mods)
+
+
+def _model(args) -> nn.Module:
+    """The MLP, optionally behind a conv stem. The stem has few parameters
+    but most of the compute, and its gradients come last in backward: DDP
+    reduces the big MLP buckets while the stem's backward still runs."""
+    if not args.conv_channels:
+        return _mlp(args.features, args.hidden, args.layers)
+    c = args.conv_channels
+    stem = nn.Sequential(
+        nn.Conv2d(3, c, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(c, c, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+    )
+    return nn.Sequential(stem, _mlp(c * 16, args.hidden, args.layers))
+
+
+def _allreduce_after_backward(model: nn.Module, world_size: int) -> None:
+    """Average the gradients with one all-reduce per parameter, all of them
+    after backward has finished (what DDP avoids by overlapping buckets)."""
+    for prm in model.parameters():
+        if prm.grad is not None:
+            dist.all_reduce(prm.grad)
+            prm.grad.div_(world_size)
 
 
 def _spawned(rank: int, world_size: int, args) -> None:
@@ -68,6 +132,17 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--features", type=int, default=32)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=1, help="hidden layers of the MLP")
+    ap.add_argument("--conv-channels", type=int, default=0,
+                    help="put a two-layer conv stem with this many channels before the MLP "
+                         "(inputs become 3 x --image-size x --image-size images)")
+    ap.add_argument("--image-size", type=int, default=32)
+    ap.add_argument("--allreduce", choices=("ddp", "after-backward"), default="ddp",
+                    help="DDP's bucketed all-reduce, or a plain all-reduce loop after backward")
+    ap.add_argument("--bucket-cap-mb", type=float, default=None, help="DDP bucket size (default 25)")
+    ap.add_argument("--slow-rank", type=int, default=-1, help="rank that sleeps --slow-ms every step")
+    ap.add_argument("--slow-ms", type=float, default=0.0)
     ap.add_argument("--nprocs", type=int, default=2, help="ranks to spawn without torchrun")
     args = ap.parse_args(argv)
     if "RANK" in os.environ:                       # launched by torchrun

@@ -1,7 +1,9 @@
 """Cross-rank metrics: which rank is slow, in which step component, and
 which link is slow.
 
-Spread statistics (per component, over per-rank means of steady steps):
+Spread statistics (per component, over per-rank *medians* of steady steps,
+so that one stalled step on a busy host does not make a rank "slow"; a
+straggler is slow in every step and keeps its excess in the median):
 ``excess`` = max(rank value) - median(rank values), in ms and as a share of
 the step; the robust z-score of the worst rank is 0.6745 * (x - median) / MAD
 (Iglewicz and Hoaglin; above 3.5 is a clear outlier, below it the spread is
@@ -10,7 +12,11 @@ broad rather than one rank standing out).
 In synchronous training every rank waits at the next collective for the
 slowest one, so the slow rank shows *more* time in the component that makes
 it slow and *less* exposed communication (it waits least); the others'
-exposed communication grows by about its excess.
+exposed communication grows by about its excess. On CPU-only traces
+(components are host time, which includes OS descheduling on a shared
+host), the excess is capped by that
+corroborating wait (median rank's exposed communication minus the slow
+rank's): time nobody waits for does not hold the cluster back.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, per_rank_mean
+from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median
 from advisor.profile import Profile
 
 #: Step components a rank can be slow in (the column, and what it means).
@@ -60,14 +66,29 @@ def _component_spreads(p: Profile) -> list[dict]:
     if step.empty or step.median() <= 0:
         raise NotEvaluated("no step durations")
     out = []
+    # CPU-only traces: the components are host time, which on a shared host
+    # includes OS descheduling that peers do not wait for (see below).
+    waits = per_rank_median(p, "exposed_comm_us") if p.meta.device == "cpu" else pd.Series(dtype=float)
     for column, label in COMPONENTS.items():
-        values = per_rank_mean(p, column)
+        values = per_rank_median(p, column)
         if len(values) < MIN_RANKS:
             continue
         worst = int(values.idxmax())
         excess = float(values.max() - values.median())
+        extra = {}
+        if len(waits) == len(values) and worst in waits.index:
+            # Corroboration: the others wait for a slow rank at the next
+            # collective, so it waits less than the median rank by about its
+            # excess. Excess the others do not wait for (e.g. a rank
+            # descheduled between two of its own ops on a busy host, made up
+            # before the collective) holds nobody back.
+            saved = max(float(waits.median() - waits[worst]), 0.0)
+            extra = {"component_excess_ms": round(excess / US_PER_MS, 3),
+                     "others_wait_ms": round(saved / US_PER_MS, 3)}
+            excess = min(excess, saved)
         out.append(
             {
+                **extra,
                 "component": label,
                 "column": column,
                 "rank": worst,
@@ -95,9 +116,12 @@ def rank_count(p: Profile) -> Value:
 @metric("cluster.slow_rank", unit="rank", scope="rank", needs=["steps.duration_us"])
 def slow_rank(p: Profile) -> Value:
     """The rank with the largest excess over the cluster median in any step
-    component (compute, free, data loading, iteration interval, fp/bp)."""
+    component (compute, free, data loading, iteration interval, fp/bp),
+    comparing each rank's median over its steady steps (a straggler is slow
+    in every step; one stalled step is not a slow rank)."""
     s = _slowest(p)
-    evidence = {k: s[k] for k in ("component", "excess_ms", "zscore")}
+    evidence = {k: s[k] for k in ("component", "excess_ms", "zscore", "component_excess_ms",
+                                  "others_wait_ms") if k in s}
     if len(s["per_rank_ms"]) <= 64:
         evidence["per_rank_ms"] = s["per_rank_ms"]
     return Value(s["rank"], evidence)

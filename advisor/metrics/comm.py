@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import per_rank_mean, rank_evidence, run_mean_ms, run_ratio
+from advisor.metrics.steps_view import (
+    US_PER_MS, per_rank_mean, rank_evidence, run_mean_ms, run_ratio, steady_steps,
+)
 from advisor.profile import Profile
 
 
@@ -40,13 +44,50 @@ def _exposed_source(p: Profile) -> str:
     raise NotEvaluated("the profile has neither a step tail nor exposed communication")
 
 
+def _last_arrival(p: Profile, column: str) -> tuple[float, float] | None:
+    """Exposed communication of the rank that arrives last, per step:
+    ``(mean ms, mean share of the step)`` over the steady steps that every
+    rank recorded, or None for one rank / unlabelled ranks / no step ids.
+
+    A collective completes only when the last rank has joined, so the ranks
+    that arrive earlier also wait for it: their exposed communication is the
+    last rank's plus the imbalance (reported by ``slow-rank``). The minimum
+    over ranks of a step's exposed communication is the synchronization no
+    rank can avoid, the part a bucket / fusion change can hide."""
+    if p.meta.ranks_inferred:
+        return None
+    steps = steady_steps(p)
+    if "step" not in steps.columns or column not in steps.columns:
+        return None
+    steps = steps.dropna(subset=["step", column, "duration_us"])
+    ranks = steps["rank"].nunique()
+    if ranks < 2:
+        return None
+    g = steps.groupby("step")
+    per = pd.DataFrame({"exposed": g[column].min(), "dur": g["duration_us"].median(),
+                        "ranks": g["rank"].nunique()})
+    per = per[(per["ranks"] == ranks) & (per["dur"] > 0)]
+    if per.empty:
+        return None
+    return float(per["exposed"].mean()) / US_PER_MS, float((per["exposed"] / per["dur"]).mean())
+
+
+_LAST_ARRIVAL = "exposed_comm_us, per step the least-exposed rank (the last to arrive)"
+
+
 @metric("comm.exposed_allreduce_ms", unit="ms", needs=["steps", "comm"])
 def exposed_allreduce_ms(p: Profile) -> Value:
     """Time per step spent on gradient synchronization that backward does not
     hide: the step-trace tail where the source has one (MindSpore: end of
-    backward to end of step), else the exposed communication time. Evaluated
-    only when the profile contains all-reduce or reduce-scatter collectives."""
+    backward to end of step), else the exposed communication time. With
+    several ranks and step ids, exposed communication is taken per step from
+    the rank that exposes least (the last to arrive at the collectives; the
+    others' extra wait is imbalance, not gradient sync). Evaluated only when
+    the profile contains all-reduce or reduce-scatter collectives."""
     column = _exposed_source(p)
+    last = _last_arrival(p, column) if column == "exposed_comm_us" else None
+    if last is not None:
+        return Value(last[0], {"from": _LAST_ARRIVAL, **rank_evidence(per_rank_mean(p, column))})
     value = run_mean_ms(p, column)
     if value is None:
         raise NotEvaluated(f"no {column} values")
@@ -57,6 +98,9 @@ def exposed_allreduce_ms(p: Profile) -> Value:
 def exposed_allreduce_ratio(p: Profile) -> Value:
     """``comm.exposed_allreduce_ms`` as a share of the step."""
     column = _exposed_source(p)
+    last = _last_arrival(p, column) if column == "exposed_comm_us" else None
+    if last is not None:
+        return Value(last[1], {"from": _LAST_ARRIVAL})
     value = run_ratio(p, column)
     if value is None:
         raise NotEvaluated(f"no {column} values with a positive step duration")

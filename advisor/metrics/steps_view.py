@@ -45,6 +45,21 @@ def _per_rank_mean(profile: Profile, column: str) -> pd.Series:
     return steps.groupby("rank")[column].mean().dropna()
 
 
+def per_rank_median(profile: Profile, column: str) -> pd.Series:
+    """Median of ``column`` per rank over steady steps (index: rank), NaNs
+    dropped. Cross-rank comparisons use it: a rank that is slow in every
+    step is a straggler, one stalled step (preemption, GC, a checkpoint) is
+    not, and a mean over a few steps cannot tell the two apart."""
+    return profile.memo(f"per_rank_median:{column}", lambda: _per_rank_median(profile, column))
+
+
+def _per_rank_median(profile: Profile, column: str) -> pd.Series:
+    steps = steady_steps(profile)
+    if column not in steps.columns:
+        return pd.Series(dtype=float)
+    return steps.groupby("rank")[column].median().dropna()
+
+
 def run_mean_ms(profile: Profile, column: str) -> float | None:
     """Run value of a ``*_us`` column in ms: mean over ranks of per-rank means."""
     ranks = per_rank_mean(profile, column)
