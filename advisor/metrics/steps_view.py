@@ -35,14 +35,14 @@ def _steady_steps(profile: Profile) -> pd.DataFrame:
 
 def per_rank_mean(profile: Profile, column: str) -> pd.Series:
     """Mean of ``column`` per rank over steady steps (index: rank), NaNs dropped."""
-    return profile.memo(f"per_rank_mean:{column}", lambda: _per_rank_mean(profile, column))
+    return profile.memo(f"per_rank_mean:{column}", lambda: _per_rank(profile, column, "mean"))
 
 
-def _per_rank_mean(profile: Profile, column: str) -> pd.Series:
+def _per_rank(profile: Profile, column: str, how: str) -> pd.Series:
     steps = steady_steps(profile)
     if column not in steps.columns:
         return pd.Series(dtype=float)
-    return steps.groupby("rank")[column].mean().dropna()
+    return steps.groupby("rank")[column].agg(how).dropna()
 
 
 def per_rank_median(profile: Profile, column: str) -> pd.Series:
@@ -50,14 +50,7 @@ def per_rank_median(profile: Profile, column: str) -> pd.Series:
     dropped. Cross-rank comparisons use it: a rank that is slow in every
     step is a straggler, one stalled step (preemption, GC, a checkpoint) is
     not, and a mean over a few steps cannot tell the two apart."""
-    return profile.memo(f"per_rank_median:{column}", lambda: _per_rank_median(profile, column))
-
-
-def _per_rank_median(profile: Profile, column: str) -> pd.Series:
-    steps = steady_steps(profile)
-    if column not in steps.columns:
-        return pd.Series(dtype=float)
-    return steps.groupby("rank")[column].median().dropna()
+    return profile.memo(f"per_rank_median:{column}", lambda: _per_rank(profile, column, "median"))
 
 
 def run_mean_ms(profile: Profile, column: str) -> float | None:

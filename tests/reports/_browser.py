@@ -83,3 +83,12 @@ class Page:
 
     def close(self) -> None:
         self.context.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per test module (import this fixture by name)."""
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _browser import VIEWPORT, Page, launch, sync_api
+from _browser import VIEWPORT, Page, browser  # noqa: F401  (fixture)
 from _cluster_profile import SLOW_RANK, cluster_profile
 
 from advisor.analysis import analyze_profile
@@ -33,14 +33,6 @@ CLUSTER_EXAMPLE = ROOT / "examples" / "resnet50_8p_allreduce_tail"
 XSS = "<script>window.__pwned=1</script>"
 XSS_IMG = '"><img src=x onerror="window.__pwned=2">'
 MAX_HTML_BYTES = 3_000_000
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -19,17 +19,9 @@ import pytest
 from advisor.model import Report
 from advisor.reports import write_reports
 
-from _browser import VIEWPORT, Page, launch, require_chromium, sync_api  # noqa: E402
+from _browser import VIEWPORT, Page, browser, require_chromium  # noqa: E402,F401  (fixture)
 
 require_chromium()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 @pytest.fixture
