@@ -144,7 +144,6 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
            wall: float) -> str:
     lines: list[str] = []
     sizes = sorted({r["ranks"] for r in results})
-    sep = "|" if md else " "
 
     def row(cells):
         return ("| " + " | ".join(cells) + " |") if md else "  ".join(f"{c:<24}" for c in cells)
