@@ -50,7 +50,7 @@ import pandas as pd
 from advisor.collectors.csvio import read_columns, read_header
 from advisor.collectors.fileio import load_json
 from advisor.errors import InputError
-from advisor.profile import Profile, RunMeta, merge_profiles
+from advisor.profile import Profile, RunMeta
 
 #: Ascend system counter: one tick is 10 ns, so ticks / 100 = microseconds.
 SYSCNT_PER_US = 100.0
@@ -246,19 +246,6 @@ def read(unit: Path) -> Profile:
             raise failures[0]
         raise InputError(folder, f"no usable MindSpore profiler data for rank id {fid}")
     return profile
-
-
-def read_folder(folder: Path) -> Profile:
-    """Every rank of one folder merged (a convenience for tests and scripts)."""
-    units = discover(Path(folder))
-    if not units:
-        raise InputError(folder, "no MindSpore/MindInsight profiler files found")
-    parts = [read(u) for u in units]
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0].meta
-    meta = first.model_copy(update={"ranks": [], "source_path": str(folder)})
-    return merge_profiles(parts, meta)
 
 
 def _read_profiler_info(profile: Profile, path: Path) -> None:
