@@ -26,11 +26,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
+from . import arrow_frames
 from . import ascend_comm as comm_io
 from . import ascend_db
 from . import ascend_tables as tables
@@ -132,6 +135,12 @@ def _rank_sort_key(folder: Path) -> tuple:
 
 def read(unit: Path) -> Profile:
     """Read one unit (rank folder or cluster_analysis_output) into a Profile."""
+    return arrow_frames.profile_to_pandas(read_arrow(unit))
+
+
+def read_arrow(unit: Path) -> Profile:
+    """``read`` with the per-rank tables left in Arrow form, for the cluster
+    engine to concatenate over ranks before converting (see ``arrow_frames``)."""
     unit = Path(unit)
     if not _is_dir(unit):
         raise InputError(unit, "not a folder")
@@ -243,9 +252,9 @@ def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
         profile.steps = reader.attempt(path, tables.read_step_trace, rank)
     path = out_dir / "kernel_details.csv"
     if _is_file(path):
-        kernels = reader.attempt(path, tables.read_kernel_details)
-        if kernels is not None and not kernels.empty:
-            profile.ops = tables.aggregate_kernels(kernels, rank)
+        kernels = reader.attempt(path, tables.kernel_table)
+        if kernels is not None and kernels.num_rows:
+            profile.ops = tables.ops_from_kernels(kernels, rank)
             _add_device_busy(profile, kernels)
     if profile.ops is None:
         path = out_dir / "op_statistic.csv"
@@ -257,17 +266,22 @@ def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
                     "without input dtypes or shapes")
 
 
-def _add_device_busy(profile: Profile, kernels: pd.DataFrame) -> None:
-    """Merge per-step device busy time (union of kernels) into the steps table."""
+def _add_device_busy(profile: Profile, kernels: pa.Table) -> None:
+    """Add per-step device busy time (union of kernels) to the steps table."""
     steps = profile.steps
-    if steps is None or steps["step"].isna().all():
+    if steps is None or steps.column("step").null_count == steps.num_rows:
         return
-    busy = tables.device_busy(kernels)
-    if busy is not None:
-        merged = steps.merge(busy, on="step", how="left")
-        if merged["device_busy_us"].notna().any():
-            profile.steps = merged
-
+    busy = tables.busy_per_step(kernels)
+    if busy is None:
+        return
+    ids, values = busy  # ids sorted ascending
+    step = steps.column("step")
+    wanted = step.fill_null(-1).to_numpy()
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    hit = (ids[pos] == wanted) & step.is_valid().to_numpy(zero_copy_only=False)
+    if hit.any():
+        column = pa.array(np.where(hit, values[pos], np.nan), mask=~hit)
+        profile.steps = steps.append_column("device_busy_us", column)
 
 
 def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
@@ -354,6 +368,7 @@ def read_cluster(unit: Path) -> Profile:
     _read_comm_files(reader, unit / "cluster_communication.json", None,
                      unit / "cluster_communication_matrix.json", _read_cluster_matrix)
     _require_something(profile, reader, unit)
+    arrow_frames.profile_to_pandas(profile)
     ranks: set[int] = set()
     for name in ("steps", "comm", "bandwidth"):
         df = profile.table(name)
@@ -368,7 +383,7 @@ def read_cluster(unit: Path) -> Profile:
     return profile
 
 
-def _read_cluster_matrix(path: Path) -> pd.DataFrame | None:
+def _read_cluster_matrix(path: Path) -> pa.Table | None:
     """cluster_communication_matrix.json -> links; a link's rank is its source."""
     data = comm_io.load_json(path)
     rows = comm_io.link_records(data) if isinstance(data, dict) else []

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
+import pyarrow as pa
 
 from advisor.errors import InputError
 
@@ -80,13 +80,22 @@ def _field(key: str) -> tuple[str, float | None]:
     return base, _UNIT_TO_US.get(unit) if unit else None
 
 
-def _walk(node, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict]]:
-    """Yield (keys from the root, dict) for every dict below ``node``."""
-    if isinstance(node, dict):
+def _walk(node, path: tuple[str, ...], is_record) -> Iterator[tuple[tuple[str, ...], dict]]:
+    """Yield (keys from the root, dict) for every dict below ``node`` that
+    ``is_record(dict)`` accepts; the walk does not descend into a record's
+    own values, nor into "Total ..." summaries."""
+    if not isinstance(node, dict):
+        return
+    if is_record(node):
         yield path, node
-        for key, child in node.items():
-            if isinstance(child, dict) and not str(key).startswith("Total"):
-                yield from _walk(child, path + (str(key),))
+        return
+    for key, child in node.items():
+        if isinstance(child, dict) and not str(key).startswith("Total"):
+            yield from _walk(child, path + (str(key),), is_record)
+
+
+def _is_op_record(node: dict) -> bool:
+    return TIME_INFO in node or BANDWIDTH_INFO in node
 
 
 def _context(path: tuple[str, ...]) -> dict:
@@ -105,47 +114,65 @@ def _context(path: tuple[str, ...]) -> dict:
 
 def _num(value) -> float | None:
     """A JSON number (or numeric string) as float; anything else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
         return float(value)
-    try:
-        return float(str(value).strip())
-    except (TypeError, ValueError):
-        return None
+    if kind is str:
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _key_lookup(fields: dict[str, str], default_factor) -> "functools._lru_cache_wrapper":
+    """A cached map: raw JSON key -> (column, factor to us) or None, for keys
+    whose normalized name is in ``fields``; ``default_factor(column)`` when
+    the key has no unit."""
+    @functools.lru_cache(maxsize=1024)
+    def lookup(key: str):
+        base, factor = _field(key)
+        col = fields.get(base)
+        if col is None:
+            return None
+        return col, (default_factor(col) if factor is None else factor)
+    return lookup
+
+
+# Timestamps without a unit are us, spans ms.
+_time_key = _key_lookup(_TIME_FIELDS, lambda col: 1.0 if col == "start_us" else 1000.0)
+_bandwidth_key = _key_lookup({"transitsize": "size_mb", "transittime": "time_ms",
+                              "bandwidth": "bandwidth_gbps", "largepacketratio": "large_packet_ratio"},
+                             lambda col: 1.0)
 
 
 def _time_row(info: dict) -> dict:
     """Communication Time Info -> comm columns in microseconds."""
     row: dict = {}
     for key, value in info.items():
-        base, factor = _field(str(key))
-        col = _TIME_FIELDS.get(base)
-        num = _num(value)
-        if col is None or num is None:
-            continue
-        if factor is None:  # no unit in the key: timestamps are us, spans ms
-            factor = 1.0 if col == "start_us" else 1000.0
-        row[col] = num * factor
+        hit = _time_key(key) if type(key) is str else None
+        if hit is not None:
+            num = _num(value)
+            if num is not None:
+                row[hit[0]] = num * hit[1]
     return row
 
 
 def _bandwidth_rows(info: dict) -> Iterator[dict]:
-    """Communication Bandwidth Info -> one row per transport that moved data."""
+    """Communication Bandwidth Info -> one row per transport that moved data
+    (sizes MB, times ms and bandwidths GB/s as written)."""
     for transport, stats in info.items():
         if not isinstance(stats, dict):
             continue
         row = {"transport": str(transport).upper()}
         for key, value in stats.items():
-            base, _ = _field(str(key))
-            col = {
-                "transitsize": "size_mb",
-                "transittime": "time_ms",
-                "bandwidth": "bandwidth_gbps",
-                "largepacketratio": "large_packet_ratio",
-            }.get(base)
-            if col is not None and _num(value) is not None:
-                row[col] = _num(value)
+            hit = _bandwidth_key(key) if type(key) is str else None
+            if hit is not None:
+                num = _num(value)
+                if num is not None:
+                    row[hit[0]] = num
         if row.get("size_mb", 0.0) == 0.0 and row.get("time_ms", 0.0) == 0.0:
             continue  # transport not used by this operator
         yield row
@@ -158,9 +185,7 @@ def comm_records(data) -> tuple[list[dict], list[dict]]:
     """
     comm_rows: list[dict] = []
     bw_rows: list[dict] = []
-    for path, node in _walk(data, ()):
-        if TIME_INFO not in node and BANDWIDTH_INFO not in node:
-            continue
+    for path, node in _walk(data, (), _is_op_record):
         ctx = _context(path)
         if ctx["op"] is None:
             continue
@@ -177,54 +202,87 @@ def comm_records(data) -> tuple[list[dict], list[dict]]:
     return comm_rows, bw_rows
 
 
+def _link_holders(node, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict]]:
+    """(keys from the root, dict) for every dict holding ``"src-dst"`` link
+    records, in document order; link records themselves are not descended."""
+    if not isinstance(node, dict):
+        return
+    children = [(str(k), v) for k, v in node.items() if isinstance(v, dict) and not str(k).startswith("Total")]
+    if any(_LINK_KEY.match(k) for k, _ in children):
+        yield path, node
+    for key, child in children:
+        if not _LINK_KEY.match(key):
+            yield from _link_holders(child, path + (key,))
+
+
 def link_records(data) -> list[dict]:
     """All ``"src-dst"`` link records of a communication matrix JSON."""
     rows: list[dict] = []
-    for path, node in _walk(data, ()):
+    for path, node in _link_holders(data, ()):
+        ctx = _context(path)
+        name, group = split_op_key(ctx["op"] or "")
         for key, info in node.items():
             m = _LINK_KEY.match(str(key))
-            if not m or not isinstance(info, dict):
-                continue
-            ctx = _context(path)
-            op = ctx["op"] or ""
-            name, group = split_op_key(op)
-            row = {"src": int(m.group(1)), "dst": int(m.group(2)), "name": name,
-                   "group": group, "step": ctx["step"], "rank": ctx["rank"]}
-            for k, value in info.items():
-                base, _ = _field(str(k))
-                if base == "transporttype":
-                    row["transport"] = str(value).upper()
-                elif base in ("transitsize", "transittime", "bandwidth"):
-                    num = _num(value)
-                    if num is not None:
-                        row[{"transitsize": "size_mb", "transittime": "time_ms",
-                             "bandwidth": "bandwidth_gbps"}[base]] = num
-            rows.append(row)
+            if m and isinstance(info, dict):
+                rows.append(_link_row(info, int(m.group(1)), int(m.group(2)), name, group, ctx))
     return rows
 
 
-def to_frame(rows: list[dict], rank: int | None, columns: tuple[str, ...]) -> pd.DataFrame | None:
-    """Rows -> DataFrame with typed ``rank``/``step``; None when there are no rows.
+_link_key = _key_lookup({"transporttype": "transport", "transitsize": "size_mb",
+                         "transittime": "time_ms", "bandwidth": "bandwidth_gbps"}, lambda col: 1.0)
+
+
+def _link_row(info: dict, src: int, dst: int, name: str, group: str | None, ctx: dict) -> dict:
+    """One link record -> a links row."""
+    row = {"src": src, "dst": dst, "name": name, "group": group, "step": ctx["step"], "rank": ctx["rank"]}
+    for key, value in info.items():
+        hit = _link_key(key) if type(key) is str else None
+        if hit is None:
+            continue
+        if hit[0] == "transport":
+            row["transport"] = str(value).upper()
+        else:
+            num = _num(value)
+            if num is not None:
+                row[hit[0]] = num
+    return row
+
+
+#: Columns of the comm / bandwidth / links tables that hold text; ``rank``,
+#: ``step``, ``src`` and ``dst`` are integers, everything else float.
+TEXT_COLUMNS = frozenset({"name", "kind", "group", "transport"})
+INT_COLUMNS = frozenset({"rank", "step", "src", "dst"})
+
+
+def to_frame(rows: list[dict], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
+    """Rows -> Arrow table (see ``arrow_frames``); None when there are no rows.
 
     ``rank`` fills rows that carry none; columns with no value at all are
-    dropped (never emitted as all-null).
+    dropped (never emitted as all-null); rows without a rank are dropped
+    only when no row has one (the table is then unusable: None).
     """
     if not rows:
         return None
-    df = pd.DataFrame(rows)
     if rank is not None:
-        df["rank"] = df["rank"].fillna(rank) if "rank" in df else rank
-    df = df.dropna(axis=1, how="all")
-    if "rank" not in df:
+        for row in rows:
+            if row.get("rank") is None:
+                row["rank"] = rank
+    known = set(columns)
+    extra = set().union(*rows) - known
+    ordered = [c for c in columns if any(c in row for row in rows)]
+    if extra:  # columns we do not know, in order of first appearance
+        ordered += [c for c in dict.fromkeys(k for row in rows for k in row) if c in extra]
+    arrays, names = [], []
+    for col in ordered:
+        values = [row.get(col) for row in rows]
+        if all(v is None for v in values):
+            continue
+        kind = pa.string() if col in TEXT_COLUMNS else pa.int64() if col in INT_COLUMNS else pa.float64()
+        arrays.append(pa.array(values, type=kind))
+        names.append(col)
+    if "rank" not in names:
         return None
-    df["rank"] = df["rank"].astype("int64")
-    if "step" in df:
-        df["step"] = df["step"].astype("Int64")
-    for col in ("src", "dst"):
-        if col in df:
-            df[col] = df[col].astype("int64")
-    ordered = [c for c in columns if c in df] + [c for c in df if c not in columns]
-    return df[ordered].reset_index(drop=True)
+    return pa.table(arrays, names=names)
 
 
 COMM_COLUMNS = ("rank", "step", "name", "kind", "group", "start_us", "elapse_us",
@@ -235,7 +293,7 @@ LINK_COLUMNS = ("rank", "step", "src", "dst", "transport", "name", "group", "siz
                 "time_ms", "bandwidth_gbps")
 
 
-def read_communication(path: Path, rank: int | None) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+def read_communication(path: Path, rank: int | None) -> tuple[pa.Table | None, pa.Table | None]:
     """``communication.json`` or ``cluster_communication.json`` -> (comm, bandwidth).
 
     ``rank`` is the unit's rank for per-rank files (None for cluster files,
@@ -256,7 +314,7 @@ def read_communication(path: Path, rank: int | None) -> tuple[pd.DataFrame | Non
     return comm, bandwidth
 
 
-def read_matrix(path: Path, rank: int | None) -> pd.DataFrame | None:
+def read_matrix(path: Path, rank: int | None) -> pa.Table | None:
     """``communication_matrix.json`` -> links table (rank = the reading rank)."""
     data = load_json(path)
     if not isinstance(data, dict):

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from advisor.errors import InputError
 
-from .csvio import read_columns
+from .arrow_frames import to_pandas
+from .csvio import read_columns, read_table
 
 # --------------------------------------------------------------------- steps
 
@@ -65,20 +68,51 @@ def _finish_steps(df: pd.DataFrame, rank: int | pd.Series) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def read_step_trace(path: Path, rank: int) -> pd.DataFrame:
-    """``step_trace_time.csv`` -> steps (one row per step, times in us).
+def read_step_trace(path: Path, rank: int) -> pa.Table:
+    """``step_trace_time.csv`` -> steps (one row per step, times in us), in
+    Arrow form (see ``arrow_frames``); columns as ``_finish_steps`` makes them.
 
     Some versions lead with ``Device_id``; it is not read (the rank comes
     from the profiler metadata).
     """
-    df = require_rows(path, read_columns(path, _STEP_TRACE, numeric=_STEP_NUMERIC,
-                                         required=("computing_us",)), "step")
-    if "step" in df:
-        df["step"] = _step_ids(df["step"])
-    df = _finish_steps(df, rank)
-    if "duration_us" not in df:
+    table = read_table(path, _STEP_TRACE, numeric=_STEP_NUMERIC, required=("computing_us",))
+    if table.num_rows == 0:
+        raise InputError(path, "no step rows")
+    col = {name: table.column(name).to_numpy() for name in table.column_names}
+    out: dict[str, np.ndarray] = {"rank": np.full(table.num_rows, rank, dtype=np.int64)}
+    out.update((k, v) for k, v in col.items() if k != "_exposed_no_recv")
+    parts = ("computing_us", "exposed_comm_us", "free_us")
+    duration = (col["computing_us"] + col["exposed_comm_us"] + col["free_us"]
+                if all(p in col for p in parts) else None)
+    if "stage_us" in col:
+        stage = np.where(col["stage_us"] > 0, col["stage_us"], np.nan)
+        duration = stage if duration is None else np.where(np.isnan(duration), stage, duration)
+    if duration is not None:
+        out["duration_us"] = duration
+    if "_exposed_no_recv" in col and "exposed_comm_us" in col:
+        recv = col["exposed_comm_us"] - col["_exposed_no_recv"]
+        out["receive_us"] = np.where(np.isnan(recv), np.nan, np.maximum(recv, 0.0))
+    arrays = {k: _nan_to_null(v) for k, v in out.items() if k == "rank" or not np.isnan(v).all()}
+    arrays["step"] = _step_array(col.get("step"), table.num_rows)
+    order = ["rank", "step", *(k for k in arrays if k not in ("rank", "step"))]
+    if "duration_us" not in arrays:
         raise InputError(path, "no step has a duration (Computing/Free/Stage all empty)")
-    return df
+    return pa.table([arrays[k] for k in order], names=order)
+
+
+def _nan_to_null(values: np.ndarray) -> pa.Array:
+    """A float array with NaN as null (as pandas reads it back: NaN)."""
+    if values.dtype.kind != "f":
+        return pa.array(values)
+    return pa.array(values, mask=np.isnan(values))
+
+
+def _step_array(values: np.ndarray | None, n: int) -> pa.Array:
+    """Step labels read as numbers (3.0, NaN) -> int64 with nulls."""
+    if values is None:
+        return pa.nulls(n, pa.int64())
+    missing = np.isnan(values)
+    return pa.array(np.where(missing, 0, np.round(values)).astype(np.int64), mask=missing)
 
 
 _CLUSTER_STEP = {"type": ("Type",), "index": ("Index",), **_STEP_TRACE}
@@ -117,83 +151,132 @@ _DTYPE_ALIASES = {
 }
 
 
+def _normalize_dtype_text(text: str | None) -> str | None:
+    """"DT_BF16;DT_BF16" -> "BF16;BF16"."""
+    if text is None:
+        return None
+    parts = []
+    for part in str(text).split(";"):
+        p = part.strip().upper()
+        p = p[3:] if p.startswith("DT_") else p
+        parts.append(_DTYPE_ALIASES.get(p, p))
+    return ";".join(parts)
+
+
 def normalize_dtypes(col: pd.Series) -> pd.Series:
     """"DT_BF16;DT_BF16" -> "BF16;BF16": upper case, no DT_ prefix, aliases unified."""
-    def one(text):
-        if text is None or text is pd.NA:
-            return pd.NA
-        parts = []
-        for part in str(text).split(";"):
-            p = part.strip().upper()
-            p = p[3:] if p.startswith("DT_") else p
-            parts.append(_DTYPE_ALIASES.get(p, p))
-        return ";".join(parts)
-
     values = col.dropna().unique()
-    mapping = {v: one(v) for v in values}
+    mapping = {v: _normalize_dtype_text(v) for v in values}
     return col.map(mapping).astype("string")
 
 
-def read_kernel_details(path: Path) -> pd.DataFrame:
-    """``kernel_details.csv`` -> one row per kernel (our column names, us).
+def _normalize_dtype_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``normalize_dtypes`` on an Arrow text column (each distinct value once)."""
+    distinct = pc.unique(col)
+    mapped = pa.array([_normalize_dtype_text(v) for v in distinct.to_pylist()], pa.string())
+    return pc.take(mapped, pc.index_in(col, value_set=distinct))
 
-    Columns that the file's version lacks are simply absent. Start times
-    with a trailing TAB parse as floats.
-    """
-    df = read_columns(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us"),
-                      required=("name", "duration_us"))
-    if "step" in df:
-        df["step"] = _step_ids(df["step"])
-    if "input_dtypes" in df:
-        df["input_dtypes"] = normalize_dtypes(df["input_dtypes"])
-    if "core" in df:
-        df["core"] = df["core"].str.upper()
-    df = df.dropna(subset=["duration_us"]).reset_index(drop=True)
-    return require_rows(path, df, "kernel")
+
+def kernel_table(path: Path) -> pa.Table:
+    """``kernel_details.csv`` -> one row per kernel (our column names, us),
+    in Arrow form; ``step`` int64. Columns that the file's version lacks are
+    simply absent. Start times with a trailing TAB parse as floats."""
+    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us"),
+                       required=("name", "duration_us"))
+    if "step" in table.column_names:
+        i = table.column_names.index("step")
+        table = table.set_column(i, "step", _step_array(table.column("step").to_numpy(), table.num_rows))
+    if "input_dtypes" in table.column_names:
+        i = table.column_names.index("input_dtypes")
+        table = table.set_column(i, "input_dtypes", _normalize_dtype_column(table.column("input_dtypes")))
+    if "core" in table.column_names:
+        i = table.column_names.index("core")
+        table = table.set_column(i, "core", pc.utf8_upper(table.column("core")))
+    table = table.filter(pc.is_valid(table.column("duration_us")))
+    if table.num_rows == 0:
+        raise InputError(path, "no kernel rows")
+    return table
+
+
+def read_kernel_details(path: Path) -> pd.DataFrame:
+    """``kernel_table`` as a DataFrame."""
+    return to_pandas("kernels", kernel_table(path))
 
 
 _OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
 
 
+def ops_from_kernels(kernels: pa.Table, rank: int) -> pa.Table | None:
+    """Per-kernel rows -> ops table (Arrow): one row per (name, type, core,
+    dtypes, shapes), heaviest first; groups in first-seen order among equals."""
+    if kernels.num_rows == 0:
+        return None
+    keys = [k for k in _OP_KEYS if k in kernels.column_names]
+    aggs = [("duration_us", "count", pc.CountOptions(mode="all")), ("duration_us", "sum"),
+            ("duration_us", "max"), ("duration_us", "min")]
+    has_wait = "wait_us" in kernels.column_names and kernels.column("wait_us").null_count < kernels.num_rows
+    if has_wait:
+        aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
+    grouped = kernels.group_by(keys, use_threads=False).aggregate(aggs)
+    names = {"duration_us_count": "count", "duration_us_sum": "total_us", "duration_us_max": "max_us",
+             "duration_us_min": "min_us", "wait_us_sum": "wait_us"}
+    columns = [pa.array(np.full(grouped.num_rows, rank, dtype=np.int64))]
+    columns += [grouped.column(k) for k in keys]
+    order = ["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
+    by_name = {names[n]: grouped.column(n) for n in grouped.column_names if n in names}
+    columns += [by_name[n] for n in order]
+    ops = pa.table(columns, names=["rank", *keys, *order])
+    return ops.take(pc.sort_indices(ops, sort_keys=[("total_us", "descending")]))
+
+
 def aggregate_kernels(kernels: pd.DataFrame, rank: int) -> pd.DataFrame | None:
-    """Per-kernel rows -> ops table: one row per (name, type, core, dtypes, shapes)."""
+    """``ops_from_kernels`` for a DataFrame of kernels (the database layout)."""
     if kernels.empty:
         return None
-    keys = [k for k in _OP_KEYS if k in kernels]
-    agg = {"count": ("duration_us", "size"), "total_us": ("duration_us", "sum"),
-           "max_us": ("duration_us", "max"), "min_us": ("duration_us", "min")}
-    if "wait_us" in kernels and kernels["wait_us"].notna().any():
-        agg["wait_us"] = ("wait_us", "sum")
-    ops = kernels.groupby(keys, dropna=False, sort=False).agg(**agg).reset_index()
-    ops.insert(0, "rank", rank)
-    ops["rank"] = ops["rank"].astype("int64")
-    ops["count"] = ops["count"].astype("int64")
-    return ops.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+    table = pa.Table.from_pandas(kernels, preserve_index=False)
+    return to_pandas("ops", ops_from_kernels(table, rank))
+
+
+def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
+    """(step ids, union length of their kernel intervals): ``device_busy_us``
+    per step. Needs ``step`` and ``start_us``; None when the file lacks them."""
+    if not {"step", "start_us"} <= set(kernels.column_names):
+        return None
+    valid = pc.and_(pc.and_(pc.is_valid(kernels.column("step")), pc.is_valid(kernels.column("start_us"))),
+                    pc.is_valid(kernels.column("duration_us")))
+    k = kernels.filter(valid)
+    if k.num_rows == 0:
+        return None
+    step = k.column("step").to_numpy()
+    start = k.column("start_us").to_numpy()
+    start = start - start.min()
+    end = start + k.column("duration_us").to_numpy()
+    order = np.lexsort((start, step))
+    step, start, end = step[order], start[order], end[order]
+    # Shift each step's times past the previous step's so one running
+    # maximum over the whole array never carries across steps.
+    first = np.r_[True, step[1:] != step[:-1]]
+    group = np.cumsum(first) - 1
+    shift = group * (max(float(end.max()), 0.0) + 1.0)
+    s, e = start + shift, end + shift
+    reach = np.maximum.accumulate(e)
+    # A new busy block starts where a kernel begins after everything before it ended.
+    new = first | np.r_[True, s[1:] > reach[:-1]]
+    starts = np.flatnonzero(new)
+    block = np.maximum.reduceat(e, starts) - s[starts]
+    busy = np.bincount(group[starts], weights=block, minlength=int(group[-1]) + 1)
+    return step[first], busy
 
 
 def device_busy(kernels: pd.DataFrame) -> pd.DataFrame | None:
-    """Union length of all kernel intervals per step (``device_busy_us``).
-
-    Needs ``step`` and ``start_us``; None when the file lacks them.
-    """
+    """``busy_per_step`` for a DataFrame of kernels: columns step, device_busy_us."""
     if not {"step", "start_us"} <= set(kernels) or kernels["step"].isna().all():
         return None
-    rows = []
-    for step, grp in kernels.dropna(subset=["start_us", "duration_us"]).groupby("step"):
-        start = grp["start_us"].to_numpy()
-        order = np.argsort(start, kind="stable")
-        start = start[order]
-        end = start + grp["duration_us"].to_numpy()[order]
-        reach = np.maximum.accumulate(end)
-        # A new busy block starts where a kernel begins after everything before ended.
-        new = np.r_[True, start[1:] > reach[:-1]]
-        block_end = np.maximum.reduceat(end, np.flatnonzero(new))
-        rows.append({"step": int(step), "device_busy_us": float(np.sum(block_end - start[new]))})
-    if not rows:
+    got = busy_per_step(pa.Table.from_pandas(kernels[["step", "start_us", "duration_us"]],
+                                             preserve_index=False))
+    if got is None:
         return None
-    out = pd.DataFrame(rows)
-    out["step"] = out["step"].astype("Int64")
-    return out
+    return pd.DataFrame({"step": pd.array(got[0], dtype="Int64"), "device_busy_us": got[1]})
 
 
 _OP_STATISTIC = {

@@ -3,8 +3,9 @@
 Profiler CSVs vary by version: columns come and go, headers carry stray
 spaces or a BOM, numbers arrive as ``"N/A"`` or with a trailing TAB inside
 quotes (torch_npu writes ``"1736413971558972.912\t"`` so spreadsheets keep
-the digits). These helpers read every wanted column as text with pyarrow,
-then clean and convert in pandas, so one odd cell never sinks a file.
+the digits). These helpers read only the wanted columns with pyarrow, parse numbers
+in pyarrow when every cell is one, and otherwise clean text cells and
+coerce them one by one, so one odd cell never sinks a file.
 
 Every failure is an ``InputError`` naming the file: the caller decides
 whether the file was required (let it propagate) or optional (record a
@@ -77,13 +78,36 @@ def read_columns(
     numeric: Iterable[str] = (),
     required: Iterable[str] = (),
 ) -> pd.DataFrame:
-    """Read the wanted columns of a CSV as a DataFrame with our column names.
+    """``read_table`` as a DataFrame: numeric columns float64, text columns
+    pandas ``string`` (NA where empty)."""
+    table = read_table(path, wanted, numeric=numeric, required=required)
+    out = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_floating(col.type):
+            out[name] = pd.Series(col.to_numpy(zero_copy_only=False), dtype="float64")
+        else:
+            out[name] = pd.Series(col.to_pandas(), dtype="string")
+    return pd.DataFrame(out)
 
-    ``numeric`` columns become float64 (NaN where the cell is empty or
+
+def read_table(
+    path: Path,
+    wanted: Mapping[str, Iterable[str]],
+    numeric: Iterable[str] = (),
+    required: Iterable[str] = (),
+) -> pa.Table:
+    """Read the wanted columns of a CSV as an Arrow table with our column names.
+
+    ``numeric`` columns become float64 (null where the cell is empty or
     "N/A"); the others stay text with surrounding whitespace and stray
-    quotes removed and null tokens turned into NA. ``required`` columns must
-    be in the header, else InputError. Ragged (truncated) rows, an empty
-    file or bad encoding raise InputError naming the file.
+    quotes removed and null tokens turned into null. ``required`` columns
+    must be in the header, else InputError. Ragged (truncated) rows, an
+    empty file or bad encoding raise InputError naming the file.
+
+    The fast path lets pyarrow parse the numbers while reading; a file with
+    a junk cell in a numeric column is re-read as text and converted cell by
+    cell (junk becomes null), so one odd cell never sinks a file.
     """
     path = Path(path)
     header = read_header(path)
@@ -93,36 +117,46 @@ def read_columns(
         names = ", ".join(next(iter(wanted[c])) for c in missing)
         raise InputError(path, f"missing required column(s): {names}")
     if not found:
-        return pd.DataFrame()
+        return pa.table({})
     _check_not_cut(path)
-    table = _read_text_table(path, header, list(found.values()))
-    numeric = set(numeric)
-    out = {}
-    for ours, actual in found.items():
-        col = table.column(actual)
-        out[ours] = arrow_to_float(col) if ours in numeric else arrow_to_text(col)
-    return pd.DataFrame(out)
-
-
-def _read_text_table(path: Path, header: list[str], columns: list[str]) -> pa.Table:
-    """Read ``columns`` as strings with pyarrow; errors become InputError."""
-    # Duplicate header names would make pyarrow refuse to select; rename them.
-    names = _unique(header)
-    convert = pacsv.ConvertOptions(
-        include_columns=[names[header.index(c)] for c in columns],
-        column_types={names[header.index(c)]: pa.string() for c in columns},
-        strings_can_be_null=False,
-    )
-    read = pacsv.ReadOptions(column_names=names, skip_rows=1, encoding="utf8")
-    parse = pacsv.ParseOptions(newlines_in_values=True)
+    numeric = {ours for ours in found if ours in set(numeric)}
     try:
+        table = _read_arrow(path, header, found, numeric, typed=True)
+    except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError, OSError):
+        table = None  # a junk number, or worse: the text path says which
+    if table is None:
+        table = _read_arrow(path, header, found, numeric, typed=False)
+        columns = [_text_to_float(table.column(c)) if c in numeric else _clean(table.column(c))
+                   for c in found]
+    else:
+        columns = [table.column(c) if c in numeric else _clean(table.column(c)) for c in found]
+    return pa.table(columns, names=list(found))
+
+
+def _read_arrow(path: Path, header: list[str], found: dict[str, str], numeric: set[str],
+                typed: bool) -> pa.Table:
+    """Read the ``found`` columns, renamed to ours. ``typed``: numeric columns
+    parsed as float64 by pyarrow (errors propagate as pyarrow's); else every
+    column as text, errors as InputError."""
+    names = _unique(header)
+    chosen = {ours: names[header.index(actual)] for ours, actual in found.items()}
+    types = {col: (pa.float64() if typed and ours in numeric else pa.string())
+             for ours, col in chosen.items()}
+    convert = pacsv.ConvertOptions(include_columns=list(chosen.values()), column_types=types,
+                                   strings_can_be_null=False, null_values=list(NULL_TOKENS))
+    read = pacsv.ReadOptions(column_names=names, skip_rows=1, encoding="utf8", use_threads=False)
+    parse = pacsv.ParseOptions(newlines_in_values=True)
+    if typed:
         table = pacsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
-    except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError) as exc:
-        raise InputError(path, f"malformed or truncated CSV: {_first_line(exc)}") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
-    rename = {names[header.index(c)]: c for c in columns}
-    return table.rename_columns([rename.get(n, n) for n in table.column_names])
+    else:
+        try:
+            table = pacsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
+        except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError) as exc:
+            raise InputError(path, f"malformed or truncated CSV: {_first_line(exc)}") from None
+        except OSError as exc:
+            raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
+    back = {col: ours for ours, col in chosen.items()}
+    return table.rename_columns([back.get(n, n) for n in table.column_names])
 
 
 def _check_not_cut(path: Path, chunk: int = 1 << 20) -> None:
@@ -177,21 +211,15 @@ def _clean(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(is_null, pa.scalar(None, pa.string()), trimmed)
 
 
-def arrow_to_text(col: pa.ChunkedArray) -> pd.Series:
-    """Text cells -> pandas string Series, trimmed, null tokens as NA."""
-    return pd.Series(_clean(col).to_pandas(), dtype="string")
+def _text_to_float(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Text cells -> float64; trailing TABs/quotes ignored, junk is null.
 
-
-def arrow_to_float(col: pa.ChunkedArray) -> pd.Series:
-    """Text cells -> float64 Series; trailing TABs/quotes ignored, junk is NaN.
-
-    The fast path is one pyarrow cast; only a column with junk cells falls
-    back to pandas' element-wise coercion.
+    One pyarrow cast when every cell is a number; only a column with junk
+    cells falls back to pandas' element-wise coercion.
     """
     cleaned = _clean(col)
     try:
-        return pd.Series(pc.cast(cleaned, pa.float64()).to_numpy(zero_copy_only=False),
-                         dtype="float64")
+        return pc.cast(cleaned, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        values = pd.Series(cleaned.to_pandas(), dtype="string")
-        return pd.to_numeric(values, errors="coerce").astype("float64")
+        values = pd.to_numeric(pd.Series(cleaned.to_pandas(), dtype="string"), errors="coerce")
+        return pa.chunked_array([pa.array(values.astype("float64").to_numpy(), from_pandas=True)])

@@ -35,7 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from advisor.errors import ConfigError, InputError
-from advisor.profile import Profile, RunMeta, merge_profiles
+from advisor.profile import Profile, RunMeta
+
+from . import arrow_frames
 
 #: Collectors whose units may legitimately share a rank (capture windows).
 MULTI_UNIT_RANKS = {"advisor.collectors.kineto"}
@@ -54,14 +56,22 @@ DASK_CONNECT_TIMEOUT = 10
 def read_one(module_name: str, unit: str) -> tuple:
     """Read one unit in whatever process runs this: ("ok", Profile) or
     ("error", path, problem). Plain tuples pickle the same for a process
-    pool and for Dask."""
+    pool and for Dask. A collector with ``read_arrow`` returns its tables
+    in Arrow form (``arrow_frames``); ``_merge`` converts them."""
     import importlib
 
     module = importlib.import_module(module_name)
+    reader = getattr(module, "read_arrow", module.read)
     try:
-        return ("ok", module.read(Path(unit)))
+        return ("ok", reader(Path(unit)))
     except InputError as exc:
         return ("error", exc.path, exc.problem)
+
+
+def read_many(module_name: str, units: list[str]) -> list[tuple]:
+    """``read_one`` for each of ``units``: one task per chunk of units keeps
+    the pool's per-task cost (pickling, scheduling) off small ranks."""
+    return [read_one(module_name, unit) for unit in units]
 
 
 def _mp_context(module_name: str):
@@ -84,7 +94,7 @@ def _progress(total: int):
     """A rich progress bar on stderr when it is a terminal and there are
     several units; otherwise a no-op. Yields ``advance()``."""
     if total < 2 or not sys.stderr.isatty():
-        yield lambda: None
+        yield lambda n=1: None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -92,7 +102,19 @@ def _progress(total: int):
     with Progress(TextColumn("reading ranks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("read", total=total)
-        yield lambda: bar.advance(task)
+        yield lambda n=1: bar.advance(task, n)
+
+
+#: Units per pool task: enough tasks for every worker to get several
+#: (load balance), few enough that each task amortizes its overhead.
+TASKS_PER_WORKER = 4
+MAX_CHUNK = 64
+
+
+def _chunks(units: list[str], jobs: int) -> list[list[str]]:
+    """Consecutive chunks of ``units`` for ``jobs`` workers."""
+    size = max(1, min(MAX_CHUNK, math.ceil(len(units) / (jobs * TASKS_PER_WORKER))))
+    return [units[i:i + size] for i in range(0, len(units), size)]
 
 
 def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[tuple]:
@@ -102,13 +124,15 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[t
             out.append(read_one(module_name, unit))
             advance()
         return out
-    results: list[tuple | None] = [None] * len(units)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(units)), mp_context=_mp_context(module_name)) as pool:
-        index = {pool.submit(read_one, module_name, unit): i for i, unit in enumerate(units)}
+    chunks = _chunks(units, jobs)
+    results: list[list[tuple] | None] = [None] * len(chunks)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name)) as pool:
+        index = {pool.submit(read_many, module_name, chunk): i for i, chunk in enumerate(chunks)}
         for future in as_completed(index):
-            results[index[future]] = future.result()
-            advance()
-    return results  # type: ignore[return-value]
+            i = index[future]
+            results[i] = future.result()
+            advance(len(chunks[i]))
+    return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -242,15 +266,37 @@ def _merge(parts: list[Profile], root: Path) -> Profile:
         world_size=max((p.meta.world_size or 0 for p in parts), default=0) or None,
         parallel=next((p.meta.parallel for p in parts if p.meta.parallel), {}),
     )
-    profile = merge_profiles(parts, meta) if len(parts) > 1 else parts[0]
+    if len(parts) > 1:
+        profile = arrow_frames.merge(parts, meta)
+    else:
+        profile = arrow_frames.profile_to_pandas(parts[0])
     profile.meta.source_path = str(root)
     return profile
 
 
 # ----------------------------------------------------------- other formats
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+class _Chosen:
+    """The chosen units' real paths, for "is this path one of them, inside
+    one, or above one" in time proportional to the path's depth."""
+
+    def __init__(self, units: list[Path]):
+        self.paths = {os.path.realpath(u) for u in units}
+        self.above = {a for p in self.paths for a in _ancestors(p)}
+
+    def overlaps(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real in self.paths or real in self.above or any(a in self.paths for a in _ancestors(real))
+
+
+def _ancestors(path: str) -> list[str]:
+    """Every folder above ``path`` (an absolute real path), nearest first."""
+    out = []
+    parent = os.path.dirname(path)
+    while parent and parent != path:
+        out.append(parent)
+        path, parent = parent, os.path.dirname(parent)
+    return out
 
 
 def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]]:
@@ -258,26 +304,20 @@ def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]
     chosen units (files or folders directly under ``root``)."""
     if not Path(root).is_dir():
         return []
-    chosen = [os.path.realpath(u) for u in units]
+    chosen = _Chosen(units)
     try:
-        children = sorted(Path(root).iterdir())
+        children = [c for c in sorted(Path(root).iterdir()) if not chosen.overlaps(c)]
     except OSError:
         return []
     out = []
     for module in others:
         found: set[str] = set()
         for child in children:
-            real = os.path.realpath(child)
-            if any(_within(real, c) or _within(c, real) for c in chosen):
-                continue
             try:
                 hits = module.discover(child)
             except (OSError, RuntimeError, RecursionError):
                 continue
-            for hit in hits:
-                r = os.path.realpath(hit)
-                if not any(_within(r, c) or _within(c, r) for c in chosen):
-                    found.add(r)
+            found.update(os.path.realpath(h) for h in hits if not chosen.overlaps(h))
         if found:
             label = FORMAT_LABELS.get(module.__name__, module.__name__.rsplit(".", 1)[-1] + " unit(s)")
             out.append((str(root), f"also found {len(found)} {label}; not read: one format per run"))

@@ -1,0 +1,92 @@
+"""Per-rank tables in Arrow form, and their conversion to the Profile's pandas tables.
+
+A collector that reads many small per-rank files (the Ascend text layout)
+builds each rank's tables as ``pyarrow.Table``: cheap to build, to pickle
+out of a worker process and to concatenate. The cluster engine concatenates
+each table over all ranks and converts it to pandas once (``merge``),
+instead of building, pickling and concatenating thousands of small
+DataFrames -- at 1024 ranks that per-rank pandas work cost more than
+parsing the files.
+
+A Profile whose tables are Arrow is transient: it never leaves the
+collectors. ``to_pandas`` gives the dtypes every metric expects:
+
+* ``rank``, ``src``, ``dst``, ``count`` int64 (nullable ``Int64`` if a
+  value is missing); ``step`` always nullable ``Int64``;
+* floats float64 (NaN where missing);
+* text: pandas ``string`` in the ``steps``, ``ops`` and ``data_ops``
+  tables (as ``csvio.read_columns`` gives), pandas' default text dtype in
+  the others (as a DataFrame built from JSON records gets).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+from advisor.profile import TABLES, Profile, RunMeta, merge_profiles
+
+#: Integer columns that are never missing in a well-formed table.
+INT_COLUMNS = ("rank", "src", "dst", "count")
+#: Tables whose text columns are pandas ``string`` dtype.
+STRING_TABLES = frozenset({"steps", "ops", "data_ops", "kernels"})
+
+
+def is_arrow(table) -> bool:
+    """True for a pyarrow Table."""
+    return isinstance(table, pa.Table)
+
+
+def to_pandas(name: str, table: pa.Table) -> pd.DataFrame:
+    """One table (``name`` from ``TABLES``) in the Profile's pandas dtypes."""
+    strings = name in STRING_TABLES
+    nullable = [c for c, t in zip(table.column_names, table.schema.types)
+                if pa.types.is_integer(t) and (c == "step" or c not in INT_COLUMNS
+                                               or table.column(c).null_count)]
+
+    def mapper(arrow_type):
+        if strings and (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
+            return pd.StringDtype()
+        return None
+
+    df = table.drop_columns(nullable).to_pandas(types_mapper=mapper)
+    for col in nullable:
+        values = table.column(col)
+        array = pd.arrays.IntegerArray(values.fill_null(0).to_numpy().astype("int64"),
+                                       values.is_null().to_numpy())
+        df.insert(table.column_names.index(col), col, array)
+    return df
+
+
+def concat(tables: list[pa.Table]) -> pa.Table:
+    """Tables with possibly different columns -> one (missing columns null,
+    column order by first appearance, as ``pandas.concat``)."""
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def profile_to_pandas(profile: Profile) -> Profile:
+    """Convert a Profile's Arrow tables to pandas in place; returns it."""
+    for name in TABLES:
+        table = getattr(profile, name)
+        if is_arrow(table):
+            setattr(profile, name, to_pandas(name, table) if table.num_rows else None)
+    return profile
+
+
+def merge(parts: list[Profile], meta: RunMeta) -> Profile:
+    """``merge_profiles`` for parts whose tables may be Arrow: each table is
+    concatenated in Arrow when every part holds it so, then converted once."""
+    shells = [Profile(meta=p.meta, skipped=p.skipped) for p in parts]
+    out = merge_profiles(shells, meta)
+    for name in TABLES:
+        tables = [t for t in (getattr(p, name) for p in parts) if t is not None and len(t)]
+        if not tables:
+            continue
+        if all(is_arrow(t) for t in tables):
+            setattr(out, name, to_pandas(name, concat(tables)))
+        else:
+            frames = [to_pandas(name, t) if is_arrow(t) else t for t in tables]
+            setattr(out, name, pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+    return out
