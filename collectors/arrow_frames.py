@@ -90,3 +90,34 @@ def merge(parts: list[Profile], meta: RunMeta) -> Profile:
             frames = [to_pandas(name, t) if is_arrow(t) else t for t in tables]
             setattr(out, name, pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
     return out
+
+
+def pack(results: list[tuple]) -> tuple:
+    """A worker's results for a chunk of units, with each table's Arrow
+    parts concatenated over the chunk: one table to pickle instead of one
+    per unit (per-table pickling overhead dominated small ranks).
+    ``unpack`` restores the per-unit results."""
+    layout: dict[str, list[tuple[int, int, list[str]]]] = {}
+    tables: dict[str, pa.Table] = {}
+    for name in TABLES:
+        parts = []
+        for i, result in enumerate(results):
+            table = getattr(result[1], name) if result[0] == "ok" else None
+            if is_arrow(table):
+                parts.append(table)
+                layout.setdefault(name, []).append((i, table.num_rows, table.column_names))
+                setattr(result[1], name, None)
+        if parts:
+            tables[name] = concat(parts)
+    return ("packed", results, layout, tables)
+
+
+def unpack(packed: tuple) -> list[tuple]:
+    """The per-unit results of ``pack`` (each table a zero-copy slice)."""
+    _, results, layout, tables = packed
+    for name, entries in layout.items():
+        offset = 0
+        for i, rows, columns in entries:
+            setattr(results[i][1], name, tables[name].slice(offset, rows).select(columns))
+            offset += rows
+    return results

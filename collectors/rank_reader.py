@@ -68,10 +68,11 @@ def read_one(module_name: str, unit: str) -> tuple:
         return ("error", exc.path, exc.problem)
 
 
-def read_many(module_name: str, units: list[str]) -> list[tuple]:
-    """``read_one`` for each of ``units``: one task per chunk of units keeps
-    the pool's per-task cost (pickling, scheduling) off small ranks."""
-    return [read_one(module_name, unit) for unit in units]
+def read_many(module_name: str, units: list[str]) -> tuple:
+    """``read_one`` for each of ``units``, packed (``arrow_frames.pack``): one
+    task per chunk of units keeps the pool's per-task and per-table costs
+    (pickling, scheduling) off small ranks."""
+    return arrow_frames.pack([read_one(module_name, unit) for unit in units])
 
 
 def _mp_context(module_name: str):
@@ -130,7 +131,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[t
         index = {pool.submit(read_many, module_name, chunk): i for i, chunk in enumerate(chunks)}
         for future in as_completed(index):
             i = index[future]
-            results[i] = future.result()
+            results[i] = arrow_frames.unpack(future.result())
             advance(len(chunks[i]))
     return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
 
