@@ -20,6 +20,7 @@ fails shows its one-line reason in the table. No assertions on time.
 
     python -m bench.speed                    # 8 and 128 ranks
     python -m bench.speed --sizes 8,128,1024 --markdown > docs/benchmarks.md
+    python -m bench.speed --curve 8,64,512,1024,2048,4096 --markdown   # advisor alone
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ def measure(cmd: list[str], cwd: Path) -> dict:
     with tempfile.NamedTemporaryFile("r", suffix=".time", delete=False) as tf:
         tpath = tf.name
     t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tpath, *cmd], cwd=cwd,
+    proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tpath, *cmd], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     wall = time.perf_counter() - t
     text = Path(tpath).read_text().split()
     os.unlink(tpath)
     rss = float(text[-1]) / 1024 if text else float("nan")
+    cpu = float(text[-3]) + float(text[-2]) if len(text) >= 4 else float("nan")
     out = proc.stdout + "\n" + proc.stderr
     note = ""
     ok = proc.returncode == 0
@@ -85,7 +87,7 @@ def measure(cmd: list[str], cwd: Path) -> dict:
         note = (errors[-1] if errors else (tail[-1] if tail else f"exit {proc.returncode}")).strip()[:160]
     elif errors and not note:
         note = errors[0].strip()[:160]
-    return {"wall": wall, "rss": rss, "ok": ok, "note": note}
+    return {"wall": wall, "cpu": cpu, "rss": rss, "ok": ok, "note": note}
 
 
 def _tools(ascend: Path, kineto: Path, out: Path) -> list[tuple[str, str, list[str]]]:
@@ -127,6 +129,37 @@ def run_size(ranks: int, steps: int, kernels: int) -> list[dict]:
     return rows
 
 
+def cost_point(ranks: int, steps: int, kernels: int) -> dict:
+    """``advisor report`` alone on one healthy Ascend-text run of ``ranks``."""
+    base = WORK / f"curve_{ranks}r"
+    shutil.rmtree(base, ignore_errors=True)
+    ascend = write(build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels)),
+                   base / "ascend", "ascend-text")
+    size = sum(f.stat().st_size for f in ascend.rglob("*") if f.is_file()) / 1e6
+    adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    m = measure(adv + ["report", str(ascend), "-o", str(base / "out"), "--no-color"], base)
+    shutil.rmtree(base, ignore_errors=True)
+    row = {"ranks": ranks, "steps": steps, "input_mb": size, **m}
+    print(f"  {ranks:>5} ranks {size:8.0f} MB {m['wall']:7.1f}s wall {m['cpu']:7.1f}s cpu "
+          f"{m['rss']:6.0f}MB {'ok' if m['ok'] else 'FAIL ' + m['note']}", file=sys.stderr)
+    return row
+
+
+def render_curve(rows: list[dict], md: bool) -> str:
+    """The cost curve: time and memory per rank-step should stay flat."""
+    head = ["ranks", "steps", "input MB", "wall s", "CPU s", "peak MB", "wall ms / rank-step",
+            "CPU ms / rank-step", "status"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"] if md else \
+        ["  ".join(f"{h:<10}" for h in head)]
+    for r in rows:
+        n = r["ranks"] * r["steps"]
+        cells = [str(r["ranks"]), str(r["steps"]), f"{r['input_mb']:.0f}", f"{r['wall']:.1f}",
+                 f"{r['cpu']:.1f}", f"{r['rss']:.0f}", f"{1000 * r['wall'] / n:.2f}",
+                 f"{1000 * r['cpu'] / n:.2f}", "ok" if r["ok"] else f"failed: {r['note']}"]
+        lines.append("| " + " | ".join(cells) + " |" if md else "  ".join(f"{c:<10}" for c in cells))
+    return "\n".join(lines + [""])
+
+
 def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
     lines = []
     if md:
@@ -142,7 +175,7 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
                   "of its largest process. Ratio = tool / `advisor report` (default jobs) on the same "
                   "layout. msprof-analyze 26.2.0 and holistictraceanalysis 0.5.0 from PyPI, in their own venv.",
                   ""]
-    head = ["ranks", "input", "tool", "wall s", "peak MB", "time ratio", "memory ratio", "status"]
+    head = ["ranks", "input", "tool", "wall s", "CPU s", "peak MB", "time ratio", "memory ratio", "status"]
     lines.append("| " + " | ".join(head) + " |" if md else "  ".join(f"{h:<12}" for h in head))
     if md:
         lines.append("|" + "|".join("---" for _ in head) + "|")
@@ -153,7 +186,7 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
         mr = f"{r['rss'] / ref['rss']:.2f}x" if ref and ref["ok"] else "-"
         status = ("ok" if r["ok"] else "failed") + (f": {r['note']}" if r["note"] else "")
         cells = [str(r["ranks"]), f"{r['format']} {r['input_mb']:.0f} MB", r["tool"], f"{r['wall']:.1f}",
-                 f"{r['rss']:.0f}", tr, mr, status.replace("|", "/")]
+                 f"{r['cpu']:.1f}", f"{r['rss']:.0f}", tr, mr, status.replace("|", "/")]
         lines.append("| " + " | ".join(cells) + " |" if md else "  ".join(f"{c:<12}" for c in cells))
     lines.append("")
     return "\n".join(lines)
@@ -162,10 +195,16 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.speed", description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="8,128", help="rank counts, e.g. 8,128,1024")
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--kernels", type=int, default=100, help="compute kernels per step and rank")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--curve", default="", help="rank counts for advisor's cost curve alone "
+                    "(Ascend text layout), e.g. 8,64,512,1024,2048,4096; skips the peers")
     args = ap.parse_args(argv)
+    if args.curve:
+        rows = [cost_point(int(x), args.steps, args.kernels) for x in args.curve.split(",") if x]
+        print(render_curve(rows, args.markdown))
+        return 0
     rows = []
     for size in (int(x) for x in args.sizes.split(",") if x):
         rows += run_size(size, args.steps, args.kernels)
