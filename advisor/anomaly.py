@@ -30,8 +30,6 @@ from math import gcd
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2
-from sklearn.covariance import MinCovDet
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
@@ -66,6 +64,22 @@ def _robust_z(frame: pd.DataFrame) -> pd.DataFrame:
     return (0.6745 * (frame - med) / scale).fillna(0.0)
 
 
+def _mcd_may_reject(x: np.ndarray) -> bool:
+    """True when ``MinCovDet.fit(x)`` might raise rather than fit: non-finite
+    values, or (its "covariance of the support data is equal to 0") as many
+    rows as its support that are nearly equal in every feature. Such inputs
+    still go through the model, so that they fail as before."""
+    if not np.isfinite(x).all():
+        return True
+    n, p = x.shape
+    h = min(int(np.ceil(0.5 * (n + p + 1))), n)  # the support size fast_mcd uses
+    ordered = np.sort(x, axis=0)
+    narrowest = (ordered[h - 1:] - ordered[: n - h + 1]).min(axis=0)
+    # a support whose covariance is all within 1e-8 of 0 spans at most
+    # 2 * sqrt((h - 1) * 1e-8) in every feature; the bound is 5x that
+    return bool((narrowest <= 1e-3 * np.sqrt(h)).all())
+
+
 def _model(p: Profile) -> dict:
     return p.memo("anomaly_model", lambda: _fit(p))
 
@@ -77,13 +91,22 @@ def _fit(p: Profile) -> dict:
         return {"outliers": [], "frame": frame, "drivers": {}}
     components = [c for c in varying if c != "duration_us"] or ["duration_us"]
     x = frame[components].to_numpy(dtype=float)
+    duration = frame["duration_us"]
+    slow = duration > duration.median() * (1 + MIN_EXCESS)
+    if not slow.any() and not _mcd_may_reject(x):
+        # Only slow steps can be flagged: without one the distance decides
+        # nothing, so the model (and importing scikit-learn and SciPy, about
+        # a second) is skipped. Healthy runs end here.
+        return {"outliers": [], "frame": frame, "drivers": {}}
+    # imported here: together they take longer to import than the rest of advisor
+    from scipy.stats import chi2
+    from sklearn.covariance import MinCovDet
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
         mcd = MinCovDet(random_state=SEED).fit(x)
     distance = mcd.mahalanobis(x)
     limit = chi2.ppf(1 - ALPHA, df=len(components))
-    duration = frame["duration_us"]
-    slow = duration > duration.median() * (1 + MIN_EXCESS)
     flagged = frame.index[(distance > limit) & slow.to_numpy()]
     z = _robust_z(frame[varying])
     drivers = {

@@ -18,9 +18,13 @@ own skip reasons (:data:`SKIP_REASONS`).
 
 from __future__ import annotations
 
+import io
 import math
 import re
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import celpy
@@ -28,6 +32,7 @@ from celpy import celtypes
 from jinja2 import Undefined
 from jinja2.sandbox import SandboxedEnvironment
 
+from advisor import cache
 from advisor.errors import ConfigError
 from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Fix, Metric
 from advisor.profile import Skip
@@ -60,7 +65,52 @@ def _reason(lang: str, key: str, **kw: str) -> str:
     return table[key].format(**kw)
 
 
-_CEL = celpy.Environment()
+@lru_cache(maxsize=1)
+def _cel() -> celpy.Environment:
+    """The CEL environment, built on first use. celpy builds its CEL parser
+    (a lark LALR parser: computing its tables takes about 0.3 s) once per
+    process; it comes from advisor's cache (:mod:`advisor.cache`) when a copy
+    made by the same celpy, lark and Python is there, and is stored there
+    otherwise."""
+    from celpy.celparser import CELParser
+
+    entry = None
+    if getattr(CELParser, "CEL_PARSER", False) is None:  # not built yet (and a celpy that keeps it there)
+        entry = _cel_parser_entry()
+        data = cache.read(entry) if entry else None
+        if data is not None:
+            import lark
+
+            try:
+                CELParser.CEL_PARSER = lark.Lark.load(io.BytesIO(data))
+                entry = None
+            except Exception:  # noqa: BLE001 -- a damaged entry: build the parser and store it again
+                CELParser.CEL_PARSER = None
+    env = celpy.Environment()
+    if entry and CELParser.CEL_PARSER is not None:
+        buf = io.BytesIO()
+        try:
+            CELParser.CEL_PARSER.save(buf)
+        except Exception:  # noqa: BLE001 -- no cache entry then
+            return env
+        cache.write(entry, buf.getvalue())
+    return env
+
+
+def _cel_parser_entry() -> str | None:
+    """The cache entry name of the CEL parser of this celpy, lark and Python."""
+    import lark
+    from celpy import celparser
+
+    try:
+        source = Path(celparser.__file__)
+        name = cache.key(source.read_bytes(), (source.parent / "cel.lark").read_bytes(),
+                         lark.__version__, sys.version)
+    except (OSError, TypeError, AttributeError):
+        return None
+    return f"cel-parser-{name}.pickle"
+
+
 _JINJA = SandboxedEnvironment(autoescape=False, trim_blocks=True, lstrip_blocks=True)
 
 
@@ -167,7 +217,7 @@ def compile_rule(rule: Rule, overrides: dict[str, float] | None = None) -> Compi
     programs = {}
     for key, expr in exprs.items():
         try:
-            programs[key] = _CEL.program(_CEL.compile(expr))
+            programs[key] = _cel().program(_cel().compile(expr))
         except Exception as exc:  # celpy raises its own parse errors
             raise ConfigError(f"rule {rule.name}: {key}: invalid CEL ({str(exc).splitlines()[0]})") from None
     for template in [rule.message] + [f.code or "" for f in rule.fix.values()]:

@@ -176,7 +176,12 @@ def _time_tables(profile: Profile) -> dict[str, list[dict]]:
         ranks = max(df["rank"].nunique(), 1)
         agg = df.groupby(keys, dropna=False).agg(total=(value, "sum"), count=(value, "size") if "count" not in df.columns else ("count", "sum"))
         if "input_dtypes" in df.columns and df["input_dtypes"].notna().any():
-            agg["input_dtypes"] = df.groupby(keys, dropna=False)["input_dtypes"].agg(_distinct)
+            rows = df[[*keys, "input_dtypes"]]
+            if pd.api.types.infer_dtype(rows["input_dtypes"], skipna=True) in ("string", "empty"):
+                # strings (equal ones print the same), repeated by every rank:
+                # join each distinct (group, dtypes) once
+                rows = rows.drop_duplicates()
+            agg["input_dtypes"] = rows.groupby(keys, dropna=False)["input_dtypes"].agg(_distinct)
         agg = agg.sort_values("total", ascending=False).head(MAX_OPS).reset_index()
         agg["total_ms"] = (agg.pop("total") / US_PER_MS).round(4)
         agg["per_step_ms"] = (agg["total_ms"] / (ranks * per_rank_steps)).round(4) if per_rank_steps else None

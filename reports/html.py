@@ -19,9 +19,16 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    BytecodeCache,
+    Environment,
+    FileSystemLoader,
+    StrictUndefined,
+    select_autoescape,
+)
 from markupsafe import Markup
 
+from advisor import cache
 from advisor.model import Report
 
 from . import _view
@@ -81,10 +88,45 @@ def _assets() -> dict[str, str]:
     return {"chart": chart, "css": css, "app": app, "csp": csp}
 
 
+class _TemplateCache(BytecodeCache):
+    """Compiled templates in advisor's cache (:mod:`advisor.cache`):
+    compiling the report template takes longer than rendering it. Jinja
+    checks each entry against the template's source; the entry's name also
+    carries the Jinja version and this module (which configures the
+    environment the code was compiled for)."""
+
+    def __init__(self) -> None:
+        import jinja2
+
+        self.salt = cache.key(jinja2.__version__, Path(__file__).read_bytes())
+
+    def _name(self, bucket) -> str:
+        return f"jinja-{cache.key(self.salt, bucket.key)}.bytecode"
+
+    def load_bytecode(self, bucket) -> None:
+        data = cache.read(self._name(bucket))
+        if data is not None:
+            try:
+                bucket.bytecode_from_string(data)
+            except Exception:  # noqa: BLE001 -- a damaged entry: compile again
+                bucket.reset()
+
+    def dump_bytecode(self, bucket) -> None:
+        cache.write(self._name(bucket), bucket.bytecode_to_string())
+
+
+def _template_cache() -> BytecodeCache | None:
+    try:
+        return _TemplateCache()
+    except OSError:
+        return None
+
+
 @lru_cache(maxsize=1)
 def _env() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
+        bytecode_cache=_template_cache(),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -199,25 +199,32 @@ def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
         .reset_index()
     )
     agg["bandwidth_gbps"] = agg["size_mb"] / agg["time_ms"]
-    out = []
-    for (transport, _), group in agg.groupby(["transport", "size_class"]):
-        if len(group) < MIN_LINK_PEERS:
-            continue
-        median = float(group["bandwidth_gbps"].median())
-        for _, r in group.iterrows():
-            ratio = float(r["bandwidth_gbps"]) / median if median > 0 else 1.0
-            if ratio < threshold:
-                out.append(
-                    {
-                        "link": f"{int(r['src'])}-{int(r['dst'])}",
-                        "src": int(r["src"]),
-                        "dst": int(r["dst"]),
-                        "transport": str(transport),
-                        "bandwidth_gbps": round(float(r["bandwidth_gbps"]), 3),
-                        "peer_median_gbps": round(median, 3),
-                        "ratio": round(ratio, 4),
-                    }
-                )
+    groups = agg.groupby(["transport", "size_class"])["bandwidth_gbps"]
+    agg["peers"] = groups.transform("size")
+    agg["median"] = groups.transform("median")
+    agg = agg[agg["peers"] >= MIN_LINK_PEERS]
+    median = agg["median"].to_numpy(dtype=float)
+    bandwidth = agg["bandwidth_gbps"].to_numpy(dtype=float)
+    with np.errstate(all="ignore"):
+        agg["ratio"] = np.where(median > 0, bandwidth / np.where(median > 0, median, 1.0), 1.0)
+    # group by group (transport, then size class), each in src/dst order
+    slow = agg[agg["ratio"] < threshold].sort_values(["transport", "size_class"], kind="stable")
+    out = [
+        {
+            "link": f"{src}-{dst}",
+            "src": src,
+            "dst": dst,
+            "transport": str(transport),
+            "bandwidth_gbps": round(bw, 3),
+            "peer_median_gbps": round(med, 3),
+            "ratio": round(ratio, 4),
+        }
+        for src, dst, transport, bw, med, ratio in zip(
+            slow["src"].astype("int64").tolist(), slow["dst"].astype("int64").tolist(),
+            slow["transport"].tolist(), slow["bandwidth_gbps"].astype(float).tolist(),
+            slow["median"].astype(float).tolist(), slow["ratio"].astype(float).tolist(),
+        )
+    ]
     if not out:
         raise NotEvaluated(f"no transport/size class with {MIN_LINK_PEERS} or more links")
     return sorted(out, key=lambda r: r["ratio"])

@@ -63,29 +63,46 @@ def _bottleneck(p: Profile) -> dict:
     return p.memo("data_bottleneck", lambda: _find_bottleneck(p))
 
 
+def _ops_by_rank(ops: pd.DataFrame):
+    """(rank, op_id, own output-queue usage, frame, position of the op's row
+    in frame) of every dataset op, rank by rank in table order."""
+    ranked = ops[ops["rank"].notna()].sort_values("rank", kind="stable")
+    if not ranked.duplicated(["rank", "op_id"]).any():
+        # one row per (rank, op): the op's own usage is its row's
+        yield from ((rank, op_id, own, ranked, pos) for pos, (rank, op_id, own) in enumerate(zip(
+            ranked["rank"].tolist(), ranked["op_id"].tolist(), ranked["output_queue_usage"].tolist())))
+        return
+    for rank, group in ops.groupby("rank"):
+        by_id = group.set_index("op_id")["output_queue_usage"]
+        for pos, op_id in enumerate(group["op_id"].tolist()):
+            yield rank, op_id, by_id.get(op_id), group, pos
+
+
 def _find_bottleneck(p: Profile) -> dict:
     ops = p.table("data_ops")
     if ops is None or not {"op_id", "output_queue_usage", "parent_id"} <= set(ops.columns):
         raise NotEvaluated("dataset ops have no queue usage or pipeline links")
+    # per (rank, op): the usage of its fullest input queue (the ops whose parent it is)
+    fed = ops.dropna(subset=["output_queue_usage"]).groupby(["rank", "parent_id"])["output_queue_usage"].min()
+    fullest = dict(zip(fed.index.tolist(), fed.tolist()))
     best: dict | None = None
-    for rank, group in ops.groupby("rank"):
-        usage = group.set_index("op_id")["output_queue_usage"]
-        for _, op in group.iterrows():
-            children = group[group["parent_id"] == op["op_id"]]
-            inputs = children["output_queue_usage"].dropna()
-            own = usage.get(op["op_id"])
-            if inputs.empty or own is None or pd.isna(own):
-                continue
-            drop = float(inputs.min() - own)
-            if best is None or drop > best["drop"]:
-                best = {
-                    "rank": int(rank),
-                    "op": _op_label(op),
-                    "drop": drop,
-                    "input_usage": float(inputs.min()),
-                    "output_usage": float(own),
-                    "workers": None if pd.isna(op.get("workers")) else int(op.get("workers")),
-                }
+    for rank, op_id, own, frame, pos in _ops_by_rank(ops):
+        inputs_min = fullest.get((rank, op_id))
+        if inputs_min is None:
+            continue
+        if own is None or pd.isna(own):
+            continue
+        drop = float(inputs_min - own)
+        if best is None or drop > best["drop"]:
+            op = frame.iloc[pos]
+            best = {
+                "rank": int(rank),
+                "op": _op_label(op),
+                "drop": drop,
+                "input_usage": float(inputs_min),
+                "output_usage": float(own),
+                "workers": None if pd.isna(op.get("workers")) else int(op.get("workers")),
+            }
     if best is None:
         raise NotEvaluated("no dataset op with both input and output queue usage")
     return best
@@ -157,6 +174,8 @@ def op_queue_usage(p: Profile) -> Value:
     ops = p.table("data_ops").dropna(subset=["output_queue_usage"])
     if "op_id" not in ops.columns:
         raise NotEvaluated("dataset ops have no pipeline ids")
-    labels = ops.apply(_op_label, axis=1)
+    labels = pd.Series([_op_label({"name": name, "op_id": op_id})
+                        for name, op_id in zip(ops["name"].tolist(), ops["op_id"].tolist())],
+                       index=ops.index, dtype=object)
     usage = ops.groupby(labels, sort=False)["output_queue_usage"].mean()
     return Value({str(k): round(float(v), 4) for k, v in usage.items()})

@@ -21,25 +21,54 @@ FP32 = {"FLOAT", "FLOAT32", "FP32", "DT_FLOAT"}
 TOP_N = 10
 
 
+def _per_value(values: pd.Series, test) -> pd.Series:
+    """``test`` (a vectorized string test) applied once per distinct value
+    of ``values`` and mapped back: operator tables repeat a few names and
+    types over every rank."""
+    values = values.astype(str)
+    codes, distinct = values.factorize(use_na_sentinel=False)
+    found = test(pd.Series(distinct)).to_numpy()
+    return pd.Series(found[codes], index=values.index)
+
+
 def _compute_ops(p: Profile) -> pd.DataFrame:
-    ops = p.table("ops")
-    if "core" in ops.columns:
-        ops = ops[~ops["core"].astype(str).str.upper().isin(COMM_CORES)]
-    ops = ops[~ops["name"].astype(str).str.contains(r"hcom|nccl|allreduce", case=False, regex=True)]
+    """Operators that are not communication (memoized per profile; callers
+    never modify it)."""
+    ops = p.memo("compute_ops", lambda: _non_comm_ops(p))
     if ops.empty or ops["total_us"].sum() <= 0:
         raise NotEvaluated("no compute operators with time")
     return ops
 
 
-def _is_matrix(ops: pd.DataFrame) -> pd.Series:
-    kind = ops["type"].astype(str) if "type" in ops.columns else ops["name"].astype(str)
-    return kind.str.contains(MATRIX_OP) | ops["name"].astype(str).str.contains(MATRIX_OP)
+def _non_comm_ops(p: Profile) -> pd.DataFrame:
+    ops = p.table("ops")
+    if "core" in ops.columns:
+        ops = ops[~_per_value(ops["core"], lambda v: v.str.upper().isin(COMM_CORES))]
+    return ops[~_per_value(ops["name"], lambda v: v.str.contains(r"hcom|nccl|allreduce", case=False, regex=True))]
 
 
-def _is_fp32(ops: pd.DataFrame) -> pd.Series:
-    dtypes = ops["input_dtypes"].fillna("").astype(str).str.upper()
-    first = dtypes.str.split(";").str[0].str.strip()
-    return first.isin(FP32)
+def _is_matrix(p: Profile, ops: pd.DataFrame) -> pd.Series:
+    """Matrix operators among ``ops`` (the profile's ``_compute_ops``)."""
+    return p.memo("compute_ops_matrix", lambda: _matrix(ops))
+
+
+def _matrix(ops: pd.DataFrame) -> pd.Series:
+    kind = ops["type"] if "type" in ops.columns else ops["name"]
+    return _per_value(kind, lambda v: v.str.contains(MATRIX_OP)) | _per_value(
+        ops["name"], lambda v: v.str.contains(MATRIX_OP)
+    )
+
+
+def _is_fp32(p: Profile, ops: pd.DataFrame) -> pd.Series:
+    """Operators among ``ops`` (the profile's ``_compute_ops``) whose first input is float32."""
+    return p.memo("compute_ops_fp32", lambda: _fp32(ops))
+
+
+def _fp32(ops: pd.DataFrame) -> pd.Series:
+    def first_is_fp32(dtypes: pd.Series) -> pd.Series:
+        return dtypes.str.upper().str.split(";").str[0].str.strip().isin(FP32)
+
+    return _per_value(ops["input_dtypes"].fillna(""), first_is_fp32)
 
 
 def _steps_in_window(p: Profile) -> int:
@@ -76,7 +105,7 @@ def matrix_ratio(p: Profile) -> Value:
     """Share of compute-operator time in matrix multiply / convolution
     operators (MatMul, BatchMatMul, Conv*, GEMM kernels), any dtype."""
     ops = _compute_ops(p)
-    return Value(float(ops.loc[_is_matrix(ops), "total_us"].sum() / ops["total_us"].sum()))
+    return Value(float(ops.loc[_is_matrix(p, ops), "total_us"].sum() / ops["total_us"].sum()))
 
 
 @metric("ops.fp32_matrix_ratio", unit="ratio", needs=["ops.total_us", "ops.input_dtypes"])
@@ -85,7 +114,7 @@ def fp32_matrix_ratio(p: Profile) -> Value:
     operators whose first input is float32. Evaluated only when the profile
     records operator input dtypes."""
     ops = _compute_ops(p)
-    mask = _is_matrix(ops) & _is_fp32(ops)
+    mask = _is_matrix(p, ops) & _is_fp32(p, ops)
     names = (
         ops[mask].groupby("type" if "type" in ops.columns else "name")["total_us"].sum().nlargest(5)
     )
@@ -100,7 +129,7 @@ def fp32_matrix_ms(p: Profile) -> Value:
     """Float32 matrix-operator time per step: their total time over the
     window divided by the number of steps in it (per rank, mean over ranks)."""
     ops = _compute_ops(p)
-    mask = _is_matrix(ops) & _is_fp32(ops)
+    mask = _is_matrix(p, ops) & _is_fp32(p, ops)
     per_rank = ops[mask].groupby("rank")["total_us"].sum()
     if per_rank.empty:
         return Value(0.0)

@@ -59,14 +59,22 @@ class MetricSpec:
     def summary(self) -> str:
         return self.doc.split("\n\n", 1)[0].replace("\n", " ")
 
-    def missing(self, profile: Profile) -> str | None:
-        """Why this metric cannot be evaluated on ``profile``, or None."""
+    def missing(self, profile: Profile, _seen: dict[str, bool] | None = None) -> str | None:
+        """Why this metric cannot be evaluated on ``profile``, or None.
+        (``_seen``: answers for ``table.column`` needs already checked.)"""
         for need in self.needs:
             table, _, column = need.partition(".")
             if profile.table(table) is None:
                 return f"no {table} table in this profile"
-            if column and not profile.has(table, column):
-                return f"the {table} table has no {column} values"
+            if column:
+                if _seen is None:
+                    found = profile.has(table, column)
+                elif need in _seen:
+                    found = _seen[need]
+                else:
+                    found = _seen[need] = profile.has(table, column)
+                if not found:
+                    return f"the {table} table has no {column} values"
         return None
 
 
@@ -94,8 +102,9 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
     """Compute every registered metric the profile supports."""
     metrics: dict[str, Metric] = {}
     skipped: list[Skip] = []
+    seen: dict[str, bool] = {}  # metrics share needs; each is checked once
     for spec in REGISTRY.values():
-        reason = spec.missing(profile)
+        reason = spec.missing(profile, seen)
         if reason is None:
             try:
                 # overflow / 0-divide on weird data is handled by the checks
