@@ -1,12 +1,17 @@
 """Large-trace loading benchmark: advisor's Kineto reader vs HolisticTraceAnalysis.
 
 Generates (once, under /tmp, never in the repository) a Kineto trace of about
-the requested size by repeating the events of the corpus trace
-``hta/nccl_parser_config/nccl_data.json.gz`` back to back in time (each copy
-shifted past the previous one, with its own step numbers and correlation
-ids), then loads it in a fresh subprocess per tool and reports wall time and
-peak resident memory (``ru_maxrss`` of that subprocess; the memory of the
-imports alone is shown as ``base``).
+the requested size by repeating the events of a corpus trace back to back in
+time (each copy shifted past the previous one, with its own step numbers and
+correlation ids), then loads it in a fresh subprocess per tool and reports
+wall time and peak resident memory (``ru_maxrss`` of that subprocess; the
+memory of the imports alone is shown as ``base``).
+
+``--source`` picks the corpus trace: ``nccl`` (default,
+``hta/nccl_parser_config/nccl_data.json.gz``: A100 DDP, no input shapes),
+``shapes`` (``kineto-tb-plugin/resnet50_num_workers_0``: V100 ResNet-50
+recorded with ``record_shapes``, 2021 vocabulary) or ``cpu`` (the same
+ResNet trace without its device and runtime events: a CPU-only trace).
 
 HTA is measured when importable, in this interpreter or in the one named by
 ``$ADVISOR_HTA_PYTHON`` (e.g. a separate venv with ``pip install
@@ -14,6 +19,7 @@ holistictraceanalysis``); otherwise the report says it was not measured.
 
     python bench/kineto_load.py --size-mb 300
     python bench/kineto_load.py --size-mb 300 --gz      # gzipped input
+    python bench/kineto_load.py --size-mb 300 --source shapes --no-hta
     python bench/kineto_load.py --baseline /tmp/old     # also an older checkout
 """
 
@@ -31,21 +37,41 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("ADVISOR_CORPUS", REPO.parent / "shared" / "corpus"))
-SOURCE = CORPUS / "hta" / "nccl_parser_config" / "nccl_data.json.gz"
+SOURCES = {
+    "nccl": CORPUS / "hta" / "nccl_parser_config" / "nccl_data.json.gz",
+    "shapes": CORPUS / "kineto-tb-plugin" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz",
+}
+SOURCES["cpu"] = SOURCES["shapes"]
+SOURCE = SOURCES["nccl"]
+#: Categories dropped from the source for ``--source cpu``.
+DEVICE_SIDE = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset",
+               "cuda_runtime", "Runtime", "cuda_driver", "ac2g", "async"}
 OUT_DIR = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench"))
 
 
-def generate(size_mb: float, gz: bool) -> Path:
+def source_events(source: str) -> tuple[dict, list]:
+    """The corpus trace of ``source`` as (document without events, events)."""
+    import orjson
+
+    doc = orjson.loads(gzip.decompress(SOURCES[source].read_bytes()))
+    events = doc.pop("traceEvents")
+    if source == "cpu":
+        events = [e for e in events if e.get("cat") not in DEVICE_SIDE]
+        doc.pop("deviceProperties", None)
+    return doc, events
+
+
+def generate(size_mb: float, gz: bool, source: str = "nccl") -> Path:
     """Write (or reuse) a trace of about ``size_mb`` MB (uncompressed JSON)."""
     import orjson
 
-    folder = OUT_DIR / f"kineto_{int(size_mb)}mb{'_gz' if gz else ''}"
+    tag = "" if source == "nccl" else f"_{source}"
+    folder = OUT_DIR / f"kineto_{int(size_mb)}mb{tag}{'_gz' if gz else ''}"
     path = folder / ("rank-0.pt.trace.json" + (".gz" if gz else ""))
     if path.exists():
         return path
     folder.mkdir(parents=True, exist_ok=True)
-    doc = orjson.loads(gzip.decompress(SOURCE.read_bytes()))
-    events = doc.pop("traceEvents")
+    doc, events = source_events(source)
     base = len(orjson.dumps(events))
     copies = max(1, round(size_mb * 1e6 / base))
     times = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
@@ -137,15 +163,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=300.0)
     ap.add_argument("--gz", action="store_true", help="write the generated trace gzipped")
+    ap.add_argument("--source", choices=sorted(SOURCES), default="nccl",
+                    help="corpus trace to repeat (default nccl; see the module doc)")
     ap.add_argument("--no-hta", action="store_true")
     ap.add_argument("--baseline", metavar="DIR",
                     help="also time the advisor package found under DIR (e.g. an older "
                          "checkout laid out as DIR/advisor/collectors/...)")
     args = ap.parse_args(argv)
-    if not SOURCE.exists():
-        print(f"corpus trace not found: {SOURCE}", file=sys.stderr)
+    if not SOURCES[args.source].exists():
+        print(f"corpus trace not found: {SOURCES[args.source]}", file=sys.stderr)
         return 2
-    path = generate(args.size_mb, args.gz)
+    path = generate(args.size_mb, args.gz, args.source)
     size = path.stat().st_size / 1e6
     print(f"trace: {path} ({size:.0f} MB on disk)")
     adv = _run(sys.executable, ADVISOR_CHILD, str(path))

@@ -9,7 +9,10 @@ that process and the workers it waited for, from ``wait4``):
   steps, ``kernel_details.csv`` with K kernels per step,
   ``communication.json``), for N in ``--ranks`` (default 8, 64, 256);
 * Kineto traces of about M MB each, for M in ``--kineto-mb`` (default 50,
-  200), built by ``bench/kineto_load.py`` from a real corpus trace.
+  200), built by ``bench/kineto_load.py`` from a real corpus trace
+  (``--kineto-source``: ``nccl``, a GPU run without input shapes, by
+  default; ``shapes``, a GPU run recorded with ``record_shapes``; ``cpu``,
+  a CPU-only trace; several may be given).
 
 A bounded reader shows as peak memory growing far slower than input size.
 ``--huge`` adds a 1024-rank folder and a 2 GB trace (minutes, GBs of /tmp).
@@ -17,6 +20,7 @@ A bounded reader shows as peak memory growing far slower than input size.
     python bench/memory_vs_size.py
     python bench/memory_vs_size.py --ranks 8 64 --kineto-mb 50 --jobs 2
     python bench/memory_vs_size.py --huge
+    python bench/memory_vs_size.py --ranks --kineto-mb 200 1000 --kineto-source nccl shapes cpu
 """
 
 from __future__ import annotations
@@ -79,11 +83,12 @@ def ascend_cluster(ranks: int, steps: int = 20, kernels: int = 200) -> Path:
     return root
 
 
-def kineto_trace(size_mb: float) -> Path:
+def kineto_trace(size_mb: float, source: str = "nccl") -> Path:
+    """(or reuse) a Kineto trace of about ``size_mb`` MB built from ``source``."""
     sys.path.insert(0, str(REPO))
     from bench.kineto_load import generate
 
-    return generate(size_mb, gz=False)
+    return generate(size_mb, gz=False, source=source)
 
 
 def size_of(path: Path) -> int:
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", type=int, nargs="*", default=[8, 64, 256])
     ap.add_argument("--kineto-mb", type=float, nargs="*", default=[50, 200])
+    ap.add_argument("--kineto-source", nargs="+", default=["nccl"], choices=["nccl", "shapes", "cpu"],
+                    help="corpus trace(s) the Kineto inputs repeat (bench/kineto_load.py)")
     ap.add_argument("--jobs", type=int, default=None, help="--jobs for advisor report (default: its own)")
     ap.add_argument("--huge", action="store_true", help="also 1024 ranks and a 2 GB trace")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
@@ -132,10 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         target = ascend_cluster(n)
         rows.append((f"ascend {n} ranks", size_of(target), measure(target, args.jobs)))
         print(_line(*rows[-1]) if not args.json else json.dumps(rows[-1]), flush=True)
-    for mb in sizes:
-        target = kineto_trace(mb)
-        rows.append((f"kineto {mb:g} MB trace", size_of(target), measure(target, args.jobs)))
-        print(_line(*rows[-1]) if not args.json else json.dumps(rows[-1]), flush=True)
+    for source in args.kineto_source:
+        for mb in sizes:
+            target = kineto_trace(mb, source)
+            rows.append((f"kineto {source} {mb:g} MB", size_of(target), measure(target, args.jobs)))
+            print(_line(*rows[-1]) if not args.json else json.dumps(rows[-1]), flush=True)
     if not args.json:
         print()
         print(f"{'input':<24} {'size MB':>9} {'peak RSS MB':>12} {'wall s':>8} {'cpu s':>7}  rc")

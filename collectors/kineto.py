@@ -100,9 +100,10 @@ name, else the enclosing host collective op, e.g. ``nccl:all_to_all`` for
 a ``SendRecv`` kernel), ``group`` (``Process Group Name[:Description]``
 args, when present), ``elapse_us``, ``start_us``, ``step``.
 
-Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`):
-memory grows with the number of analysed events (about 60 bytes each),
-not with the size of the JSON (``bench/kineto_load.py`` measures it).
+Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
+with a progress bar on a terminal: only the events some table reads are
+kept, so memory grows far slower than the JSON (``bench/memory_vs_size.py``
+and ``bench/kineto_load.py`` measure it).
 
 Not read (yet): memory events, python stacks, flow events, per-stream
 idle analysis, kernels of other ranks in one file.
@@ -116,9 +117,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from advisor.collectors import kineto_decode as dec
-from advisor.collectors.kineto_tables import cpu_tables, gpu_tables
+from advisor.collectors.kineto_tables import Tables, cpu_tables, gpu_tables
 from advisor.errors import InputError
-from advisor.profile import Profile, RunMeta, merge_profiles
+from advisor.profile import Profile, RunMeta
 
 _ASCEND_DIR_RE = re.compile(r"(^ASCEND_PROFILER_OUTPUT$|_ascend_pt$|_ascend_ms$)")
 _RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])rank[-_]?(\d+)")
@@ -233,12 +234,18 @@ def _rank_plan(folder: str, names: tuple[str, ...]) -> tuple[dict[str, int], tup
     return plan, tuple(notes)
 
 
+@lru_cache(maxsize=64)
+def _trace_names(folder: str, mtime_ns: int) -> tuple[str, ...]:
+    """Names of the Kineto traces directly in ``folder`` (cached while the
+    folder is unchanged: every trace of a 1024-rank folder asks)."""
+    return tuple(sorted(p.name for p in Path(folder).iterdir() if p.is_file() and looks_like_kineto(p)))
+
+
 def _resolve_rank(path: Path, declared: int | None) -> tuple[int, list[str]]:
     """This file's rank and the folder-level notes about rank assignment."""
     folder = path.parent
     try:
-        names = tuple(sorted(p.name for p in folder.iterdir()
-                             if p.is_file() and looks_like_kineto(p)))
+        names = _trace_names(str(folder), folder.stat().st_mtime_ns)
     except OSError:
         names = (path.name,)
     if path.name not in names:
@@ -258,12 +265,10 @@ def read(unit: Path) -> Profile:
     trace = dec.load_trace(path)
     rank, notes = _resolve_rank(path, trace.rank)
     inferred = trace.rank is None and _RANK_IN_NAME.search(path.name) is None
-    ev = trace.events
-    if len(ev) == 0:
+    if trace.analysed == 0:
         raise InputError(path, "trace has no complete events of known categories "
                                "(cpu_op/Operator/kernel/... ) to analyse")
-    has_device = bool((ev.kind >= dec.KERNEL).any())
-    tables = gpu_tables(ev, rank) if has_device else cpu_tables(ev, rank)
+    tables = _tables(trace, rank)
     meta = RunMeta(
         framework="pytorch",
         device=tables.device,
@@ -283,6 +288,18 @@ def read(unit: Path) -> Profile:
     return profile
 
 
+def _tables(trace: dec.Trace, rank: int) -> Tables:
+    """The GPU or CPU-only tables of a decoded trace. Takes the event
+    columns off ``trace`` and frees them once the tables are built."""
+    ev, trace.events = trace.events, None
+    has_device = bool((ev.kind >= dec.KERNEL).any())
+    tables = gpu_tables(ev, rank) if has_device else cpu_tables(ev, rank)
+    del ev
+    if trace.analysed >= dec.BIG_TRACE_EVENTS:
+        dec.release_free_memory()
+    return tables
+
+
 def _version(trace: dec.Trace) -> str:
     """'schema N' plus the category vocabulary."""
     vocab = "2021 categories" if trace.old_vocabulary else "current categories"
@@ -291,15 +308,12 @@ def _version(trace: dec.Trace) -> str:
 
 
 def _read_folder(folder: Path) -> Profile:
-    """Every trace under ``folder``, merged into one cluster Profile."""
+    """Every trace under ``folder``, read and merged by the cluster engine
+    (:func:`advisor.collectors.rank_reader.read_units`, in this process) as
+    ``load_profile`` would."""
+    from advisor.collectors.rank_reader import read_units
+
     units = discover(folder)
     if not units:
         raise InputError(folder, "no Kineto trace files (*.pt.trace.json[.gz]) found")
-    parts = [read(u) for u in units]
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0].meta
-    meta = RunMeta(framework="pytorch", device=first.device, source_format="kineto",
-                   source_version=first.source_version, source_path=str(folder),
-                   world_size=max((p.meta.world_size or 0 for p in parts), default=0) or None)
-    return merge_profiles(parts, meta)
+    return read_units(__name__, folder, units, jobs=1)

@@ -20,11 +20,15 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     starts = np.asarray(starts, dtype=np.float64)
     ends = np.asarray(ends, dtype=np.float64)
     ok = np.isfinite(starts) & np.isfinite(ends)
-    starts, ends = starts[ok], np.maximum(ends[ok], starts[ok])
+    if not ok.all():
+        starts, ends = starts[ok], ends[ok]
+    del ok
     if starts.size == 0:
         return EMPTY
     order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    s = starts[order]
+    e = np.maximum(ends[order], s)
+    del order
     reach = np.maximum.accumulate(e)
     new = np.empty(s.size, dtype=bool)
     new[0] = True
@@ -41,20 +45,18 @@ def total(iv: Intervals) -> float:
 def _sweep(sets: list[Intervals], keep) -> Intervals:
     """Combine disjoint interval sets: set ``k`` contributes bit ``1 << k``
     to the cover state; return the (merged) parts where ``keep(state)``."""
-    times, deltas = [], []
-    for k, (s, e) in enumerate(sets):
-        w = float(1 << k)
-        times += [s, e]
-        deltas += [np.full(s.size, w), np.full(e.size, -w)]
-    t = np.concatenate(times)
+    t = np.concatenate([x for s, e in sets for x in (s, e)])
     if t.size == 0:
         return EMPTY
-    d = np.concatenate(deltas)
+    d = np.concatenate([np.full(x.size, sign << k, dtype=np.int8)
+                        for k, (s, e) in enumerate(sets) for x, sign in ((s, 1), (e, -1))])
     order = np.argsort(t, kind="stable")
-    t, state = t[order], np.cumsum(d[order])
-    seg_s, seg_e, seg_state = t[:-1], t[1:], np.rint(state[:-1]).astype(np.int64)
-    sel = keep(seg_state) & (seg_e > seg_s)
-    return merge(seg_s[sel], seg_e[sel])
+    t, d = t[order], d[order]
+    del order
+    state = np.cumsum(d, dtype=np.int8)[:-1]
+    del d
+    sel = keep(state) & (t[1:] > t[:-1])
+    return merge(t[:-1][sel], t[1:][sel])
 
 
 def union(a: Intervals, b: Intervals) -> Intervals:
@@ -102,6 +104,57 @@ def window_index(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where(inside, idx, -1)
 
 
+def depth(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Nesting depth of each op (input order): how many ops of its thread
+    are open when it starts, as :class:`Nesting` counts them (0 = top-level).
+
+    Adding ops never lowers an op's depth, so an op nested within any subset
+    of a thread's ops is nested in the whole thread too."""
+    thread = np.asarray(thread, dtype=np.int64)
+    start = np.asarray(start, dtype=np.float64)
+    end = np.maximum(np.asarray(end, dtype=np.float64), start)
+    out = np.zeros(start.size, dtype=np.int64)
+    if start.size:
+        o = np.lexsort((-end, start, thread))
+        out[o] = _sorted_depth(thread[o], start[o], end[o])
+    return out
+
+
+def _sorted_depth(th: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Depths of ops sorted by (thread, start, longest first): a +1/-1
+    sweep per thread."""
+    # Zero-length ops get a tiny length so they sort inside their parent.
+    e_eff = np.where(e > s, e, s + 1e-6)
+    n = s.size
+    # Events: ends (kind 0) before starts (kind 1) at equal times, so
+    # touching siblings do not nest; starts at one time in sorted order.
+    t = np.concatenate([s, e_eff])
+    del e_eff
+    kind = np.zeros(2 * n, dtype=np.int8)
+    kind[:n] = 1
+    rank_in = np.concatenate([np.arange(n, dtype=np.int32)] * 2)
+    thr = np.concatenate([th, th])
+    ev = np.lexsort((rank_in, kind, t, thr))
+    del t
+    is_start = kind[ev] == 1
+    del kind
+    delta = np.where(is_start, 1, -1).astype(np.int32)
+    # Running depth restarts on each thread: subtract the thread's prefix.
+    run_before = np.cumsum(delta, dtype=np.int64) - delta
+    del delta
+    thr_ev = thr[ev]
+    del thr
+    first = np.r_[True, thr_ev[1:] != thr_ev[:-1]]
+    del thr_ev
+    base = np.maximum.accumulate(np.where(first, np.arange(ev.size), 0))
+    del first
+    depth_at = run_before - run_before[base]
+    del base, run_before
+    depth_sorted = np.empty(n, dtype=np.int64)
+    depth_sorted[rank_in[ev][is_start]] = np.clip(depth_at[is_start], 0, None)
+    return depth_sorted
+
+
 class Nesting:
     """Call-stack structure of host ops on each thread.
 
@@ -126,36 +179,8 @@ class Nesting:
         """Depth from a +1/-1 sweep per thread, then parents level by level."""
         o = self.order
         th, s, e = self.thread[o], self.start[o], self.end[o]
-        # Zero-length ops get a tiny length so they sort inside their parent.
-        e_eff = np.where(e > s, e, s + 1e-6)
         n = s.size
-        # Events: ends (kind 0) before starts (kind 1) at equal times, so
-        # touching siblings do not nest; starts ordered as in ``o``.
-        t = np.concatenate([s, e_eff])
-        del e_eff
-        kind = np.zeros(2 * n, dtype=np.int8)
-        kind[:n] = 1
-        rank_in = np.concatenate([np.arange(n, dtype=np.int32)] * 2)
-        thr = np.concatenate([th, th])
-        ev = np.lexsort((rank_in, kind, t, thr))
-        del t
-        is_start = kind[ev] == 1
-        del kind
-        delta = np.where(is_start, 1, -1).astype(np.int32)
-        # Running depth restarts on each thread: subtract the thread's prefix.
-        run_before = np.cumsum(delta, dtype=np.int64) - delta
-        del delta
-        thr_ev = thr[ev]
-        del thr
-        first = np.r_[True, thr_ev[1:] != thr_ev[:-1]]
-        del thr_ev
-        base = np.maximum.accumulate(np.where(first, np.arange(ev.size), 0))
-        del first
-        depth_at = run_before - run_before[base]
-        del base, run_before
-        depth_sorted = np.empty(n, dtype=np.int64)
-        depth_sorted[rank_in[ev][is_start]] = np.clip(depth_at[is_start], 0, None)
-        del ev, depth_at, rank_in, is_start
+        depth_sorted = _sorted_depth(th, s, e)
         parent_sorted = np.full(n, -1, dtype=np.int64)
         for d in range(1, int(depth_sorted.max(initial=0)) + 1):
             kids = np.flatnonzero(depth_sorted == d)

@@ -42,7 +42,7 @@ import numpy as np
 T = TypeVar("T")
 
 #: Bytes read from the file per step.
-CHUNK = 8 << 20
+CHUNK = 4 << 20
 #: Give up streaming when ``"traceEvents": [`` is not within this many bytes.
 MAX_PREFIX = 64 << 20
 
@@ -56,6 +56,7 @@ _KEY = b'"traceEvents"'
 _AFTER_KEY = re.compile(rb"\s*:\s*")
 _SEP = b" \t\r\n,"
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_LEADING_SEP = re.compile(rb"[ \t\r\n,]*")
 
 
 class NotStreamable(Exception):
@@ -101,16 +102,13 @@ def structure(buf: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _find_events_array(buf: bytes) -> int | None:
     """Offset just past the ``[`` opening the top-level ``traceEvents``
     array, None when the key is not (yet) in ``buf``; NotStreamable when the
-    document is not an object or the key's value is not an array."""
+    document is not an object or the key's value is not an array. Only the
+    text before each candidate key is scanned."""
     start = buf.find(_KEY)
-    if start < 0:
-        return None
-    quotes, braces, depth = structure(buf)
     while start >= 0:
-        in_string = np.searchsorted(quotes, start) & 1
-        k = np.searchsorted(braces, start) - 1
-        level = int(depth[k]) if k >= 0 else 0
-        if not in_string and level == 1:
+        quotes, _, depth = structure(memoryview(buf)[:start])
+        level = int(depth[-1]) if depth.size else 0
+        if quotes.size % 2 == 0 and level == 1:
             m = _AFTER_KEY.match(buf, start + len(_KEY))
             if m is None:
                 return None if start + len(_KEY) + 64 > len(buf) else _not_streamable()
@@ -131,9 +129,11 @@ def _not_streamable():
 def _guess_cut(buf: bytes) -> int:
     """End of the last ``}`` followed by ``, {`` (the usual boundary between
     two events) in ``buf``, or -1. Only a guess: the caller checks it by
-    decoding, which fails unless the cut lies between two elements."""
-    lo = max(0, len(buf) - (1 << 20))
+    decoding, which fails unless the cut lies between two elements. Looks
+    at growing windows at the end of ``buf`` (usually the last few KB)."""
+    span = 1 << 14
     while True:
+        lo = max(0, len(buf) - span)
         m = None
         for m in _BOUNDARY.finditer(buf, lo):
             pass
@@ -141,7 +141,7 @@ def _guess_cut(buf: bytes) -> int:
             return m.start() + 1
         if lo == 0:
             return -1
-        lo = 0
+        span <<= 4
 
 
 def _exact_cut(buf: bytes) -> tuple[int, int]:
@@ -157,6 +157,18 @@ def _exact_cut(buf: bytes) -> tuple[int, int]:
     return (int(braces[done[-1]]) + 1 if done.size else 0), -1
 
 
+def _array_text(buf: bytes, start: int, end: int) -> bytes:
+    """``buf[start:end]``, separators around it dropped, as the text of a JSON
+    array (one copy); b"" when nothing is left."""
+    start = _LEADING_SEP.match(buf, start, end).end()
+    while end > start and buf[end - 1] in _SEP:
+        end -= 1
+    if end <= start:
+        return b""
+    with memoryview(buf) as view:
+        return b"".join((b"[", view[start:end], b"]"))
+
+
 def iter_batches(fh: BinaryIO, rest: Rest, decode: Callable[[bytes], T]) -> Iterator[T]:
     """Decode the elements of ``traceEvents`` in batches of about ``CHUNK``
     bytes: ``decode`` gets each batch as the text of a JSON array and must
@@ -166,7 +178,9 @@ def iter_batches(fh: BinaryIO, rest: Rest, decode: Callable[[bytes], T]) -> Iter
 
     A batch is first cut at a guessed event boundary (:func:`_guess_cut`);
     when that text does not decode, the exact structure scan finds the cut
-    and the end of the array, and its decode errors are the caller's."""
+    and the end of the array, and its decode errors are the caller's. At
+    the end of the file the guess is tried too, so that the exact scan
+    usually covers only the last element and the rest of the document."""
     buf = b""
     while True:
         chunk = fh.read(CHUNK)
@@ -181,32 +195,36 @@ def iter_batches(fh: BinaryIO, rest: Rest, decode: Callable[[bytes], T]) -> Iter
     rest.prefix = buf[:at - 1]
     buf = buf[at:]
     eof = False
+    guess = True
     while True:
         if not eof:
             chunk = fh.read(CHUNK)
             eof = not chunk
             buf += chunk
-        if not eof:
-            cut = _guess_cut(buf)
-            if cut > 0:
-                body = buf[:cut].lstrip(_SEP)
-                try:
-                    result = decode(b"[" + body + b"]") if body else None
-                except msgspec.DecodeError:
-                    pass
-                else:
-                    if result is not None:
-                        yield result
-                    buf = buf[cut:]
-                    continue
+        cut = _guess_cut(buf) if guess else -1
+        if cut > 0:
+            body = _array_text(buf, 0, cut)
+            try:
+                result = decode(body) if body else None
+            except msgspec.DecodeError:
+                pass
+            else:
+                if result is not None:
+                    yield result
+                buf = buf[cut:]
+                # At the end of the file, what is left is the last element,
+                # the end of the array and the rest of the document: the
+                # exact scan below sorts them out.
+                guess = not eof
+                continue
         cut, end = _exact_cut(buf)
-        body = buf[:cut].lstrip(_SEP)
+        body = _array_text(buf, 0, cut)
         if body:
-            yield decode(b"[" + body + b"]")
+            yield decode(body)
         if end >= 0:
-            tail = buf[cut:end].strip(_SEP)
+            tail = _array_text(buf, cut, end)
             if tail:
-                yield decode(b"[" + tail + b"]")
+                yield decode(tail)
             rest.suffix = buf[end + 1:] + fh.read()
             return
         buf = buf[cut:]

@@ -106,79 +106,105 @@ def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
     return hit[ev.name]
 
 
-def _steps(ev: Events) -> pd.DataFrame:
-    """ProfilerStep#N spans (deduplicated by N, longest kept), by start."""
-    is_step = _name_mask(ev, STEP_RE) & (ev.kind == HOST)
-    idx = np.flatnonzero(is_step)
+def _steps(ev: Events) -> dict[str, np.ndarray] | None:
+    """ProfilerStep#N spans (deduplicated by N, longest kept), by start;
+    None without step markers. Rows are ordered as pandas' ``sort_values``
+    would (by duration, longest first, then by start), ties included."""
+    idx = np.flatnonzero(_name_mask(ev, STEP_RE) & (ev.kind == HOST))
     if idx.size == 0:
-        return pd.DataFrame(columns=["step", "start", "end", "thread"])
-    df = pd.DataFrame({
-        "step": [int(STEP_RE.match(ev.names[c]).group(1)) for c in ev.name[idx]],
-        "start": ev.ts[idx], "end": ev.end[idx], "thread": ev.thread[idx],
-        "dur": ev.dur[idx],
-    })
-    df = df.sort_values("dur", ascending=False).drop_duplicates("step")
-    return df.sort_values("start", ignore_index=True).drop(columns="dur")
+        return None
+    step = np.array([int(STEP_RE.match(ev.names[c]).group(1)) for c in ev.name[idx]], dtype=np.int64)
+    by_dur = _sort_order(ev.dur[idx], descending=True)
+    _, first = np.unique(step[by_dur], return_index=True)
+    kept = by_dur[np.sort(first)]
+    rows = idx[kept[_sort_order(ev.ts[idx[kept]])]]
+    return {"step": step[np.searchsorted(idx, rows)], "start": ev.ts[rows],
+            "end": ev.end_at(rows), "thread": ev.thread[rows]}
+
+
+def _sort_order(values: np.ndarray, descending: bool = False) -> np.ndarray:
+    """The row order ``DataFrame.sort_values`` gives a NaN-free column
+    (pandas' ``nargsort`` with quicksort: descending sorts the reversed
+    column and reverses the result)."""
+    if not descending:
+        return values.argsort(kind="quicksort")
+    rev = np.arange(values.size)[::-1]
+    return rev[values[::-1].argsort(kind="quicksort")][::-1]
 
 
 def _windows(ev: Events, notes: list[str]) -> pd.DataFrame:
     """Step windows, or one whole-trace window (step NA) with a note."""
     steps = _steps(ev)
-    if len(steps):
+    if steps is not None:
         # Keep windows disjoint (a step never runs past the next one's start).
-        nxt = steps["start"].shift(-1).fillna(np.inf).to_numpy()
-        steps["end"] = np.minimum(steps["end"].to_numpy(), nxt)
-        steps["step"] = steps["step"].astype("Int64")
-        return steps
+        nxt = np.r_[steps["start"][1:], np.inf]
+        return pd.DataFrame({"step": pd.array(steps["step"], dtype="Int64"), "start": steps["start"],
+                             "end": np.minimum(steps["end"], nxt), "thread": steps["thread"]})
     notes.append("no ProfilerStep#N step markers found: the whole trace is reported "
                  "as one window with step NA (use torch.profiler.profile with "
                  "schedule and call prof.step() each iteration)")
     return pd.DataFrame({
         "step": pd.array([pd.NA], dtype="Int64"),
-        "start": [float(np.min(ev.ts))] if len(ev) else [np.nan],
-        "end": [float(np.max(ev.end))] if len(ev) else [np.nan],
+        "start": [float(ev.span[0])],
+        "end": [float(ev.span[1])],
         "thread": [-1],
     })
 
 
 def _select(ev: Events, mask: np.ndarray) -> iv.Intervals:
     """Merged intervals of the events selected by ``mask``."""
-    return iv.merge(ev.ts[mask], ev.end[mask])
+    return iv.merge(ev.ts[mask], ev.end_at(mask))
 
 
-def _breakdown(win: pd.DataFrame, parts: dict[str, iv.Intervals]) -> pd.DataFrame:
-    """Per-window covered length of each interval set."""
+def _breakdown(win: pd.DataFrame, parts: dict[str, iv.Intervals]) -> dict[str, np.ndarray]:
+    """Per-window covered length of each interval set (steps columns)."""
     lo, hi = win["start"].to_numpy(), win["end"].to_numpy()
-    out = pd.DataFrame({
-        "step": win["step"].to_numpy(),
-        "start_us": lo,
-        "duration_us": hi - lo,
-    })
+    out = {"step": win["step"].to_numpy(), "start_us": lo, "duration_us": hi - lo}
     for col, ivs in parts.items():
         out[col] = iv.covered_between(ivs, lo, hi)
     return out
 
 
-def _finish(out: pd.DataFrame) -> pd.DataFrame:
-    """Derived columns: exposed communication and free time."""
-    out["exposed_comm_us"] = (out["communication_us"] - out["overlapped_us"]).clip(lower=0)
-    out["free_us"] = (out["duration_us"] - out.pop("_busy_cc_us")).clip(lower=0)
-    return out
+def _nonneg(x: np.ndarray) -> np.ndarray:
+    """``x`` with negative values set to 0 (as ``Series.clip(lower=0)``)."""
+    return np.where(x < 0, 0.0, x)
+
+
+def _finish(out: dict[str, np.ndarray], **more: np.ndarray) -> pd.DataFrame:
+    """The steps frame: ``out`` plus exposed communication, free time and
+    the ``more`` columns."""
+    out["exposed_comm_us"] = _nonneg(out["communication_us"] - out["overlapped_us"])
+    out["free_us"] = _nonneg(out["duration_us"] - out.pop("_busy_cc_us"))
+    out.update(more)
+    return pd.DataFrame(out)
 
 
 def _nesting(ev: Events, mask: np.ndarray) -> tuple[np.ndarray, iv.Nesting]:
     """Indices of the selected host events and their call-stack nesting."""
     idx = np.flatnonzero(mask)
-    return idx, iv.Nesting(ev.thread[idx], ev.ts[idx], ev.end[idx])
+    return idx, iv.Nesting(ev.thread[idx], ev.ts[idx], ev.end_at(idx))
 
 
-def _op_dtypes(ev: Events, idx: np.ndarray) -> np.ndarray:
-    """Normalized input dtypes of the given events (object array, None when
-    the op has no tensor inputs or shapes were not recorded); normalized
-    once per distinct input-type tuple."""
-    table = np.array([normalize_dtypes(t) for t in ev.input_types] + [None], dtype=object)
-    codes = ev.input_type[idx]
-    return table[np.where(codes >= 0, codes, len(ev.input_types))]
+def _dtype_codes(ev: Events) -> tuple[np.ndarray, list[str]]:
+    """For each ``input_type`` code (and -1, last): a code into the distinct
+    normalized dtype strings (-1 when the op has no tensor inputs), and those
+    strings; each input-type tuple is normalized once."""
+    table: dict[str, int] = {}
+    norm = (normalize_dtypes(t) for t in ev.input_types)
+    codes = [-1 if d is None else table.setdefault(d, len(table)) for d in norm]
+    return np.array(codes + [-1], dtype=np.int64), list(table)
+
+
+class _Codes:
+    """Per-event values kept as codes into a small table (-1: None);
+    indexing gives the values (an object array for an index array)."""
+
+    def __init__(self, codes: np.ndarray, values):
+        self.codes = codes
+        self.values = np.array([*values, None], dtype=object)
+
+    def __getitem__(self, i):
+        return self.values[self.codes[i]]
 
 
 def memcpy_type(name: str) -> str:
@@ -203,12 +229,23 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
     """GPU trace: device-side breakdown per step, kernel ops, collectives."""
     notes: list[str] = []
     win = _windows(ev, notes)
-    dev = np.isin(ev.kind, (KERNEL, MEMCPY, MEMSET))
+    dev = ev.kind >= KERNEL
     kern = ev.kind == KERNEL
     is_comm = kern & _name_mask(ev, COMM_KERNEL_RE)
     compute = _select(ev, kern & ~is_comm)
+    del kern
     comm = _select(ev, is_comm)
-    host = ev.kind == HOST
+    steps = _gpu_steps(ev, win, dev, compute, comm)
+    launch = _launching_ops(ev)
+    ops = _gpu_ops(ev, dev, is_comm, launch)
+    comm_df = _gpu_comm(ev, is_comm, win, launch, iv.subtract(comm, compute))
+    steps.insert(0, "rank", rank)
+    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
+
+
+def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Intervals,
+               comm: iv.Intervals) -> pd.DataFrame:
+    """The steps table of a GPU trace (its interval sets are freed on return)."""
     busy = _select(ev, dev)
     sync = (ev.kind == RUNTIME) & np.isin(ev.names, list(SYNC_CALLS))[ev.name]
     parts = {
@@ -217,58 +254,68 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
         "communication_us": comm,
         "overlapped_us": iv.intersect(compute, comm),
         "_busy_cc_us": iv.union(compute, comm),
-        "data_wait_us": _select(ev, host & _name_mask(ev, DATALOADER_RE)),
+        "data_wait_us": _select(ev, (ev.kind == HOST) & _name_mask(ev, DATALOADER_RE)),
         "kernel_gap_us": kernel_gaps(busy),
         "sync_wait_us": _select(ev, sync),
     }
-    steps = _finish(_breakdown(win, parts))
-    idle = (steps["duration_us"] - steps["device_busy_us"]).clip(lower=0)
-    steps["host_wait_us"] = (idle - steps["kernel_gap_us"]).clip(lower=0)
-    launch = _launching_ops(ev)
-    ops = _gpu_ops(ev, dev, is_comm, launch)
-    comm_df = _gpu_comm(ev, is_comm, win, launch)
-    steps.insert(0, "rank", rank)
-    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
+    out = _breakdown(win, parts)
+    idle = _nonneg(out["duration_us"] - out["device_busy_us"])
+    return _finish(out, host_wait_us=_nonneg(idle - out["kernel_gap_us"]))
 
 
 @dataclass
 class _Launch:
     """For device events: the host op that launched them (via correlation)."""
 
-    dtypes: np.ndarray  # per event, None when unknown
-    comm_op: np.ndarray  # per event, name of the enclosing collective host op or None
+    dtypes: _Codes  # per event, normalized input dtypes or None when unknown
+    comm_op: _Codes  # per event, name of the enclosing collective host op or None
+
+
+#: Runtime calls matched to their host ops per block (bounds temporaries).
+LAUNCH_BLOCK = 1 << 18
 
 
 def _launching_ops(ev: Events) -> _Launch:
     """Map each device event to its launching runtime call (same correlation
-    id) and that call to the innermost enclosing host op on its thread; read
-    the op's input dtypes (climbing to the nearest ancestor that has them)
-    and the nearest enclosing collective op name."""
-    n = len(ev)
-    dtypes = np.full(n, None, dtype=object)
-    comm_op = np.full(n, None, dtype=object)
+    id, first such call) and that call to the innermost enclosing host op on
+    its thread; read the op's input dtypes (climbing to the nearest ancestor
+    that has them) and the nearest enclosing collective op name."""
+    dt_of, dt_values = _dtype_codes(ev)
+    dtypes = np.full(len(ev), -1, dtype=np.int32)
+    comm_op = np.full(len(ev), -1, dtype=np.int32)
     rt = np.flatnonzero((ev.kind == RUNTIME) & np.isfinite(ev.corr))
-    dev = np.flatnonzero(np.isin(ev.kind, (KERNEL, MEMCPY, MEMSET)) & np.isfinite(ev.corr))
+    dev = np.flatnonzero((ev.kind >= KERNEL) & np.isfinite(ev.corr))
     if rt.size == 0 or dev.size == 0:
-        return _Launch(dtypes, comm_op)
+        return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names))
+    rt_dt, rt_cm = _runtime_ops(ev, rt, dt_of)
+    ids, first = np.unique(ev.corr[rt], return_index=True)
+    del rt
+    pos = np.clip(np.searchsorted(ids, ev.corr[dev]), 0, ids.size - 1)
+    hit = ids[pos] == ev.corr[dev]
+    dtypes[dev[hit]] = rt_dt[first[pos[hit]]]
+    comm_op[dev[hit]] = rt_cm[first[pos[hit]]]
+    return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names))
+
+
+def _runtime_ops(ev: Events, rt: np.ndarray, dt_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the runtime calls ``rt``: the dtype code of the nearest enclosing
+    host op that has tensor inputs, and the name code of the nearest
+    enclosing collective host op (-1: none), in blocks of LAUNCH_BLOCK."""
     host_idx, nest = _nesting(ev, ev.kind == HOST)
-    encl = nest.enclosing(ev.thread[rt], ev.ts[rt], ev.end[rt])
-    op_dt = _op_dtypes(ev, host_idx)
-    has_dt = pd.notna(op_dt)
-    host_names = ev.names[ev.name[host_idx]]
+    op_dt = dt_of[ev.input_type[host_idx]]
+    has_dt = op_dt >= 0
     is_comm_op = _name_mask(ev, HOST_COMM_RE)[host_idx]
-    dt_at = nest.climb(encl, has_dt)
-    cm_at = nest.climb(encl, is_comm_op)
-    rt_dt = np.where(dt_at >= 0, op_dt[np.clip(dt_at, 0, None)], None)
-    rt_cm = np.where(cm_at >= 0, host_names[np.clip(cm_at, 0, None)], None)
-    by_corr = pd.DataFrame({"dt": rt_dt, "cm": rt_cm}, index=ev.corr[rt])
-    by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
-    hit = by_corr.reindex(ev.corr[dev])
-    dtypes[dev] = hit["dt"].to_numpy(dtype=object)
-    comm_op[dev] = hit["cm"].to_numpy(dtype=object)
-    dtypes[pd.isna(dtypes)] = None
-    comm_op[pd.isna(comm_op)] = None
-    return _Launch(dtypes, comm_op)
+    op_name = ev.name[host_idx]
+    rt_dt = np.full(rt.size, -1, dtype=np.int32)
+    rt_cm = np.full(rt.size, -1, dtype=np.int32)
+    for lo in range(0, rt.size if host_idx.size else 0, LAUNCH_BLOCK):
+        r = rt[lo:lo + LAUNCH_BLOCK]
+        encl = nest.enclosing(ev.thread[r], ev.ts[r], ev.end_at(r))
+        dt_at = nest.climb(encl, has_dt)
+        cm_at = nest.climb(encl, is_comm_op)
+        rt_dt[lo:lo + r.size] = np.where(dt_at >= 0, op_dt[np.clip(dt_at, 0, None)], -1)
+        rt_cm[lo:lo + r.size] = np.where(cm_at >= 0, op_name[np.clip(cm_at, 0, None)], -1)
+    return rt_dt, rt_cm
 
 
 def _gpu_ops(ev: Events, dev: np.ndarray, is_comm: np.ndarray, launch: _Launch) -> pd.DataFrame | None:
@@ -277,44 +324,73 @@ def _gpu_ops(ev: Events, dev: np.ndarray, is_comm: np.ndarray, launch: _Launch) 
     if idx.size == 0:
         return None
     kind = ev.kind[idx]
-    typ = np.where(kind == MEMSET, "memset",
-                   np.where(is_comm[idx], "communication", "compute")).astype(object)
+    types = ["memset", "communication", "compute"]
+    typ = np.where(kind == MEMSET, 0, np.where(is_comm[idx], 1, 2)).astype(np.int8)
     copies = np.flatnonzero(kind == MEMCPY)
     if copies.size:
         codes, inverse = np.unique(ev.name[idx[copies]], return_inverse=True)
-        typ[copies] = np.array([memcpy_type(ev.names[c]) for c in codes], dtype=object)[inverse]
-    df = pd.DataFrame({
-        "name": ev.names[ev.name[idx]], "type": typ, "core": "GPU",
-        "input_dtypes": launch.dtypes[idx], "dur": ev.dur[idx],
-        "short": ev.dur[idx] < SHORT_KERNEL_US,
-    })
-    return _aggregate(df)
+        copy_types = [memcpy_type(ev.names[c]) for c in codes]
+        types += sorted(set(copy_types))
+        typ[copies] = np.array([types.index(t) for t in copy_types])[inverse]
+    keys = {"name": (ev.name[idx], ev.names), "type": (typ, types),
+            "input_dtypes": (launch.dtypes.codes[idx], launch.dtypes.values[:-1])}
+    return _aggregate(keys, "GPU", ev.dur[idx], ev.dur[idx] < SHORT_KERNEL_US)
 
 
-def _aggregate(df: pd.DataFrame) -> pd.DataFrame:
-    """count/total/max/min of ``dur`` per op key; drop an all-null dtype column."""
-    keys = ["name", "type", "core", "input_dtypes"]
-    groups = df.groupby(keys, dropna=False, sort=False)
-    out = groups["dur"].agg(count="size", total_us="sum", max_us="max", min_us="min")
-    if "short" in df.columns:
-        out["short_count"] = groups["short"].sum().astype("int64")
-    out = out.reset_index().sort_values("total_us", ascending=False, ignore_index=True)
-    out["count"] = out["count"].astype("int64")
-    if out["input_dtypes"].isna().all():
-        out = out.drop(columns="input_dtypes")
-    else:
-        out["input_dtypes"] = out["input_dtypes"].astype(object).where(out["input_dtypes"].notna(), None)
-    return out
+def _aggregate(keys: dict, core: str, dur: np.ndarray, short: np.ndarray | None = None) -> pd.DataFrame:
+    """count/total/max/min of ``dur`` per op key, by total time; drop an
+    all-null dtype column. ``keys`` maps the key columns (name, type,
+    input_dtypes) to (per-event codes, values; code -1 is None). Groups are
+    formed on one combined integer key, in order of first appearance;
+    strings are only built for the result rows."""
+    key, radix = _combined_key([codes for codes, _ in keys.values()])
+    groups = pd.Series(dur).groupby(key, sort=False)
+    total = groups.sum()
+    order = _sort_order(total.to_numpy(), descending=True)
+    codes = _split_key(total.index.to_numpy()[order], radix)
+    cols = {k: np.array([*values, None], dtype=object)[c] for (k, (_, values)), c in zip(keys.items(), codes)}
+    out = {"name": cols["name"], "type": cols["type"], "core": core}
+    if any(d is not None for d in cols["input_dtypes"]):
+        out["input_dtypes"] = pd.Series(cols["input_dtypes"], dtype=object)
+    out.update(count=groups.size().to_numpy(np.int64)[order], total_us=total.to_numpy()[order],
+               max_us=groups.max().to_numpy()[order], min_us=groups.min().to_numpy()[order])
+    if short is not None:
+        out["short_count"] = pd.Series(short).groupby(key, sort=False).sum().to_numpy(np.int64)[order]
+    return pd.DataFrame(out)
 
 
-def _gpu_comm(ev: Events, is_comm: np.ndarray, win: pd.DataFrame, launch: _Launch) -> pd.DataFrame | None:
-    """One row per collective kernel."""
+def _combined_key(codes: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """One int64 key per row for several integer code columns (codes >= -1),
+    and the radix of each column."""
+    key = np.zeros(codes[0].size, dtype=np.int64)
+    radix = []
+    for c in codes:
+        radix.append(int(c.max(initial=-1)) + 2)
+        key *= radix[-1]
+        key += c
+        key += 1
+    return key, radix
+
+
+def _split_key(key: np.ndarray, radix: list[int]) -> list[np.ndarray]:
+    """The code columns of :func:`_combined_key` back from the keys."""
+    out = []
+    for r in reversed(radix):
+        key, c = np.divmod(key, r)
+        out.append(c - 1)
+    return out[::-1]
+
+
+def _gpu_comm(ev: Events, is_comm: np.ndarray, win: pd.DataFrame, launch: _Launch,
+              exposed: iv.Intervals) -> pd.DataFrame | None:
+    """One row per collective kernel; ``exposed`` is the communication time
+    not overlapped by compute (see :func:`_comm_frame`)."""
     idx = np.flatnonzero(is_comm)
     if idx.size == 0:
         return None
     names = ev.names[ev.name[idx]]
     kinds = [_kernel_kind(n, ev.collective_of(i), launch.comm_op[i]) for n, i in zip(names, idx)]
-    return _comm_frame(ev, idx, names, kinds, win)
+    return _comm_frame(ev, idx, names, kinds, win, exposed)
 
 
 def _kernel_kind(name: str, collective: str | None, host_op: str | None) -> str:
@@ -327,8 +403,13 @@ def _kernel_kind(name: str, collective: str | None, host_op: str | None) -> str:
     return "other"
 
 
-def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame) -> pd.DataFrame:
-    """The comm table rows for the selected events."""
+def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,
+                exposed: iv.Intervals) -> pd.DataFrame:
+    """The comm table rows for the selected events. ``exposed_us`` is the
+    time within each collective's span that is in ``exposed``: the rank's
+    communication time not overlapped by compute (the step's
+    ``exposed_comm_us`` is its total in the step window). Collectives in
+    flight at once each count the time they share."""
     pos = iv.window_index(win["start"].to_numpy(), win["end"].to_numpy(), ev.ts[idx])
     steps = win["step"].to_numpy(dtype=object)
     return pd.DataFrame({
@@ -338,6 +419,7 @@ def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame) ->
         "elapse_us": ev.dur[idx],
         "start_us": ev.ts[idx],
         "step": pd.array([steps[p] if p >= 0 else pd.NA for p in pos], dtype="Int64"),
+        "exposed_us": iv.covered_between(exposed, ev.ts[idx], np.maximum(ev.end_at(idx), ev.ts[idx])),
     })
 
 
@@ -350,13 +432,12 @@ def _with_rank(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
 
 def _main_thread(ev: Events, win: pd.DataFrame, oplike: np.ndarray) -> int:
     """The training thread: the one with the step markers, else the one with
-    the most op time."""
+    the most op time (``ev.op_time`` sums every host op of the trace)."""
     if (win["thread"] >= 0).any():
         return int(win["thread"].mode().iloc[0])
-    if not oplike.any():
+    if not oplike.any() or not np.isfinite(ev.op_time).any():
         return -1
-    per = pd.Series(ev.dur[oplike]).groupby(ev.thread[oplike]).sum()
-    return int(per.idxmax())
+    return int(np.argmax(ev.op_time))
 
 
 def cpu_tables(ev: Events, rank: int) -> Tables:
@@ -373,10 +454,10 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     cm_idx, cm_nest = _nesting(ev, named_comm)
     comm_top = cm_idx[cm_nest.top_level()]
     on_main = ev.thread[top] == main
-    comm_all = iv.merge(ev.ts[comm_top], ev.end[comm_top])
+    comm_all = iv.merge(ev.ts[comm_top], ev.end_at(comm_top))
     comm_main = _select(ev, named_comm & (ev.thread == main))
     data = _select(ev, host & _name_mask(ev, DATALOADER_RE))
-    raw = iv.merge(ev.ts[top[on_main]], ev.end[top[on_main]])
+    raw = iv.merge(ev.ts[top[on_main]], ev.end_at(top[on_main]))
     compute = iv.subtract(raw, iv.union(comm_main, data))
     parts = {
         "computing_us": compute,
@@ -392,7 +473,7 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     if comm_top.size:
         names = ev.names[ev.name[comm_top]]
         kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(names, comm_top)]
-        comm_df = _comm_frame(ev, comm_top, names, kinds, win)
+        comm_df = _comm_frame(ev, comm_top, names, kinds, win, iv.subtract(comm_all, compute))
     return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
 
 
@@ -400,11 +481,8 @@ def _cpu_ops(ev: Events, top: np.ndarray, named_comm: np.ndarray) -> pd.DataFram
     """Top-level host ops (every thread) aggregated per name and dtypes."""
     if top.size == 0:
         return None
-    df = pd.DataFrame({
-        "name": ev.names[ev.name[top]],
-        "type": np.where(named_comm[top], "communication", "cpu_op"),
-        "core": "CPU",
-        "input_dtypes": _op_dtypes(ev, top),
-        "dur": ev.dur[top],
-    })
-    return _aggregate(df)
+    dt_of, dt_values = _dtype_codes(ev)
+    keys = {"name": (ev.name[top], ev.names),
+            "type": (np.where(named_comm[top], 0, 1), ["communication", "cpu_op"]),
+            "input_dtypes": (dt_of[ev.input_type[top]], dt_values)}
+    return _aggregate(keys, "CPU", ev.dur[top])
