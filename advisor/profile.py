@@ -41,7 +41,10 @@ Tables and their columns (optional columns in brackets):
     collective kernels in a trace): ``name`` (e.g. hcom_allReduce__123_0),
     ``kind`` (allreduce, allgather, broadcast, reducescatter, send, receive,
     alltoall, other), ``group``, ``elapse_us``. [``step``, ``start_us``,
-    ``transit_us``, ``wait_us``, ``sync_us``, ``idle_us``, ``tensor_count``
+    ``transit_us``, ``wait_us``, ``sync_us``, ``idle_us``, ``exposed_us``
+    (time within the operator's span when the rank communicates without
+    computing; operators in flight at once each count the time they
+    share), ``tensor_count``
     (gradient tensors fused into one all-reduce, from its input list),
     ``size_mb``]
 

@@ -5,13 +5,11 @@
 * a 4-process gloo DDP job with one rank sleeping 30 ms per step reports
   slow-rank naming that rank; without the sleep, no slow-rank finding;
 * a 2-process job that all-reduces every gradient after backward reports
-  exposed-allreduce with a bucket fix; DDP's bucketed all-reduce, which
-  overlaps backward, exposes less and overlaps more. (That the DDP run never
-  gets a medium exposed-allreduce is not asserted yet: on a loaded 2-core
-  host its exposed share measured 0.02-0.12 against the 0.10 threshold,
-  because a rank waiting for a descheduled peer at the last bucket still
-  counts as exposure; separating peer wait needs cross-rank matching of
-  collectives.)
+  exposed-allreduce with a bucket fix; the same job with DDP's bucketed
+  all-reduce, which overlaps backward, exposes less, overlaps more and gets
+  no exposed-allreduce of medium severity or above. A rank that waits at a
+  collective for a descheduled peer is not exposed gradient sync: the
+  metric matches collectives across ranks and takes that wait out.
 
 The children run with OMP_NUM_THREADS=1 (inherited): the host has 2 cores
 and 4 ranks share them, so each diagnosis is made large against that noise
@@ -31,10 +29,18 @@ import pytest
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
 SERIOUS = {"medium", "high", "critical"}
-#: 2-process data-parallel model: an MLP (4 layers, ~0.33M parameters in 11
-#: gradient tensors) behind a conv stem that has few parameters but most of
-#: the compute, so DDP's 0.25 MB buckets have backward work to hide behind.
-DP_MODEL = ["--hidden", "256", "--layers", "4", "--conv-channels", "32", "--image-size", "32"]
+#: 2-process data-parallel model: an MLP (8 layers, 0.18M parameters in 18
+#: gradient tensors) behind a conv stem that has few parameters (4 tensors)
+#: but most of the compute. After backward, 22 all-reduces one after another
+#: cost a gloo round trip each; DDP's 0.25 MB buckets fuse them into three
+#: (two MLP buckets, reduced during the stem's backward, and the stem's).
+#: On this loaded 2-core host each gloo collective costs milliseconds of
+#: scheduling latency, so the number of collectives, not their bytes,
+#: decides how much sync is exposed (see the test for measured shares).
+DP_MODEL = ["--hidden", "128", "--layers", "8", "--conv-channels", "32", "--image-size", "32"]
+#: Steps profiled in the data-parallel runs (of DP_TRAIN_STEPS): the exposed
+#: share is a mean over steps, and single steps swing with the host's load.
+DP_STEPS, DP_TRAIN_STEPS = 10, "14"
 
 
 def _advisor_run(tmp_path, steps: int, command: list[str], warmup: int = 1) -> dict:
@@ -94,40 +100,53 @@ SMALL_DDP = ["--steps", "8", "--hidden", "256", "--layers", "2"]
 
 
 def test_ddp_slowed_rank_is_reported(examples, tmp_path):
+    # The excess is the others' corroborating wait (cluster.py module doc):
+    # 15 runs on the shared 2-core host (load 4-8) measured 18.0-40.2 ms for
+    # the 30 ms sleep (41-71% of the step); the host's own noise made it 0 in
+    # all 41 runs without a sleep (test below).
     report = _advisor_run(tmp_path, 5, _ddp(examples, 4, *SMALL_DDP, "--slow-rank", "2", "--slow-ms", "30"))
     found = _findings(report)
     assert "slow-rank" in found, list(found)
     assert found["slow-rank"]["scope"]["ranks"] == [2]
     assert _value(report, "cluster.slow_rank") == 2
     assert _value(report, "cluster.slow_component") == "free (host/data)"  # the sleep is host time
-    assert _value(report, "cluster.slow_rank_excess_ms") > 20
+    assert _value(report, "cluster.slow_rank_excess_ms") > 15, report["metrics"]["cluster.slow_rank"]
 
 
-@pytest.mark.skipif(
-    os.environ.get("ADVISOR_NOISY_TESTS") != "1",
-    reason="4 ranks on 2 cores: OS descheduling gave a balanced run a false slow-rank "
-           "(excess just over the 5% threshold) in about 1 of 9 runs; set "
-           "ADVISOR_NOISY_TESTS=1 to run it on a machine with a core per rank",
-)
 def test_ddp_without_slowed_rank_has_no_slow_rank(examples, tmp_path):
+    # 4 ranks on 2 cores: OS descheduling keeps one rank late by a few ms for
+    # several steps (free-time excess up to 50% of the step), but with
+    # another rank nearly as late or the others scattered. Corroborating
+    # with the matched collectives' arrival order (cluster.py module doc)
+    # took that to 0 in 41 of 41 runs (load 2-8); the previous corroboration
+    # (exposed communication) left 14 of them above the 5% threshold.
     report = _advisor_run(tmp_path, 5, _ddp(examples, 4, *SMALL_DDP))
-    assert "slow-rank" not in _findings(report), report["metrics"].get("cluster.component_spread")
+    assert "slow-rank" not in _findings(report), report["metrics"].get("cluster.slow_rank")
 
 
 # -- 3. exposed all-reduce -----------------------------------------------------
 
 
-def test_allreduce_after_backward_is_exposed_and_ddp_buckets_expose_less(examples, tmp_path):
-    after = _advisor_run(tmp_path / "after", 6, _ddp(
-        examples, 2, "--steps", "10", *DP_MODEL, "--allreduce", "after-backward"))
+def test_allreduce_after_backward_is_exposed_and_ddp_buckets_are_not(examples, tmp_path):
+    # 10 runs on the shared 2-core host (load 4-6): exposed share 0.20-0.37
+    # after backward, 0.014-0.073 with DDP (0.018-0.095 without taking peer
+    # waits out). The previous model (256 x 4: 14 all-reduces after
+    # backward) measured 0.11-0.33 after backward and up to 0.094 with DDP
+    # (0.18 without taking peer waits out).
+    after = _advisor_run(tmp_path / "after", DP_STEPS, _ddp(
+        examples, 2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--allreduce", "after-backward"))
     found = _findings(after)
     assert "exposed-allreduce" in found, list(found)
     assert found["exposed-allreduce"]["severity"] in SERIOUS
     assert "bucket_cap_mb" in found["exposed-allreduce"]["fix"]["code"]
 
-    ddp = _advisor_run(tmp_path / "ddp", 6, _ddp(
-        examples, 2, "--steps", "10", *DP_MODEL, "--allreduce", "ddp", "--bucket-cap-mb", "0.25"))
+    ddp = _advisor_run(tmp_path / "ddp", DP_STEPS, _ddp(
+        examples, 2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--allreduce", "ddp", "--bucket-cap-mb", "0.25"))
     exposed_after = _value(after, "comm.exposed_allreduce_ratio")
     exposed_ddp = _value(ddp, "comm.exposed_allreduce_ratio")
+    evidence = {r["metrics"]["comm.exposed_allreduce_ms"]["evidence"].get("from") for r in (after, ddp)}
+    assert all("matched across ranks" in e for e in evidence), evidence
     assert exposed_ddp < exposed_after
     assert _value(ddp, "comm.overlap_ratio") > _value(after, "comm.overlap_ratio")
+    serious = [f for f in ddp["findings"] if f["rule"] == "exposed-allreduce" and f["severity"] in SERIOUS]
+    assert serious == [], (exposed_ddp, ddp["metrics"]["comm.exposed_allreduce_ms"])
