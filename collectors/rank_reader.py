@@ -72,7 +72,13 @@ def read_many(module_name: str, units: list[str]) -> tuple:
     """``read_one`` for each of ``units``, packed (``arrow_frames.pack``): one
     task per chunk of units keeps the pool's per-task and per-table costs
     (pickling, scheduling) off small ranks."""
-    return arrow_frames.pack([read_one(module_name, unit) for unit in units])
+    import gc
+
+    gc.disable()  # a chunk allocates many small JSON objects and frees them all: no cycles to find
+    try:
+        return arrow_frames.pack([read_one(module_name, unit) for unit in units])
+    finally:
+        gc.enable()
 
 
 def _mp_context(module_name: str):
