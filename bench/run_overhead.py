@@ -1,6 +1,7 @@
 """Overhead of ``advisor run``: step time inside and outside the profiled window.
 
-A small CPU training script (an MLP, ~10-30 ms per step here) records the
+A small CPU training script (an MLP; ``--hidden`` sets how long its
+operators take: 1024 gives ~15 ms steps of ~50 tiny operators) records the
 wall time of every step into a JSON file. It runs ``--repeats`` times
 plainly (``python script.py``) and ``--repeats`` times under ``advisor run
 --warmup W --steps N``, alternating so machine load hits both alike. For
@@ -33,9 +34,9 @@ SCRIPT = '''
 import json, os, sys, time
 import torch
 from torch import nn
-steps = int(sys.argv[1])
+steps, hidden = int(sys.argv[1]), int(sys.argv[2])
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1))
+model = nn.Sequential(nn.Linear(256, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(256, 256), torch.randn(256, 1)
 times = []
@@ -58,7 +59,7 @@ def _run(cmd: list[str], times_file: Path, cwd: Path) -> list[float]:
     return json.loads(times_file.read_text())
 
 
-def measure(repeats: int, steps: int, warmup: int, window: int) -> dict[str, list[float]]:
+def measure(repeats: int, steps: int, warmup: int, window: int, hidden: int) -> dict[str, list[float]]:
     """Per run, the median step time of each kind (plain_*, run_*), in ms."""
     work = Path(tempfile.mkdtemp(prefix="advisor_overhead_"))
     script = work / "train.py"
@@ -69,9 +70,9 @@ def measure(repeats: int, steps: int, warmup: int, window: int) -> dict[str, lis
     out: dict[str, list[float]] = {f"{who}_{k}": [] for who in ("plain", "run") for k in kinds}
     try:
         for i in range(repeats):
-            plain = _run([sys.executable, str(script), str(steps)], work / f"plain{i}.json", work)
+            plain = _run([sys.executable, str(script), str(steps), str(hidden)], work / f"plain{i}.json", work)
             prof = _run([*advisor, "run", "--warmup", str(warmup), "--steps", str(window), "-o",
-                         str(work / f"out{i}"), "--no-color", str(script), str(steps)], work / f"run{i}.json", work)
+                         str(work / f"out{i}"), "--no-color", str(script), str(steps), str(hidden)], work / f"run{i}.json", work)
             for k, sl in kinds.items():
                 out[f"plain_{k}"].append(1000 * statistics.median(plain[sl]))
                 out[f"run_{k}"].append(1000 * statistics.median(prof[sl]))
@@ -95,7 +96,7 @@ def render(out: dict[str, list[float]], md: bool, args) -> str:
         lines += ["| " + " | ".join(r) + " |" for r in rows]
     else:
         lines = ["  ".join(f"{h:<24}" for h in head)] + ["  ".join(f"{c:<24}" for c in r) for r in rows]
-    return (f"{args.repeats} plain and {args.repeats} profiled runs of {args.steps} steps, "
+    return (f"{args.repeats} plain and {args.repeats} profiled runs of {args.steps} steps, hidden {args.hidden}, "
             f"--warmup {args.warmup} --steps {args.window}\n\n" + "\n".join(lines) + "\n")
 
 
@@ -105,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=40, help="training steps per run")
     ap.add_argument("--warmup", type=int, default=3, help="advisor run --warmup")
     ap.add_argument("--window", type=int, default=5, help="advisor run --steps")
+    ap.add_argument("--hidden", type=int, default=1024, help="MLP width: larger = longer operators")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
-    print(render(measure(args.repeats, args.steps, args.warmup, args.window), args.markdown, args))
+    print(render(measure(args.repeats, args.steps, args.warmup, args.window, args.hidden), args.markdown, args))
     return 0
 
 
