@@ -190,7 +190,7 @@ def read_step_trace(path: Path, rank: int) -> pd.DataFrame | None:
         return None
     if "step" in df:
         df["step"] = _step_number(df["step"])
-    return tables._finish_steps(df.reset_index(drop=True), rank)
+    return tables.finish_steps(df.reset_index(drop=True), rank)
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> list[tuple[float, float]]:
@@ -281,7 +281,7 @@ def steps_from_tasks(kernels: pd.DataFrame, windows: pd.DataFrame, rank: int) ->
         return None
     df = pd.DataFrame(rows)
     df["step"] = df["step"].astype("Int64")
-    return tables._finish_steps(df, rank)
+    return tables.finish_steps(df, rank)
 
 
 # -------------------------------------------------------------------- ops

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from advisor.errors import InputError
 
 from .arrow_frames import to_pandas
-from .csvio import read_columns, read_table
+from .csvio import text_to_float, read_columns, read_table
 
 # --------------------------------------------------------------------- steps
 
@@ -37,49 +37,17 @@ _STEP_TRACE = {
 _STEP_NUMERIC = tuple(_STEP_TRACE)
 
 
-def _step_ids(col: pd.Series) -> pd.Series:
-    """Step labels read as numbers (3.0, NaN) -> nullable Int64."""
-    return col.round().astype("Int64")
-
-
-def _finish_steps(df: pd.DataFrame, rank: int | pd.Series) -> pd.DataFrame:
-    """Derive duration/receive columns from step_trace columns; add rank.
+def _steps_table(col: dict[str, np.ndarray], rank: np.ndarray) -> pa.Table:
+    """Step-trace columns (float arrays, our names) -> steps in Arrow form:
+    ``rank``, ``step`` (int, null where missing), the columns that have a
+    value, and the derived ones:
 
     duration_us = computing + exposed communication + free (Free is defined
     as step time minus computing and communication); when a part is absent
     the stage time stands in. receive_us = exposed communication minus the
     "exclude receive" variant.
     """
-    parts = ["computing_us", "exposed_comm_us", "free_us"]
-    if all(p in df for p in parts):
-        df["duration_us"] = df[parts].sum(axis=1, min_count=3)
-    if "stage_us" in df:
-        stage = df["stage_us"].where(df["stage_us"] > 0)
-        df["duration_us"] = df["duration_us"].fillna(stage) if "duration_us" in df else stage
-    if "_exposed_no_recv" in df:
-        if "exposed_comm_us" in df:
-            df["receive_us"] = (df["exposed_comm_us"] - df["_exposed_no_recv"]).clip(lower=0.0)
-        df = df.drop(columns="_exposed_no_recv")
-    df.insert(0, "rank", rank)
-    df["rank"] = df["rank"].astype("int64")
-    df = df.dropna(axis=1, how="all")
-    if "step" not in df:
-        df.insert(1, "step", pd.array([pd.NA] * len(df), dtype="Int64"))
-    return df.reset_index(drop=True)
-
-
-def read_step_trace(path: Path, rank: int) -> pa.Table:
-    """``step_trace_time.csv`` -> steps (one row per step, times in us), in
-    Arrow form (see ``arrow_frames``); columns as ``_finish_steps`` makes them.
-
-    Some versions lead with ``Device_id``; it is not read (the rank comes
-    from the profiler metadata).
-    """
-    table = read_table(path, _STEP_TRACE, numeric=_STEP_NUMERIC, required=("computing_us",))
-    if table.num_rows == 0:
-        raise InputError(path, "no step rows")
-    col = {name: table.column(name).to_numpy() for name in table.column_names}
-    out: dict[str, np.ndarray] = {"rank": np.full(table.num_rows, rank, dtype=np.int64)}
+    out: dict[str, np.ndarray] = {"rank": rank.astype(np.int64)}
     out.update((k, v) for k, v in col.items() if k != "_exposed_no_recv")
     parts = ("computing_us", "exposed_comm_us", "free_us")
     duration = (col["computing_us"] + col["exposed_comm_us"] + col["free_us"]
@@ -93,11 +61,34 @@ def read_step_trace(path: Path, rank: int) -> pa.Table:
         recv = col["exposed_comm_us"] - col["_exposed_no_recv"]
         out["receive_us"] = np.where(np.isnan(recv), np.nan, np.maximum(recv, 0.0))
     arrays = {k: _nan_to_null(v) for k, v in out.items() if k == "rank" or not np.isnan(v).all()}
-    arrays["step"] = _step_array(col.get("step"), table.num_rows)
+    arrays["step"] = _step_array(col.get("step"), len(rank))
     order = ["rank", "step", *(k for k in arrays if k not in ("rank", "step"))]
-    if "duration_us" not in arrays:
-        raise InputError(path, "no step has a duration (Computing/Free/Stage all empty)")
     return pa.table([arrays[k] for k in order], names=order)
+
+
+def finish_steps(df: pd.DataFrame, rank: int) -> pd.DataFrame:
+    """``_steps_table`` for a DataFrame of step-trace columns (the database
+    layout), as the pandas steps table."""
+    col = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+           for c in df.columns}
+    return to_pandas("steps", _steps_table(col, np.full(len(df), rank, dtype=np.int64)))
+
+
+def read_step_trace(path: Path, rank: int) -> pa.Table:
+    """``step_trace_time.csv`` -> steps (one row per step, times in us), in
+    Arrow form (see ``arrow_frames``); columns as ``_steps_table`` makes them.
+
+    Some versions lead with ``Device_id``; it is not read (the rank comes
+    from the profiler metadata).
+    """
+    table = read_table(path, _STEP_TRACE, numeric=_STEP_NUMERIC, required=("computing_us",))
+    if table.num_rows == 0:
+        raise InputError(path, "no step rows")
+    col = {name: table.column(name).to_numpy() for name in table.column_names}
+    steps = _steps_table(col, np.full(table.num_rows, rank, dtype=np.int64))
+    if "duration_us" not in steps.column_names:
+        raise InputError(path, "no step has a duration (Computing/Free/Stage all empty)")
+    return steps
 
 
 def _nan_to_null(values: np.ndarray) -> pa.Array:
@@ -123,13 +114,17 @@ def read_cluster_step_trace(path: Path) -> pd.DataFrame:
 
     Only ``Type == rank`` rows are read (``stage`` rows aggregate ranks).
     """
-    df = read_columns(path, _CLUSTER_STEP, numeric=_STEP_NUMERIC,
-                      required=("type", "index", "computing_us"))
-    df = df[df["type"].str.lower() == "rank"]
-    ranks = pd.to_numeric(df["index"], errors="coerce")
-    df = require_rows(path, df[ranks.notna()].drop(columns=["type", "index"]), "Type=rank")
-    df["step"] = _step_ids(df["step"]) if "step" in df else pd.NA
-    return _finish_steps(df, ranks[ranks.notna()].astype("int64").to_numpy())
+    table = read_table(path, _CLUSTER_STEP, numeric=_STEP_NUMERIC,
+                       required=("type", "index", "computing_us"))
+    ranks = pc.cast(pc.if_else(pc.equal(pc.utf8_lower(table.column("type")), "rank"),
+                               text_to_float(table.column("index")), None), pa.float64())
+    table = table.filter(pc.is_valid(ranks))
+    if table.num_rows == 0:
+        raise InputError(path, "no Type=rank rows")
+    col = {name: table.column(name).to_numpy() for name in table.column_names
+           if name not in ("type", "index")}
+    rank = pc.drop_null(ranks).to_numpy().astype(np.int64)
+    return to_pandas("steps", _steps_table(col, rank))
 
 
 # ----------------------------------------------------------------------- ops

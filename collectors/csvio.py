@@ -129,7 +129,7 @@ def read_table(
     except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError, OSError):
         pass  # a junk number, or worse: the text path says which
     text = _read_arrow(path, header, found, numeric, typed=False)
-    columns = [_text_to_float(text.column(c)) if c in numeric else _clean(text.column(c)) for c in found]
+    columns = [text_to_float(text.column(c)) if c in numeric else _clean(text.column(c)) for c in found]
     return pa.table(columns, names=list(found))
 
 
@@ -268,7 +268,7 @@ def _clean(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(is_null, pa.scalar(None, pa.string()), trimmed)
 
 
-def _text_to_float(col: pa.ChunkedArray) -> pa.ChunkedArray:
+def text_to_float(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """Text cells -> float64; trailing TABs/quotes ignored, junk is null.
 
     One pyarrow cast when every cell is a number; only a column with junk
