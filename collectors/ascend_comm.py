@@ -80,36 +80,54 @@ def _field(key: str) -> tuple[str, float | None]:
     return base, _UNIT_TO_US.get(unit) if unit else None
 
 
-def _walk(node, path: tuple[str, ...], is_record) -> Iterator[tuple[tuple[str, ...], dict]]:
-    """Yield (keys from the root, dict) for every dict below ``node`` that
-    ``is_record(dict)`` accepts; the walk does not descend into a record's
-    own values, nor into "Total ..." summaries."""
-    if not isinstance(node, dict):
-        return
-    if is_record(node):
-        yield path, node
-        return
+# Roles of the keys on the way down to a record (see ``_key_role``).
+_STEP, _RANK, _CATEGORY, _OP = range(4)
+
+
+@functools.lru_cache(maxsize=65536)
+def _key_role(key: str) -> tuple[int, object]:
+    """What a key above a record says: (_STEP, n or None for a bare "step"),
+    (_RANK, n) for a bare number, (_CATEGORY, None) for collective/p2p, else
+    (_OP, key): the operator key ``name@group``."""
+    m = _STEP_KEY.match(key)
+    if m:
+        return _STEP, (int(m.group(1)) if m.group(1) else None)
+    if _RANK_KEY.match(key):
+        return _RANK, int(key)
+    if key.lower() in _CATEGORY_KEYS:
+        return _CATEGORY, None
+    return _OP, key
+
+
+def _descend(key, step, rank, op) -> tuple:
+    """(step, rank, op) below ``key``: the nearest key of each role wins."""
+    role, value = _key_role(key if type(key) is str else str(key))
+    if role == _STEP:
+        return value, rank, op
+    if role == _RANK:
+        return step, value, op
+    if role == _OP:
+        return step, rank, value
+    return step, rank, op
+
+
+def _is_summary(key) -> bool:
+    """"Total Op Info" and the like: sums of the records beside them."""
+    return (key if type(key) is str else str(key)).startswith("Total")
+
+
+def _op_records(node: dict, step, rank, op, out: list) -> None:
+    """Append (step, rank, op key, record) for every operator record below
+    ``node``, in document order; records' own values and "Total ..."
+    summaries are not descended."""
     for key, child in node.items():
-        if isinstance(child, dict) and not str(key).startswith("Total"):
-            yield from _walk(child, path + (str(key),), is_record)
-
-
-def _is_op_record(node: dict) -> bool:
-    return TIME_INFO in node or BANDWIDTH_INFO in node
-
-
-def _context(path: tuple[str, ...]) -> dict:
-    """Step, rank and operator key from the keys above an operator record."""
-    step = rank = op = None
-    for key in path:
-        m = _STEP_KEY.match(key)
-        if m:
-            step = int(m.group(1)) if m.group(1) else None
-        elif _RANK_KEY.match(key):
-            rank = int(key)
-        elif key.lower() not in _CATEGORY_KEYS:
-            op = key
-    return {"step": step, "rank": rank, "op": op}
+        if not isinstance(child, dict) or _is_summary(key):
+            continue
+        s, r, o = _descend(key, step, rank, op)
+        if TIME_INFO in child or BANDWIDTH_INFO in child:
+            out.append((s, r, o, child))
+        else:
+            _op_records(child, s, r, o, out)
 
 
 def _num(value) -> float | None:
@@ -185,46 +203,57 @@ def comm_records(data) -> tuple[list[dict], list[dict]]:
     """
     comm_rows: list[dict] = []
     bw_rows: list[dict] = []
-    for path, node in _walk(data, (), _is_op_record):
-        ctx = _context(path)
-        if ctx["op"] is None:
+    found: list[tuple] = []
+    if isinstance(data, dict) and TIME_INFO not in data and BANDWIDTH_INFO not in data:
+        _op_records(data, None, None, None, found)
+    for step, rank, op, node in found:
+        if op is None:
             continue
-        name, group = split_op_key(ctx["op"])
-        base = {"name": name, "kind": comm_kind(name), "group": group,
-                "step": ctx["step"], "rank": ctx["rank"]}
-        if isinstance(node.get(TIME_INFO), dict):
-            row = {**base, **_time_row(node[TIME_INFO])}
+        name, group = split_op_key(op)
+        base = {"name": name, "kind": comm_kind(name), "group": group, "step": step, "rank": rank}
+        info = node.get(TIME_INFO)
+        if isinstance(info, dict):
+            row = {**base, **_time_row(info)}
             if "elapse_us" in row:
                 comm_rows.append(row)
-        if isinstance(node.get(BANDWIDTH_INFO), dict):
-            for bw in _bandwidth_rows(node[BANDWIDTH_INFO]):
+        info = node.get(BANDWIDTH_INFO)
+        if isinstance(info, dict):
+            for bw in _bandwidth_rows(info):
                 bw_rows.append({**base, **bw})
     return comm_rows, bw_rows
 
 
-def _link_holders(node, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict]]:
-    """(keys from the root, dict) for every dict holding ``"src-dst"`` link
-    records, in document order; link records themselves are not descended."""
-    if not isinstance(node, dict):
-        return
-    children = [(str(k), v) for k, v in node.items() if isinstance(v, dict) and not str(k).startswith("Total")]
-    if any(_LINK_KEY.match(k) for k, _ in children):
-        yield path, node
+@functools.lru_cache(maxsize=65536)
+def _link_ends(key: str) -> tuple[int, int] | None:
+    """``"3-8"`` -> (3, 8); any other key None."""
+    m = _LINK_KEY.match(key)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _link_holders(node: dict, step, rank, op, out: list) -> None:
+    """Append (step, rank, op key, dict) for every dict holding ``"src-dst"``
+    link records, in document order; link records are not descended."""
+    children = [(key if type(key) is str else str(key), child) for key, child in node.items()
+                if isinstance(child, dict) and not _is_summary(key)]
+    if any(_link_ends(key) for key, _ in children):
+        out.append((step, rank, op, node))
     for key, child in children:
-        if not _LINK_KEY.match(key):
-            yield from _link_holders(child, path + (key,))
+        if _link_ends(key) is None:
+            _link_holders(child, *_descend(key, step, rank, op), out)
 
 
 def link_records(data) -> list[dict]:
     """All ``"src-dst"`` link records of a communication matrix JSON."""
     rows: list[dict] = []
-    for path, node in _link_holders(data, ()):
-        ctx = _context(path)
-        name, group = split_op_key(ctx["op"] or "")
+    holders: list[tuple] = []
+    if isinstance(data, dict):
+        _link_holders(data, None, None, None, holders)
+    for step, rank, op, node in holders:
+        name, group = split_op_key(op or "")
         for key, info in node.items():
-            m = _LINK_KEY.match(str(key))
-            if m and isinstance(info, dict):
-                rows.append(_link_row(info, int(m.group(1)), int(m.group(2)), name, group, ctx))
+            ends = _link_ends(key if type(key) is str else str(key))
+            if ends is not None and isinstance(info, dict):
+                rows.append(_link_row(info, ends[0], ends[1], name, group, step, rank))
     return rows
 
 
@@ -232,9 +261,9 @@ _link_key = _key_lookup({"transporttype": "transport", "transitsize": "size_mb",
                          "transittime": "time_ms", "bandwidth": "bandwidth_gbps"}, lambda col: 1.0)
 
 
-def _link_row(info: dict, src: int, dst: int, name: str, group: str | None, ctx: dict) -> dict:
+def _link_row(info: dict, src: int, dst: int, name: str, group: str | None, step, rank) -> dict:
     """One link record -> a links row."""
-    row = {"src": src, "dst": dst, "name": name, "group": group, "step": ctx["step"], "rank": ctx["rank"]}
+    row = {"src": src, "dst": dst, "name": name, "group": group, "step": step, "rank": rank}
     for key, value in info.items():
         hit = _link_key(key) if type(key) is str else None
         if hit is None:
@@ -267,11 +296,10 @@ def to_frame(rows: list[dict], rank: int | None, columns: tuple[str, ...]) -> pa
         for row in rows:
             if row.get("rank") is None:
                 row["rank"] = rank
+    seen = dict.fromkeys(k for row in rows for k in row)  # in order of first appearance
+    ordered = [c for c in columns if c in seen]
     known = set(columns)
-    extra = set().union(*rows) - known
-    ordered = [c for c in columns if any(c in row for row in rows)]
-    if extra:  # columns we do not know, in order of first appearance
-        ordered += [c for c in dict.fromkeys(k for row in rows for k in row) if c in extra]
+    ordered += [c for c in seen if c not in known]  # columns we do not know
     arrays, names = [], []
     for col in ordered:
         values = [row.get(col) for row in rows]
