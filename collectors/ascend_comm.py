@@ -23,14 +23,12 @@ import pyarrow as pa
 
 from advisor.errors import InputError
 
-from .fileio import load_json
+from . import ascend_comm_typed
+from .ascend_comm_keys import comm_kind, descend, is_summary, link_ends, split_op_key
+from .fileio import parse_json, read_bytes
 
 TIME_INFO = "Communication Time Info"
 BANDWIDTH_INFO = "Communication Bandwidth Info"
-_STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
-_LINK_KEY = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
-_RANK_KEY = re.compile(r"^\d+$")
-_CATEGORY_KEYS = {"collective", "p2p"}
 
 # Communication Time Info field (name part, normalized) -> comm column.
 _TIME_FIELDS = {
@@ -45,32 +43,6 @@ _TIME_FIELDS = {
 _UNIT_TO_US = {"us": 1.0, "μs": 1.0, "µs": 1.0, "ms": 1000.0, "ns": 0.001, "s": 1e6}
 
 
-def split_op_key(key: str) -> tuple[str, str | None]:
-    """``"hcom_allReduce__123_0@6297...`` -> (name, group); no ``@`` -> no group."""
-    name, sep, group = key.partition("@")
-    return name, (group if sep else None)
-
-
-@functools.lru_cache(maxsize=4096)
-def comm_kind(name: str) -> str:
-    """Collective kind of an HCCL operator name (allreduce, send, ..., other)."""
-    n = name.lower().replace("_", "").replace("-", "")
-    for needle, kind in (
-        ("reducescatter", "reducescatter"),
-        ("allreduce", "allreduce"),
-        ("allgather", "allgather"),
-        ("alltoall", "alltoall"),
-        ("broadcast", "broadcast"),
-        ("batchsendrecv", "other"),
-        ("receive", "receive"),
-        ("recv", "receive"),
-        ("send", "send"),
-    ):
-        if needle in n:
-            return kind
-    return "other"
-
-
 @functools.lru_cache(maxsize=4096)
 def _field(key: str) -> tuple[str, float | None]:
     """``"Elapse Time(ms)"`` -> ("elapsetime", 1000.0); no unit -> factor None."""
@@ -80,50 +52,14 @@ def _field(key: str) -> tuple[str, float | None]:
     return base, _UNIT_TO_US.get(unit) if unit else None
 
 
-# Roles of the keys on the way down to a record (see ``_key_role``).
-_STEP, _RANK, _CATEGORY, _OP = range(4)
-
-
-@functools.lru_cache(maxsize=65536)
-def _key_role(key: str) -> tuple[int, object]:
-    """What a key above a record says: (_STEP, n or None for a bare "step"),
-    (_RANK, n) for a bare number, (_CATEGORY, None) for collective/p2p, else
-    (_OP, key): the operator key ``name@group``."""
-    m = _STEP_KEY.match(key)
-    if m:
-        return _STEP, (int(m.group(1)) if m.group(1) else None)
-    if _RANK_KEY.match(key):
-        return _RANK, int(key)
-    if key.lower() in _CATEGORY_KEYS:
-        return _CATEGORY, None
-    return _OP, key
-
-
-def _descend(key, step, rank, op) -> tuple:
-    """(step, rank, op) below ``key``: the nearest key of each role wins."""
-    role, value = _key_role(key if type(key) is str else str(key))
-    if role == _STEP:
-        return value, rank, op
-    if role == _RANK:
-        return step, value, op
-    if role == _OP:
-        return step, rank, value
-    return step, rank, op
-
-
-def _is_summary(key) -> bool:
-    """"Total Op Info" and the like: sums of the records beside them."""
-    return (key if type(key) is str else str(key)).startswith("Total")
-
-
 def _op_records(node: dict, step, rank, op, out: list) -> None:
     """Append (step, rank, op key, record) for every operator record below
     ``node``, in document order; records' own values and "Total ..."
     summaries are not descended."""
     for key, child in node.items():
-        if not isinstance(child, dict) or _is_summary(key):
+        if not isinstance(child, dict) or is_summary(key):
             continue
-        s, r, o = _descend(key, step, rank, op)
+        s, r, o = descend(key, step, rank, op)
         if TIME_INFO in child or BANDWIDTH_INFO in child:
             out.append((s, r, o, child))
         else:
@@ -223,23 +159,16 @@ def comm_records(data) -> tuple[list[dict], list[dict]]:
     return comm_rows, bw_rows
 
 
-@functools.lru_cache(maxsize=65536)
-def _link_ends(key: str) -> tuple[int, int] | None:
-    """``"3-8"`` -> (3, 8); any other key None."""
-    m = _LINK_KEY.match(key)
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def _link_holders(node: dict, step, rank, op, out: list) -> None:
     """Append (step, rank, op key, dict) for every dict holding ``"src-dst"``
     link records, in document order; link records are not descended."""
     children = [(key if type(key) is str else str(key), child) for key, child in node.items()
-                if isinstance(child, dict) and not _is_summary(key)]
-    if any(_link_ends(key) for key, _ in children):
+                if isinstance(child, dict) and not is_summary(key)]
+    if any(link_ends(key) for key, _ in children):
         out.append((step, rank, op, node))
     for key, child in children:
-        if _link_ends(key) is None:
-            _link_holders(child, *_descend(key, step, rank, op), out)
+        if link_ends(key) is None:
+            _link_holders(child, *descend(key, step, rank, op), out)
 
 
 def link_records(data) -> list[dict]:
@@ -251,7 +180,7 @@ def link_records(data) -> list[dict]:
     for step, rank, op, node in holders:
         name, group = split_op_key(op or "")
         for key, info in node.items():
-            ends = _link_ends(key if type(key) is str else str(key))
+            ends = link_ends(key if type(key) is str else str(key))
             if ends is not None and isinstance(info, dict):
                 rows.append(_link_row(info, ends[0], ends[1], name, group, step, rank))
     return rows
@@ -284,25 +213,32 @@ INT_COLUMNS = frozenset({"rank", "step", "src", "dst"})
 
 
 def to_frame(rows: list[dict], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
-    """Rows -> Arrow table (see ``arrow_frames``); None when there are no rows.
+    """Rows -> Arrow table (see ``columns_frame``); None when there are no rows."""
+    if not rows:
+        return None
+    seen = dict.fromkeys(k for row in rows for k in row)  # in order of first appearance
+    return columns_frame({c: [row.get(c) for row in rows] for c in seen}, rank, columns)
+
+
+def columns_frame(cols: dict[str, list], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
+    """Columns of equal length -> Arrow table (see ``arrow_frames``), known
+    ``columns`` first in their order, then unknown ones as given.
 
     ``rank`` fills rows that carry none; columns with no value at all are
     dropped (never emitted as all-null); rows without a rank are dropped
     only when no row has one (the table is then unusable: None).
     """
-    if not rows:
+    n = len(next(iter(cols.values()), []))
+    if n == 0:
         return None
     if rank is not None:
-        for row in rows:
-            if row.get("rank") is None:
-                row["rank"] = rank
-    seen = dict.fromkeys(k for row in rows for k in row)  # in order of first appearance
-    ordered = [c for c in columns if c in seen]
+        given = cols.get("rank")
+        cols["rank"] = [rank] * n if given is None else [rank if r is None else r for r in given]
     known = set(columns)
-    ordered += [c for c in seen if c not in known]  # columns we do not know
+    ordered = [c for c in columns if c in cols] + [c for c in cols if c not in known]
     arrays, names = [], []
     for col in ordered:
-        values = [row.get(col) for row in rows]
+        values = cols[col]
         if all(v is None for v in values):
             continue
         kind = pa.string() if col in TEXT_COLUMNS else pa.int64() if col in INT_COLUMNS else pa.float64()
@@ -328,42 +264,62 @@ def read_communication(path: Path, rank: int | None) -> tuple[pa.Table | None, p
     whose records name their rank). Raises InputError when the file is
     unreadable or holds no operator record.
     """
-    data = load_json(path)
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a JSON object of communication operators")
-    comm_rows, bw_rows = comm_records(data)
-    if not comm_rows and not bw_rows:
-        raise InputError(path, "no communication operator records found")
+    raw = read_bytes(path)
+    typed = ascend_comm_typed.comm_columns(raw)
+    if typed is not None:
+        comm_cols, bw_cols = typed
+    else:
+        data = parse_json(path, raw)
+        if not isinstance(data, dict):
+            raise InputError(path, "expected a JSON object of communication operators")
+        comm_rows, bw_rows = comm_records(data)
+        if not comm_rows and not bw_rows:
+            raise InputError(path, "no communication operator records found")
+        comm_cols, bw_cols = _columns(comm_rows), _columns(bw_rows)
     if rank is not None:  # a per-rank file: any number key is not a rank
-        for row in comm_rows + bw_rows:
-            row["rank"] = rank
-    comm = to_frame(comm_rows, rank, COMM_COLUMNS)
-    bandwidth = to_frame(bw_rows, rank, BANDWIDTH_COLUMNS)
-    return comm, bandwidth
+        for cols in (comm_cols, bw_cols):
+            cols["rank"] = [rank] * len(next(iter(cols.values()), []))
+    return columns_frame(comm_cols, rank, COMM_COLUMNS), columns_frame(bw_cols, rank, BANDWIDTH_COLUMNS)
 
 
-def read_matrix(path: Path, rank: int | None) -> pa.Table | None:
-    """``communication_matrix.json`` -> links table (rank = the reading rank)."""
-    data = load_json(path)
+def _columns(rows: list[dict]) -> dict[str, list]:
+    """Rows -> columns, in order of first appearance (missing cells None)."""
+    seen = dict.fromkeys(k for row in rows for k in row)
+    return {c: [row.get(c) for row in rows] for c in seen}
+
+
+def _link_columns(path: Path) -> dict[str, list]:
+    """The link columns of a communication matrix file (typed layout first,
+    else the generic walk); InputError when unreadable or without links."""
+    raw = read_bytes(path)
+    typed = ascend_comm_typed.link_columns(raw)
+    if typed is not None:
+        return typed
+    data = parse_json(path, raw)
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object of communication links")
     rows = link_records(data)
     if not rows:
         raise InputError(path, "no src-dst link records found")
+    return _columns(rows)
+
+
+def read_matrix(path: Path, rank: int | None) -> pa.Table | None:
+    """``communication_matrix.json`` -> links table (rank = the reading rank)."""
+    cols = _link_columns(path)
     if rank is not None:
-        for row in rows:
-            row["rank"] = rank
-    return to_frame(rows, rank, LINK_COLUMNS)
+        cols["rank"] = [rank] * len(cols["src"])
+    return columns_frame(cols, rank, LINK_COLUMNS)
 
 
 def rank_from_links(path: Path) -> int | None:
     """The one rank that is an end of every link in a matrix file, if unique."""
     try:
-        rows = link_records(load_json(path))
+        cols = _link_columns(path)
     except InputError:
         return None
     common: set[int] | None = None
-    for row in rows:
-        ends = {row["src"], row["dst"]}
+    for src, dst in zip(cols["src"], cols["dst"]):
+        ends = {src, dst}
         common = ends if common is None else common & ends
     return next(iter(common)) if common and len(common) == 1 else None

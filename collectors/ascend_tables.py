@@ -187,7 +187,8 @@ def kernel_table(path: Path) -> pa.Table:
     if "core" in table.column_names:
         i = table.column_names.index("core")
         table = table.set_column(i, "core", pc.utf8_upper(table.column("core")))
-    table = table.filter(pc.is_valid(table.column("duration_us")))
+    if table.column("duration_us").null_count:
+        table = table.filter(pc.is_valid(table.column("duration_us")))
     if table.num_rows == 0:
         raise InputError(path, "no kernel rows")
     return table
@@ -237,9 +238,10 @@ def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     per step. Needs ``step`` and ``start_us``; None when the file lacks them."""
     if not {"step", "start_us"} <= set(kernels.column_names):
         return None
-    valid = pc.and_(pc.and_(pc.is_valid(kernels.column("step")), pc.is_valid(kernels.column("start_us"))),
-                    pc.is_valid(kernels.column("duration_us")))
-    k = kernels.filter(valid)
+    k = kernels.select(["step", "start_us", "duration_us"])
+    if any(col.null_count for col in k.columns):
+        k = k.filter(pc.and_(pc.and_(pc.is_valid(k.column("step")), pc.is_valid(k.column("start_us"))),
+                             pc.is_valid(k.column("duration_us"))))
     if k.num_rows == 0:
         return None
     step = k.column("step").to_numpy()

@@ -15,7 +15,7 @@ skip and carry on).
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -124,8 +124,8 @@ def read_table(
         return _read_small(path, header, found, numeric)
     try:
         typed = _read_arrow(path, header, found, numeric, typed=True)
-        return pa.table([typed.column(c) if c in numeric else _clean(typed.column(c)) for c in found],
-                        names=list(found))
+        text = _clean_columns([typed.column(c) for c in found if c not in numeric])
+        return pa.table([typed.column(c) if c in numeric else next(text) for c in found], names=list(found))
     except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError, OSError):
         pass  # a junk number, or worse: the text path says which
     text = _read_arrow(path, header, found, numeric, typed=False)
@@ -261,11 +261,30 @@ _STRIP = " \t\r\n\"'"
 _NULL_SET = frozenset(NULL_TOKENS)
 
 
+_NULL_ARRAY = pa.array(NULL_TOKENS, pa.string())
+_NULL_STRING = pa.scalar(None, pa.string())
+
+
 def _clean(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """Trim whitespace and quotes; null tokens become null."""
     trimmed = pc.utf8_trim(col, characters=_STRIP)
-    is_null = pc.is_in(trimmed, value_set=pa.array(NULL_TOKENS, pa.string()))
-    return pc.if_else(is_null, pa.scalar(None, pa.string()), trimmed)
+    is_null = pc.is_in(trimmed, value_set=_NULL_ARRAY)
+    if not pc.any(is_null).as_py():
+        return trimmed
+    return pc.if_else(is_null, _NULL_STRING, trimmed)
+
+
+def _clean_columns(cols: list[pa.ChunkedArray]) -> Iterator[pa.ChunkedArray]:
+    """``_clean`` of each column, done in one pass over all of them (each
+    compute call costs ~25 us before it touches a cell)."""
+    if len(cols) < 2:
+        yield from map(_clean, cols)
+        return
+    cleaned = _clean(pa.chunked_array([chunk for col in cols for chunk in col.chunks], pa.string()))
+    offset = 0
+    for col in cols:
+        yield cleaned.slice(offset, len(col))
+        offset += len(col)
 
 
 def text_to_float(col: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -21,7 +21,11 @@ def read_bytes(path: Path) -> bytes:
 
 def load_json(path: Path):
     """Parse a JSON file with orjson; empty, truncated or invalid -> InputError."""
-    data = read_bytes(path)
+    return parse_json(path, read_bytes(path))
+
+
+def parse_json(path: Path, data: bytes):
+    """``load_json`` of bytes already read from ``path``."""
     if not data.strip():
         raise InputError(path, "empty file")
     try:

@@ -1,0 +1,84 @@
+"""Keys of the Ascend communication JSON files: what each key on the way
+down to a record says (step, rank, category or operator), link ends
+(``"src-dst"``) and collective kinds of HCCL operator names. Shared by the
+generic walk (``ascend_comm``) and the typed per-rank decoder
+(``ascend_comm_typed``) so both read keys the same way."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
+_LINK_KEY = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+_RANK_KEY = re.compile(r"^\d+$")
+_CATEGORY_KEYS = {"collective", "p2p"}
+
+
+def split_op_key(key: str) -> tuple[str, str | None]:
+    """``"hcom_allReduce__123_0@6297...`` -> (name, group); no ``@`` -> no group."""
+    name, sep, group = key.partition("@")
+    return name, (group if sep else None)
+
+
+@functools.lru_cache(maxsize=4096)
+def comm_kind(name: str) -> str:
+    """Collective kind of an HCCL operator name (allreduce, send, ..., other)."""
+    n = name.lower().replace("_", "").replace("-", "")
+    for needle, kind in (
+        ("reducescatter", "reducescatter"),
+        ("allreduce", "allreduce"),
+        ("allgather", "allgather"),
+        ("alltoall", "alltoall"),
+        ("broadcast", "broadcast"),
+        ("batchsendrecv", "other"),
+        ("receive", "receive"),
+        ("recv", "receive"),
+        ("send", "send"),
+    ):
+        if needle in n:
+            return kind
+    return "other"
+
+
+# Roles of the keys on the way down to a record (see ``_key_role``).
+STEP, RANK, CATEGORY, OP = range(4)
+
+
+@functools.lru_cache(maxsize=65536)
+def key_role(key: str) -> tuple[int, object]:
+    """What a key above a record says: (STEP, n or None for a bare "step"),
+    (RANK, n) for a bare number, (CATEGORY, None) for collective/p2p, else
+    (OP, key): the operator key ``name@group``."""
+    m = _STEP_KEY.match(key)
+    if m:
+        return STEP, (int(m.group(1)) if m.group(1) else None)
+    if _RANK_KEY.match(key):
+        return RANK, int(key)
+    if key.lower() in _CATEGORY_KEYS:
+        return CATEGORY, None
+    return OP, key
+
+
+def descend(key, step, rank, op) -> tuple:
+    """(step, rank, op) below ``key``: the nearest key of each role wins."""
+    role, value = key_role(key if type(key) is str else str(key))
+    if role == STEP:
+        return value, rank, op
+    if role == RANK:
+        return step, value, op
+    if role == OP:
+        return step, rank, value
+    return step, rank, op
+
+
+def is_summary(key) -> bool:
+    """"Total Op Info" and the like: sums of the records beside them."""
+    return (key if type(key) is str else str(key)).startswith("Total")
+
+
+@functools.lru_cache(maxsize=65536)
+def link_ends(key: str) -> tuple[int, int] | None:
+    """``"3-8"`` -> (3, 8); any other key None."""
+    m = _LINK_KEY.match(key)
+    return (int(m.group(1)), int(m.group(2))) if m else None

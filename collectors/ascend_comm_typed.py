@@ -1,0 +1,184 @@
+"""Typed decoding of per-rank communication files: the common layout, fast.
+
+torch_npu and MindSpore write ``communication.json`` as
+``step -> collective|p2p -> op@group -> record`` and
+``communication_matrix.json`` as ``step -> collective|p2p -> op@group ->
+"src-dst" -> link``, with a fixed vocabulary of field names. msgspec decodes
+exactly that layout into structs in C, keeping only the fields we read;
+at 1024 ranks this is ~1 ms per rank less than the generic walk.
+
+The contract is strict so that results never depend on which path ran: any
+other nesting, an unknown field name (another unit, spelling or version), a
+text value where a number belongs, or a record without its time info makes
+these functions return None, and ``ascend_comm`` reads the file with its
+generic, shape-based walk instead. Values are the generic walk's: JSON null
+is "absent", times in microseconds, sizes/bandwidths as written.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import Struct, field
+
+from .ascend_comm_keys import comm_kind, descend, is_summary, link_ends, split_op_key
+
+
+_ABSENT = msgspec.Raw()  # fields we skip over: kept undecoded
+
+
+class _TimeInfo(Struct, forbid_unknown_fields=True):
+    start: float | None = field(name="Start Timestamp(us)", default=None)
+    elapse: float | None = field(name="Elapse Time(ms)", default=None)
+    transit: float | None = field(name="Transit Time(ms)", default=None)
+    wait: float | None = field(name="Wait Time(ms)", default=None)
+    sync: float | None = field(name="Synchronization Time(ms)", default=None)
+    idle: float | None = field(name="Idle Time(ms)", default=None)
+    wait_ratio: msgspec.Raw = field(name="Wait Time Ratio", default=_ABSENT)
+    sync_ratio: msgspec.Raw = field(name="Synchronization Time Ratio", default=_ABSENT)
+
+
+class _Transport(Struct, forbid_unknown_fields=True):
+    size: float | None = field(name="Transit Size(MB)", default=None)
+    time: float | None = field(name="Transit Time(ms)", default=None)
+    bandwidth: float | None = field(name="Bandwidth(GB/s)", default=None)
+    large_packets: float | None = field(name="Large Packet Ratio", default=None)
+    sizes: msgspec.Raw = field(name="Size Distribution", default=_ABSENT)
+
+
+class _OpRecord(Struct):
+    time: _TimeInfo | None = field(name="Communication Time Info", default=None)
+    bandwidth: dict[str, _Transport] | None = field(name="Communication Bandwidth Info", default=None)
+
+
+class _Link(Struct, forbid_unknown_fields=True):
+    transport: str = field(name="Transport Type")
+    size: float | None = field(name="Transit Size(MB)", default=None)
+    time: float | None = field(name="Transit Time(ms)", default=None)
+    bandwidth: float | None = field(name="Bandwidth(GB/s)", default=None)
+    op_name: msgspec.Raw = field(name="op_name", default=_ABSENT)
+
+
+_COMM_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, _OpRecord]]])
+_LINK_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, dict[str, _Link]]]])
+
+Columns = dict[str, list]
+
+
+class _OutsideLayout(Exception):
+    """The file is not in the per-rank layout: read it generically."""
+
+
+def _ops(data: dict, links: bool = False):
+    """(step, rank, op key, value) for every third-level entry, "Total ..."
+    summaries left out at every level; context as the generic walk gives it.
+    ``links``: a "src-dst" key above the third level is outside the layout."""
+    for k1, level1 in data.items():
+        if is_summary(k1):
+            continue
+        if links and link_ends(k1):
+            raise _OutsideLayout
+        c1 = descend(k1, None, None, None)
+        for k2, level2 in level1.items():
+            if is_summary(k2):
+                continue
+            if links and link_ends(k2):
+                raise _OutsideLayout
+            c2 = descend(k2, *c1)
+            for k3, value in level2.items():
+                if not is_summary(k3):
+                    if links and link_ends(k3):
+                        raise _OutsideLayout
+                    yield (*descend(k3, *c2), value)
+
+
+_BASE = ("name", "kind", "group", "step", "rank")
+COMM_FIELDS = (*_BASE, "start_us", "elapse_us", "transit_us", "wait_us", "sync_us", "idle_us")
+BANDWIDTH_FIELDS = (*_BASE, "transport", "size_mb", "time_ms", "bandwidth_gbps", "large_packet_ratio")
+LINK_FIELDS = ("src", "dst", "name", "group", "step", "rank", "transport", "size_mb", "time_ms", "bandwidth_gbps")
+
+
+def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
+    """``communication.json`` bytes in the per-rank layout -> (comm columns,
+    bandwidth columns) as ``ascend_comm.comm_records`` rows would give them;
+    None outside the layout (see the module docstring) or without records."""
+    try:
+        data = _COMM_LAYOUT.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    comm: Columns = {k: [] for k in COMM_FIELDS}
+    bw: Columns = {k: [] for k in BANDWIDTH_FIELDS}
+    c_name, c_kind, c_group, c_step, c_rank, c_start, c_elapse, c_transit, c_wait, c_sync, c_idle = comm.values()
+    b_name, b_kind, b_group, b_step, b_rank, b_transport, b_size, b_time, b_bw, b_large = bw.values()
+    records = 0
+    for step, rank, op, record in _ops(data):
+        info = record.time
+        if info is None or op is None:
+            return None  # not a record, or a record with no operator key: the generic walk decides
+        records += 1
+        name, group = split_op_key(op)
+        kind = comm_kind(name)
+        if info.elapse is not None:  # the generic walk keeps only timed operators
+            c_name.append(name)
+            c_kind.append(kind)
+            c_group.append(group)
+            c_step.append(step)
+            c_rank.append(rank)
+            c_start.append(info.start)
+            c_elapse.append(info.elapse * 1000.0)
+            c_transit.append(_ms(info.transit))
+            c_wait.append(_ms(info.wait))
+            c_sync.append(_ms(info.sync))
+            c_idle.append(_ms(info.idle))
+        for transport, t in (record.bandwidth or {}).items():
+            if (t.size or 0.0) == 0.0 and (t.time or 0.0) == 0.0:
+                continue  # transport not used by this operator
+            b_name.append(name)
+            b_kind.append(kind)
+            b_group.append(group)
+            b_step.append(step)
+            b_rank.append(rank)
+            b_transport.append(transport.upper())
+            b_size.append(t.size)
+            b_time.append(t.time)
+            b_bw.append(t.bandwidth)
+            b_large.append(t.large_packets)
+    return (comm, bw) if records else None
+
+
+def _ms(value: float | None) -> float | None:
+    """Milliseconds -> microseconds, as the generic walk scales them."""
+    return None if value is None else value * 1000.0
+
+
+def link_columns(raw: bytes) -> Columns | None:
+    """``communication_matrix.json`` bytes in the per-rank layout -> links
+    columns as ``ascend_comm.link_records`` rows would give them; None
+    outside the layout or without links."""
+    try:
+        data = _LINK_LAYOUT.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    cols: Columns = {k: [] for k in LINK_FIELDS}
+    src, dst, c_name, c_group, c_step, c_rank, c_transport, c_size, c_time, c_bw = cols.values()
+    try:
+        for step, rank, op, links in _ops(data, links=True):
+            name, group = split_op_key(op or "")
+            for key, link in links.items():
+                if is_summary(key):
+                    continue
+                ends = link_ends(key)
+                if ends is None:
+                    return None  # something other than links below an operator
+                src.append(ends[0])
+                dst.append(ends[1])
+                c_name.append(name)
+                c_group.append(group)
+                c_step.append(step)
+                c_rank.append(rank)
+                c_transport.append(link.transport.upper())
+                c_size.append(link.size)
+                c_time.append(link.time)
+                c_bw.append(link.bandwidth)
+    except _OutsideLayout:
+        return None
+    return cols if src else None
