@@ -32,7 +32,7 @@ import pyarrow as pa
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
-from . import arrow_frames
+from . import arrow_frames, listing
 from . import ascend_comm as comm_io
 from . import ascend_db
 from . import ascend_tables as tables
@@ -52,25 +52,17 @@ OUTPUT_FILES = (
 
 # ------------------------------------------------------------------ discover
 
-def _is_file(path: Path) -> bool:
-    """``path.is_file()``, False instead of an error on unreadable folders."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
-def _is_dir(path: Path) -> bool:
-    """``path.is_dir()``, False instead of an error on unreadable folders."""
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
+_is_file = listing.is_file
+_is_dir = listing.is_dir
 
 
 def discover(root: Path) -> list[Path]:
     """Rank folders (sorted by rank) or a cluster_analysis_output folder under ``root``."""
-    root = Path(root)
+    with listing.cached(root):
+        return _discover(Path(root))
+
+
+def _discover(root: Path) -> list[Path]:
     if _is_file(root) and root.name in OUTPUT_FILES:
         return [root.parent]
     if not _is_dir(root):
@@ -105,19 +97,12 @@ def _is_cluster_output(path: Path) -> bool:
 def _child_rank_folders(root: Path) -> list[Path]:
     """``*_ascend_pt|ms`` folders one level below ``root``, else two levels below."""
     def level(folder: Path) -> list[Path]:
-        try:
-            return [p for p in folder.iterdir()
-                    if _is_dir(p) and p.name.lower().endswith(RANK_SUFFIXES)]
-        except OSError:
-            return []
+        return [folder / n for n in listing.names(folder)
+                if n.lower().endswith(RANK_SUFFIXES) and _is_dir(folder / n)]
 
     found = level(root)
     if not found:
-        try:
-            subdirs = [p for p in root.iterdir() if _is_dir(p) and p.name != CLUSTER_DIR]
-        except OSError:
-            subdirs = []
-        for sub in subdirs:
+        for sub in [root / n for n in listing.names(root) if n != CLUSTER_DIR and _is_dir(root / n)]:
             found.extend(level(sub))
     return found
 
@@ -141,11 +126,12 @@ def read_arrow(unit: Path) -> Profile:
     """``read`` with the per-rank tables left in Arrow form, for the cluster
     engine to concatenate over ranks before converting (see ``arrow_frames``)."""
     unit = Path(unit)
-    if not _is_dir(unit):
-        raise InputError(unit, "not a folder")
-    if not _is_rank_unit(unit) and _is_cluster_output(unit):
-        return read_cluster(unit)
-    return read_rank(unit)
+    with listing.cached(unit):
+        if not _is_dir(unit):
+            raise InputError(unit, "not a folder")
+        if not _is_rank_unit(unit) and _is_cluster_output(unit):
+            return read_cluster(unit)
+        return read_rank(unit)
 
 
 def _locate(unit: Path) -> tuple[Path, Path | None]:
@@ -203,7 +189,7 @@ def read_rank(unit: Path) -> Profile:
     if profile.ops is None and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if (profile.meta.framework == "unknown" and root is not None
-            and any((root / "FRAMEWORK").glob("cpu_op_*.csv"))):
+            and listing.glob(root / "FRAMEWORK", "cpu_op_*.csv")):
         profile.meta.framework = "mindspore"  # only MindSpore writes these
     _require_something(profile, reader, out_dir)
     return profile
@@ -333,7 +319,7 @@ def _read_cpu_ops(reader: _Reader, framework_dir: Path, rank: int) -> None:
     if not _is_dir(framework_dir):
         return
     for pattern in ("cpu_op_detail_info_*.csv", "cpu_op_type_info_*.csv"):
-        for path in sorted(framework_dir.glob(pattern)):
+        for path in listing.glob(framework_dir, pattern):
             file_rank = tables.rank_from_name(path.name)
             ops = reader.attempt(path, tables.read_cpu_ops, rank if file_rank is None else file_rank)
             if ops is not None:

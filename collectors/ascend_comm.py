@@ -238,12 +238,11 @@ def columns_frame(cols: dict[str, list], rank: int | None, columns: tuple[str, .
     ordered = [c for c in columns if c in cols] + [c for c in cols if c not in known]
     arrays, names = [], []
     for col in ordered:
-        values = cols[col]
-        if all(v is None for v in values):
-            continue
         kind = pa.string() if col in TEXT_COLUMNS else pa.int64() if col in INT_COLUMNS else pa.float64()
-        arrays.append(pa.array(values, type=kind))
-        names.append(col)
+        array = pa.array(cols[col], type=kind)
+        if array.null_count < n:
+            arrays.append(array)
+            names.append(col)
     if "rank" not in names:
         return None
     return pa.table(arrays, names=names)

@@ -49,6 +49,7 @@ import pandas as pd
 from advisor.errors import InputError
 
 from . import ascend_comm as comm_io
+from . import listing
 from . import ascend_tables as tables
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
@@ -64,7 +65,7 @@ _DIGITS = re.compile(r"(\d+)")
 def profiler_db(out_dir: Path) -> Path | None:
     """The per-rank profiler database in ``out_dir``, if any."""
     for pattern in PROFILER_DB_GLOBS:
-        found = sorted(Path(out_dir).glob(pattern))
+        found = listing.glob(out_dir, pattern)
         if found:
             return found[0]
     return None
@@ -73,7 +74,7 @@ def profiler_db(out_dir: Path) -> Path | None:
 def analysis_db(out_dir: Path) -> Path | None:
     for name in ANALYSIS_DBS:
         path = Path(out_dir) / name
-        if path.is_file():
+        if listing.is_file(path):
             return path
     return None
 

@@ -18,6 +18,7 @@ import orjson
 from advisor.errors import InputError
 from advisor.profile import Profile
 
+from . import listing
 from .fileio import load_json
 
 _INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
@@ -49,13 +50,10 @@ def rank_from_info_names(folder: Path | None) -> int | None:
     """Rank from a ``profiler_info_{N}.json`` file name in ``folder``."""
     if folder is None:
         return None
-    try:
-        for child in folder.iterdir():
-            m = _INFO_NAME.match(child.name)
-            if m:
-                return int(m.group(1))
-    except OSError:
-        pass
+    for name in listing.names(folder):
+        m = _INFO_NAME.match(name)
+        if m:
+            return int(m.group(1))
     return None
 
 
@@ -78,17 +76,34 @@ class MetaFacts:
     parallel: dict = field(default_factory=dict)
 
 
-def _find(node, keys: tuple[str, ...]):
-    """First value (depth-first) under any of ``keys`` in nested dicts."""
-    if isinstance(node, dict):
-        for key in keys:
-            if key in node and not isinstance(node[key], (dict, list)):
-                return node[key]
+class _Scalars:
+    """Where each key first holds a scalar in a JSON document, depth-first
+    (a node's own keys before its children's), found in one walk. JSON null
+    counts as absent.
+
+    ``find(keys)`` is the value of the earliest of ``keys``: at the same
+    node, the one listed first wins.
+    """
+
+    def __init__(self, doc):
+        self.first: dict[str, tuple[int, object]] = {}
+        self._count = 0
+        self._walk(doc)
+
+    def _walk(self, node) -> None:
+        if not isinstance(node, dict):
+            return
+        here = self._count
+        self._count += 1
+        for key, value in node.items():
+            if value is not None and not isinstance(value, (dict, list)) and key not in self.first:
+                self.first[key] = (here, value)
         for value in node.values():
-            found = _find(_maybe_json(value), keys)
-            if found is not None:
-                return found
-    return None
+            self._walk(_maybe_json(value))
+
+    def find(self, keys: tuple[str, ...]):
+        hits = [(self.first[k][0], i, self.first[k][1]) for i, k in enumerate(keys) if k in self.first]
+        return min(hits)[2] if hits else None
 
 
 def _maybe_json(value):
@@ -115,7 +130,7 @@ def read_meta(folder: Path | None, profile: Profile) -> MetaFacts:
     facts = MetaFacts()
     if folder is None:
         return facts
-    files = sorted(folder.glob("profiler_info*.json")) + sorted(folder.glob("profiler_metadata.json"))
+    files = listing.glob(folder, "profiler_info*.json") + listing.glob(folder, "profiler_metadata.json")
     for path in files:
         try:
             data = load_json(path)
@@ -128,20 +143,21 @@ def read_meta(folder: Path | None, profile: Profile) -> MetaFacts:
 
 def _merge(facts: MetaFacts, data) -> None:
     """Fill the MetaFacts fields still unknown from one JSON document."""
+    doc = _Scalars(data)
     if facts.rank is None:
-        facts.rank = _int(_find(data, ("rank_id", "rankId", "rank")))
+        facts.rank = _int(doc.find(("rank_id", "rankId", "rank")))
     if facts.world_size is None:
-        facts.world_size = _int(_find(data, ("world_size", "rank_size", "worldSize")))
+        facts.world_size = _int(doc.find(("world_size", "rank_size", "worldSize")))
         if facts.world_size == 0:
             facts.world_size = None
     if facts.version is None:
         for framework, keys in _VERSION_KEYS.items():
-            value = _find(data, keys)
+            value = doc.find(keys)
             if value:
                 facts.version, facts.framework = str(value), framework
                 break
     for short, keys in _PARALLEL_KEYS.items():
         if short not in facts.parallel:
-            value = _int(_find(data, keys))
+            value = _int(doc.find(keys))
             if value:
                 facts.parallel[short] = value

@@ -1,0 +1,102 @@
+"""Folder listings, scanned once per read instead of one stat per question.
+
+Reading one Ascend rank folder asks about two dozen "is there a file X?" and
+"which files match Y?" questions about the same two or three folders. Inside
+``cached()`` each folder is scanned once (``os.scandir``) and the questions
+are answered from the scan; outside it, and for a folder that cannot be
+listed, the functions ask the filesystem directly, as ``pathlib`` would.
+Answers follow symlinks, like ``Path.is_file`` / ``Path.is_dir``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+# folder -> {name: (is_file, is_dir)}, or None when the folder cannot be listed
+_Listing = dict[str, tuple[bool, bool]]
+_listings: ContextVar[tuple[str, dict[str, _Listing | None]] | None] = ContextVar("listings", default=None)
+
+
+@contextmanager
+def cached(root: Path) -> Iterator[None]:
+    """Answer questions about ``root`` and the folders below it from one scan
+    per folder until the block ends (files created meanwhile are not seen:
+    use it around reads, never around writes). Folders elsewhere, such as
+    ``root``'s parent with its thousands of sibling ranks, are not scanned."""
+    token = _listings.set((os.path.abspath(root), {}))
+    try:
+        yield
+    finally:
+        _listings.reset(token)
+
+
+def _listing(folder: str) -> _Listing | None:
+    scope = _listings.get()
+    if scope is None:
+        return None
+    root, cache = scope
+    folder = os.path.abspath(folder)
+    if folder != root and not folder.startswith(root + os.sep):
+        return None
+    if folder not in cache:
+        try:
+            with os.scandir(folder) as entries:
+                cache[folder] = {e.name: (e.is_file(), e.is_dir()) for e in entries}
+        except OSError:
+            cache[folder] = None
+    return cache[folder]
+
+
+def _lookup(path: Path) -> tuple[bool, bool] | None:
+    folder, name = os.path.split(os.fspath(path))
+    listing = _listing(folder or ".")
+    return None if listing is None else listing.get(name, (False, False))
+
+
+def is_file(path: Path) -> bool:
+    """``path.is_file()``; False instead of an error on unreadable folders."""
+    hit = _lookup(path)
+    if hit is not None:
+        return hit[0]
+    try:
+        return Path(path).is_file()
+    except OSError:
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """``path.is_dir()``; False instead of an error on unreadable folders."""
+    hit = _lookup(path)
+    if hit is not None:
+        return hit[1]
+    try:
+        return Path(path).is_dir()
+    except OSError:
+        return False
+
+
+def glob(folder: Path, pattern: str) -> list[Path]:
+    """``sorted(folder.glob(pattern))`` for a pattern without ``/``."""
+    listing = _listing(os.fspath(folder))
+    if listing is None:
+        try:
+            return sorted(Path(folder).glob(pattern))
+        except OSError:
+            return []
+    return [Path(folder, n) for n in sorted(fnmatch.filter(listing, pattern))]
+
+
+def names(folder: Path) -> list[str]:
+    """Names in ``folder`` (unsorted; none when it cannot be listed)."""
+    listing = _listing(os.fspath(folder))
+    if listing is not None:
+        return list(listing)
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
