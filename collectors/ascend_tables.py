@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from advisor.errors import InputError
 
 from .arrow_frames import to_pandas
-from .csvio import text_to_float, read_columns, read_table
+from .csvio import clean_text, read_columns, read_table, text_to_float
 
 # --------------------------------------------------------------------- steps
 
@@ -165,28 +165,39 @@ def normalize_dtypes(col: pd.Series) -> pd.Series:
     return col.map(mapping).astype("string")
 
 
-def _normalize_dtype_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """``normalize_dtypes`` on an Arrow text column (each distinct value once)."""
-    distinct = pc.unique(col)
-    mapped = pa.array([_normalize_dtype_text(v) for v in distinct.to_pylist()], pa.string())
-    return pc.take(mapped, pc.index_in(col, value_set=distinct))
+def _finish_key(column: str, text: str | None) -> str | None:
+    """A kernel text cell as reported: cleaned (``csvio.clean_text``); input
+    dtypes normalized; the accelerator core in upper case."""
+    text = clean_text(text)
+    if text is None:
+        return None
+    if column == "input_dtypes":
+        return _normalize_dtype_text(text)
+    return text.upper() if column == "core" else text
+
+
+def _finish_text(table: pa.Table) -> pa.Table:
+    """``_finish_key`` on every text column of a kernels or ops table, once
+    per distinct value."""
+    for i, name in enumerate(table.column_names):
+        if name in _OP_KEYS:
+            values = table.column(name).to_pylist()
+            mapping = {v: _finish_key(name, v) for v in set(values)}
+            table = table.set_column(i, name, pa.array([mapping[v] for v in values], pa.string()))
+    return table
 
 
 def kernel_table(path: Path) -> pa.Table:
     """``kernel_details.csv`` -> one row per kernel (our column names, us),
     in Arrow form; ``step`` int64. Columns that the file's version lacks are
-    simply absent. Start times with a trailing TAB parse as floats."""
+    simply absent. Start times with a trailing TAB parse as floats. Text
+    columns are as written: ``ops_from_kernels`` finishes them per operator
+    (``_finish_text``), ~20x fewer values than kernels."""
     table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us"),
-                       required=("name", "duration_us"))
+                       required=("name", "duration_us"), raw_text=True)
     if "step" in table.column_names:
         i = table.column_names.index("step")
         table = table.set_column(i, "step", _step_array(table.column("step").to_numpy(), table.num_rows))
-    if "input_dtypes" in table.column_names:
-        i = table.column_names.index("input_dtypes")
-        table = table.set_column(i, "input_dtypes", _normalize_dtype_column(table.column("input_dtypes")))
-    if "core" in table.column_names:
-        i = table.column_names.index("core")
-        table = table.set_column(i, "core", pc.utf8_upper(table.column("core")))
     if table.column("duration_us").null_count:
         table = table.filter(pc.is_valid(table.column("duration_us")))
     if table.num_rows == 0:
@@ -195,16 +206,19 @@ def kernel_table(path: Path) -> pa.Table:
 
 
 def read_kernel_details(path: Path) -> pd.DataFrame:
-    """``kernel_table`` as a DataFrame."""
-    return to_pandas("kernels", kernel_table(path))
+    """``kernel_table`` as a DataFrame, text finished (``_finish_text``)."""
+    return to_pandas("kernels", _finish_text(kernel_table(path)))
 
 
 _OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
+_OP_NAMES = {"duration_us_count": "count", "duration_us_sum": "total_us", "duration_us_max": "max_us",
+             "duration_us_min": "min_us", "wait_us_sum": "wait_us"}
 
 
 def ops_from_kernels(kernels: pa.Table, rank: int) -> pa.Table | None:
     """Per-kernel rows -> ops table (Arrow): one row per (name, type, core,
-    dtypes, shapes), heaviest first; groups in first-seen order among equals."""
+    dtypes, shapes) after ``_finish_text``, heaviest first; groups in
+    first-seen order among equals."""
     if kernels.num_rows == 0:
         return None
     keys = [k for k in _OP_KEYS if k in kernels.column_names]
@@ -213,13 +227,15 @@ def ops_from_kernels(kernels: pa.Table, rank: int) -> pa.Table | None:
     has_wait = "wait_us" in kernels.column_names and kernels.column("wait_us").null_count < kernels.num_rows
     if has_wait:
         aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
-    grouped = kernels.group_by(keys, use_threads=False).aggregate(aggs)
-    names = {"duration_us_count": "count", "duration_us_sum": "total_us", "duration_us_max": "max_us",
-             "duration_us_min": "min_us", "wait_us_sum": "wait_us"}
+    grouped = _finish_text(kernels.group_by(keys, use_threads=False).aggregate(aggs))
+    if len(set(zip(*(grouped.column(k).to_pylist() for k in keys)))) < grouped.num_rows:
+        # keys written differently (spaces, quotes, DT_ prefixes) are one operator
+        values = [c for c in ("duration_us", "wait_us") if c in kernels.column_names]
+        grouped = _finish_text(kernels.select([*keys, *values])).group_by(keys, use_threads=False).aggregate(aggs)
     columns = [pa.array(np.full(grouped.num_rows, rank, dtype=np.int64))]
     columns += [grouped.column(k) for k in keys]
     order = ["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
-    by_name = {names[n]: grouped.column(n) for n in grouped.column_names if n in names}
+    by_name = {_OP_NAMES[n]: grouped.column(n) for n in grouped.column_names if n in _OP_NAMES}
     columns += [by_name[n] for n in order]
     ops = pa.table(columns, names=["rank", *keys, *order])
     return ops.take(pc.sort_indices(ops, sort_keys=[("total_us", "descending")]))

@@ -96,6 +96,7 @@ def read_table(
     wanted: Mapping[str, Iterable[str]],
     numeric: Iterable[str] = (),
     required: Iterable[str] = (),
+    raw_text: bool = False,
 ) -> pa.Table:
     """Read the wanted columns of a CSV as an Arrow table with our column names.
 
@@ -104,6 +105,10 @@ def read_table(
     quotes removed and null tokens turned into null. ``required`` columns
     must be in the header, else InputError. Ragged (truncated) rows, an
     empty file or bad encoding raise InputError naming the file.
+
+    ``raw_text``: text columns may be left as written (not trimmed, null
+    tokens kept), for a caller that cleans only their distinct values
+    (``clean_text``), e.g. after grouping.
 
     The fast path lets pyarrow parse the numbers while reading; a file with
     a junk cell in a numeric column is re-read as text and converted cell by
@@ -124,7 +129,9 @@ def read_table(
         return _read_small(path, header, found, numeric)
     try:
         typed = _read_arrow(path, header, found, numeric, typed=True)
-        text = _clean_columns([typed.column(c) for c in found if c not in numeric])
+        text = iter([typed.column(c) for c in found if c not in numeric])
+        if not raw_text:
+            text = _clean_columns(list(text))
         return pa.table([typed.column(c) if c in numeric else next(text) for c in found], names=list(found))
     except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError, OSError):
         pass  # a junk number, or worse: the text path says which
@@ -172,6 +179,12 @@ def _read_small(path: Path, header: list[str], found: dict[str, str], numeric: s
         else:
             arrays.append(pa.array(cells, pa.string()))
     return pa.table(arrays, names=list(found))
+
+
+def clean_text(text: str | None) -> str | None:
+    """One text cell as ``read_table`` cleans a column: trimmed of whitespace
+    and quotes, null tokens None."""
+    return None if text is None else _clean_cell(text)
 
 
 def _clean_cell(text: str) -> str | None:

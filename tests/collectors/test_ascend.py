@@ -221,6 +221,27 @@ def test_device_busy_from_kernels_joins_steps(tmp_path):
     assert "input_dtypes" not in profile.ops  # column absent in the file: absent here
 
 
+@pytest.mark.parametrize("rows", [4, 1200], ids=["small file", "pyarrow-sized file"])
+def test_kernels_written_differently_are_one_operator(tmp_path, rows):
+    """Spaces, quotes, DT_ prefixes, dtype aliases and core case do not split
+    an operator, whichever reader path the file size picks."""
+    header = "Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Input Shapes,Input Data Types\n"
+    variants = ['1,A,MatMul,AI_CORE,0,2,"""4,4""",DT_FLOAT16\n',
+                '1, A ,MatMul,ai_core,3,2,"""4,4""",FLOAT16\n',
+                '1,"A",MatMul , AI_CORE,6,2," ""4,4"" ",fp16\n',
+                '1,B,Cast,AI_CPU,9,1,N/A,N/A\n']
+    body = "".join(variants[i % 4] for i in range(rows))
+    root = make_rank(tmp_path, files={"kernel_details.csv": header + body})
+    assert ((root / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").stat().st_size > 32 * 1024) == (rows > 4)
+    ops = load_profile(root).ops
+    assert ops["name"].tolist() == ["A", "B"]
+    a, b = ops.iloc[0], ops.iloc[1]
+    assert (a["type"], a["core"], a["input_shapes"], a["input_dtypes"]) == ("MatMul", "AI_CORE", "4,4", "FLOAT16")
+    assert a["count"] == rows // 4 * 3 and a["total_us"] == 2.0 * (rows // 4 * 3)
+    assert a["max_us"] == a["min_us"] == 2.0
+    assert pd.isna(b["input_shapes"]) and pd.isna(b["input_dtypes"]) and b["count"] == rows // 4
+
+
 def test_junk_numeric_cells_become_nan(tmp_path):
     csv = STEP_TRACE_HEADER + "1,12abc,1,0,1,2,13,0,1\n2,10,1,0,1,2,13,?,1\n"
     steps = load_profile(make_rank(tmp_path, files={"step_trace_time.csv": csv})).steps
