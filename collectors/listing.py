@@ -60,22 +60,20 @@ def _lookup(path: Path) -> tuple[bool, bool] | None:
 
 def is_file(path: Path) -> bool:
     """``path.is_file()``; False instead of an error on unreadable folders."""
-    hit = _lookup(path)
-    if hit is not None:
-        return hit[0]
-    try:
-        return Path(path).is_file()
-    except OSError:
-        return False
+    return _ask(path, 0, Path.is_file)
 
 
 def is_dir(path: Path) -> bool:
     """``path.is_dir()``; False instead of an error on unreadable folders."""
+    return _ask(path, 1, Path.is_dir)
+
+
+def _ask(path: Path, which: int, direct) -> bool:
     hit = _lookup(path)
     if hit is not None:
-        return hit[1]
+        return hit[which]
     try:
-        return Path(path).is_dir()
+        return direct(Path(path))
     except OSError:
         return False
 
