@@ -101,7 +101,7 @@ def measure(repeats: int, steps: int, warmup: int, window: int, hidden: int) -> 
 
 def render(out: dict[str, list[float]], md: bool, args) -> str:
     rows = []
-    for k, what in (("inside", f"recorded steps but the last (profiler on)"),
+    for k, what in (("inside", "recorded steps but the last (profiler on)"),
                     ("export", "last recorded step (trace written)"),
                     ("after", "later steps (profiler off)")):
         rows.append((what, f"{statistics.median(out[k]):.2f}x", f"{min(out[k]):.2f}-{max(out[k]):.2f}x"))

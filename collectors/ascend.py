@@ -140,8 +140,7 @@ def read_arrow_batch(units: list[Path]) -> list[Profile | InputError]:
     for i, unit in enumerate(units):
         try:
             results.append(_read_unit(Path(unit), kernels, i))
-        except InputError as exc:
-            kernels.pop(i, None)
+        except InputError as exc:  # a unit that fails has put no kernels in
             results.append(exc)
     for i, ops in zip(kernels, tables.ops_for_ranks(list(kernels.values()))):
         results[i].ops = ops

@@ -129,10 +129,9 @@ def read_table(
         return _read_small(path, header, found, numeric)
     try:
         typed = _read_arrow(path, header, found, numeric, typed=True)
-        text = iter([typed.column(c) for c in found if c not in numeric])
-        if not raw_text:
-            text = _clean_columns(list(text))
-        return pa.table([typed.column(c) if c in numeric else next(text) for c in found], names=list(found))
+        text = [typed.column(c) for c in found if c not in numeric]
+        done = iter(text if raw_text else _clean_columns(text))
+        return pa.table([typed.column(c) if c in numeric else next(done) for c in found], names=list(found))
     except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError, OSError):
         pass  # a junk number, or worse: the text path says which
     text = _read_arrow(path, header, found, numeric, typed=False)
