@@ -288,17 +288,10 @@ def _add_device_busy(profile: Profile, kernels: pa.Table) -> None:
     steps = profile.steps
     if steps is None or steps.column("step").null_count == steps.num_rows:
         return
-    busy = tables.busy_per_step(kernels)
-    if busy is None:
-        return
-    ids, values = busy  # ids sorted ascending
-    step = steps.column("step")
-    wanted = step.fill_null(-1).to_numpy()
-    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-    hit = (ids[pos] == wanted) & step.is_valid().to_numpy(zero_copy_only=False)
-    if hit.any():
-        column = pa.array(np.where(hit, values[pos], np.nan), mask=~hit)
-        profile.steps = steps.append_column("device_busy_us", column)
+    step = steps.column("step").to_numpy(zero_copy_only=False).astype(np.float64)
+    busy = tables.busy_for_steps(step, kernels)
+    if busy is not None:
+        profile.steps = steps.append_column("device_busy_us", pa.array(busy, mask=np.isnan(busy)))
 
 
 def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:

@@ -44,6 +44,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pandas as pd
 
 from advisor.errors import InputError
@@ -481,11 +482,12 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
 
 
 def _add_device_busy(profile, kernels: pd.DataFrame) -> None:
+    """Add per-step device busy time (``ascend_tables.busy_for_steps``) to the steps table."""
     steps = profile.steps
     if steps is None or steps["step"].isna().all():
         return
-    busy = tables.device_busy(kernels.dropna(subset=["step"]))
+    busy = tables.busy_for_steps(steps["step"].to_numpy(dtype=np.float64, na_value=np.nan),
+                                 pa.Table.from_pandas(kernels[["step", "start_us", "duration_us"]],
+                                                      preserve_index=False))
     if busy is not None:
-        merged = steps.merge(busy, on="step", how="left")
-        if merged["device_busy_us"].notna().any():
-            profile.steps = merged
+        profile.steps = steps.assign(device_busy_us=busy)

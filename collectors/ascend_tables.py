@@ -308,15 +308,19 @@ def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     return step[first], busy
 
 
-def device_busy(kernels: pd.DataFrame) -> pd.DataFrame | None:
-    """``busy_per_step`` for a DataFrame of kernels: columns step, device_busy_us."""
-    if not {"step", "start_us"} <= set(kernels) or kernels["step"].isna().all():
+def busy_for_steps(step: np.ndarray, kernels: pa.Table) -> np.ndarray | None:
+    """``device_busy_us`` for each row of a steps table whose step ids are
+    ``step`` (float, NaN where unknown): its step's ``busy_per_step``, NaN
+    where the step ran no kernel; None when no row gets a value."""
+    busy = busy_per_step(kernels)
+    if busy is None:
         return None
-    got = busy_per_step(pa.Table.from_pandas(kernels[["step", "start_us", "duration_us"]],
-                                             preserve_index=False))
-    if got is None:
-        return None
-    return pd.DataFrame({"step": pd.array(got[0], dtype="Int64"), "device_busy_us": got[1]})
+    ids, values = busy  # ids sorted ascending
+    known = ~np.isnan(step)
+    wanted = np.where(known, step, -1).astype(np.int64)
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    hit = (ids[pos] == wanted) & known
+    return np.where(hit, values[pos], np.nan) if hit.any() else None
 
 
 _OP_STATISTIC = {
