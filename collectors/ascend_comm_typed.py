@@ -105,10 +105,8 @@ def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
         data = _COMM_LAYOUT.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    comm: Columns = {k: [] for k in COMM_FIELDS}
-    bw: Columns = {k: [] for k in BANDWIDTH_FIELDS}
-    c_name, c_kind, c_group, c_step, c_rank, c_start, c_elapse, c_transit, c_wait, c_sync, c_idle = comm.values()
-    b_name, b_kind, b_group, b_step, b_rank, b_transport, b_size, b_time, b_bw, b_large = bw.values()
+    comm: list[tuple] = []
+    bandwidth: list[tuple] = []
     records = 0
     for step, rank, op, record in _ops(data):
         info = record.time
@@ -118,31 +116,19 @@ def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
         name, group = split_op_key(op)
         kind = comm_kind(name)
         if info.elapse is not None:  # the generic walk keeps only timed operators
-            c_name.append(name)
-            c_kind.append(kind)
-            c_group.append(group)
-            c_step.append(step)
-            c_rank.append(rank)
-            c_start.append(info.start)
-            c_elapse.append(info.elapse * 1000.0)
-            c_transit.append(_ms(info.transit))
-            c_wait.append(_ms(info.wait))
-            c_sync.append(_ms(info.sync))
-            c_idle.append(_ms(info.idle))
+            comm.append((name, kind, group, step, rank, info.start, info.elapse * 1000.0, _ms(info.transit),
+                         _ms(info.wait), _ms(info.sync), _ms(info.idle)))
         for transport, t in (record.bandwidth or {}).items():
             if (t.size or 0.0) == 0.0 and (t.time or 0.0) == 0.0:
                 continue  # transport not used by this operator
-            b_name.append(name)
-            b_kind.append(kind)
-            b_group.append(group)
-            b_step.append(step)
-            b_rank.append(rank)
-            b_transport.append(transport.upper())
-            b_size.append(t.size)
-            b_time.append(t.time)
-            b_bw.append(t.bandwidth)
-            b_large.append(t.large_packets)
-    return (comm, bw) if records else None
+            bandwidth.append((name, kind, group, step, rank, transport.upper(), t.size, t.time, t.bandwidth,
+                              t.large_packets))
+    return (_columns(COMM_FIELDS, comm), _columns(BANDWIDTH_FIELDS, bandwidth)) if records else None
+
+
+def _columns(fields: tuple[str, ...], rows: list[tuple]) -> Columns:
+    """Row tuples -> columns named ``fields`` (one transpose in C)."""
+    return dict(zip(fields, map(list, zip(*rows)))) if rows else {f: [] for f in fields}
 
 
 def _ms(value: float | None) -> float | None:
@@ -158,8 +144,7 @@ def link_columns(raw: bytes) -> Columns | None:
         data = _LINK_LAYOUT.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    cols: Columns = {k: [] for k in LINK_FIELDS}
-    src, dst, c_name, c_group, c_step, c_rank, c_transport, c_size, c_time, c_bw = cols.values()
+    rows: list[tuple] = []
     try:
         for step, rank, op, links in _ops(data, links=True):
             name, group = split_op_key(op or "")
@@ -169,16 +154,8 @@ def link_columns(raw: bytes) -> Columns | None:
                 ends = link_ends(key)
                 if ends is None:
                     return None  # something other than links below an operator
-                src.append(ends[0])
-                dst.append(ends[1])
-                c_name.append(name)
-                c_group.append(group)
-                c_step.append(step)
-                c_rank.append(rank)
-                c_transport.append(link.transport.upper())
-                c_size.append(link.size)
-                c_time.append(link.time)
-                c_bw.append(link.bandwidth)
+                rows.append((ends[0], ends[1], name, group, step, rank, link.transport.upper(), link.size,
+                             link.time, link.bandwidth))
     except _OutsideLayout:
         return None
-    return cols if src else None
+    return _columns(LINK_FIELDS, rows) if rows else None
