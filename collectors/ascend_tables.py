@@ -165,6 +165,10 @@ def normalize_dtypes(col: pd.Series) -> pd.Series:
     return col.map(mapping).astype("string")
 
 
+#: Kernel text columns that identify an operator: the ops table's keys.
+_OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
+
+
 def _finish_key(column: str, text: str | None) -> str | None:
     """A kernel text cell as reported: cleaned (``csvio.clean_text``); input
     dtypes normalized; the accelerator core in upper case."""
@@ -210,7 +214,6 @@ def read_kernel_details(path: Path) -> pd.DataFrame:
     return to_pandas("kernels", _finish_text(kernel_table(path)))
 
 
-_OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
 _OP_NAMES = {"duration_us_count": "count", "duration_us_sum": "total_us", "duration_us_max": "max_us",
              "duration_us_min": "min_us", "wait_us_sum": "wait_us"}
 
