@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _teardown import run_twice_on_teardown_abort
 
 from advisor.collectors.live import profiler_step_ids, resolve_command, run_profiled
 from advisor.collectors.live_backend import (
@@ -70,6 +71,12 @@ LOOP = textwrap.dedent("""
         opt_head.step()
         sched.step()
 """)
+
+
+def _multi_process_run(capfd, run):
+    """``run()`` of a gloo job (see ``_teardown``); the job's stderr reaches
+    this process's file descriptor 2, read through ``capfd``."""
+    return run_twice_on_teardown_abort(run, lambda r: r.exit_code, lambda r: capfd.readouterr().err)
 
 
 def _trace_files(trace_dir: Path) -> list[Path]:
@@ -192,11 +199,11 @@ def test_users_sitecustomize_still_runs(mlp_run):
 
 @needs_torch
 @pytest.mark.skipif(sys.platform != "linux", reason="gloo multi-process test runs on Linux")
-def test_torchrun_two_ranks_write_two_traces(tmp_path):
-    result = run_profiled(
+def test_torchrun_two_ranks_write_two_traces(tmp_path, capfd):
+    result = _multi_process_run(capfd, lambda: run_profiled(
         ["torchrun", "--standalone", "--nproc_per_node", "2",
          str(EXAMPLES / "train_ddp.py"), "--steps", "8"],
-        tmp_path / "out", steps=2, warmup=1, timeout=240)
+        tmp_path / "out", steps=2, warmup=1, timeout=240))
     assert result.exit_code == 0, result.notes
     traces = _trace_files(result.trace_dir)
     assert sorted(t.name.split(".")[0] for t in traces) == ["rank0", "rank1"]
@@ -211,11 +218,12 @@ def test_torchrun_two_ranks_write_two_traces(tmp_path):
 
 @needs_torch
 @pytest.mark.skipif(sys.platform != "linux", reason="gloo multi-process test runs on Linux")
-def test_mp_spawn_children_write_one_trace_per_rank(tmp_path):
+def test_mp_spawn_children_write_one_trace_per_rank(tmp_path, capfd):
     """Without torchrun, train_ddp.py starts its ranks with mp.spawn: the
     children inherit PYTHONPATH and are profiled, each under its own rank."""
-    result = run_profiled(["python", str(EXAMPLES / "train_ddp.py"), "--steps", "6"],
-                          tmp_path / "out", steps=1, warmup=1, timeout=240)
+    result = _multi_process_run(capfd, lambda: run_profiled(
+        ["python", str(EXAMPLES / "train_ddp.py"), "--steps", "6"],
+        tmp_path / "out", steps=1, warmup=1, timeout=240))
     assert result.exit_code == 0, result.notes
     traces = _trace_files(result.trace_dir)
     assert sorted(t.name.split(".")[0] for t in traces) == ["rank0", "rank1"]
