@@ -2,8 +2,10 @@
 
 For each size (ranks), one healthy scenario is generated under /tmp in the
 Ascend text layout and in the Kineto layout (``bench.scenarios``, the same
-run in both), then each tool runs in its own subprocess under
-``/usr/bin/time`` (wall time, peak resident set of the largest process):
+run in both), then, once the inputs are flushed to disk and read once (no tool pays for
+the generator's writeback or a cold cache), each tool runs in its own
+subprocess under ``/usr/bin/time`` (wall time, peak resident set of the
+largest process):
 
 * ``advisor report DIR`` (default jobs, and ``-j 1``) on both layouts;
 * ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
