@@ -214,10 +214,7 @@ INT_COLUMNS = frozenset({"rank", "step", "src", "dst"})
 
 def to_frame(rows: list[dict], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
     """Rows -> Arrow table (see ``columns_frame``); None when there are no rows."""
-    if not rows:
-        return None
-    seen = dict.fromkeys(k for row in rows for k in row)  # in order of first appearance
-    return columns_frame({c: [row.get(c) for row in rows] for c in seen}, rank, columns)
+    return columns_frame(_columns(rows), rank, columns) if rows else None
 
 
 def columns_frame(cols: dict[str, list], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
