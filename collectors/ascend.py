@@ -32,12 +32,13 @@ import pyarrow as pa
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
-from . import arrow_frames, listing
+from . import arrow_frames, batch_tables, listing
 from . import ascend_comm as comm_io
 from . import ascend_db
 from . import ascend_tables as tables
 from .ascend_meta import framework_of, rank_from_folder_name, rank_from_info_names, read_meta
 from .ascend_trace import read_trace
+from .batch_tables import PendingTable
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 CLUSTER_DIR = "cluster_analysis_output"
@@ -144,7 +145,21 @@ def read_arrow_batch(units: list[Path]) -> list[Profile | InputError]:
             results.append(exc)
     for i, ops in zip(kernels, tables.ops_for_ranks(list(kernels.values()))):
         results[i].ops = ops
+    _build_pending([r for r in results if isinstance(r, Profile)])
     return results
+
+
+#: Tables the reader leaves pending (``batch_tables``) until its batch is read.
+PENDING_TABLES = ("steps", "comm", "bandwidth", "links")
+
+
+def _build_pending(profiles: list[Profile]) -> None:
+    """Build the pending tables of ``profiles`` (one Arrow table per name
+    for all of them, each profile given its slice)."""
+    for name in PENDING_TABLES:
+        held = [p for p in profiles if isinstance(getattr(p, name), PendingTable)]
+        for profile, table in zip(held, batch_tables.build([getattr(p, name) for p in held])):
+            setattr(profile, name, table)
 
 
 def _read_unit(unit: Path, kernels: dict, index: int) -> Profile:
@@ -266,7 +281,7 @@ def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
     profile = reader.profile
     path = out_dir / "step_trace_time.csv"
     if _is_file(path):
-        profile.steps = reader.attempt(path, tables.read_step_trace, rank)
+        profile.steps = reader.attempt(path, tables.step_trace_columns, rank)
     path = out_dir / "kernel_details.csv"
     if _is_file(path):
         kernels = reader.attempt(path, tables.kernel_table)
@@ -284,27 +299,26 @@ def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
 
 
 def _add_device_busy(profile: Profile, kernels: pa.Table) -> None:
-    """Add per-step device busy time (union of kernels) to the steps table."""
+    """Add per-step device busy time (union of kernels) to the pending steps table."""
     steps = profile.steps
-    if steps is None or steps.column("step").null_count == steps.num_rows:
+    if steps is None or np.isnan(steps.columns["step"]).all():
         return
-    step = steps.column("step").to_numpy(zero_copy_only=False).astype(np.float64)
-    busy = tables.busy_for_steps(step, kernels)
+    busy = tables.busy_for_steps(steps.columns["step"], kernels)
     if busy is not None:
-        profile.steps = steps.append_column("device_busy_us", pa.array(busy, mask=np.isnan(busy)))
+        steps.columns["device_busy_us"] = busy
 
 
 def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
     """communication.json -> comm, bandwidth; communication_matrix.json -> links."""
     _read_comm_files(reader, out_dir / "communication.json", rank,
-                     out_dir / "communication_matrix.json", lambda p: comm_io.read_matrix(p, rank))
+                     out_dir / "communication_matrix.json", lambda p: comm_io.matrix_columns(p, rank))
 
 
 def _read_comm_files(reader: _Reader, comm_path: Path, rank: int | None, matrix_path: Path, read_matrix) -> None:
     """A communication summary -> comm, bandwidth; a matrix -> links (each optional)."""
     profile = reader.profile
     if _is_file(comm_path):
-        result = reader.attempt(comm_path, comm_io.read_communication, rank)
+        result = reader.attempt(comm_path, comm_io.communication_columns, rank)
         if result is not None:
             profile.comm, profile.bandwidth = result
     if _is_file(matrix_path):
@@ -378,6 +392,7 @@ def read_cluster(unit: Path) -> Profile:
     _read_comm_files(reader, unit / "cluster_communication.json", None,
                      unit / "cluster_communication_matrix.json", _read_cluster_matrix)
     _require_something(profile, reader, unit)
+    _build_pending([profile])
     arrow_frames.profile_to_pandas(profile)
     ranks: set[int] = set()
     for name in ("steps", "comm", "bandwidth"):
@@ -393,7 +408,7 @@ def read_cluster(unit: Path) -> Profile:
     return profile
 
 
-def _read_cluster_matrix(path: Path) -> pa.Table | None:
+def _read_cluster_matrix(path: Path) -> PendingTable | None:
     """cluster_communication_matrix.json -> links; a link's rank is its source."""
     data = comm_io.load_json(path)
     rows = comm_io.link_records(data) if isinstance(data, dict) else []
@@ -402,4 +417,4 @@ def _read_cluster_matrix(path: Path) -> pa.Table | None:
     for row in rows:
         if row.get("rank") is None:
             row["rank"] = row["src"]
-    return comm_io.to_frame(rows, None, comm_io.LINK_COLUMNS)
+    return comm_io.pending_columns(comm_io.rows_to_columns(rows), None, comm_io.LINK_COLUMNS)

@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from advisor.errors import InputError
 
-from . import ascend_comm_typed
+from . import ascend_comm_typed, batch_tables
+from .batch_tables import PendingTable
 from .ascend_comm_keys import comm_kind, descend, is_summary, link_ends, split_op_key
 from .fileio import parse_json, read_bytes
 
@@ -212,13 +213,13 @@ TEXT_COLUMNS = frozenset({"name", "kind", "group", "transport"})
 INT_COLUMNS = frozenset({"rank", "step", "src", "dst"})
 
 
-def to_frame(rows: list[dict], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
-    """Rows -> Arrow table (see ``columns_frame``); None when there are no rows."""
-    return columns_frame(_columns(rows), rank, columns) if rows else None
+#: Arrow types of the comm / bandwidth / links columns that are not float.
+_TYPES = {**dict.fromkeys(TEXT_COLUMNS, pa.string()), **dict.fromkeys(INT_COLUMNS, pa.int64())}
 
 
-def columns_frame(cols: dict[str, list], rank: int | None, columns: tuple[str, ...]) -> pa.Table | None:
-    """Columns of equal length -> Arrow table (see ``arrow_frames``), known
+def pending_columns(cols: dict[str, list], rank: int | None,
+                    columns: tuple[str, ...]) -> PendingTable | None:
+    """Columns of equal length -> a table to build (``batch_tables``): known
     ``columns`` first in their order, then unknown ones as given.
 
     ``rank`` fills rows that carry none; columns with no value at all are
@@ -231,18 +232,10 @@ def columns_frame(cols: dict[str, list], rank: int | None, columns: tuple[str, .
     if rank is not None:
         given = cols.get("rank")
         cols["rank"] = [rank] * n if given is None else [rank if r is None else r for r in given]
-    known = set(columns)
-    ordered = [c for c in columns if c in cols] + [c for c in cols if c not in known]
-    arrays, names = [], []
-    for col in ordered:
-        kind = pa.string() if col in TEXT_COLUMNS else pa.int64() if col in INT_COLUMNS else pa.float64()
-        array = pa.array(cols[col], type=kind)
-        if array.null_count < n:
-            arrays.append(array)
-            names.append(col)
-    if "rank" not in names:
+    ranks = cols.get("rank")
+    if ranks is None or ranks.count(None) == n:
         return None
-    return pa.table(arrays, names=names)
+    return PendingTable(cols, n, order=columns, types=_TYPES)
 
 
 COMM_COLUMNS = ("rank", "step", "name", "kind", "group", "start_us", "elapse_us",
@@ -260,6 +253,12 @@ def read_communication(path: Path, rank: int | None) -> tuple[pa.Table | None, p
     whose records name their rank). Raises InputError when the file is
     unreadable or holds no operator record.
     """
+    comm, bandwidth = communication_columns(path, rank)
+    return batch_tables.build_one(comm), batch_tables.build_one(bandwidth)
+
+
+def communication_columns(path: Path, rank: int | None) -> tuple[PendingTable | None, PendingTable | None]:
+    """``read_communication`` with the tables left to build (``batch_tables``)."""
     raw = read_bytes(path)
     typed = ascend_comm_typed.comm_columns(raw)
     if typed is not None:
@@ -271,14 +270,14 @@ def read_communication(path: Path, rank: int | None) -> tuple[pa.Table | None, p
         comm_rows, bw_rows = comm_records(data)
         if not comm_rows and not bw_rows:
             raise InputError(path, "no communication operator records found")
-        comm_cols, bw_cols = _columns(comm_rows), _columns(bw_rows)
+        comm_cols, bw_cols = rows_to_columns(comm_rows), rows_to_columns(bw_rows)
     if rank is not None:  # a per-rank file: any number key is not a rank
         for cols in (comm_cols, bw_cols):
             cols["rank"] = [rank] * len(next(iter(cols.values()), []))
-    return columns_frame(comm_cols, rank, COMM_COLUMNS), columns_frame(bw_cols, rank, BANDWIDTH_COLUMNS)
+    return pending_columns(comm_cols, rank, COMM_COLUMNS), pending_columns(bw_cols, rank, BANDWIDTH_COLUMNS)
 
 
-def _columns(rows: list[dict]) -> dict[str, list]:
+def rows_to_columns(rows: list[dict]) -> dict[str, list]:
     """Rows -> columns, in order of first appearance (missing cells None)."""
     seen = dict.fromkeys(k for row in rows for k in row)
     return {c: [row.get(c) for row in rows] for c in seen}
@@ -297,15 +296,20 @@ def _link_columns(path: Path) -> dict[str, list]:
     rows = link_records(data)
     if not rows:
         raise InputError(path, "no src-dst link records found")
-    return _columns(rows)
+    return rows_to_columns(rows)
 
 
 def read_matrix(path: Path, rank: int | None) -> pa.Table | None:
     """``communication_matrix.json`` -> links table (rank = the reading rank)."""
+    return batch_tables.build_one(matrix_columns(path, rank))
+
+
+def matrix_columns(path: Path, rank: int | None) -> PendingTable | None:
+    """``read_matrix`` with the table left to build (``batch_tables``)."""
     cols = _link_columns(path)
     if rank is not None:
         cols["rank"] = [rank] * len(cols["src"])
-    return columns_frame(cols, rank, LINK_COLUMNS)
+    return pending_columns(cols, rank, LINK_COLUMNS)
 
 
 def rank_from_links(path: Path) -> int | None:

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from advisor.errors import InputError
 
 from .arrow_frames import to_pandas
-from .csvio import clean_text, read_columns, read_table, text_to_float
+from .batch_tables import PendingTable, build_one
+from .csvio import clean_text, read_columns, read_numbers, read_table, text_to_float
 
 # --------------------------------------------------------------------- steps
 
@@ -37,18 +38,25 @@ _STEP_TRACE = {
 _STEP_NUMERIC = tuple(_STEP_TRACE)
 
 
-def _steps_table(col: dict[str, np.ndarray], rank: np.ndarray) -> pa.Table:
-    """Step-trace columns (float arrays, our names) -> steps in Arrow form:
-    ``rank``, ``step`` (int, null where missing), the columns that have a
-    value, and the derived ones:
+#: Columns of the steps table in order (``rank`` and ``step`` always there).
+STEP_COLUMNS = ("rank", "step", *(c for c in _STEP_TRACE if c not in ("step", "_exposed_no_recv")),
+                "duration_us", "receive_us", "device_busy_us")
+_STEP_TYPES = {"rank": pa.int64(), "step": pa.int64()}
+
+
+def step_columns(col: dict[str, np.ndarray], rank: np.ndarray) -> PendingTable:
+    """Step-trace columns (float arrays, our names) -> the steps table to
+    build (``batch_tables``): ``rank``, ``step`` (int, null where missing),
+    the columns that have a value, and the derived ones:
 
     duration_us = computing + exposed communication + free (Free is defined
     as step time minus computing and communication); when a part is absent
     the stage time stands in. receive_us = exposed communication minus the
     "exclude receive" variant.
     """
-    out: dict[str, np.ndarray] = {"rank": rank.astype(np.int64)}
-    out.update((k, v) for k, v in col.items() if k != "_exposed_no_recv")
+    n = len(rank)
+    out: dict[str, np.ndarray] = {"rank": rank.astype(np.int64), "step": col.get("step", np.full(n, np.nan))}
+    out.update((k, v) for k, v in col.items() if k not in ("step", "_exposed_no_recv"))
     parts = ("computing_us", "exposed_comm_us", "free_us")
     duration = (col["computing_us"] + col["exposed_comm_us"] + col["free_us"]
                 if all(p in col for p in parts) else None)
@@ -60,10 +68,12 @@ def _steps_table(col: dict[str, np.ndarray], rank: np.ndarray) -> pa.Table:
     if "_exposed_no_recv" in col and "exposed_comm_us" in col:
         recv = col["exposed_comm_us"] - col["_exposed_no_recv"]
         out["receive_us"] = np.where(np.isnan(recv), np.nan, np.maximum(recv, 0.0))
-    arrays = {k: _nan_to_null(v) for k, v in out.items() if k == "rank" or not np.isnan(v).all()}
-    arrays["step"] = _step_array(col.get("step"), len(rank))
-    order = ["rank", "step", *(k for k in arrays if k not in ("rank", "step"))]
-    return pa.table([arrays[k] for k in order], names=order)
+    return PendingTable(out, n, order=STEP_COLUMNS, types=_STEP_TYPES, keep=frozenset({"rank", "step"}))
+
+
+def _steps_table(col: dict[str, np.ndarray], rank: np.ndarray) -> pa.Table:
+    """``step_columns`` built into an Arrow table."""
+    return build_one(step_columns(col, rank))
 
 
 def finish_steps(df: pd.DataFrame, rank: int) -> pd.DataFrame:
@@ -76,26 +86,25 @@ def finish_steps(df: pd.DataFrame, rank: int) -> pd.DataFrame:
 
 def read_step_trace(path: Path, rank: int) -> pa.Table:
     """``step_trace_time.csv`` -> steps (one row per step, times in us), in
-    Arrow form (see ``arrow_frames``); columns as ``_steps_table`` makes them.
+    Arrow form (see ``arrow_frames``); columns as ``step_columns`` makes them.
 
     Some versions lead with ``Device_id``; it is not read (the rank comes
     from the profiler metadata).
     """
-    table = read_table(path, _STEP_TRACE, numeric=_STEP_NUMERIC, required=("computing_us",))
-    if table.num_rows == 0:
+    return build_one(step_trace_columns(path, rank))
+
+
+def step_trace_columns(path: Path, rank: int) -> PendingTable:
+    """``read_step_trace`` with the table left to build (``batch_tables``)."""
+    col = read_numbers(path, _STEP_TRACE, required=("computing_us",))
+    n = len(col["computing_us"])
+    if n == 0:
         raise InputError(path, "no step rows")
-    col = {name: table.column(name).to_numpy() for name in table.column_names}
-    steps = _steps_table(col, np.full(table.num_rows, rank, dtype=np.int64))
-    if "duration_us" not in steps.column_names:
+    steps = step_columns(col, np.full(n, rank, dtype=np.int64))
+    duration = steps.columns.get("duration_us")
+    if duration is None or np.isnan(duration).all():
         raise InputError(path, "no step has a duration (Computing/Free/Stage all empty)")
     return steps
-
-
-def _nan_to_null(values: np.ndarray) -> pa.Array:
-    """A float array with NaN as null (as pandas reads it back: NaN)."""
-    if values.dtype.kind != "f":
-        return pa.array(values)
-    return pa.array(values, mask=np.isnan(values))
 
 
 def _step_array(values: np.ndarray | None, n: int) -> pa.Array:

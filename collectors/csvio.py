@@ -15,9 +15,11 @@ skip and carry on).
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -115,18 +117,16 @@ def read_table(
     cell (junk becomes null), so one odd cell never sinks a file.
     """
     path = Path(path)
-    header = read_header(path)
-    found = match_columns(header, wanted)
-    missing = [c for c in required if c not in found]
-    if missing:
-        names = ", ".join(next(iter(wanted[c])) for c in missing)
-        raise InputError(path, f"missing required column(s): {names}")
+    small = _SmallCsv.open(path)
+    header = small.header if small else read_header(path)
+    found = _found_columns(path, header, wanted, required)
     if not found:
         return pa.table({})
-    _check_not_cut(path)
     numeric = {ours for ours in found if ours in set(numeric)}
-    if _size(path) <= SMALL_FILE:
-        return _read_small(path, header, found, numeric)
+    if small is not None:
+        small.check_not_cut()
+        return _small_table(small, found, numeric)
+    _check_not_cut(path)
     try:
         typed = _read_arrow(path, header, found, numeric, typed=True)
         text = [typed.column(c) for c in found if c not in numeric]
@@ -139,44 +139,107 @@ def read_table(
     return pa.table(columns, names=list(found))
 
 
-#: Files up to this many bytes are split into cells by Python's csv module:
-#: pyarrow's reader costs ~0.8 ms per call before it parses a byte, more
-#: than a whole step_trace_time.csv takes this way.
+def read_numbers(
+    path: Path,
+    wanted: Mapping[str, Iterable[str]],
+    required: Iterable[str] = (),
+) -> dict[str, np.ndarray]:
+    """``read_table`` of columns that are all numeric, as float64 arrays
+    (NaN where ``read_table`` gives null), without building a table."""
+    path = Path(path)
+    small = _SmallCsv.open(path)
+    if small is None:
+        table = read_table(path, wanted, numeric=tuple(wanted), required=required)
+        return {c: table.column(c).to_numpy() for c in table.column_names}
+    found = _found_columns(path, small.header, wanted, required)
+    if not found:
+        return {}
+    small.check_not_cut()
+    return {ours: np.array([_number(cell) for cell in cells], dtype=np.float64)
+            for ours, cells in _small_cells(small, found)}
+
+
+def _found_columns(path: Path, header: list[str], wanted: Mapping[str, Iterable[str]],
+                   required: Iterable[str]) -> dict[str, str]:
+    """``match_columns``; InputError naming the ``required`` ones it lacks."""
+    found = match_columns(header, wanted)
+    missing = [c for c in required if c not in found]
+    if missing:
+        names = ", ".join(next(iter(wanted[c])) for c in missing)
+        raise InputError(path, f"missing required column(s): {names}")
+    return found
+
+
+#: Files up to this many bytes are read once and split into cells by
+#: Python's csv module: pyarrow's reader costs ~0.8 ms per call before it
+#: parses a byte, more than a whole step_trace_time.csv takes this way.
 SMALL_FILE = 32 * 1024
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
+class _SmallCsv:
+    """A small CSV file read once: its header now, its rows on demand,
+    failing with the messages ``read_header`` and pyarrow's path give."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+        self.reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            row = next(self.reader, None)
+        except csv.Error as exc:
+            raise InputError(path, f"cannot read CSV header ({exc})") from None
+        if not row or not any(cell.strip() for cell in row):
+            raise InputError(path, "empty file (no CSV header)")
+        self.header = [cell.strip() for cell in row]
+
+    @classmethod
+    def open(cls, path: Path) -> _SmallCsv | None:
+        """The file read, or None when it is larger than ``SMALL_FILE``."""
+        try:
+            if path.stat().st_size > SMALL_FILE:
+                return None
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            raise InputError(path, "file not found") from None
+        except OSError as exc:
+            raise InputError(path, f"cannot read CSV header ({exc})") from None
+        try:
+            return cls(path, raw.decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            raise InputError(path, "not a UTF-8 text CSV file") from None
+
+    def check_not_cut(self) -> None:
+        """``_check_not_cut`` on the text in memory."""
+        if self.text and not self.text.endswith(("\n", "\r")) and self.text.count('"') % 2:
+            raise InputError(self.path, "truncated CSV: the file ends inside a quoted field")
+
+    def rows(self) -> list[list[str]]:
+        """The rows below the header, empty lines left out; InputError for
+        a malformed file or a row whose cell count is not the header's."""
+        try:
+            rows = [row for row in self.reader if row]
+        except csv.Error as exc:
+            raise InputError(self.path, f"malformed or truncated CSV: {_first_line(exc)}") from None
+        for n, row in enumerate(rows):
+            if len(row) != len(self.header):
+                raise InputError(self.path, f"malformed or truncated CSV: row {n + 2} has {len(row)} "
+                                            f"cells, the header {len(self.header)}")
+        return rows
 
 
-def _read_small(path: Path, header: list[str], found: dict[str, str], numeric: set[str]) -> pa.Table:
-    """``read_table`` for a small file, cell by cell in Python (same
-    cleaning: ``_clean_cell``; numbers that do not parse become null).
-    Empty lines are skipped; a row with the wrong number of cells is an
-    InputError, as pyarrow's reader would have it."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = [row for row in csv.reader(fh)][1:]
-    except UnicodeDecodeError:
-        raise InputError(path, "not a UTF-8 text CSV file") from None
-    except (OSError, csv.Error) as exc:
-        raise InputError(path, f"malformed or truncated CSV: {_first_line(exc)}") from None
-    rows = [row for row in rows if row]
-    for n, row in enumerate(rows):
-        if len(row) != len(header):
-            raise InputError(path, f"malformed or truncated CSV: row {n + 2} has {len(row)} "
-                                   f"cells, the header {len(header)}")
-    arrays = []
+def _small_cells(small: _SmallCsv, found: dict[str, str]) -> Iterator[tuple[str, list[str | None]]]:
+    """(our name, cleaned cells) of each ``found`` column (``_clean_cell``)."""
+    rows = small.rows()
     for ours, actual in found.items():
-        i = header.index(actual)
-        cells = [_clean_cell(row[i]) for row in rows]
-        if ours in numeric:
-            arrays.append(pa.array([_to_float(c) for c in cells], pa.float64()))
-        else:
-            arrays.append(pa.array(cells, pa.string()))
+        i = small.header.index(actual)
+        yield ours, [_clean_cell(row[i]) for row in rows]
+
+
+def _small_table(small: _SmallCsv, found: dict[str, str], numeric: set[str]) -> pa.Table:
+    """``read_table`` for a small file, cell by cell in Python (same
+    cleaning; numbers that do not parse become null)."""
+    arrays = [pa.array([_to_float(c) for c in cells], pa.float64()) if ours in numeric
+              else pa.array(cells, pa.string()) for ours, cells in _small_cells(small, found)]
     return pa.table(arrays, names=list(found))
 
 
@@ -199,6 +262,12 @@ def _to_float(text: str | None) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def _number(text: str | None) -> float:
+    """``_to_float`` with NaN for None."""
+    value = _to_float(text)
+    return np.nan if value is None else value
 
 
 def _read_arrow(path: Path, header: list[str], found: dict[str, str], numeric: set[str],

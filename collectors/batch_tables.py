@@ -1,0 +1,109 @@
+"""Small per-unit tables, built into Arrow once per batch of units.
+
+Wrapping values in an Arrow table costs ~5-10 us per column before the
+first value, so a rank's step trace (~20 rows), communication operators,
+bandwidths and links (~100 rows each) cost more to wrap than to read. A
+reader keeps such a table as a ``PendingTable`` (its columns as Python
+lists or NumPy arrays) and ``build`` turns the pending tables of a whole
+batch into one Arrow table, giving each unit back its own slice.
+
+A unit's slice is exactly the table it would get alone:
+
+* a column with no value for the unit is left out of its slice (unless it
+  is in ``keep``), as is a column nobody in the batch has;
+* known columns (``order``) come first in that order, then any others in
+  order of first appearance;
+* missing values: ``None`` in lists, NaN in float arrays; both become null.
+  A float array for an integer column is rounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+
+@dataclass
+class PendingTable:
+    """One unit's columns of equal length ``n``, not yet Arrow. ``types``
+    gives each column's Arrow type (``default`` for the rest)."""
+
+    columns: dict[str, list | np.ndarray]
+    n: int
+    order: tuple[str, ...] = ()
+    types: dict[str, pa.DataType] = field(default_factory=dict)
+    default: pa.DataType = pa.float64()
+    keep: frozenset[str] = frozenset()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def present(self) -> list[str]:
+        """The columns of this unit's table, in table order (see module doc)."""
+        names = [c for c in self.order if c in self.columns]
+        names += [c for c in self.columns if c not in set(self.order)]
+        return [c for c in names if c in self.keep or _has_value(self.columns[c])]
+
+
+def _has_value(values: list | np.ndarray) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind != "f" or not np.isnan(values).all()
+    return values.count(None) < len(values)
+
+
+def build(pending: Sequence[PendingTable]) -> list[pa.Table]:
+    """Each pending table as Arrow (see the module doc); all of one kind
+    (the first one's ``order``, ``types`` and ``keep`` apply), built together."""
+    if not pending:
+        return []
+    first = pending[0]
+    present = [p.present() for p in pending]
+    names = [c for c in first.order if any(c in cols for cols in present)]
+    seen = set(names)
+    for cols in present:
+        for c in cols:
+            if c not in seen:
+                seen.add(c)
+                names.append(c)
+    arrays = [_array([p.columns.get(c) for p in pending], [p.n for p in pending],
+                     first.types.get(c, first.default)) for c in names]
+    table = pa.table(arrays, names=names)
+    if len(pending) == 1:
+        return [table.select(present[0])]
+    out, offset = [], 0
+    for p, cols in zip(pending, present):
+        out.append(table.slice(offset, p.n).select(cols))
+        offset += p.n
+    return out
+
+
+def build_one(pending: PendingTable | None) -> pa.Table | None:
+    """``build`` of one table; None stays None."""
+    return None if pending is None else build([pending])[0]
+
+
+def _array(parts: list, sizes: list[int], kind: pa.DataType) -> pa.Array:
+    """One column over the batch: its parts (None where a unit lacks it) as
+    one Arrow array of ``kind``."""
+    if all(isinstance(p, np.ndarray) or p is None for p in parts):
+        if all(p is not None and p.dtype.kind != "f" for p in parts):
+            return pa.array(np.concatenate(parts) if len(parts) > 1 else parts[0], type=kind)
+        values = np.concatenate([np.full(n, np.nan) if p is None else p.astype(np.float64, copy=False)
+                                 for p, n in zip(parts, sizes)]) if len(parts) > 1 else \
+            parts[0].astype(np.float64, copy=False)
+        missing = np.isnan(values)
+        if pa.types.is_integer(kind):
+            values = np.where(missing, 0, np.round(values)).astype(np.int64)
+        return pa.array(values, type=kind, mask=missing if missing.any() else None)
+    cells: list = []
+    for p, n in zip(parts, sizes):
+        if p is None:
+            cells.extend([None] * n)
+        elif isinstance(p, np.ndarray):
+            cells.extend(None if p.dtype.kind == "f" and v != v else v for v in p.tolist())
+        else:
+            cells.extend(p)
+    return pa.array(cells, type=kind)
