@@ -32,9 +32,8 @@ import pyarrow as pa
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
-from . import arrow_frames, batch_tables, listing
+from . import arrow_frames, ascend_db, batch_tables, listing
 from . import ascend_comm as comm_io
-from . import ascend_db
 from . import ascend_tables as tables
 from .ascend_meta import framework_of, rank_from_folder_name, rank_from_info_names, read_meta
 from .ascend_trace import read_trace

@@ -24,8 +24,8 @@ import pyarrow as pa
 from advisor.errors import InputError
 
 from . import ascend_comm_typed, batch_tables
-from .batch_tables import PendingTable
 from .ascend_comm_keys import comm_kind, descend, is_summary, link_ends, split_op_key
+from .batch_tables import PendingTable
 from .fileio import parse_json, read_bytes
 
 TIME_INFO = "Communication Time Info"

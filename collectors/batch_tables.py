@@ -19,11 +19,14 @@ A unit's slice is exactly the table it would get alone:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+
+FLOAT = pa.float64()
 
 
 @dataclass
@@ -35,7 +38,7 @@ class PendingTable:
     n: int
     order: tuple[str, ...] = ()
     types: dict[str, pa.DataType] = field(default_factory=dict)
-    default: pa.DataType = pa.float64()
+    default: pa.DataType = FLOAT
     keep: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
@@ -103,7 +106,7 @@ def _array(parts: list, sizes: list[int], kind: pa.DataType) -> pa.Array:
         if p is None:
             cells.extend([None] * n)
         elif isinstance(p, np.ndarray):
-            cells.extend(None if p.dtype.kind == "f" and v != v else v for v in p.tolist())
+            cells.extend(None if p.dtype.kind == "f" and math.isnan(v) else v for v in p.tolist())
         else:
             cells.extend(p)
     return pa.array(cells, type=kind)
