@@ -44,17 +44,10 @@ class PendingTable:
     def __len__(self) -> int:
         return self.n
 
-    def present(self) -> list[str]:
-        """The columns of this unit's table, in table order (see module doc)."""
-        names = [c for c in self.order if c in self.columns]
-        names += [c for c in self.columns if c not in set(self.order)]
-        return [c for c in names if c in self.keep or _has_value(self.columns[c])]
-
-
-def _has_value(values: list | np.ndarray) -> bool:
-    if isinstance(values, np.ndarray):
-        return values.dtype.kind != "f" or not np.isnan(values).all()
-    return values.count(None) < len(values)
+    def names(self) -> list[str]:
+        """Its columns in table order: known ones first, then the others."""
+        known = set(self.order)
+        return [c for c in self.order if c in self.columns] + [c for c in self.columns if c not in known]
 
 
 def build(pending: Sequence[PendingTable]) -> list[pa.Table]:
@@ -63,23 +56,46 @@ def build(pending: Sequence[PendingTable]) -> list[pa.Table]:
     if not pending:
         return []
     first = pending[0]
-    present = [p.present() for p in pending]
-    names = [c for c in first.order if any(c in cols for cols in present)]
-    seen = set(names)
-    for cols in present:
-        for c in cols:
-            if c not in seen:
-                seen.add(c)
-                names.append(c)
-    arrays = [_array([p.columns.get(c) for p in pending], [p.n for p in pending],
-                     first.types.get(c, first.default)) for c in names]
-    table = pa.table(arrays, names=names)
-    if len(pending) == 1:
-        return [table.select(present[0])]
+    names = first.names() if len(pending) == 1 else _union([p.names() for p in pending], first.order)
+    sizes = [p.n for p in pending]
+    arrays = {c: _array([p.columns.get(c) for p in pending], sizes, first.types.get(c, first.default))
+              for c in names}
+    arrays = {c: a for c, a in arrays.items() if c in first.keep or a.null_count < len(a)}
+    table = pa.table(list(arrays.values()), names=list(arrays))
+    absent = _absent(arrays, pending, first.keep)
     out, offset = [], 0
-    for p, cols in zip(pending, present):
-        out.append(table.slice(offset, p.n).select(cols))
-        offset += p.n
+    for i, (p, n) in enumerate(zip(pending, sizes)):
+        part = table.slice(offset, n) if len(sizes) > 1 else table
+        cols = [c for c in p.names() if c in arrays and not (c in absent and absent[c][i])]
+        out.append(part if cols == table.column_names else part.select(cols))
+        offset += n
+    return out
+
+
+def _union(names: list[list[str]], order: tuple[str, ...]) -> list[str]:
+    """All units' columns: known ones in ``order``, then others as first seen."""
+    seen = {c for cols in names for c in cols}
+    out = [c for c in order if c in seen]
+    known = set(order)
+    for cols in names:
+        out.extend(c for c in cols if c not in known and c not in out)
+    return out
+
+
+def _absent(arrays: dict[str, pa.Array], pending: Sequence[PendingTable],
+            keep: frozenset[str]) -> dict[str, np.ndarray]:
+    """For each column with a null, which units leave it out (bool per
+    unit): those without it, and unless it is kept, those with no value in it."""
+    out = {}
+    sizes = np.array([p.n for p in pending])
+    starts = np.cumsum(sizes) - sizes
+    for c, array in arrays.items():
+        if array.null_count:
+            if c in keep:
+                out[c] = np.array([c not in p.columns for p in pending])
+            else:
+                running = np.concatenate([[0], np.cumsum(array.is_null().to_numpy(zero_copy_only=False))])
+                out[c] = running[starts + sizes] - running[starts] == sizes
     return out
 
 

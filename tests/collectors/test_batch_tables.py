@@ -40,7 +40,7 @@ _floats = st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False))
 
 @st.composite
 def _pending(draw) -> PendingTable:
-    n = draw(st.integers(1, 6))
+    n = draw(st.integers(0, 6))
     cols: dict = {"rank": np.full(n, draw(st.integers(0, 9)), dtype=np.int64)}
     if draw(st.booleans()):  # steps as floats with NaN, or as ints
         cells = draw(st.lists(st.one_of(st.none(), st.integers(0, 50)), min_size=n, max_size=n))
