@@ -66,7 +66,8 @@ def build(pending: Sequence[PendingTable]) -> list[pa.Table]:
     out, offset = [], 0
     for i, (p, n) in enumerate(zip(pending, sizes)):
         part = table.slice(offset, n) if len(sizes) > 1 else table
-        cols = [c for c in p.names() if c in arrays and not (c in absent and absent[c][i])]
+        cols = [c for c in p.names() if c in arrays and not (c in absent and absent[c][i])
+                and (n or c in first.keep)]  # an empty unit has a value nowhere
         out.append(part if cols == table.column_names else part.select(cols))
         offset += n
     return out
