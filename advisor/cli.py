@@ -290,6 +290,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"advisor: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
+        click.echo("advisor: interrupted", err=True)
         sys.exit(130)
 
 

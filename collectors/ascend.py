@@ -243,7 +243,7 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
 
 def _db_only(out_dir: Path) -> bool:
     """The database layout (``*.db``, see ascend_db) and none of the text files."""
-    return ascend_db.has_db(out_dir) and not _holds_output_files(out_dir)
+    return not _holds_output_files(out_dir) and ascend_db.has_db(out_dir)
 
 
 def _decide_rank(root: Path | None, facts, out_dir: Path, profile: Profile) -> int:

@@ -307,17 +307,26 @@ def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     step, start, end = step[order], start[order], end[order]
     # Shift each step's times past the previous step's so one running
     # maximum over the whole array never carries across steps.
-    first = np.r_[True, step[1:] != step[:-1]]
+    first = _starts(step[1:] != step[:-1])
     group = np.cumsum(first) - 1
     shift = group * (max(float(end.max()), 0.0) + 1.0)
     s, e = start + shift, end + shift
     reach = np.maximum.accumulate(e)
     # A new busy block starts where a kernel begins after everything before it ended.
-    new = first | np.r_[True, s[1:] > reach[:-1]]
+    new = _starts(s[1:] > reach[:-1])
+    new |= first
     starts = np.flatnonzero(new)
     block = np.maximum.reduceat(e, starts) - s[starts]
     busy = np.bincount(group[starts], weights=block, minlength=int(group[-1]) + 1)
     return step[first], busy
+
+
+def _starts(change: np.ndarray) -> np.ndarray:
+    """``change`` (does row i+1 differ from row i) with True for row 0 in front."""
+    out = np.empty(len(change) + 1, dtype=bool)
+    out[0] = True
+    out[1:] = change
+    return out
 
 
 def busy_for_steps(step: np.ndarray, kernels: pa.Table) -> np.ndarray | None:

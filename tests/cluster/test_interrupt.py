@@ -1,0 +1,84 @@
+"""Ctrl-C during a parallel cluster read: the command stops with exit code
+130 and one line, writes no report, and leaves no worker process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.scenarios import Spec, generate  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find the workers")
+
+#: Seconds allowed for things that take well under one here (a hang guard, not a timing test).
+PATIENCE = 120
+
+
+def _many_ranks(root: Path, copies: int) -> Path:
+    """One generated rank folder hard-linked ``copies`` times as ranks 0..copies-1
+    (enough reading for the interrupt to land while the workers run)."""
+    data, _ = generate(Spec(ranks=1, steps=10, seed=1, kernels_per_step=200), root / "gen")
+    source = next(data.iterdir())
+    out = root / "cluster"
+    for rank in range(copies):
+        dest = out / f"node0_{rank}_ascend_pt"
+        for path in source.rglob("*"):
+            if path.is_file():
+                name = f"profiler_info_{rank}.json" if path.name.startswith("profiler_info_") else path.name
+                target = dest / path.relative_to(source).parent / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.link(path, target)
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_ctrl_c_stops_a_parallel_read_cleanly(tmp_path):
+    data = _many_ranks(tmp_path, 400)
+    out = tmp_path / "report"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "report", str(data), "-o", str(out), "-j", "2", "--no-color"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a CI shell may start us ignoring it
+    deadline = time.monotonic() + PATIENCE
+    workers: list[int] = []
+    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        workers = _children(proc.pid)
+    assert len(workers) >= 2, "the read finished (or never started) before the workers were seen"
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _, err = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == 130, err.decode()
+    assert err.decode().split() == ["advisor:", "aborted"]
+    assert not out.exists() or not any(out.iterdir())
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if _alive(pid)]
