@@ -35,8 +35,15 @@ def analyze(
     ConfigError with one-line messages.
     """
     check_lang(lang)
-    profile = load_profile(path, jobs=jobs, dask_address=dask_address)
-    return analyze_profile(profile, rule_paths=rule_paths, overrides=overrides, lang=lang)
+    compiled: list[list] = []
+
+    def compile_rules() -> None:  # while the ranks are read; a bad rule stops the read
+        compiled.append(compile_rules_for(rule_paths, overrides, lang))
+
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address, meanwhile=compile_rules)
+    if not compiled:  # a layout read without the engine's pool
+        compile_rules()
+    return _report(profile, compiled[0], lang)
 
 
 def check_lang(lang: str) -> None:
@@ -54,12 +61,22 @@ def analyze_profile(
 ) -> Report:
     """Metrics, rules and report for an already loaded Profile."""
     check_lang(lang)
+    return _report(profile, compile_rules_for(rule_paths, overrides, lang), lang)
+
+
+def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] | None, lang: str) -> list:
+    """The built-in rules plus ``rule_paths``, in ``lang``, with ``overrides``
+    applied, compiled; ConfigError for a bad rule or an unknown override."""
     rules = load_rules(list(rule_paths), lang=lang)
     overrides = dict(overrides or {})
     unknown = set(overrides) - {r.name for r in rules}
     if unknown:
         raise ConfigError(f"threshold override for unknown rule(s): {', '.join(sorted(unknown))}")
-    compiled = [compile_rule(r, overrides.get(r.name)) for r in rules]
+    return [compile_rule(r, overrides.get(r.name)) for r in rules]
+
+
+def _report(profile: Profile, compiled: list, lang: str) -> Report:
+    """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
     metrics, metric_skips = evaluate_metrics(profile)
     meta = profile.meta
     findings, rule_skips = evaluate(

@@ -22,6 +22,7 @@ Profiles into one cluster Profile.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 from advisor.errors import InputError
@@ -44,13 +45,16 @@ def _modules():
                 raise
 
 
-def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None) -> Profile:
+def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None,
+                 meanwhile: Callable[[], None] | None = None) -> Profile:
     """Read whatever profiler output is at ``path`` into one Profile.
 
     ``jobs``: worker processes for reading rank units (default: CPU count;
     1, or a single unit, reads in this process). ``dask_address``: read the
     units on an existing Dask cluster instead (``tcp://host:8786``). Results
     are identical, and in the same rank order, whichever way they are read.
+    ``meanwhile``: work for this process while the units are read (called
+    once, after they are handed out; its exception stops the read).
     Raises InputError (one line, names the path) when nothing usable is
     there, ConfigError for an unusable ``jobs`` or Dask address.
     """
@@ -71,7 +75,7 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
             continue
         others = engine.other_formats(root, units, [m for m in modules if m is not module])
         return engine.read_units(module.__name__, root, units, jobs=jobs,
-                                 dask_address=dask_address, others=others)
+                                 dask_address=dask_address, others=others, meanwhile=meanwhile)
     raise InputError(
         root,
         "no profiler output found (expected *_ascend_pt / *_ascend_ms folders, "

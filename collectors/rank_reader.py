@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
@@ -138,8 +139,9 @@ def _chunks(units: list[str], jobs: int) -> list[list[str]]:
     return [units[i:i + size] for i in range(0, len(units), size)]
 
 
-def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[tuple]:
+def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile) -> list[tuple]:
     if jobs == 1 or len(units) == 1:
+        meanwhile()
         out = []
         for chunk in _chunks(units, 1):
             out.extend(read_batch(module_name, chunk))
@@ -151,6 +153,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[t
                              initializer=_leave_interrupts_to_parent) as pool:
         try:
             index = {pool.submit(read_many, module_name, chunk): i for i, chunk in enumerate(chunks)}
+            meanwhile()
             for future in as_completed(index):
                 i = index[future]
                 results[i] = arrow_frames.unpack(future.result())
@@ -159,6 +162,10 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance) -> list[t
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
+
+
+def _nothing() -> None:
+    pass
 
 
 def _leave_interrupts_to_parent() -> None:
@@ -196,7 +203,7 @@ def _probe(address: str) -> None:
                           f"({exc.strerror or _one_line(exc)})") from None
 
 
-def _run_dask(address: str, module_name: str, units: list[str], advance) -> list[tuple]:
+def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhile) -> list[tuple]:
     try:
         from distributed import Client, as_completed as dask_completed
     except ImportError:
@@ -208,6 +215,7 @@ def _run_dask(address: str, module_name: str, units: list[str], advance) -> list
         raise ConfigError(f"--dask {address}: cannot connect to a Dask scheduler ({_one_line(exc)})") from None
     try:
         futures = client.map(read_one, [module_name] * len(units), units, pure=False)
+        meanwhile()
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[tuple | None] = [None] * len(units)
         for future in dask_completed(futures, loop=client.loop):
@@ -261,16 +269,18 @@ def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]
 
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
-               dask_address: str | None = None, others: list[tuple[str, str]] = ()) -> Profile:
-    """Read ``units`` with collector ``module_name`` and merge them (see module doc)."""
+               dask_address: str | None = None, others: list[tuple[str, str]] = (),
+               meanwhile: Callable[[], None] | None = None) -> Profile:
+    """Read ``units`` with collector ``module_name`` and merge them (see
+    module doc). ``meanwhile()`` runs here while the units are read."""
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs {jobs}: must be 1 or more")
     paths, skips = _dedupe_paths(units)
     with _progress(len(paths)) as advance:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance)
+            results = _run_dask(dask_address, module_name, paths, advance, meanwhile or _nothing)
         else:
-            results = _run_local(module_name, paths, jobs or os.cpu_count() or 1, advance)
+            results = _run_local(module_name, paths, jobs or os.cpu_count() or 1, advance, meanwhile or _nothing)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):

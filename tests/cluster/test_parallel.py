@@ -130,3 +130,26 @@ def test_bad_jobs_and_bad_dask_address_are_one_line_errors(cluster_dir, tmp_path
         assert code.value.code == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"advisor: error: --dask {address}: "), lines
+
+
+def test_work_meanwhile_runs_while_the_workers_read_and_can_stop_them(cluster_dir):
+    import multiprocessing
+
+    seen = []
+    load_profile(cluster_dir, jobs=2, meanwhile=lambda: seen.append(len(multiprocessing.active_children())))
+    assert seen == [2]  # once, with both workers up
+
+    def bad_rule():
+        raise ConfigError("bad rule")
+
+    with pytest.raises(ConfigError, match="bad rule"):
+        load_profile(cluster_dir, jobs=2, meanwhile=bad_rule)
+    assert multiprocessing.active_children() == []
+    calls = []
+    load_profile(cluster_dir, jobs=1, meanwhile=lambda: calls.append(1))
+    assert calls == [1]
+
+
+def test_an_unknown_override_fails_with_the_rule_named(cluster_dir):
+    with pytest.raises(ConfigError, match="unknown rule.*nosuch"):
+        analyze(cluster_dir, overrides={"nosuch": {"x": 1.0}}, jobs=2)
