@@ -15,6 +15,7 @@ skip and carry on).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -61,17 +62,24 @@ def match_columns(header: Iterable[str], wanted: Mapping[str, Iterable[str]]) ->
     ``wanted`` maps our name -> accepted spellings in the file (first match
     wins). Columns absent from the header are left out of the result.
     """
+    key = tuple((ours, tuple(spellings)) for ours, spellings in wanted.items())
+    return dict(_match(tuple(header), key))
+
+
+@functools.lru_cache(maxsize=256)
+def _match(header: tuple[str, ...], wanted: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple:
+    """``match_columns`` as (ours, actual) pairs, once per header and wanted set."""
     by_key = {}
     for name in header:
         by_key.setdefault(header_key(name), name)
-    found: dict[str, str] = {}
-    for ours, spellings in wanted.items():
+    found = []
+    for ours, spellings in wanted:
         for spelling in spellings:
             actual = by_key.get(header_key(spelling))
             if actual is not None:
-                found[ours] = actual
+                found.append((ours, actual))
                 break
-    return found
+    return tuple(found)
 
 
 def read_columns(
@@ -275,14 +283,8 @@ def _read_arrow(path: Path, header: list[str], found: dict[str, str], numeric: s
     """Read the ``found`` columns, renamed to ours. ``typed``: numeric columns
     parsed as float64 by pyarrow (errors propagate as pyarrow's); else every
     column as text, errors as InputError."""
-    names = _unique(header)
-    chosen = {ours: names[header.index(actual)] for ours, actual in found.items()}
-    types = {col: (pa.float64() if typed and ours in numeric else pa.string())
-             for ours, col in chosen.items()}
-    convert = pacsv.ConvertOptions(include_columns=list(chosen.values()), column_types=types,
-                                   strings_can_be_null=False, null_values=list(NULL_TOKENS))
-    read = pacsv.ReadOptions(column_names=names, skip_rows=1, encoding="utf8", use_threads=False)
-    parse = pacsv.ParseOptions(newlines_in_values=True)
+    read, parse, convert, ours = _arrow_options(tuple(header), tuple(found.items()),
+                                                frozenset(numeric) if typed else frozenset())
     if typed:
         table = pacsv.read_csv(path, read_options=read, parse_options=parse, convert_options=convert)
     else:
@@ -292,8 +294,22 @@ def _read_arrow(path: Path, header: list[str], found: dict[str, str], numeric: s
             raise InputError(path, f"malformed or truncated CSV: {_first_line(exc)}") from None
         except OSError as exc:
             raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
-    back = {col: ours for ours, col in chosen.items()}
-    return table.rename_columns([back.get(n, n) for n in table.column_names])
+    return table.rename_columns([ours.get(n, n) for n in table.column_names])
+
+
+@functools.lru_cache(maxsize=256)
+def _arrow_options(header: tuple[str, ...], found: tuple[tuple[str, str], ...], numeric: frozenset[str]):
+    """pyarrow's (read, parse, convert) options for ``_read_arrow`` and the
+    map from file column to ours; built once per header (every rank of a
+    run has the same), as building them costs more than a small file's read."""
+    names = _unique(list(header))
+    chosen = {ours: names[header.index(actual)] for ours, actual in found}
+    types = {col: (pa.float64() if ours in numeric else pa.string()) for ours, col in chosen.items()}
+    convert = pacsv.ConvertOptions(include_columns=list(chosen.values()), column_types=types,
+                                   strings_can_be_null=False, null_values=list(NULL_TOKENS))
+    read = pacsv.ReadOptions(column_names=names, skip_rows=1, encoding="utf8", use_threads=False)
+    parse = pacsv.ParseOptions(newlines_in_values=True)
+    return read, parse, convert, {col: ours for ours, col in chosen.items()}
 
 
 def _check_not_cut(path: Path, chunk: int = 1 << 20) -> None:
