@@ -17,6 +17,8 @@ is "absent", times in microseconds, sizes/bandwidths as written.
 
 from __future__ import annotations
 
+import functools
+
 import msgspec
 from msgspec import Struct, field
 
@@ -73,22 +75,32 @@ def _ops(data: dict, links: bool = False):
     summaries left out at every level; context as the generic walk gives it.
     ``links``: a "src-dst" key above the third level is outside the layout."""
     for k1, level1 in data.items():
-        if is_summary(k1):
+        c1 = _below(k1, _TOP, links)
+        if c1 is None:
             continue
-        if links and link_ends(k1):
-            raise _OutsideLayout
-        c1 = descend(k1, None, None, None)
         for k2, level2 in level1.items():
-            if is_summary(k2):
+            c2 = _below(k2, c1, links)
+            if c2 is None:
                 continue
-            if links and link_ends(k2):
-                raise _OutsideLayout
-            c2 = descend(k2, *c1)
             for k3, value in level2.items():
-                if not is_summary(k3):
-                    if links and link_ends(k3):
-                        raise _OutsideLayout
-                    yield (*descend(k3, *c2), value)
+                c3 = _below(k3, c2, links)
+                if c3 is not None:
+                    yield (*c3, value)
+
+
+_TOP = (None, None, None)
+
+
+@functools.lru_cache(maxsize=65536)
+def _below(key: str, context: tuple, links: bool) -> tuple | None:
+    """``descend(key, *context)``; None for a summary key. With ``links``, a
+    "src-dst" key raises _OutsideLayout. (Cached: every rank of a run has
+    the same keys, and a walk looks each up once per record.)"""
+    if is_summary(key):
+        return None
+    if links and link_ends(key):
+        raise _OutsideLayout
+    return descend(key, *context)
 
 
 _BASE = ("name", "kind", "group", "step", "rank")
@@ -113,15 +125,14 @@ def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
         if info is None or op is None:
             return None  # not a record, or a record with no operator key: the generic walk decides
         records += 1
-        name, group = split_op_key(op)
-        kind = comm_kind(name)
+        name, group, kind = _op_parts(op)
         if info.elapse is not None:  # the generic walk keeps only timed operators
             comm.append((name, kind, group, step, rank, info.start, info.elapse * 1000.0, _ms(info.transit),
                          _ms(info.wait), _ms(info.sync), _ms(info.idle)))
         for transport, t in (record.bandwidth or {}).items():
             if (t.size or 0.0) == 0.0 and (t.time or 0.0) == 0.0:
                 continue  # transport not used by this operator
-            bandwidth.append((name, kind, group, step, rank, transport.upper(), t.size, t.time, t.bandwidth,
+            bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size, t.time, t.bandwidth,
                               t.large_packets))
     return (_columns(COMM_FIELDS, comm), _columns(BANDWIDTH_FIELDS, bandwidth)) if records else None
 
@@ -136,6 +147,28 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else value * 1000.0
 
 
+_SUMMARY = ()
+
+
+@functools.lru_cache(maxsize=65536)
+def _link_key(key: str) -> tuple | None:
+    """A key below an operator: ``_SUMMARY`` for "Total ...", the link's
+    (src, dst), or None for anything else."""
+    return _SUMMARY if is_summary(key) else link_ends(key)
+
+
+@functools.lru_cache(maxsize=256)
+def _upper(text: str) -> str:
+    return text.upper()
+
+
+@functools.lru_cache(maxsize=65536)
+def _op_parts(op: str) -> tuple[str, str | None, str]:
+    """(name, group, collective kind) of an operator key ``name@group``."""
+    name, group = split_op_key(op)
+    return name, group, comm_kind(name)
+
+
 def link_columns(raw: bytes) -> Columns | None:
     """``communication_matrix.json`` bytes in the per-rank layout -> links
     columns as ``ascend_comm.link_records`` rows would give them; None
@@ -147,15 +180,14 @@ def link_columns(raw: bytes) -> Columns | None:
     rows: list[tuple] = []
     try:
         for step, rank, op, links in _ops(data, links=True):
-            name, group = split_op_key(op or "")
+            name, group, _ = _op_parts(op or "")
             for key, link in links.items():
-                if is_summary(key):
-                    continue
-                ends = link_ends(key)
+                ends = _link_key(key)
                 if ends is None:
                     return None  # something other than links below an operator
-                rows.append((ends[0], ends[1], name, group, step, rank, link.transport.upper(), link.size,
-                             link.time, link.bandwidth))
+                if ends is not _SUMMARY:
+                    rows.append((ends[0], ends[1], name, group, step, rank, _upper(link.transport), link.size,
+                                 link.time, link.bandwidth))
     except _OutsideLayout:
         return None
     return _columns(LINK_FIELDS, rows) if rows else None
