@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 # folder -> {name: (is_file, is_dir)}, or None when the folder cannot be listed
+# (or is outside the scope); keyed by the folder as asked and as an absolute path
 _Listing = dict[str, tuple[bool, bool]]
 _listings: ContextVar[tuple[str, dict[str, _Listing | None]] | None] = ContextVar("listings", default=None)
 
@@ -40,16 +41,23 @@ def _listing(folder: str) -> _Listing | None:
     if scope is None:
         return None
     root, cache = scope
+    asked = "?" + folder  # as asked (relative or not): saves an abspath per question
+    if asked in cache:
+        return cache[asked]
     folder = os.path.abspath(folder)
     if folder != root and not folder.startswith(root + os.sep):
-        return None
-    if folder not in cache:
+        listing = None
+    elif folder in cache:
+        listing = cache[folder]
+    else:
         try:
             with os.scandir(folder) as entries:
-                cache[folder] = {e.name: (e.is_file(), e.is_dir()) for e in entries}
+                listing = {e.name: (e.is_file(), e.is_dir()) for e in entries}
         except OSError:
-            cache[folder] = None
-    return cache[folder]
+            listing = None
+        cache[folder] = listing
+    cache[asked] = listing
+    return listing
 
 
 def _lookup(path: Path) -> tuple[bool, bool] | None:
