@@ -35,15 +35,10 @@ def analyze(
     ConfigError with one-line messages.
     """
     check_lang(lang)
-    compiled: list[list] = []
-
-    def compile_rules() -> None:  # while the ranks are read; a bad rule stops the read
-        compiled.append(compile_rules_for(rule_paths, overrides, lang))
-
-    profile = load_profile(path, jobs=jobs, dask_address=dask_address, meanwhile=compile_rules)
-    if not compiled:  # a layout read without the engine's pool
-        compile_rules()
-    return _report(profile, compiled[0], lang)
+    compiled: list = []  # filled while the ranks are read: a bad rule stops the read
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address,
+                           meanwhile=lambda: compiled.extend(compile_rules_for(rule_paths, overrides, lang)))
+    return _report(profile, compiled, lang)
 
 
 def check_lang(lang: str) -> None:

@@ -222,16 +222,17 @@ def pending_columns(cols: dict[str, list], rank: int | None,
     """Columns of equal length -> a table to build (``batch_tables``): known
     ``columns`` first in their order, then unknown ones as given.
 
-    ``rank`` fills rows that carry none; columns with no value at all are
-    dropped (never emitted as all-null); rows without a rank are dropped
-    only when no row has one (the table is then unusable: None).
+    ``rank``: the rank of a per-rank file, given to every row (any number
+    key in such a file is not a rank); None for cluster files, whose rows
+    name their own. Columns with no value at all are dropped (never emitted
+    as all-null); rows without a rank are dropped only when no row has one
+    (the table is then unusable: None).
     """
     n = len(next(iter(cols.values()), []))
     if n == 0:
         return None
     if rank is not None:
-        given = cols.get("rank")
-        cols["rank"] = [rank] * n if given is None else [rank if r is None else r for r in given]
+        cols["rank"] = [rank] * n
     ranks = cols.get("rank")
     if ranks is None or ranks.count(None) == n:
         return None
@@ -271,9 +272,6 @@ def communication_columns(path: Path, rank: int | None) -> tuple[PendingTable | 
         if not comm_rows and not bw_rows:
             raise InputError(path, "no communication operator records found")
         comm_cols, bw_cols = rows_to_columns(comm_rows), rows_to_columns(bw_rows)
-    if rank is not None:  # a per-rank file: any number key is not a rank
-        for cols in (comm_cols, bw_cols):
-            cols["rank"] = [rank] * len(next(iter(cols.values()), []))
     return pending_columns(comm_cols, rank, COMM_COLUMNS), pending_columns(bw_cols, rank, BANDWIDTH_COLUMNS)
 
 
@@ -306,10 +304,7 @@ def read_matrix(path: Path, rank: int | None) -> pa.Table | None:
 
 def matrix_columns(path: Path, rank: int | None) -> PendingTable | None:
     """``read_matrix`` with the table left to build (``batch_tables``)."""
-    cols = _link_columns(path)
-    if rank is not None:
-        cols["rank"] = [rank] * len(cols["src"])
-    return pending_columns(cols, rank, LINK_COLUMNS)
+    return pending_columns(_link_columns(path), rank, LINK_COLUMNS)
 
 
 def rank_from_links(path: Path) -> int | None:

@@ -276,11 +276,12 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs {jobs}: must be 1 or more")
     paths, skips = _dedupe_paths(units)
+    meanwhile = meanwhile or _nothing
     with _progress(len(paths)) as advance:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance, meanwhile or _nothing)
+            results = _run_dask(dask_address, module_name, paths, advance, meanwhile)
         else:
-            results = _run_local(module_name, paths, jobs or os.cpu_count() or 1, advance, meanwhile or _nothing)
+            results = _run_local(module_name, paths, jobs or os.cpu_count() or 1, advance, meanwhile)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
