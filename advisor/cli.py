@@ -6,6 +6,8 @@ configuration (one line on stderr naming the file and the problem).
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import os
 import sys
@@ -276,8 +278,22 @@ for _name in PLUGINS:
             raise
 
 
+#: Allocations between two collections of the youngest generation (Python's
+#: default is 700). The imports and tables of one run leave ~10^6 objects
+#: alive to the end, and at the default the cycle collector walks them again
+#: and again; cycles are still collected, just in fewer, larger passes.
+GC_THRESHOLD = 50_000
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: AdvisorError -> one line on stderr and exit code 2."""
+    """Entry point: AdvisorError -> one line on stderr and exit code 2.
+
+    Garbage collection runs every ``GC_THRESHOLD`` allocations, and what is
+    alive when the process exits is frozen first, so the interpreter's exit
+    skips its last full collection over everything (~0.1 s of every run)."""
+    if gc.get_threshold()[0] < GC_THRESHOLD:
+        gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+        atexit.register(gc.freeze)
     try:
         cli.main(args=argv, prog_name="advisor", standalone_mode=False)
     except click.exceptions.Abort:

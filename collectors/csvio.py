@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -163,8 +163,20 @@ def read_numbers(
     if not found:
         return {}
     small.check_not_cut()
-    return {ours: np.array([_number(cell) for cell in cells], dtype=np.float64)
-            for ours, cells in _small_cells(small, found)}
+    columns = list(zip(*small.rows()))
+    if not columns:
+        return {ours: np.empty(0) for ours in found}
+    return {ours: _numbers(columns[small.header.index(actual)]) for ours, actual in found.items()}
+
+
+def _numbers(cells: Sequence[str]) -> np.ndarray:
+    """Cells -> float64 as ``_number(_clean_cell(cell))`` gives them. Where
+    ``float`` takes every cell as written (plain numbers, spaces around,
+    "nan"), it gives the same values at a fraction of the cost."""
+    try:
+        return np.array(list(map(float, cells)), dtype=np.float64)
+    except ValueError:
+        return np.array([_number(_clean_cell(cell)) for cell in cells], dtype=np.float64)
 
 
 def _found_columns(path: Path, header: list[str], wanted: Mapping[str, Iterable[str]],

@@ -12,7 +12,8 @@ from advisor.errors import InputError
 def read_bytes(path: Path) -> bytes:
     """The file's bytes; missing or unreadable -> InputError."""
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as fh:  # (Path.read_bytes adds ~10 us of path handling per file)
+            return fh.read()
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except OSError as exc:
