@@ -15,6 +15,12 @@ largest process):
   ``get_potential_stragglers`` (a step that raises is reported, the others
   still run).
 
+Then, for each ``--traces`` size (MB), one single large Kineto trace (a
+real A100 DDP trace from the corpus repeated back to back in time,
+``bench.kineto_load.generate``): ``advisor report`` on the trace beside the
+same HolisticTraceAnalysis calls on its folder. Without the corpus these
+rows are left out, and the output says so.
+
 Before timing, advisor's modules are compiled to bytecode, as ``pip
 install`` does for the peers (an editable install under
 ``PYTHONDONTWRITEBYTECODE=1`` would otherwise compile them on every run,
@@ -25,7 +31,8 @@ venv with ``pip install msprof-analyze holistictraceanalysis``), so their
 pinned dependencies never touch the advisor's environment. A tool that
 fails shows its one-line reason in the table. No assertions on time.
 
-    python -m bench.speed                    # 8 and 128 ranks
+    python -m bench.speed                    # 8 and 128 ranks, traces of 50 and 500 MB
+    python -m bench.speed --traces ""        # no single-trace rows
     python -m bench.speed --sizes 8,128,1024 --markdown > docs/benchmarks.md
     python -m bench.speed --curve 8,64,512,1024,2048,4096 --markdown   # advisor alone
 """
@@ -160,6 +167,29 @@ def run_size(ranks: int, steps: int, kernels: int) -> list[dict]:
     return rows
 
 
+def run_trace(size_mb: int) -> list[dict]:
+    """``advisor report`` and HTA on one generated Kineto trace of ~``size_mb`` MB."""
+    from bench.kineto_load import SOURCE, generate
+
+    if not SOURCE.exists():
+        print(f"  trace {size_mb} MB: skipped, corpus trace not found ({SOURCE})", file=sys.stderr)
+        return []
+    trace = generate(size_mb, gz=False)
+    _settle(trace.parent)
+    out = Path(tempfile.mkdtemp(prefix="speed_trace_", dir=WORK.parent if WORK.parent.exists() else None))
+    adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    rows = []
+    for label, cmd in (("advisor report", adv + ["report", str(trace), "-o", str(out / "adv"), "--no-color"]),
+                       ("HTA load+temporal+overlap+stragglers", [PEER_PYTHON, "-c", HTA_SCRIPT, str(trace.parent)])):
+        m = measure(cmd, out)
+        rows.append({"ranks": 1, "tool": label, "format": "kineto trace", "input_mb": trace.stat().st_size / 1e6,
+                     "gen_s": 0.0, **m})
+        print(f"  trace {size_mb:>4} MB {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
+              f"{'ok' if m['ok'] else 'FAIL'} {m['note']}", file=sys.stderr)
+    shutil.rmtree(out, ignore_errors=True)
+    return rows
+
+
 def cost_point(ranks: int, steps: int, kernels: int) -> dict:
     """``advisor report`` alone on one healthy Ascend-text run of ``ranks``."""
     base = WORK / f"curve_{ranks}r"
@@ -213,7 +243,7 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
         lines.append("|" + "|".join("---" for _ in head) + "|")
     for r in rows:
         ref = next((x for x in rows if x["ranks"] == r["ranks"] and x["format"] == r["format"]
-                    and x["tool"] == "advisor report"), None)
+                    and x["input_mb"] == r["input_mb"] and x["tool"] == "advisor report"), None)
         tr = f"{r['wall'] / ref['wall']:.2f}x" if ref and ref["ok"] else "-"
         mr = f"{r['rss'] / ref['rss']:.2f}x" if ref and ref["ok"] else "-"
         status = ("ok" if r["ok"] else "failed") + (f": {r['note']}" if r["note"] else "")
@@ -227,6 +257,8 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.speed", description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="8,128", help="rank counts, e.g. 8,128,1024")
+    ap.add_argument("--traces", default="50,500", help="sizes (MB) of single Kineto traces, e.g. 50,500; "
+                    "empty for none")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--kernels", type=int, default=100, help="compute kernels per step and rank")
     ap.add_argument("--markdown", action="store_true")
@@ -241,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for size in (int(x) for x in args.sizes.split(",") if x):
         rows += run_size(size, args.steps, args.kernels)
+    for size in (int(x) for x in args.traces.split(",") if x):
+        rows += run_trace(size)
     print(render(rows, args.markdown, args.steps, args.kernels))
     return 0
 

@@ -255,14 +255,17 @@ def _resolve_rank(path: Path, declared: int | None) -> tuple[int, list[str]]:
     return rank, list(notes)
 
 
-def read(unit: Path) -> Profile:
-    """One trace file (or a folder of them) -> Profile."""
+def read(unit: Path, helpers: int = 0, meanwhile=None) -> Profile:
+    """One trace file (or a folder of them) -> Profile. ``helpers`` and
+    ``meanwhile``: see ``read_alone``."""
     path = Path(unit)
     if path.is_dir():
+        if meanwhile is not None:
+            meanwhile()
         return _read_folder(path)
     if not path.is_file():
         raise InputError(path, "no such trace file")
-    trace = dec.load_trace(path)
+    trace = dec.load_trace(path, helpers=helpers, meanwhile=meanwhile)
     rank, notes = _resolve_rank(path, trace.rank)
     inferred = trace.rank is None and _RANK_IN_NAME.search(path.name) is None
     if trace.analysed == 0:
@@ -286,6 +289,15 @@ def read(unit: Path) -> Profile:
     if tables.comm is None:
         profile.skip(f"{path.name}: comm", "no collective kernels or ops in this trace")
     return profile
+
+
+def read_alone(unit: Path, jobs: int, meanwhile) -> Profile:
+    """``read`` of the only unit of a run, with up to ``jobs`` processes: a
+    large trace is decoded in parts on several of them (``kineto_split``);
+    ``meanwhile()`` runs once, while the helpers work."""
+    from advisor.collectors.kineto_split import usable_helpers
+
+    return read(unit, helpers=usable_helpers(jobs), meanwhile=meanwhile)
 
 
 def _tables(trace: dec.Trace, rank: int) -> Tables:

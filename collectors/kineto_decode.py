@@ -626,6 +626,45 @@ class _Builder:
         ids = np.concatenate(ids)
         return np.unique(ids[np.isfinite(ids)])
 
+    #: The code tables, in the order ``absorb`` remaps them.
+    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups")
+
+    def state(self) -> dict:
+        """What this builder holds, in plain picklable form (the code tables'
+        key functions are not), for :meth:`absorb` in another process."""
+        return {"values": {t: getattr(self, t).values for t in (*self._TABLES, "pairs")},
+                "parts": self.parts, "dropped": self.dropped, "analysed": self.analysed,
+                "span": self.span, "op_time": self.op_time, "op_seen": self.op_seen,
+                "cats_seen": self.cats_seen, "device_seen": self.device_seen}
+
+    def absorb(self, other: dict) -> None:
+        """Append the batches of another builder's ``state`` (the events that
+        follow this builder's in the trace), as if this builder had read
+        them: its distinct values get this builder's codes (new ones in
+        their first-seen order, as one builder would have numbered them),
+        counts and per-thread op time add up, and once either side has seen
+        a device event every batch is pruned as for a GPU trace."""
+        maps = {t: np.fromiter((getattr(self, t).code(v) for v in other["values"][t]), dtype=np.int64,
+                               count=len(other["values"][t])) for t in self._TABLES}
+        pairs = np.fromiter((self.pairs.code((int(maps["pids"][p]), int(maps["tids"][t])))
+                             for p, t in other["values"]["pairs"]), dtype=np.int64,
+                            count=len(other["values"]["pairs"]))
+        column_maps = {"name": maps["names"], "pair": pairs, "input_type": np.append(maps["itypes"], -1),
+                       "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1)}
+        for part in other["parts"]:
+            for column, codes in column_maps.items():
+                part[column] = codes[part[column]]  # -1 (none) reads the appended -1
+            self.parts.append(self._compact(part))
+        self.dropped += other["dropped"]
+        self.analysed += other["analysed"]
+        self.span = (min(self.span[0], other["span"][0]), max(self.span[1], other["span"][1]))
+        seen = np.flatnonzero(other["op_seen"])
+        self._add_op_time(pairs[seen], other["op_time"][seen])
+        self.cats_seen |= other["cats_seen"]
+        if other["device_seen"] or self.device_seen:
+            self.device_seen = False
+            self._now_gpu()
+
     def events(self) -> Events:
         """All batches as one Events, reduced to what the tables of a GPU or
         of a CPU-only trace read."""
@@ -675,8 +714,9 @@ class _Builder:
         labels = [f"{pids[p]}/{tids[t]}" for p, t in keys[present[order]]]
         self._add_op_time(np.empty(0, dtype=np.int64), np.empty(0))  # one entry per thread
         op_time = np.full(present.size, -np.inf)
-        seen = present[self.op_seen[present]]
-        op_time[code_of[seen]] = self.op_time[seen]
+        if not self.device_seen:  # read for CPU-only traces only; a GPU trace's would depend on its batches
+            seen = present[self.op_seen[present]]
+            op_time[code_of[seen]] = self.op_time[seen]
         return code_of[pair].astype(_code_dtype(present.size)), labels, op_time
 
 
@@ -836,15 +876,32 @@ def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any]:
     return _decode_meta(path, msgspec.json.encode(loose))
 
 
-def load_trace(path: Path, reduce: bool = True) -> Trace:
+def load_trace(path: Path, reduce: bool = True, helpers: int = 0, meanwhile=None) -> Trace:
     """Decode one trace file; InputError when it is not usable. With
-    ``reduce=False`` every analysed event is kept (to check the reduction)."""
-    builder = _Builder(reduce=reduce)
-    try:
-        dist, schema = _decode_meta(path, _stream(path, builder))
-    except stream.NotStreamable:
+    ``reduce=False`` every analysed event is kept (to check the reduction).
+    ``helpers``: extra processes that may decode parts of a large file
+    (``kineto_split``). ``meanwhile()`` runs once, while they work when
+    there are any."""
+    from advisor.collectors import kineto_split
+
+    ran = []
+
+    def once() -> None:
+        if meanwhile is not None and not ran:
+            ran.append(meanwhile())
+
+    split = kineto_split.load_parts(path, helpers, reduce, once) if helpers else None
+    once()
+    if split is not None:
+        builder, document = split
+        dist, schema = _decode_meta(path, document)
+    else:
         builder = _Builder(reduce=reduce)
-        dist, schema = _whole(path, builder)
+        try:
+            dist, schema = _decode_meta(path, _stream(path, builder))
+        except stream.NotStreamable:
+            builder = _Builder(reduce=reduce)
+            dist, schema = _whole(path, builder)
     events = builder.events()
     if builder.analysed >= BIG_TRACE_EVENTS:
         release_free_memory()

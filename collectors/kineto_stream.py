@@ -181,6 +181,15 @@ def iter_batches(fh: BinaryIO, rest: Rest, decode: Callable[[bytes], T]) -> Iter
     and the end of the array, and its decode errors are the caller's. At
     the end of the file the guess is tried too, so that the exact scan
     usually covers only the last element and the rest of the document."""
+    buf, at = events_start(fh)
+    rest.prefix = buf[:at - 1]
+    yield from _elements(fh, buf[at:], rest, decode, None)
+
+
+def events_start(fh: BinaryIO) -> tuple[bytes, int]:
+    """(the bytes read so far, the offset just past the ``[`` opening
+    ``traceEvents``); NotStreamable when the document has no such array near
+    its start."""
     buf = b""
     while True:
         chunk = fh.read(CHUNK)
@@ -189,18 +198,43 @@ def iter_batches(fh: BinaryIO, rest: Rest, decode: Callable[[bytes], T]) -> Iter
             _not_streamable()
         at = _find_events_array(buf)
         if at is not None:
-            break
+            return buf, at
         if not chunk or len(buf) > MAX_PREFIX:
             raise NotStreamable("no traceEvents array near the start of the document")
-    rest.prefix = buf[:at - 1]
-    buf = buf[at:]
+
+
+def iter_range(fh: BinaryIO, start: int, end: int | None, rest: Rest,
+               decode: Callable[[bytes], T]) -> Iterator[T]:
+    """``iter_batches`` for the elements from byte ``start`` (where an element
+    begins) to byte ``end`` (just past the ``}`` of the last one), for one
+    part of a trace split between processes (``kineto_split``). With
+    ``end`` None the part runs to the end of the array and ``rest.suffix``
+    gets what follows it. A part that does not hold whole elements fails
+    to decode (``msgspec.DecodeError``) or raises ValueError."""
+    fh.seek(start)
+    yield from _elements(fh, b"", rest, decode, None if end is None else end - start)
+
+
+def _elements(fh: BinaryIO, buf: bytes, rest: Rest, decode: Callable[[bytes], T],
+              limit: int | None) -> Iterator[T]:
+    """The batches of ``iter_batches`` from ``buf`` (which starts between two
+    elements) and what ``fh`` holds after it; with ``limit``, only that many
+    more bytes are read and they end between two elements (no array end)."""
     eof = False
     guess = True
     while True:
         if not eof:
-            chunk = fh.read(CHUNK)
+            size = CHUNK if limit is None else min(CHUNK, limit)
+            chunk = fh.read(size) if size else b""
             eof = not chunk
             buf += chunk
+            if limit is not None:
+                limit -= len(chunk)
+        if eof and limit is not None:  # the end of a part: whole elements only
+            body = _array_text(buf, 0, len(buf))
+            if body:
+                yield decode(body)
+            return
         cut = _guess_cut(buf) if guess else -1
         if cut > 0:
             body = _array_text(buf, 0, cut)

@@ -64,8 +64,13 @@ def read_one(module_name: str, unit: str) -> tuple:
 
     module = importlib.import_module(module_name)
     reader = getattr(module, "read_arrow", module.read)
+    return _guard(lambda: reader(Path(unit)))
+
+
+def _guard(read) -> tuple:
+    """("ok", ``read()``) or ("error", path, problem) for its InputError."""
     try:
-        return ("ok", reader(Path(unit)))
+        return ("ok", read())
     except InputError as exc:
         return ("error", exc.path, exc.problem)
 
@@ -140,6 +145,14 @@ def _chunks(units: list[str], jobs: int) -> list[list[str]]:
 
 
 def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile) -> list[tuple]:
+    import importlib
+
+    alone = getattr(importlib.import_module(module_name), "read_alone", None)
+    if len(units) == 1 and jobs > 1 and alone is not None:
+        # one unit, several cores: the collector may spread its read over them
+        out = [_guard(lambda: alone(Path(units[0]), jobs, meanwhile))]
+        advance(1)
+        return out
     if jobs == 1 or len(units) == 1:
         meanwhile()
         out = []
