@@ -51,16 +51,16 @@ def split_points(path: Path, parts: int) -> list[tuple[int, int | None]] | None:
         if size < SPLIT_BYTES:
             return None
         with open(path, "rb") as fh:
-            head, first = stream.events_start(fh)
+            first = stream.events_start(fh)[1]
             cuts = []
             unit = (size - first) / (parts - 1 + OWN_SHARE)
             for k in range(1, parts):
-                fh.seek(first + int(unit * (k - 1 + OWN_SHARE)))
-                window = fh.read(_WINDOW)
-                m = stream._BOUNDARY.search(window)
-                if m is None:
+                at = first + int(unit * (k - 1 + OWN_SHARE))
+                fh.seek(at)
+                found = stream.boundary_after(fh.read(_WINDOW))
+                if found is None:
                     return None
-                cuts.append((fh.tell() - len(window) + m.start() + 1, fh.tell() - len(window) + m.end() - 1))
+                cuts.append((at + found[0], at + found[1]))
     except (OSError, stream.NotStreamable):
         return None
     if any(b[0] <= a[1] for a, b in zip(cuts, cuts[1:])):

@@ -144,6 +144,14 @@ def _guess_cut(buf: bytes) -> int:
         span <<= 4
 
 
+def boundary_after(buf: bytes) -> tuple[int, int] | None:
+    """(just past the ``}`` that ends an element, the ``{`` that starts the
+    next) at the first ``}, {`` in ``buf``, None without one. A guess, as
+    in :func:`_guess_cut`: the look-alike may sit inside a string."""
+    m = _BOUNDARY.search(buf)
+    return None if m is None else (m.start() + 1, m.end() - 1)
+
+
 def _exact_cut(buf: bytes) -> tuple[int, int]:
     """(end of the last complete element, position of the ``]`` closing the
     array or -1) from the exact structure scan."""
