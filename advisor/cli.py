@@ -79,7 +79,8 @@ def _report_options(func):
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_report"),
               show_default=True, help="Folder that receives report.html, report.md and report.json.")
 @click.option("-j", "--jobs", type=int, default=None,
-              help="Worker processes for reading ranks (default: CPU count; 1 = in process).")
+              help="Worker processes for reading ranks, or the parts of one large trace "
+                   "(default: CPU count; 1 = in process).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
 @_report_options
