@@ -82,3 +82,31 @@ def test_ctrl_c_stops_a_parallel_read_cleanly(tmp_path):
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in workers if _alive(pid)]
+
+
+def test_ctrl_c_stops_a_split_trace_read_cleanly(tmp_path, corpus, monkeypatch):
+    """One large Kineto trace read in parts (``kineto_split``): Ctrl-C while
+    the helper decodes its part exits 130 at once and leaves no helper."""
+    import bench.kineto_load as kl
+
+    monkeypatch.setattr(kl, "OUT_DIR", tmp_path)
+    if not kl.SOURCE.exists():
+        pytest.skip(f"corpus trace not found: {kl.SOURCE}")
+    trace = kl.generate(120, gz=False)  # ~0.6 s of decoding per part here: room to interrupt it
+    out = tmp_path / "report"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "report", str(trace), "-o", str(out), "-j", "2", "--no-color"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + PATIENCE
+    helpers: list[int] = []
+    while not helpers and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        helpers = _children(proc.pid)
+    assert helpers, "the read finished (or never started) before the helper was seen"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == 130, err.decode()
+    assert err.decode().split() == ["advisor:", "aborted"]
+    assert not out.exists() or not any(out.iterdir())
+    assert not [pid for pid in helpers if _alive(pid)]
