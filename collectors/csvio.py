@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -125,16 +125,34 @@ def read_table(
     cell (junk becomes null), so one odd cell never sinks a file.
     """
     path = Path(path)
-    small = _SmallCsv.open(path)
-    header = small.header if small else read_header(path)
-    found = _found_columns(path, header, wanted, required)
+    small, header, found = _opened(path, wanted, required)
     if not found:
         return pa.table({})
     numeric = {ours for ours in found if ours in set(numeric)}
     if small is not None:
-        small.check_not_cut()
         return _small_table(small, found, numeric)
-    _check_not_cut(path)
+    return _large_table(path, header, found, numeric, raw_text)
+
+
+def _opened(path: Path, wanted: Mapping[str, Iterable[str]],
+            required: Iterable[str]) -> tuple[_SmallCsv | None, list[str], dict[str, str]]:
+    """What every reader starts with: the file read whole when it is small
+    (else None), its header, the wanted columns found in it (InputError for
+    a missing required one) and, when any is found, the cut check."""
+    small = _SmallCsv.open(path)
+    header = small.header if small else read_header(path)
+    found = _found_columns(path, header, wanted, required)
+    if found:
+        if small is not None:
+            small.check_not_cut()
+        else:
+            _check_not_cut(path)
+    return small, header, found
+
+
+def _large_table(path: Path, header: list[str], found: dict[str, str], numeric: set[str],
+                 raw_text: bool) -> pa.Table:
+    """``read_table`` of a file too large to read in memory, by pyarrow."""
     try:
         typed = _read_arrow(path, header, found, numeric, typed=True)
         text = [typed.column(c) for c in found if c not in numeric]
@@ -155,14 +173,12 @@ def read_numbers(
     """``read_table`` of columns that are all numeric, as float64 arrays
     (NaN where ``read_table`` gives null), without building a table."""
     path = Path(path)
-    small = _SmallCsv.open(path)
-    if small is None:
-        table = read_table(path, wanted, numeric=tuple(wanted), required=required)
-        return {c: table.column(c).to_numpy() for c in table.column_names}
-    found = _found_columns(path, small.header, wanted, required)
+    small, header, found = _opened(path, wanted, required)
     if not found:
         return {}
-    small.check_not_cut()
+    if small is None:
+        table = _large_table(path, header, found, set(found), raw_text=False)
+        return {c: table.column(c).to_numpy() for c in table.column_names}
     columns = list(zip(*small.rows()))
     if not columns:
         return {ours: np.empty(0) for ours in found}
@@ -230,8 +246,7 @@ class _SmallCsv:
 
     def check_not_cut(self) -> None:
         """``_check_not_cut`` on the text in memory."""
-        if self.text and not self.text.endswith(("\n", "\r")) and self.text.count('"') % 2:
-            raise InputError(self.path, "truncated CSV: the file ends inside a quoted field")
+        _raise_if_cut(self.path, not self.text or self.text.endswith(("\n", "\r")), lambda: self.text.count('"'))
 
     def rows(self) -> list[list[str]]:
         """The rows below the header, empty lines left out; InputError for
@@ -331,21 +346,26 @@ def _check_not_cut(path: Path, chunk: int = 1 << 20) -> None:
     the cut cell as data; an odd number of quote characters in a file that
     does not end with a newline is that cut. Only such files are scanned.
     """
+    def quotes() -> int:
+        fh.seek(0)
+        return sum(block.count(b'"') for block in iter(lambda: fh.read(chunk), b""))
+
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
             if fh.tell() == 0:
                 return
             fh.seek(-1, 2)
-            if fh.read(1) in (b"\n", b"\r"):
-                return
-            fh.seek(0)
-            quotes = 0
-            while block := fh.read(chunk):
-                quotes += block.count(b'"')
+            _raise_if_cut(path, fh.read(1) in (b"\n", b"\r"), quotes)
     except OSError as exc:
         raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
-    if quotes % 2:
+
+
+def _raise_if_cut(path: Path, ends_with_newline: bool, quotes: Callable[[], int]) -> None:
+    """The rule of ``_check_not_cut``, stated once: a file that does not end
+    with a newline and holds an odd number of quote characters (counted only
+    then) was cut inside a quoted field."""
+    if not ends_with_newline and quotes() % 2:
         raise InputError(path, "truncated CSV: the file ends inside a quoted field")
 
 

@@ -57,13 +57,15 @@ def test_message_filters_tolerate_missing_and_weird_values():
     assert _JINJA.from_string("{{ v | ms }} {{ r | pct }}").render(v=12.345, r=0.5) == "12.35 ms 50.0%"
 
 
-def test_csv_cut_inside_a_quoted_field_is_an_error(tmp_path):
+@pytest.mark.parametrize("rows", [1, 2000])  # read in memory (small file) / by pyarrow from disk (large)
+def test_csv_cut_inside_a_quoted_field_is_an_error(tmp_path, rows):
     path = tmp_path / "framework_raw_0.csv"
-    path.write_text('full_op_name,op_type,op_info\na,Conv,"{""input_0"": 1}"\nb,Add,"{""inp')
+    body = 'a,Conv,"{""input_0"": 1}"\n' * rows
+    path.write_text('full_op_name,op_type,op_info\n' + body + 'b,Add,"{""inp')
     with pytest.raises(InputError, match="ends inside a quoted field"):
         read_columns(path, {"name": ("full_op_name",), "info": ("op_info",)})
-    path.write_text('full_op_name,op_type,op_info\na,Conv,"{""input_0"": 1}"')  # no final newline: fine
-    assert list(read_columns(path, {"name": ("full_op_name",)})["name"]) == ["a"]
+    path.write_text('full_op_name,op_type,op_info\n' + body.rstrip("\n"))  # no final newline: fine
+    assert list(read_columns(path, {"name": ("full_op_name",)})["name"]) == ["a"] * rows
 
 
 @pytest.mark.parametrize("kind", ["dangling", "folder"])
