@@ -888,7 +888,8 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0, meanwhile=None
 
     def once() -> None:
         if meanwhile is not None and not ran:
-            ran.append(meanwhile())
+            ran.append(True)
+            meanwhile()
 
     split = kineto_split.load_parts(path, helpers, reduce, once) if helpers else None
     once()

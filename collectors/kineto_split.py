@@ -108,7 +108,7 @@ def load_parts(path: Path, helpers: int, reduce: bool, meanwhile=None):
         start, end = ranges[0]
         try:
             with open(path, "rb") as fh, dec._gc_paused(), dec._progress(path) as advance:
-                rest.prefix = stream.events_start(fh)[0][:start - 1]
+                rest.prefix = fh.read(start - 1)  # the document up to the array's "["
                 # the parts advance together: this one's share stands for the whole
                 _feed(builder, stream.iter_range(fh, start, end, rest, dec._decode_batch),
                       lambda: advance((fh.tell() - start) * len(ranges)))
