@@ -626,6 +626,15 @@ class _Builder:
         ids = np.concatenate(ids)
         return np.unique(ids[np.isfinite(ids)])
 
+    def feed(self, batches, advance=lambda: None) -> None:
+        """Add each decoded ``(events, dropped)`` batch; ``advance()`` after
+        each. A batch is let go before the next is decoded."""
+        for events, dropped in batches:
+            self.dropped += dropped
+            self.add(events)
+            del events
+            advance()
+
     #: The code tables, in the order ``absorb`` remaps them.
     _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups")
 
@@ -805,11 +814,7 @@ def _stream(path: Path, builder: _Builder) -> bytes:
     with _reading(path), _open(path) as fh, _gc_paused(), _progress(path) as advance:
         raw = getattr(fh, "fileobj", fh)  # the compressed file under a gzip reader
         try:
-            for events, dropped in stream.iter_batches(fh, rest, _decode_batch):
-                builder.dropped += dropped
-                builder.add(events)
-                del events
-                advance(raw.tell())
+            builder.feed(stream.iter_batches(fh, rest, _decode_batch), lambda: advance(raw.tell()))
         except msgspec.DecodeError as exc:
             raise InputError(path, f"malformed JSON in traceEvents ({exc})") from None
         except ValueError as exc:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
-import threading
 from pathlib import Path
 
 import msgspec
@@ -74,8 +72,9 @@ def usable_helpers(jobs: int) -> int:
     """Helper processes for a split read with ``jobs`` in all: none in a pool
     worker (its siblings use the other cores), without ``fork``, or when
     this process runs other threads (forking them can deadlock)."""
-    if (jobs < 2 or multiprocessing.parent_process() is not None
-            or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1):
+    from advisor.collectors.rank_reader import can_fork
+
+    if jobs < 2 or multiprocessing.parent_process() is not None or not can_fork():
         return 0
     return min(jobs, os.cpu_count() or 1) - 1
 
@@ -110,8 +109,8 @@ def load_parts(path: Path, helpers: int, reduce: bool, meanwhile=None):
             with open(path, "rb") as fh, dec._gc_paused(), dec._progress(path) as advance:
                 rest.prefix = fh.read(start - 1)  # the document up to the array's "["
                 # the parts advance together: this one's share stands for the whole
-                _feed(builder, stream.iter_range(fh, start, end, rest, dec._decode_batch),
-                      lambda: advance((fh.tell() - start) * len(ranges)))
+                builder.feed(stream.iter_range(fh, start, end, rest, dec._decode_batch),
+                             lambda: advance((fh.tell() - start) * len(ranges)))
         except (OSError, ValueError, msgspec.DecodeError):
             return None
         states = [_receive(receive) for _, receive in running]
@@ -141,21 +140,15 @@ def _receive(connection):
 def _part_to_pipe(connection, path: Path, start: int, end: int | None, reduce: bool) -> None:
     """Helper process: ``_read_part`` sent through ``connection``. Ctrl-C is
     left to the parent, which terminates the helper."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from advisor.collectors.rank_reader import leave_interrupts_to_parent
+
+    leave_interrupts_to_parent()
     try:
         result = _read_part(path, start, end, reduce)
     except Exception:  # noqa: BLE001 -- any failure: the parent reads the file in one process
         result = None
     connection.send(result)
     connection.close()
-
-
-def _feed(builder, batches, advance=lambda: None) -> None:
-    """Add each decoded batch to ``builder`` (as ``kineto_decode._stream``)."""
-    for events, dropped in batches:
-        builder.dropped += dropped
-        builder.add(events)
-        advance()
 
 
 def _read_part(path: Path, start: int, end: int | None, reduce: bool):
@@ -170,7 +163,7 @@ def _read_part(path: Path, start: int, end: int | None, reduce: bool):
     rest = stream.Rest()
     try:
         with open(path, "rb") as fh:
-            _feed(builder, stream.iter_range(fh, start, end, rest, dec._decode_batch))
+            builder.feed(stream.iter_range(fh, start, end, rest, dec._decode_batch))
     except (OSError, ValueError, msgspec.DecodeError):
         return None
     return builder.state(), rest.suffix

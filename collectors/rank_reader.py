@@ -101,13 +101,19 @@ def read_many(module_name: str, units: list[str]) -> tuple:
         gc.enable()
 
 
+def can_fork() -> bool:
+    """True where ``fork`` exists and this process runs no other thread
+    (forking a threaded process can deadlock the child)."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
 def _mp_context(module_name: str):
     """``fork`` when this process has no other threads (cheap: the workers
     inherit the imported libraries), else ``forkserver`` with the collector
     preloaded (forking a threaded process can deadlock the child), else
     ``spawn``."""
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if can_fork():
         return multiprocessing.get_context("fork")
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
@@ -163,7 +169,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile
     chunks = _chunks(units, jobs)
     results: list[list[tuple] | None] = [None] * len(chunks)
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
-                             initializer=_leave_interrupts_to_parent) as pool:
+                             initializer=leave_interrupts_to_parent) as pool:
         try:
             index = {pool.submit(read_many, module_name, chunk): i for i, chunk in enumerate(chunks)}
             meanwhile()
@@ -181,12 +187,13 @@ def _nothing() -> None:
     pass
 
 
-def _leave_interrupts_to_parent() -> None:
+def leave_interrupts_to_parent() -> None:
     """Pool workers ignore Ctrl-C (SIGINT reaches the whole process group):
     the parent cancels the queued chunks, and the workers end after the one
     they are reading (terminating a worker while it sends its result would
     hang the pool), with no traceback from each of them. Also spares
-    pyarrow's CSV reader a signal-handler swap per file (~1% of a rank)."""
+    pyarrow's CSV reader a signal-handler swap per file (~1% of a rank).
+    The helpers of a split trace read (``kineto_split``) ignore it too."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
