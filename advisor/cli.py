@@ -135,16 +135,16 @@ def _refuse_inside(out_dir: Path, source: Path) -> None:
 
 
 def _reading(console, lang: str):
-    """A spinner on stderr while a profile is read (terminals only)."""
+    """A status line on stderr while a profile is read (terminals only;
+    drawn without a thread, see ``advisor.progress``)."""
     import contextlib
 
-    from rich.console import Console
-
+    from advisor.progress import status
     from advisor.reports.i18n import t
 
     if not console.is_terminal or console.no_color:
         return contextlib.nullcontext()
-    return Console(stderr=True).status(t(lang, "term_reading"))
+    return status(t(lang, "term_reading"))
 
 
 def _emit(result, out_dir: Path, lang: str, no_color: bool) -> None:

@@ -39,10 +39,8 @@ from __future__ import annotations
 import ctypes
 import gc
 import gzip
-import multiprocessing
 import operator
 import re
-import sys
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -824,29 +822,19 @@ def _stream(path: Path, builder: _Builder) -> bytes:
 
 @contextmanager
 def _progress(path: Path):
-    """A rich progress bar (bytes of ``path`` read) on stderr for a file of
-    at least ``PROGRESS_BYTES``, when stderr is a terminal, this is not a
-    worker process and no other live display (the per-rank bar) is running;
-    otherwise a no-op. Yields ``advance(bytes_read)``."""
+    """A bar of the bytes of ``path`` read (``advisor.progress.bar``) for a
+    file of at least ``PROGRESS_BYTES``. Yields ``advance(bytes_read)``."""
     try:
         size = path.stat().st_size
     except OSError:
         size = 0
-    stderr = sys.stderr
-    if size < PROGRESS_BYTES or multiprocessing.parent_process() is not None or not (stderr and stderr.isatty()):
+    if size < PROGRESS_BYTES:
         yield lambda _pos: None
         return
-    from rich.console import Console
-    from rich.file_proxy import FileProxy
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from advisor.progress import bar
 
-    if isinstance(sys.stderr, FileProxy):  # a live display has redirected stderr
-        yield lambda _pos: None
-        return
-    with Progress(TextColumn(f"reading {path.name}"), BarColumn(), DownloadColumn(),
-                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("read", total=size)
-        yield lambda pos: bar.update(task, completed=pos)
+    with bar(f"reading {path.name}", size, in_bytes=True) as show:
+        yield show
 
 
 def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any]:

@@ -29,7 +29,6 @@ import math
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -124,18 +123,21 @@ def _mp_context(module_name: str):
 
 @contextmanager
 def _progress(total: int):
-    """A rich progress bar on stderr when it is a terminal and there are
-    several units; otherwise a no-op. Yields ``advance()``."""
-    if total < 2 or not sys.stderr.isatty():
+    """The per-rank bar (``advisor.progress.bar``) when there are several
+    units. Yields ``advance(n=1)``."""
+    if total < 2:
         yield lambda n=1: None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from advisor.progress import bar
 
-    with Progress(TextColumn("reading ranks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("read", total=total)
-        yield lambda n=1: bar.advance(task, n)
+    done = 0
+    with bar("reading ranks", total) as show:
+        def advance(n: int = 1) -> None:
+            nonlocal done
+            done += n
+            show(done)
+
+        yield advance
 
 
 #: Units per pool task: enough tasks for every worker to get several
