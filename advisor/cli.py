@@ -80,7 +80,7 @@ def _report_options(func):
               show_default=True, help="Folder that receives report.html, report.md and report.json.")
 @click.option("-j", "--jobs", type=int, default=None,
               help="Worker processes for reading ranks, or the parts of one large trace "
-                   "(default: CPU count; 1 = in process).")
+                   "(default: the CPUs this process may use, container limits included; 1 = in process).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
 @_report_options

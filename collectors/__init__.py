@@ -49,8 +49,9 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
                  meanwhile: Callable[[], None] | None = None) -> Profile:
     """Read whatever profiler output is at ``path`` into one Profile.
 
-    ``jobs``: worker processes for reading rank units (default: CPU count;
-    1, or a single unit, reads in this process). ``dask_address``: read the
+    ``jobs``: worker processes for reading rank units (default: the CPUs
+    this process may use, ``advisor.cpus``; 1, or a single unit, reads in
+    this process). ``dask_address``: read the
     units on an existing Dask cluster instead (``tcp://host:8786``). Results
     are identical, and in the same rank order, whichever way they are read.
     ``meanwhile``: work for this process while the units are read (called

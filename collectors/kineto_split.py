@@ -21,7 +21,6 @@ the caller reads the file in one process, which reports real errors.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from pathlib import Path
 
 import msgspec
@@ -73,10 +72,11 @@ def usable_helpers(jobs: int) -> int:
     worker (its siblings use the other cores), without ``fork``, or when
     this process runs other threads (forking them can deadlock)."""
     from advisor.collectors.rank_reader import can_fork
+    from advisor.cpus import usable_cpus
 
     if jobs < 2 or multiprocessing.parent_process() is not None or not can_fork():
         return 0
-    return min(jobs, os.cpu_count() or 1) - 1
+    return min(jobs, usable_cpus()) - 1
 
 
 def load_parts(path: Path, helpers: int, reduce: bool, meanwhile=None):

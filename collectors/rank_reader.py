@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 
+from advisor.cpus import usable_cpus
 from advisor.errors import ConfigError, InputError
 from advisor.profile import Profile, RunMeta
 
@@ -303,7 +304,7 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
         if dask_address:
             results = _run_dask(dask_address, module_name, paths, advance, meanwhile)
         else:
-            results = _run_local(module_name, paths, jobs or os.cpu_count() or 1, advance, meanwhile)
+            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, meanwhile)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
