@@ -29,6 +29,7 @@ import math
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -102,20 +103,21 @@ def read_many(module_name: str, units: list[str]) -> tuple:
 
 
 def can_fork() -> bool:
-    """True where ``fork`` exists and this process runs no other thread
+    """True where ``fork`` is safe: it exists, this is not macOS (whose
+    system libraries may run threads of their own; CPython defaults to
+    ``spawn`` there for that reason) and this process runs no other thread
     (forking a threaded process can deadlock the child)."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return (sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1)
 
 
 def _mp_context(module_name: str):
-    """``fork`` when this process has no other threads (cheap: the workers
-    inherit the imported libraries), else ``forkserver`` with the collector
-    preloaded (forking a threaded process can deadlock the child), else
-    ``spawn``."""
-    methods = multiprocessing.get_all_start_methods()
+    """``fork`` where ``can_fork`` (cheap: the workers inherit the imported
+    libraries), else ``forkserver`` with the collector preloaded (not on
+    macOS), else ``spawn``."""
     if can_fork():
         return multiprocessing.get_context("fork")
-    if "forkserver" in methods:
+    if "forkserver" in multiprocessing.get_all_start_methods() and sys.platform != "darwin":
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload([__name__, module_name])  # no effect once the server runs
         return ctx

@@ -47,6 +47,31 @@ def test_jobs_do_not_change_the_result(cluster_dir):
     assert "slow-rank" in {f.rule for f in r1.findings}
 
 
+def test_start_methods_other_than_fork_give_the_same_result(cluster_dir, monkeypatch):
+    """Forking a process that runs another thread can deadlock the child,
+    and macOS libraries may run threads of their own: there the pool starts
+    its workers from a fork server or by spawning, with the same result."""
+    import sys
+    import threading
+
+    from advisor.collectors import rank_reader
+
+    expected = load_profile(cluster_dir, jobs=1)
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "forkserver"
+        assert_same_profile(load_profile(cluster_dir, jobs=2), expected)
+    finally:
+        stop.set()
+        waiter.join()
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert not rank_reader.can_fork()
+    assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "spawn"
+    assert_same_profile(load_profile(cluster_dir, jobs=2), expected)
+
+
 def test_cluster_tables_equal_the_per_rank_reads(cluster_dir):
     """The engine ships per-rank tables in Arrow, packed per worker chunk,
     and converts once; the result must be what reading each rank with the
