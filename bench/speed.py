@@ -11,6 +11,9 @@ largest process); a tool whose run is short (``REPEAT_BELOW_S``) runs
 * ``advisor report DIR`` (default jobs, and ``-j 1``) on both layouts;
 * ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
   -d DIR`` on the Ascend layout;
+* the same three Ascend commands on the run's step-trace and kernel files
+  alone (``ascend-sk``: hard links, plus the metadata files), the input the
+  cluster issue's baseline was measured on;
 * HolisticTraceAnalysis on the Kineto layout: ``TraceAnalysis(trace_dir)``
   + ``get_temporal_breakdown`` + ``get_comm_comp_overlap`` +
   ``get_potential_stragglers`` (a step that raises is reported, the others
@@ -124,7 +127,22 @@ def measure_median(cmd: list[str], cwd: Path, repeat: int) -> dict:
     return {**runs[len(runs) // 2], "runs": len(runs)}
 
 
-def _tools(ascend: Path, kineto: Path, out: Path) -> list[tuple[str, str, list[str]]]:
+#: Files of each rank folder in the step-trace-and-kernels input.
+STEP_KERNEL_FILES = ("step_trace_time.csv", "kernel_details.csv", "profiler_info_*.json", "profiler_metadata.json")
+
+
+def step_kernel_copy(ascend: Path, dest: Path) -> Path:
+    """Hard links of ``ascend``'s step-trace, kernel and metadata files
+    under ``dest`` (same folder tree, no communication files)."""
+    for pattern in STEP_KERNEL_FILES:
+        for f in ascend.rglob(pattern):
+            target = dest / f.relative_to(ascend)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(f, target)
+    return dest
+
+
+def _tools(ascend: Path, kineto: Path, out: Path, step_kernel: Path) -> list[tuple[str, str, list[str]]]:
     adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
     return [
         ("advisor report", "ascend", adv + ["report", str(ascend), "-o", str(out / "adv_a"), "--no-color"]),
@@ -138,6 +156,12 @@ def _tools(ascend: Path, kineto: Path, out: Path) -> list[tuple[str, str, list[s
         ("advisor report -j 1", "kineto", adv + ["report", str(kineto), "-o", str(out / "adv_k1"), "-j", "1",
                                                   "--no-color"]),
         ("HTA load+temporal+overlap+stragglers", "kineto", [PEER_PYTHON, "-c", HTA_SCRIPT, str(kineto)]),
+        ("advisor report", "ascend-sk", adv + ["report", str(step_kernel), "-o", str(out / "adv_sk"), "--no-color"]),
+        ("msprof-analyze cluster -m all", "ascend-sk",
+         [_peer_bin("msprof-analyze"), "cluster", "-d", str(step_kernel), "-m", "all", "-o", str(out / "msc_sk")]),
+        ("msprof-analyze advisor all", "ascend-sk",
+         [_peer_bin("msprof-analyze"), "advisor", "all", "-d", str(step_kernel), "-o", str(out / "msa_sk"),
+          "-l", "en"]),
     ]
 
 
@@ -171,14 +195,15 @@ def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1) -> list[dict
     t = time.perf_counter()
     ascend = write(sc, base / "ascend", "ascend-text")
     kineto = write(sc, base / "kineto", "kineto")
+    step_kernel = step_kernel_copy(ascend, base / "ascend_sk")
     gen = time.perf_counter() - t
     sizes = {name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6
-             for name, p in (("ascend", ascend), ("kineto", kineto))}
+             for name, p in (("ascend", ascend), ("kineto", kineto), ("ascend-sk", step_kernel))}
     _settle(base)
     out = base / "out"
     out.mkdir()
     rows = []
-    for label, fmt, cmd in _tools(ascend, kineto, out):
+    for label, fmt, cmd in _tools(ascend, kineto, out, step_kernel):
         m = measure_median(cmd, base, 1 if label.startswith("msprof-analyze") else repeat)
         rows.append({"ranks": ranks, "tool": label, "format": fmt, "input_mb": sizes[fmt], "gen_s": gen, **m})
         print(f"  {ranks:>5} {fmt:<7} {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
@@ -242,6 +267,10 @@ def render_curve(rows: list[dict], md: bool) -> str:
     return "\n".join(lines + [""])
 
 
+#: How the table names each input format.
+INPUT_LABELS = {"ascend-sk": "ascend step+kernel files"}
+
+
 def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
     lines = []
     if md:
@@ -268,7 +297,8 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
         tr = f"{r['wall'] / ref['wall']:.2f}x" if ref and ref["ok"] else "-"
         mr = f"{r['rss'] / ref['rss']:.2f}x" if ref and ref["ok"] else "-"
         status = ("ok" if r["ok"] else "failed") + (f": {r['note']}" if r["note"] else "")
-        cells = [str(r["ranks"]), f"{r['format']} {r['input_mb']:.0f} MB", r["tool"], str(r.get("runs", 1)),
+        source = INPUT_LABELS.get(r["format"], r["format"])
+        cells = [str(r["ranks"]), f"{source} {r['input_mb']:.0f} MB", r["tool"], str(r.get("runs", 1)),
                  f"{r['wall']:.1f}",
                  f"{r['cpu']:.1f}", f"{r['rss']:.0f}", tr, mr, status.replace("|", "/")]
         lines.append("| " + " | ".join(cells) + " |" if md else "  ".join(f"{c:<12}" for c in cells))
