@@ -56,8 +56,7 @@ def status(text: str) -> Iterator[None]:
     from rich.text import Text
 
     with Live(Text(text), console=_stderr_console(), auto_refresh=False, transient=True,
-              redirect_stdout=False, redirect_stderr=False) as live:
-        live.refresh()
+              redirect_stdout=False, redirect_stderr=False):  # drawn once on entry
         yield
 
 
