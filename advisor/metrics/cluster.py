@@ -259,11 +259,15 @@ def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
     if links.empty:
         raise NotEvaluated("no point-to-point links with traffic")
     links["size_class"] = np.floor(np.log2(links["size_mb"])).astype(int)
+    has_steps = "step" in links.columns and links["step"].notna().any()
+    steps = {"steps": ("step", "nunique")} if has_steps else {}
     agg = (
         links.groupby(["src", "dst", "transport", "size_class"])
-        .agg(size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"))
+        .agg(size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"), **steps)
         .reset_index()
     )
+    if not has_steps:
+        agg["steps"] = 0
     agg["bandwidth_gbps"] = agg["size_mb"] / agg["time_ms"]
     groups = agg.groupby(["transport", "size_class"])["bandwidth_gbps"]
     agg["peers"] = groups.transform("size")
@@ -284,11 +288,16 @@ def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
             "bandwidth_gbps": round(bw, 3),
             "peer_median_gbps": round(med, 3),
             "ratio": round(ratio, 4),
+            "size_mb": size,
+            "time_ms": time,
+            "steps": steps,
         }
-        for src, dst, transport, bw, med, ratio in zip(
+        for src, dst, transport, bw, med, ratio, size, time, steps in zip(
             slow["src"].astype("int64").tolist(), slow["dst"].astype("int64").tolist(),
             slow["transport"].tolist(), slow["bandwidth_gbps"].astype(float).tolist(),
             slow["median"].astype(float).tolist(), slow["ratio"].astype(float).tolist(),
+            slow["size_mb"].astype(float).tolist(), slow["time_ms"].astype(float).tolist(),
+            slow["steps"].astype("int64").tolist(),
         )
     ]
     if not out:
@@ -310,6 +319,21 @@ def slowest_link_ratio(p: Profile) -> Value:
     (same transport and size class); 1 = as fast as its peers."""
     links = _slow_links(p)
     return Value(links[0]["ratio"], {"links_below_half": [l["link"] for l in links if l["ratio"] < 0.5][:20]})
+
+
+@metric("cluster.slowest_link_excess_ms", unit="ms", scope="link", needs=["links.bandwidth_gbps"])
+def slowest_link_excess_ms(p: Profile) -> Value:
+    """Per step, how much longer the transfers over ``cluster.slowest_link``
+    take than the same bytes would at its peers' median bandwidth (each
+    size class against its own peers, summed): what repairing the link
+    saves each step at most. A ring waits for its slowest hop, so the whole
+    job gains it where the collective is exposed, less where it overlaps
+    computation. Needs the links' step ids."""
+    entries = [e for e in _slow_links(p) if e["link"] == _slow_links(p)[0]["link"]]
+    if not all(e["steps"] and e["peer_median_gbps"] > 0 for e in entries):
+        raise NotEvaluated("the communication matrix gives no step ids for this link")
+    per_step = [(e["time_ms"] - e["size_mb"] / e["peer_median_gbps"]) / e["steps"] for e in entries]
+    return Value(round(max(0.0, sum(per_step)), 3), {"per_size_class_ms": [round(x, 3) for x in per_step]})
 
 
 @metric("cluster.slowest_link_ranks", unit="list", scope="link", needs=["links.bandwidth_gbps"])

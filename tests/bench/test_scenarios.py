@@ -78,7 +78,14 @@ def test_slow_link_is_found(tmp_path):
                                  kernels_per_step=4), tmp_path / "l")
     report = analyze(data, jobs=1)
     assert report.metrics["cluster.slowest_link"].value == labels["link"]
-    assert "slow-link" in _fired(report)
+    finding = _fired(report)["slow-link"]
+    # the gain: per step, the link's transfer time beyond what its peers'
+    # bandwidth would need; the generator slowed it to `severity` of theirs
+    links = load_profile(data, jobs=1).links
+    src, dst = map(int, labels["link"].split("-"))
+    own = links[(links["src"] == src) & (links["dst"] == dst)]
+    expected = own["time_ms"].sum() / own["step"].nunique() * (1 - labels["severity"])
+    assert finding.estimated_gain_ms == pytest.approx(expected, rel=0.2)
 
 
 def test_periodic_stalls_in_ascend_step_traces_are_found(tmp_path):
