@@ -94,17 +94,35 @@ def _is_cluster_output(path: Path) -> bool:
     return _is_dir(path) and any(_is_file(path / f) for f in CLUSTER_FILES)
 
 
-def _child_rank_folders(root: Path) -> list[Path]:
-    """``*_ascend_pt|ms`` folders one level below ``root``, else two levels below."""
-    def level(folder: Path) -> list[Path]:
-        return [folder / n for n in listing.names(folder)
-                if n.lower().endswith(RANK_SUFFIXES) and _is_dir(folder / n)]
+#: How many folder levels below the given one rank folders are looked for:
+#: copies gathered from several hosts nest them (job/host0/prof/*_ascend_pt).
+MAX_RANK_DEPTH = 6
 
-    found = level(root)
-    if not found:
-        for sub in [root / n for n in listing.names(root) if n != CLUSTER_DIR and _is_dir(root / n)]:
-            found.extend(level(sub))
-    return found
+
+def _child_rank_folders(root: Path) -> list[Path]:
+    """The rank folders at the shallowest level below ``root`` (down to
+    ``MAX_RANK_DEPTH``) that has any: one run's ranks, side by side or in
+    one folder per host, never mixed with a copy nested deeper. A rank
+    folder is named ``*_ascend_pt|ms`` or holds ``ASCEND_PROFILER_OUTPUT/``
+    (renamed, e.g. ``rank0``); rank folders, ``cluster_analysis_output``
+    and hidden folders are not entered."""
+    level = [root]
+    for _ in range(MAX_RANK_DEPTH):
+        found: list[Path] = []
+        below: list[Path] = []
+        for folder in level:
+            for name in listing.names(folder):
+                path = folder / name
+                if name.startswith(".") or name in (CLUSTER_DIR, OUTPUT_DIR) or not _is_dir(path):
+                    continue
+                if name.lower().endswith(RANK_SUFFIXES) or _is_dir(path / OUTPUT_DIR):
+                    found.append(path)
+                else:
+                    below.append(path)
+        if found or not below:
+            return found
+        level = below
+    return []
 
 
 def _rank_sort_key(folder: Path) -> tuple:

@@ -407,6 +407,34 @@ def test_parent_of_rank_folders_sorted_by_rank(tmp_path):
     assert profile.meta.source_format == "ascend_pt"
 
 
+def test_ranks_gathered_per_host_are_found_deeper_down(tmp_path):
+    """Copies gathered from several hosts nest the rank folders
+    (job/host0/prof/*_ascend_pt); the Kineto collector steps aside for any
+    Ascend folder, so the Ascend one must find them."""
+    row = STEP_TRACE_HEADER + "1,10,1,0,1,2,13,0,1\n"
+    for rank in range(4):
+        host = tmp_path / "job" / f"host{rank // 2}" / "prof"
+        make_rank(host, name=f"n{rank}_ascend_pt", rank=rank, files={"step_trace_time.csv": row})
+    assert [u.name for u in ascend.discover(tmp_path)] == ["n0_ascend_pt", "n1_ascend_pt", "n2_ascend_pt",
+                                                          "n3_ascend_pt"]
+    assert load_profile(tmp_path).meta.ranks == [0, 1, 2, 3]
+
+
+def test_renamed_rank_folders_holding_the_output_folder_are_ranks(tmp_path):
+    row = STEP_TRACE_HEADER + "1,10,1,0,1,2,13,0,1\n"
+    for rank in (1, 0):
+        make_rank(tmp_path / "run", name=f"rank{rank}", rank=rank, files={"step_trace_time.csv": row})
+    assert [u.name for u in ascend.discover(tmp_path)] == ["rank0", "rank1"]
+    assert load_profile(tmp_path).meta.ranks == [0, 1]
+
+
+def test_a_copy_nested_deeper_is_not_mixed_in(tmp_path):
+    row = STEP_TRACE_HEADER + "1,10,1,0,1,2,13,0,1\n"
+    make_rank(tmp_path, name="a_ascend_pt", rank=0, files={"step_trace_time.csv": row})
+    make_rank(tmp_path / "old" / "copy", name="b_ascend_pt", rank=1, files={"step_trace_time.csv": row})
+    assert [u.name for u in ascend.discover(tmp_path)] == ["a_ascend_pt"]
+
+
 def test_discover_ignores_other_layouts(tmp_path):
     (tmp_path / "x.pt.trace.json").write_text("[]")
     assert ascend.discover(tmp_path) == []
