@@ -149,10 +149,17 @@ def read_arrow(unit: Path) -> Profile:
     return result
 
 
+#: Kernel rows held for one operator grouping (``read_arrow_batch``): a
+#: real job's kernel_details.csv can hold 10^5 kernels a rank, and a batch
+#: of 64 such ranks would otherwise sit in one worker's memory at once.
+GROUP_KERNEL_ROWS = 250_000
+
+
 def read_arrow_batch(units: list[Path]) -> list[Profile | InputError]:
     """``read_arrow`` of each unit (its Profile, or the InputError it raised),
-    with the operators of all their kernel files grouped in one pass
-    (``ascend_tables.ops_for_ranks``): the same results, less per-call cost."""
+    with the operators of their kernel files grouped a few ranks at a time
+    (``ascend_tables.ops_for_ranks``, at most ``GROUP_KERNEL_ROWS`` kernels
+    held): the same results, less per-call cost."""
     results: list[Profile | InputError] = []
     kernels: dict[int, tuple[pa.Table, int]] = {}
     for i, unit in enumerate(units):
@@ -160,10 +167,18 @@ def read_arrow_batch(units: list[Path]) -> list[Profile | InputError]:
             results.append(_read_unit(Path(unit), kernels, i))
         except InputError as exc:  # a unit that fails has put no kernels in
             results.append(exc)
-    for i, ops in zip(kernels, tables.ops_for_ranks(list(kernels.values()))):
-        results[i].ops = ops
+        if sum(k.num_rows for k, _ in kernels.values()) >= GROUP_KERNEL_ROWS:
+            _group_ops(kernels, results)
+    _group_ops(kernels, results)
     _build_pending([r for r in results if isinstance(r, Profile)])
     return results
+
+
+def _group_ops(kernels: dict[int, tuple[pa.Table, int]], results: list) -> None:
+    """Set the ``ops`` of the results whose kernels are held, and let go of them."""
+    for i, ops in zip(kernels, tables.ops_for_ranks(list(kernels.values()))):
+        results[i].ops = ops
+    kernels.clear()
 
 
 #: Tables the reader leaves pending (``batch_tables``) until its batch is read.

@@ -120,6 +120,17 @@ def test_a_chunk_comes_back_as_row_ranges_merged_in_one_slice(cluster_dir):
         pd.testing.assert_frame_equal(arrow_frames.to_pandas("steps", got.steps), want.steps)
 
 
+def test_grouping_operators_a_few_ranks_at_a_time_changes_nothing(cluster_dir, monkeypatch):
+    """A batch lets go of its kernels every ``GROUP_KERNEL_ROWS`` rows (real
+    kernel files hold 10^5 kernels a rank); grouping after every rank gives
+    the same tables as grouping the whole batch at once."""
+    from advisor.collectors import ascend
+
+    whole = load_profile(cluster_dir, jobs=1)
+    monkeypatch.setattr(ascend, "GROUP_KERNEL_ROWS", 1)
+    assert_same_profile(load_profile(cluster_dir, jobs=1), whole)
+
+
 def test_broken_unit_is_skipped_and_the_rest_analyzed(cluster_dir, tmp_path):
     _copy(cluster_dir, tmp_path, range(4))
     broken = next(tmp_path.glob("node2_*")) / "ASCEND_PROFILER_OUTPUT"
