@@ -149,28 +149,43 @@ def read_arrow(unit: Path) -> Profile:
     return result
 
 
-#: Kernel rows held for one operator grouping (``read_arrow_batch``): a
-#: real job's kernel_details.csv can hold 10^5 kernels a rank, and a batch
-#: of 64 such ranks would otherwise sit in one worker's memory at once.
+#: Rows a reader batch holds before it builds them (``read_arrow_batch``):
+#: a real job's kernel_details.csv can hold 10^5 kernels a rank and its
+#: communication files 10^4-10^5 rows, and a batch of up to 64 ranks would
+#: otherwise hold them all at once in one worker (pending tables as Python
+#: lists: ~30 bytes a value).
 GROUP_KERNEL_ROWS = 250_000
+BUILD_PENDING_ROWS = 100_000
 
 
 def read_arrow_batch(units: list[Path]) -> list[Profile | InputError]:
     """``read_arrow`` of each unit (its Profile, or the InputError it raised),
-    with the operators of their kernel files grouped a few ranks at a time
-    (``ascend_tables.ops_for_ranks``, at most ``GROUP_KERNEL_ROWS`` kernels
-    held): the same results, less per-call cost."""
+    with the operators of their kernel files grouped and their small tables
+    built a few ranks at a time (``ascend_tables.ops_for_ranks``,
+    ``batch_tables.build``; at most ``GROUP_KERNEL_ROWS`` kernels and
+    ``BUILD_PENDING_ROWS`` pending rows held): the same results, less
+    per-call cost."""
     results: list[Profile | InputError] = []
     kernels: dict[int, tuple[pa.Table, int]] = {}
+    kernel_rows = pending_rows = built = 0
     for i, unit in enumerate(units):
         try:
-            results.append(_read_unit(Path(unit), kernels, i))
+            profile = _read_unit(Path(unit), kernels, i)
         except InputError as exc:  # a unit that fails has put no kernels in
             results.append(exc)
-        if sum(k.num_rows for k, _ in kernels.values()) >= GROUP_KERNEL_ROWS:
+            continue
+        results.append(profile)
+        kernel_rows += kernels[i][0].num_rows if i in kernels else 0
+        pending_rows += sum(len(t) for t in (getattr(profile, n) for n in PENDING_TABLES)
+                            if isinstance(t, PendingTable))
+        if kernel_rows >= GROUP_KERNEL_ROWS:
             _group_ops(kernels, results)
+            kernel_rows = 0
+        if pending_rows >= BUILD_PENDING_ROWS:
+            _build_pending([r for r in results[built:] if isinstance(r, Profile)])
+            pending_rows, built = 0, len(results)
     _group_ops(kernels, results)
-    _build_pending([r for r in results if isinstance(r, Profile)])
+    _build_pending([r for r in results[built:] if isinstance(r, Profile)])
     return results
 
 

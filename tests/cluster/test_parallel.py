@@ -120,14 +120,16 @@ def test_a_chunk_comes_back_as_row_ranges_merged_in_one_slice(cluster_dir):
         pd.testing.assert_frame_equal(arrow_frames.to_pandas("steps", got.steps), want.steps)
 
 
-def test_grouping_operators_a_few_ranks_at_a_time_changes_nothing(cluster_dir, monkeypatch):
-    """A batch lets go of its kernels every ``GROUP_KERNEL_ROWS`` rows (real
-    kernel files hold 10^5 kernels a rank); grouping after every rank gives
-    the same tables as grouping the whole batch at once."""
+@pytest.mark.parametrize("bound", ["GROUP_KERNEL_ROWS", "BUILD_PENDING_ROWS"])
+def test_a_batch_letting_go_of_its_rows_early_changes_nothing(cluster_dir, monkeypatch, bound):
+    """A reader batch groups its kernels and builds its small tables every
+    so many rows (real ranks hold 10^5 kernels and 10^4-10^5 communication
+    rows); doing so after every rank gives the same tables as doing it once
+    for the whole batch."""
     from advisor.collectors import ascend
 
     whole = load_profile(cluster_dir, jobs=1)
-    monkeypatch.setattr(ascend, "GROUP_KERNEL_ROWS", 1)
+    monkeypatch.setattr(ascend, bound, 1)
     assert_same_profile(load_profile(cluster_dir, jobs=1), whole)
 
 
