@@ -259,15 +259,13 @@ def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
     if links.empty:
         raise NotEvaluated("no point-to-point links with traffic")
     links["size_class"] = np.floor(np.log2(links["size_mb"])).astype(int)
-    has_steps = "step" in links.columns and links["step"].notna().any()
-    steps = {"steps": ("step", "nunique")} if has_steps else {}
+    if "step" not in links.columns:
+        links["step"] = np.nan  # no step ids: every link counts 0 steps
     agg = (
         links.groupby(["src", "dst", "transport", "size_class"])
-        .agg(size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"), **steps)
+        .agg(size_mb=("size_mb", "sum"), time_ms=("time_ms", "sum"), steps=("step", "nunique"))
         .reset_index()
     )
-    if not has_steps:
-        agg["steps"] = 0
     agg["bandwidth_gbps"] = agg["size_mb"] / agg["time_ms"]
     groups = agg.groupby(["transport", "size_class"])["bandwidth_gbps"]
     agg["peers"] = groups.transform("size")
@@ -329,7 +327,8 @@ def slowest_link_excess_ms(p: Profile) -> Value:
     saves each step at most. A ring waits for its slowest hop, so the whole
     job gains it where the collective is exposed, less where it overlaps
     computation. Needs the links' step ids."""
-    entries = [e for e in _slow_links(p) if e["link"] == _slow_links(p)[0]["link"]]
+    links = _slow_links(p)
+    entries = [e for e in links if e["link"] == links[0]["link"]]
     if not all(e["steps"] and e["peer_median_gbps"] > 0 for e in entries):
         raise NotEvaluated("the communication matrix gives no step ids for this link")
     per_step = [(e["time_ms"] - e["size_mb"] / e["peer_median_gbps"]) / e["steps"] for e in entries]
