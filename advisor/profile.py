@@ -48,15 +48,20 @@ Tables and their columns (optional columns in brackets):
     (gradient tensors fused into one all-reduce, from its input list),
     ``size_mb``]
 
-``bandwidth`` -- per rank, communication operator and transport type:
-    ``name``, ``transport`` (SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...),
-    ``size_mb``, ``time_ms`` (milliseconds, as the profilers write it),
-    ``bandwidth_gbps``. [``large_packet_ratio``, ``kind``, ``group``, ``step``]
+``bandwidth`` -- transfers per rank, step, collective kind and transport
+    type, summed over the communication operators (``comm_rollup``; a
+    per-operator row each step would be tens of millions at 1024 ranks):
+    ``rank``, ``step`` (NA when the file has none), ``kind``, ``transport``
+    (SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...), ``ops`` (operator records
+    summed), ``size_mb``, ``time_ms`` (milliseconds, as the profilers write
+    it), ``bandwidth_gbps`` (size_mb / time_ms). [``large_packet_ratio``
+    (mean weighted by size)]. Records with no size or no time are left out.
 
-``links`` -- point-to-point links (``communication_matrix.json``):
-    ``src``, ``dst`` (ranks), ``transport``, ``name`` (operator or op
-    group), ``size_mb``, ``time_ms`` (milliseconds), ``bandwidth_gbps``.
-    [``group``, ``step``]
+``links`` -- point-to-point links (``communication_matrix.json``) summed
+    the same way per ``rank`` (the file's rank), ``step``, ``src``, ``dst``
+    (ranks), ``transport`` and ``size_class`` (floor(log2(MB)) of each
+    record before summing): ``ops``, ``size_mb``, ``time_ms``
+    (milliseconds), ``bandwidth_gbps``.
 
 ``data_queue`` -- samples of a data queue's fill level over time: ``queue``
     (``device`` for the device data queue, ``host`` for the host queue),

@@ -32,7 +32,7 @@ import pyarrow as pa
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
-from . import arrow_frames, ascend_db, batch_tables, listing
+from . import arrow_frames, ascend_db, batch_tables, comm_rollup, listing
 from . import ascend_comm as comm_io
 from . import ascend_tables as tables
 from .ascend_meta import framework_of, rank_from_folder_name, rank_from_info_names, read_meta
@@ -202,10 +202,14 @@ PENDING_TABLES = ("steps", "comm", "bandwidth", "links")
 
 def _build_pending(profiles: list[Profile]) -> None:
     """Build the pending tables of ``profiles`` (one Arrow table per name
-    for all of them, each profile given its slice)."""
+    for all of them, each profile given its slice); bandwidth and links
+    rolled up (``comm_rollup``)."""
     for name in PENDING_TABLES:
         held = [p for p in profiles if isinstance(getattr(p, name), PendingTable)]
-        for profile, table in zip(held, batch_tables.build([getattr(p, name) for p in held])):
+        built = batch_tables.build([getattr(p, name) for p in held])
+        if name in comm_rollup.KEYS:
+            built = comm_rollup.rollup_units(name, built)
+        for profile, table in zip(held, built):
             setattr(profile, name, table)
 
 

@@ -50,7 +50,7 @@ import pandas as pd
 from advisor.errors import InputError
 
 from . import ascend_comm as comm_io
-from . import listing
+from . import comm_rollup, listing
 from . import ascend_tables as tables
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
@@ -465,7 +465,8 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
         profile.steps = reader.attempt(ana_db, read_step_trace, rank)
         got = reader.attempt(ana_db, read_comm_analysis, rank)
         if got is not None:
-            profile.comm, profile.bandwidth, profile.links = got
+            profile.comm, bandwidth, links = got
+            profile.bandwidth, profile.links = _rolled_up("bandwidth", bandwidth), _rolled_up("links", links)
     if kernels is not None and not kernels.empty:
         profile.ops = tables.aggregate_kernels(kernels, rank)
         if profile.steps is None and windows is not None:
@@ -479,6 +480,13 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
         profile.comm = comm_from_ops(comm_ops, windows, rank)
     profile.meta.notes.append("read from the database layout (" + ", ".join(
         p.name for p in (prof_db, ana_db) if p is not None) + ")")
+
+
+def _rolled_up(name: str, frame: pd.DataFrame | None) -> pa.Table | None:
+    """A bandwidth or links frame as the collectors keep it (``comm_rollup``)."""
+    if frame is None:
+        return None
+    return comm_rollup.rollup(name, pa.Table.from_pandas(frame, preserve_index=False))
 
 
 def _add_device_busy(profile, kernels: pd.DataFrame) -> None:

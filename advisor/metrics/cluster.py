@@ -258,7 +258,8 @@ def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
     links = links[links["src"] != links["dst"]]
     if links.empty:
         raise NotEvaluated("no point-to-point links with traffic")
-    links["size_class"] = np.floor(np.log2(links["size_mb"])).astype(int)
+    if "size_class" not in links.columns:  # records not rolled up (``comm_rollup``)
+        links["size_class"] = np.floor(np.log2(links["size_mb"])).astype(int)
     if "step" not in links.columns:
         links["step"] = np.nan  # no step ids: every link counts 0 steps
     agg = (

@@ -38,10 +38,12 @@ def test_db_layout_gives_the_text_tables_and_metrics(tmp_path):
     assert _snapshot(tmp_path / "db") == before  # read-only: no journal, no lock file
     assert db.meta.ranks == [0, 1] and db.meta.framework == "torch_npu" and not db.skipped
     keys = {"steps": ["rank", "step"], "ops": ["rank", "name"], "comm": ["rank", "name"],
-            "bandwidth": ["rank", "name", "transport"], "links": ["rank", "step", "src"]}
+            "bandwidth": ["rank", "step", "kind", "transport"],
+            "links": ["rank", "step", "src", "dst", "transport", "size_class"]}
     for name in TABLES:
         _same(getattr(text, name), getattr(db, name), keys[name])
-    # bandwidth: one row per operator and transport, not per packet size; RDMA unused
+    # bandwidth: one row per rank, step, kind and transport (a record per packet
+    # size is read once, not summed); RDMA unused
     assert set(db.bandwidth["transport"]) == {"HCCS"} and len(db.bandwidth) == 8
     mt, _ = evaluate(text)
     md, _ = evaluate(db)

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from advisor.collectors import ascend, load_profile
+from advisor.collectors.ascend_comm import read_communication
 from advisor.collectors.ascend_tables import (
     aggregate_kernels,
     normalize_dtypes,
@@ -94,9 +95,19 @@ def test_cluster_communication_json(corpus):
     assert row["start_us"] == pytest.approx(1695054582608213.0)
     bw = profile.bandwidth
     assert "RDMA" not in set(bw["transport"])  # all-zero transports are not rows
-    hccs = bw[(bw["rank"] == 0) & (bw["name"] == "hcom_broadcast__501_0") & (bw["transport"] == "HCCS")]
-    assert hccs["bandwidth_gbps"].item() == pytest.approx(2.7012)
-    assert hccs["size_mb"].item() == pytest.approx(0.063936)
+    # rolled up per rank, step, kind and transport: rank 0's two broadcasts
+    # over HCCS (0.063936 MB in 0.02367 ms, 0.000056 MB in 0.00113 ms)
+    hccs = bw[(bw["rank"] == 0) & (bw["kind"] == "broadcast") & (bw["transport"] == "HCCS")]
+    assert hccs["ops"].item() == 2
+    assert hccs["size_mb"].item() == pytest.approx(0.063936 + 0.000056)
+    assert hccs["time_ms"].item() == pytest.approx(0.02367 + 0.00113, rel=1e-4)
+    assert hccs["bandwidth_gbps"].item() == pytest.approx(0.063992 / 0.0248, rel=1e-4)
+    records = read_communication(corpus / CLUSTER_PARENT / "cluster_analysis_output" / "cluster_communication.json",
+                                 None)[1].to_pandas()
+    by_transport = records.groupby(["rank", "transport"])[["size_mb", "time_ms"]].sum()
+    assert len(bw) == len(by_transport)
+    assert bw.set_index(["rank", "transport"])[["size_mb", "time_ms"]].sort_index().to_numpy() == \
+        pytest.approx(by_transport.sort_index().to_numpy())
 
 
 # -------------------------------------------------------- real: kernel CSVs
@@ -345,8 +356,9 @@ def test_matrix_gives_links_and_rank(tmp_path):
     links = profile.links.sort_values("src")
     assert links[["src", "dst"]].values.tolist() == [[4, 5], [6, 4]]
     assert links["transport"].tolist() == ["HCCS", "RDMA"]
-    assert links["name"].tolist() == ["allreduce-top1"] * 2
+    assert links["ops"].tolist() == [1, 1] and "name" not in links  # rolled up (comm_rollup)
     assert links["bandwidth_gbps"].tolist() == [16.0, 2.0]
+    assert links["size_class"].tolist() == [3, 1]  # floor(log2(MB)) of 8 and 2 MB
 
 
 # ------------------------------------------------ synthetic: other files

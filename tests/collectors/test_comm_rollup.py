@@ -1,0 +1,135 @@
+"""Bandwidth and link records are kept as sums per rank, step and kind of
+transfer (``comm_rollup``): the sums equal those of the files' own records,
+and the metrics read from them equal those read from the records."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from advisor.collectors import ascend, comm_rollup, load_profile
+from advisor.collectors.ascend_comm import read_communication, read_matrix
+from advisor.metrics import evaluate
+from advisor.profile import Profile
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.scenarios import Spec, generate  # noqa: E402
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+BUCKETS = 3  # operators per step after adding copies, as a job with gradient buckets has
+LINK_KEYS = ["rank", "step", "src", "dst", "transport", "size_class"]
+BANDWIDTH_KEYS = ["rank", "step", "kind", "transport"]
+
+
+def _with_buckets(node, scale: float):
+    """A copy of an operator's records with every transfer ``scale`` times
+    larger (a second gradient bucket of the same all-reduce)."""
+    if isinstance(node, dict):
+        return {k: (v * scale if isinstance(v, float) and k.startswith("Transit Size") else _with_buckets(v, scale))
+                for k, v in node.items()}
+    return node
+
+
+def _add_buckets(path: Path) -> None:
+    """Give every step of a communication file BUCKETS - 1 more operators."""
+    doc = orjson.loads(path.read_bytes())
+    for step in doc.values():
+        for category in step.values():
+            for key in list(category):
+                name, _, group = key.partition("@")
+                for b in range(1, BUCKETS):
+                    category[f"{name}_{b}@{group}"] = _with_buckets(category[key], 1.0 + 0.05 * b)
+    path.write_bytes(orjson.dumps(doc))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Path:
+    data, _ = generate(Spec(ranks=8, steps=4, fault="slow-link", seed=5, kernels_per_step=5),
+                       tmp_path_factory.mktemp("rollup") / "s")
+    for unit in ascend.discover(data):
+        _add_buckets(unit / OUT / "communication_matrix.json")
+        _add_buckets(unit / OUT / "communication.json")
+    return data
+
+
+def _records(data: Path, read) -> pd.DataFrame:
+    """The files' own records (one row per operator), every rank."""
+    frames = []
+    for rank, unit in enumerate(ascend.discover(data)):
+        name = "communication_matrix.json" if read is read_matrix else "communication.json"
+        table = read(unit / OUT / name, rank)
+        frames.append((table if read is read_matrix else table[1]).to_pandas())
+    records = pd.concat(frames, ignore_index=True)
+    return records[(records["size_mb"] > 0) & (records["time_ms"] > 0)]
+
+
+def _sums(records: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return (records.groupby(keys).agg(ops=("size_mb", "size"), size_mb=("size_mb", "sum"),
+                                      time_ms=("time_ms", "sum"))
+            .sort_index())
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_links_are_the_sums_of_the_matrix_records(cluster, jobs):
+    records = _records(cluster, read_matrix)
+    records["size_class"] = np.floor(np.log2(records["size_mb"])).astype("int64")
+    links = load_profile(cluster, jobs=jobs).links
+    assert len(records) >= 2 * len(links)  # several operators per row: the point of it
+    got = links.astype({"step": "int64", "size_class": "int64"}).set_index(LINK_KEYS).sort_index()
+    want = _sums(records, LINK_KEYS)
+    assert got.index.equals(want.index)
+    assert got["ops"].tolist() == want["ops"].tolist()
+    assert got[["size_mb", "time_ms"]].to_numpy() == pytest.approx(want[["size_mb", "time_ms"]].to_numpy())
+    assert got["bandwidth_gbps"].to_numpy() == pytest.approx((want["size_mb"] / want["time_ms"]).to_numpy())
+
+
+def test_bandwidth_is_the_sums_of_the_operator_records(cluster):
+    records = _records(cluster, read_communication)
+    bandwidth = load_profile(cluster, jobs=2).bandwidth
+    got = bandwidth.astype({"step": "int64"}).set_index(BANDWIDTH_KEYS).sort_index()
+    want = _sums(records, BANDWIDTH_KEYS)
+    assert got.index.equals(want.index) and got["ops"].tolist() == want["ops"].tolist()
+    assert got[["size_mb", "time_ms"]].to_numpy() == pytest.approx(want[["size_mb", "time_ms"]].to_numpy())
+    weighted = (records["large_packet_ratio"] * records["size_mb"]).groupby(
+        [records[k] for k in BANDWIDTH_KEYS]).sum().sort_index()
+    assert got["large_packet_ratio"].to_numpy() == pytest.approx((weighted / want["size_mb"]).to_numpy())
+
+
+def test_metrics_from_sums_equal_metrics_from_records(cluster):
+    """The slow link, its ratio and excess, and the bandwidth per transport
+    come out the same from the sums as from every record."""
+    summed = load_profile(cluster, jobs=1)
+    records = Profile(meta=summed.meta, links=_records(cluster, read_matrix),
+                      bandwidth=_records(cluster, read_communication))
+    ids = ["cluster.slowest_link", "cluster.slowest_link_ratio", "cluster.slowest_link_excess_ms",
+           "cluster.slowest_link_ranks", "comm.bandwidth_gbps"]
+    got, want = evaluate(summed)[0], evaluate(records)[0]
+    for mid in ids:
+        assert mid in want, mid
+        assert got[mid].value == pytest.approx(want[mid].value), mid
+    assert want["cluster.slowest_link_ratio"].value < 0.7  # the injected slow link, found both ways
+
+
+def test_rollup_is_idempotent_and_drops_what_moved_nothing():
+    table = pa.table({
+        "rank": [0, 0, 0, 0, 0], "step": pa.array([1, 1, 1, 2, None], pa.int64()),
+        "src": [0, 0, 0, 0, 0], "dst": [1, 1, 1, 1, 1], "transport": ["HCCS"] * 5,
+        "size_mb": [32.0, 40.0, 0.5, 0.0, 8.0], "time_ms": [1.0, 3.0, 0.1, 1.0, None],
+    })
+    once = comm_rollup.rollup("links", table)
+    # 32 and 40 MB share class 5 and sum; 0.5 MB is class -1; no size or no time: left out
+    assert once.column("size_class").to_pylist() == [-1, 5]
+    assert once.column("ops").to_pylist() == [1, 2]
+    assert once.column("bandwidth_gbps").to_pylist() == [5.0, 18.0]
+    assert comm_rollup.rollup("links", once).equals(once)
+    both = comm_rollup.rollup_units("links", [table, table.slice(0, 2)])
+    assert both[0].equals(once) and both[1].column("ops").to_pylist() == [2]
