@@ -201,16 +201,23 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
         w = sc.wait[j, r] / 1000
         start = sc.start_us[j] + sc.data_wait[j, r] + sc.bubble[j, r] + sc.computing[j, r] - sc.overlapped[j, r]
         transit = 0.9 * t
-        bands = {"HCCS": _bw(350.0, 0.55 * t, {"2.0": [175, 0.55 * t]}),
-                 "RDMA": _bw(180.0, 0.35 * t, {"2.0": [90, 0.35 * t]}) if hosts_in_group > 1 else _bw(0, 0),
-                 "PCIE": _bw(0, 0), "SDMA": _bw(350.0, 0.05 * t)}
-        ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{600 + j}_{s}_1@{gid}",
-                    "time": {"Start Timestamp(us)": round(float(start), 3), "Elapse Time(ms)": t + w,
-                             "Transit Time(ms)": transit, "Wait Time(ms)": w + 0.002,
-                             "Synchronization Time(ms)": 0.8 * w, "Idle Time(ms)": t + w - transit,
-                             "Wait Time Ratio": round(w / (w + transit), 4),
-                             "Synchronization Time Ratio": round(0.8 * w / (0.8 * w + transit), 4)},
-                    "bands": bands})
+        n = sc.spec.collectives
+        for b in range(1, n + 1):  # bucket b: 1/n of the bytes and time; the first waits for the peers
+            tb, wb = t / n, (w if b == 1 else 0.0)
+            xb = transit / n
+            bands = {"HCCS": _bw(350.0 / n, 0.55 * tb, {"2.0": [175 // n if n == 1 else 175 / n, 0.55 * tb]}),
+                     "RDMA": (_bw(180.0 / n, 0.35 * tb, {"2.0": [90 // n if n == 1 else 90 / n, 0.35 * tb]})
+                              if hosts_in_group > 1
+                              else _bw(0, 0)),
+                     "PCIE": _bw(0, 0), "SDMA": _bw(350.0 / n, 0.05 * tb)}
+            begin = start if b == 1 else start + 1000 * (w + (b - 1) * tb)
+            ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{600 + j}_{s}_{b}@{gid}",
+                        "time": {"Start Timestamp(us)": round(float(begin), 3), "Elapse Time(ms)": tb + wb,
+                                 "Transit Time(ms)": xb, "Wait Time(ms)": wb + 0.002,
+                                 "Synchronization Time(ms)": 0.8 * wb, "Idle Time(ms)": tb + wb - xb,
+                                 "Wait Time Ratio": round(wb / (wb + xb), 4),
+                                 "Synchronization Time Ratio": round(0.8 * wb / (0.8 * wb + xb), 4)},
+                        "bands": bands})
         small = 0.02 * t
         ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{800 + j}_{s}_1@{gid}",
                     "time": {"Start Timestamp(us)": round(float(start) - 5000.0, 3), "Elapse Time(ms)": small,
@@ -247,12 +254,13 @@ def link_records(sc: Scenario, r: int) -> list[dict]:
     gid = group_id(sc, f"dp_{sc.stage_of(r)}")
     mine: list[Link] = [lk for lk in sc.links if lk.src == r]
     out = []
+    n = sc.spec.collectives
     for j, s in enumerate(sc.step_ids):
-        for size_class, op in (("big", f"hcom_allReduce__{600 + j}_{s}_1"),
-                               ("small", f"hcom_allReduce__{800 + j}_{s}_1")):
+        ops = [("big", f"hcom_allReduce__{600 + j}_{s}_{b}", n) for b in range(1, n + 1)]
+        for size_class, op, parts in (*ops, ("small", f"hcom_allReduce__{800 + j}_{s}_1", 1)):
             for lk in mine:
                 size0, bw0 = LINK_SIZES[(lk.transport, size_class)]
-                size = size0 * float(1 + rng.normal(0, 0.03))
+                size = size0 / parts * float(1 + rng.normal(0, 0.03))
                 bw = bw0 * lk.factor * float(1 + rng.normal(0, 0.04))
                 out.append({"step": int(s), "key": f"{op}@{gid}", "link": f"{lk.local_src}-{lk.local_dst}",
                             "info": {"Transport Type": lk.transport, "Transit Size(MB)": round(size, 6),

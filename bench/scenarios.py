@@ -74,12 +74,16 @@ class Spec:
     severity: float | None = None
     step_ms: float | None = None
     kernels_per_step: int = 24
+    #: gradient buckets: the step's large all-reduce as this many operators
+    #: (sizes and times split evenly), as a job with bucketed gradients or
+    #: many layers' collectives writes them; 1 = one large all-reduce
+    collectives: int = 1
 
     def __post_init__(self):
         if self.fault not in FAULTS:
             raise ValueError(f"unknown fault {self.fault!r} (choose from {', '.join(FAULTS)})")
-        if self.ranks < 1 or self.steps < 1:
-            raise ValueError("ranks and steps must be >= 1")
+        if self.ranks < 1 or self.steps < 1 or self.collectives < 1:
+            raise ValueError("ranks, steps and collectives must be >= 1")
 
 
 @dataclass
@@ -307,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stall-every", type=int, default=None)
     ap.add_argument("--severity", type=float, default=None)
     ap.add_argument("--kernels-per-step", type=int, default=24)
+    ap.add_argument("--collectives", type=int, default=1,
+                    help="gradient buckets: the large all-reduce of a step as N operators")
     ap.add_argument("-o", "--output", required=True, type=Path,
                     help="folder to create (data/ and labels.json go in it); keep it under /tmp")
     ap.add_argument("--force", action="store_true", help="replace the output folder")
@@ -318,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.output)
     spec = Spec(ranks=args.ranks, steps=args.steps, fault=args.fault, seed=args.seed,
                 ranks_per_host=args.ranks_per_host, pp=args.pp, stall_every=args.stall_every,
-                severity=args.severity, kernels_per_step=args.kernels_per_step)
+                severity=args.severity, kernels_per_step=args.kernels_per_step,
+                collectives=args.collectives)
     data, labels = generate(spec, args.output, args.format)
     print(f"{data}  {orjson.dumps(labels).decode()}")
     return 0

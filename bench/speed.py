@@ -39,6 +39,7 @@ fails shows its one-line reason in the table. No assertions on time.
     python -m bench.speed --traces ""        # no single-trace rows
     python -m bench.speed --sizes 8,128,1024 --markdown > docs/benchmarks.md
     python -m bench.speed --curve 8,64,512,1024,2048,4096 --markdown   # advisor alone
+    python -m bench.speed --sizes 128 --traces "" --collectives 80    # communication-heavy ranks
 """
 
 from __future__ import annotations
@@ -188,10 +189,11 @@ def _settle(folder: Path) -> None:
                     pass
 
 
-def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1) -> list[dict]:
+def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives: int = 1) -> list[dict]:
     base = WORK / f"{ranks}r"
     shutil.rmtree(base, ignore_errors=True)
-    sc = build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels))
+    sc = build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels,
+                    collectives=collectives))
     t = time.perf_counter()
     ascend = write(sc, base / "ascend", "ascend-text")
     kineto = write(sc, base / "kineto", "kineto")
@@ -235,12 +237,12 @@ def run_trace(size_mb: int, repeat: int = 1) -> list[dict]:
     return rows
 
 
-def cost_point(ranks: int, steps: int, kernels: int) -> dict:
+def cost_point(ranks: int, steps: int, kernels: int, collectives: int = 1) -> dict:
     """``advisor report`` alone on one healthy Ascend-text run of ``ranks``."""
     base = WORK / f"curve_{ranks}r"
     shutil.rmtree(base, ignore_errors=True)
-    ascend = write(build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels)),
-                   base / "ascend", "ascend-text")
+    ascend = write(build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels,
+                              collectives=collectives)), base / "ascend", "ascend-text")
     size = sum(f.stat().st_size for f in ascend.rglob("*") if f.is_file()) / 1e6
     _settle(base)
     adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
@@ -271,7 +273,7 @@ def render_curve(rows: list[dict], md: bool) -> str:
 INPUT_LABELS = {"ascend-sk": "ascend step+kernel files"}
 
 
-def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
+def render(rows: list[dict], md: bool, steps: int, kernels: int, collectives: int = 1) -> str:
     lines = []
     if md:
         lines += ["# Benchmarks: advisor beside msprof-analyze and HolisticTraceAnalysis", "",
@@ -280,7 +282,9 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int) -> str:
                   f"{platform.platform()}, Python {platform.python_version()}): absolute times are "
                   "pessimistic and noisy; the ratios are the point.", "",
                   f"Input: one healthy generated run per size (`bench/scenarios.py`, {steps} steps, "
-                  f"{kernels} compute kernels per step and rank), the same run in the Ascend text layout "
+                  f"{kernels} compute kernels per step and rank"
+                  + (f", the large all-reduce of each step as {collectives} gradient buckets" if collectives > 1 else "")
+                  + "), the same run in the Ascend text layout "
                   "(per-rank `*_ascend_pt` folders) and as Kineto traces (one per rank). Each tool runs "
                   "in its own subprocess under `/usr/bin/time`: wall time and the peak resident memory "
                   f"of its largest process; a tool whose run takes under {REPEAT_BELOW_S:.0f} s runs again "
@@ -315,21 +319,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"than {REPEAT_BELOW_S:.0f} s; the median is reported")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--kernels", type=int, default=100, help="compute kernels per step and rank")
+    ap.add_argument("--collectives", type=int, default=1, help="all-reduce operators per step (gradient "
+                    "buckets; real LLM jobs write hundreds)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--curve", default="", help="rank counts for advisor's cost curve alone "
                     "(Ascend text layout), e.g. 8,64,512,1024,2048,4096; skips the peers")
     args = ap.parse_args(argv)
     _compile_advisor()
     if args.curve:
-        rows = [cost_point(int(x), args.steps, args.kernels) for x in args.curve.split(",") if x]
+        rows = [cost_point(int(x), args.steps, args.kernels, args.collectives) for x in args.curve.split(",") if x]
         print(render_curve(rows, args.markdown))
         return 0
     rows = []
     for size in (int(x) for x in args.sizes.split(",") if x):
-        rows += run_size(size, args.steps, args.kernels, args.repeat)
+        rows += run_size(size, args.steps, args.kernels, args.repeat, args.collectives)
     for size in (int(x) for x in args.traces.split(",") if x):
         rows += run_trace(size, args.repeat)
-    print(render(rows, args.markdown, args.steps, args.kernels))
+    print(render(rows, args.markdown, args.steps, args.kernels, args.collectives))
     return 0
 
 
