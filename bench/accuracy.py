@@ -19,7 +19,10 @@ A call of a rule in a scenario that does not expect it is a false positive
 (healthy runs count one per rule that fires). Precision = correct calls /
 all calls; recall = correct calls / scenarios that expect the rule.
 
-The second table is the anomaly model on healthy runs of several sizes:
+The third table: healthy runs (both grids) with any finding of medium
+severity or above, of any rule, and which rules made them.
+
+The fourth table is the anomaly model on healthy runs of several sizes:
 the share of runs in which ``anomaly.step_outliers`` is non-empty (model
 false positive), in which the ``step-outlier`` rule fires, and the share
 of steady steps flagged.
@@ -46,6 +49,8 @@ from bench.scenarios import Spec, generate
 WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "accuracy"
 KINDS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall")
 RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
+#: Severities a healthy run must never get (the issue's bar for false alarms).
+SEVERE = ("medium", "high", "critical")
 EXPECTS = {"slow-rank": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
            "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
 #: Calls that are neither required nor false when they name the right ranks.
@@ -66,7 +71,7 @@ def run_one(job: tuple) -> dict:
         report = analyze(data, jobs=1)
     except Exception as exc:  # an advisor bug: count it, keep scoring the rest
         shutil.rmtree(out, ignore_errors=True)
-        return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": {},
+        return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": {}, "severe": [],
                 "expects": EXPECTS.get(kind), "outliers": None, "outlier_steps": None,
                 "steady": steps, "seconds": time.perf_counter() - t, "severity": labels.get("severity"),
                 "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:160]}
@@ -84,7 +89,8 @@ def run_one(job: tuple) -> dict:
         if rule in fired:
             calls[rule] = _judge(kind, rule, fired[rule], labels, value)
     outliers = value("anomaly.step_outliers")
-    return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": calls,
+    severe = sorted(f.rule for f in report.findings if f.severity in SEVERE)
+    return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": calls, "severe": severe,
             "expects": EXPECTS.get(kind), "outliers": outliers,
             "outlier_steps": len(outliers) if isinstance(outliers, list) else None,
             "steady": steps - 1 if steps >= 4 else steps, "seconds": elapsed,
@@ -190,6 +196,7 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
             lines.append(row([str(size), kind, rule, _pct(tp, len(rs)) if kind != "healthy" else "-",
                               ", ".join(f"{k} {v}/{len(rs)}" for k, v in sorted(others.items())) or "none"]))
     lines.append("")
+    lines += _severe_on_healthy(results + fp_results, md, row, head)
     lines += (["## Anomaly model on healthy runs (false-positive rate)", ""] if md
               else ["Anomaly model on healthy runs"])
     lines += head(["ranks", "steps", "runs with outliers", "step-outlier fires", "steps flagged"])
@@ -213,6 +220,23 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
             f"{size} ranks {_median([r['seconds'] for r in results if r['ranks'] == size]):.1f} s"
             for size in sizes) + ".", ""]
     return "\n".join(lines)
+
+
+def _severe_on_healthy(results: list[dict], md: bool, row, head) -> list[str]:
+    """Healthy runs with a finding of medium severity or above, any rule."""
+    lines = (["## Findings of medium severity or above on healthy runs", ""] if md
+             else ["Healthy runs with a finding of medium severity or above (any rule)"])
+    lines += head(["ranks", "healthy runs", "with such a finding", "rules"])
+    healthy = [r for r in results if r["kind"] == "healthy"]
+    for size in sorted({r["ranks"] for r in healthy}):
+        rs = [r for r in healthy if r["ranks"] == size]
+        rules = defaultdict(int)
+        for r in rs:
+            for rule in r["severe"]:
+                rules[rule] += 1
+        lines.append(row([str(size), str(len(rs)), _pct(sum(bool(r["severe"]) for r in rs), len(rs)),
+                          ", ".join(f"{k} {v}" for k, v in sorted(rules.items())) or "none"]))
+    return [*lines, ""]
 
 
 def _median(xs: list[float]) -> float:
