@@ -57,8 +57,10 @@ Tables and their columns (optional columns in brackets):
     it), ``bandwidth_gbps`` (size_mb / time_ms). [``large_packet_ratio``
     (mean weighted by size)]. Records with no size or no time are left out.
 
-``links`` -- point-to-point links (``communication_matrix.json``) summed
-    the same way per ``rank`` (the file's rank), ``step``, ``src``, ``dst``
+``links`` -- point-to-point links (``communication_matrix.json``; of its
+    ``{type}-total`` and ``-top1`` / ``-middle`` / ``-bottomN`` entries only
+    the totals, the others repeat single operators) summed the same way per
+    ``rank`` (the file's rank), ``step``, ``src``, ``dst``
     (ranks), ``transport`` and ``size_class`` (floor(log2(MB)) of each
     record before summing): ``ops``, ``size_mb``, ``time_ms``
     (milliseconds), ``bandwidth_gbps``.

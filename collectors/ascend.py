@@ -468,4 +468,5 @@ def _read_cluster_matrix(path: Path) -> PendingTable | None:
     for row in rows:
         if row.get("rank") is None:
             row["rank"] = row["src"]
-    return comm_io.pending_columns(comm_io.rows_to_columns(rows), None, comm_io.LINK_COLUMNS)
+    return comm_io.pending_columns(comm_io.without_repeats(comm_io.rows_to_columns(rows)), None,
+                                   comm_io.LINK_COLUMNS)

@@ -24,7 +24,7 @@ import pyarrow as pa
 from advisor.errors import InputError
 
 from . import ascend_comm_typed, batch_tables
-from .ascend_comm_keys import comm_kind, descend, is_summary, link_ends, split_op_key
+from .ascend_comm_keys import comm_kind, descend, is_summary, link_ends, matrix_entry, split_op_key
 from .batch_tables import PendingTable
 from .fileio import parse_json, read_bytes
 
@@ -283,18 +283,45 @@ def rows_to_columns(rows: list[dict]) -> dict[str, list]:
 
 def _link_columns(path: Path) -> dict[str, list]:
     """The link columns of a communication matrix file (typed layout first,
-    else the generic walk); InputError when unreadable or without links."""
+    else the generic walk), repeated entries dropped (``without_repeats``);
+    InputError when unreadable or without links."""
     raw = read_bytes(path)
     typed = ascend_comm_typed.link_columns(raw)
     if typed is not None:
-        return typed
+        return without_repeats(typed)
     data = parse_json(path, raw)
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object of communication links")
     rows = link_records(data)
     if not rows:
         raise InputError(path, "no src-dst link records found")
-    return rows_to_columns(rows)
+    return without_repeats(rows_to_columns(rows))
+
+
+def repeated_links(names, groups, steps, ranks) -> list[bool] | None:
+    """Which link rows repeat a transfer that a ``{type}-total`` entry of
+    the same rank, step, group and collective type already sums: the
+    ``-top1`` / ``-middle`` / ``-bottomN`` samples (``matrix_entry``).
+    Summing them with the total counted one operator's transfer up to five
+    times. None when nothing repeats. Arguments are equal-length sequences
+    (None where a file has no such column)."""
+    entries = [matrix_entry(n) if isinstance(n, str) else None for n in names]
+    n = len(entries)
+    groups, steps, ranks = (groups or [None] * n), (steps or [None] * n), (ranks or [None] * n)
+    totals = {(r, s, g, e[0]) for e, g, s, r in zip(entries, groups, steps, ranks) if e and e[1]}
+    if not totals:
+        return None
+    repeated = [bool(e) and not e[1] and (r, s, g, e[0]) in totals
+                for e, g, s, r in zip(entries, groups, steps, ranks)]
+    return repeated if any(repeated) else None
+
+
+def without_repeats(cols: dict[str, list]) -> dict[str, list]:
+    """Link columns without the rows ``repeated_links`` names."""
+    repeated = repeated_links(cols.get("name", []), cols.get("group"), cols.get("step"), cols.get("rank"))
+    if repeated is None:
+        return cols
+    return {c: [v for v, drop in zip(values, repeated) if not drop] for c, values in cols.items()}
 
 
 def read_matrix(path: Path, rank: int | None) -> pa.Table | None:

@@ -13,6 +13,7 @@ _STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
 _LINK_KEY = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 _RANK_KEY = re.compile(r"^\d+$")
 _CATEGORY_KEYS = {"collective", "p2p"}
+_MATRIX_ENTRY = re.compile(r"^(.+)-(top\d+|middle|bottom\d*|total)$", re.IGNORECASE)
 
 
 def split_op_key(key: str) -> tuple[str, str | None]:
@@ -82,3 +83,18 @@ def link_ends(key: str) -> tuple[int, int] | None:
     """``"3-8"`` -> (3, 8); any other key None."""
     m = _LINK_KEY.match(key)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@functools.lru_cache(maxsize=4096)
+def matrix_entry(name: str) -> tuple[str, bool] | None:
+    """What a ``communication_matrix.json`` operator key stands for.
+
+    torch_npu and MindSpore do not write an entry per operator: per
+    collective type, group and link they write ``{type}-total`` (the sums
+    over every operator of that type) and ``{type}-top1``, ``-middle``,
+    ``-bottom1`` .. ``-bottom3`` (single operators, ranked by bandwidth,
+    repeated from the total). ``"allreduce-total"`` -> ("allreduce", True),
+    ``"allreduce-top1"`` -> ("allreduce", False); an operator's own name
+    (``hcom_allReduce__123_0``) -> None."""
+    m = _MATRIX_ENTRY.match(name)
+    return (m.group(1), m.group(2).lower() == "total") if m else None

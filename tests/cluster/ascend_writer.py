@@ -88,7 +88,10 @@ def sample_rank(rank: int, slow: float = 1.0, pp_receive: float = 0.0) -> RankSp
         spec.comm_band.append((step, f"hcom_allReduce__{step}_0_1", "g1", "RDMA", 0.0, 0.0,
                                0.0, 0.0, {}))
         peer = rank ^ 1
-        spec.links.append((step, "allreduce-top1", "g1", rank, peer, "HCCS", 32.0, 0.8 * slow, 40.0 / slow))
+        # one all-reduce a step, as torch_npu writes it: the sum (-total) and the
+        # single operators ranked by bandwidth (-top1, -middle, -bottom1), here the same one
+        for entry in ("allreduce-top1", "allreduce-middle", "allreduce-bottom1", "allreduce-total"):
+            spec.links.append((step, entry, "g1", rank, peer, "HCCS", 32.0, 0.8 * slow, 40.0 / slow))
     return spec
 
 

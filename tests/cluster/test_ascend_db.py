@@ -42,6 +42,9 @@ def test_db_layout_gives_the_text_tables_and_metrics(tmp_path):
             "links": ["rank", "step", "src", "dst", "transport", "size_class"]}
     for name in TABLES:
         _same(getattr(text, name), getattr(db, name), keys[name])
+    # the -top1/-middle/-bottom1 entries beside each -total repeat its transfer: read once
+    assert set(db.links["ops"]) == {1} and set(text.links["ops"]) == {1}
+    assert db.links["size_mb"].tolist() == [32.0] * len(db.links)
     # bandwidth: one row per rank, step, kind and transport (a record per packet
     # size is read once, not summed); RDMA unused
     assert set(db.bandwidth["transport"]) == {"HCCS"} and len(db.bandwidth) == 8

@@ -133,3 +133,67 @@ def test_rollup_is_idempotent_and_drops_what_moved_nothing():
     assert comm_rollup.rollup("links", once).equals(once)
     both = comm_rollup.rollup_units("links", [table, table.slice(0, 2)])
     assert both[0].equals(once) and both[1].column("ops").to_pylist() == [2]
+
+
+def _integrated(doc: dict) -> dict:
+    """A per-operator matrix as torch_npu writes it: per step, collective
+    type, group and link, the operators' sum as ``{type}-total`` and single
+    operators (ranked by bandwidth) as ``-top1``, ``-middle``, ``-bottom1``
+    and, with two or three operators or more, ``-bottom2`` / ``-bottom3``."""
+    out: dict = {}
+    for step, categories in doc.items():
+        for category, ops in categories.items():
+            per_link: dict = {}
+            for key, links in ops.items():
+                name, _, group = key.partition("@")
+                kind = name.split("__")[0].removeprefix("hcom_").lower()
+                for link, info in links.items():
+                    per_link.setdefault((kind, group, link), []).append(info)
+            merged: dict = {}
+            for (kind, group, link), infos in per_link.items():
+                infos.sort(key=lambda x: x["Bandwidth(GB/s)"], reverse=True)
+                size = sum(x["Transit Size(MB)"] for x in infos)
+                time = sum(x["Transit Time(ms)"] for x in infos)
+                picks = {"top1": infos[0], "middle": infos[len(infos) // 2], "bottom1": infos[-1],
+                         "total": {"Transport Type": infos[0]["Transport Type"], "Transit Size(MB)": size,
+                                   "Transit Time(ms)": time, "Bandwidth(GB/s)": size / time}}
+                if len(infos) >= 2:
+                    picks["bottom2"] = infos[-2]
+                if len(infos) >= 3:
+                    picks["bottom3"] = infos[-3]
+                for role, info in picks.items():
+                    merged.setdefault(f"{kind}-{role}@{group}", {})[link] = info
+            out.setdefault(step, {})[category] = merged
+    return out
+
+
+@pytest.fixture(scope="module")
+def integrated(cluster, tmp_path_factory) -> Path:
+    """The cluster with its matrices in torch_npu's integrated layout."""
+    import shutil
+
+    data = tmp_path_factory.mktemp("integrated") / "data"
+    shutil.copytree(cluster, data)
+    for unit in ascend.discover(data):
+        path = unit / OUT / "communication_matrix.json"
+        path.write_bytes(orjson.dumps(_integrated(orjson.loads(path.read_bytes()))))
+    return data
+
+
+def test_samples_beside_a_total_are_not_summed_twice(cluster, integrated):
+    """Summing -top1/-middle/-bottomN with -total counted each transfer up to
+    five times; only the totals are kept, so the links carry every
+    operator's bytes and time once."""
+    keys = ["rank", "step", "src", "dst", "transport"]
+    per_op = load_profile(cluster, jobs=1).links.groupby(keys)[["size_mb", "time_ms"]].sum()
+    links = load_profile(integrated, jobs=2).links
+    got = links.groupby(keys)[["size_mb", "time_ms"]].sum()
+    assert got.index.equals(per_op.index)
+    assert got.to_numpy() == pytest.approx(per_op.to_numpy())
+    assert set(links["ops"]) == {1}  # one total per step, type and link
+    ids = ["cluster.slowest_link", "cluster.slowest_link_ranks"]
+    got_m, want_m = evaluate(load_profile(integrated, jobs=1))[0], evaluate(load_profile(cluster, jobs=1))[0]
+    for mid in ids:
+        assert got_m[mid].value == want_m[mid].value, mid
+    assert got_m["cluster.slowest_link_excess_ms"].value == pytest.approx(
+        want_m["cluster.slowest_link_excess_ms"].value, rel=0.1)
