@@ -16,9 +16,11 @@ from ``profiler_info_{rank}.json``):
 * ``communication.json``: ``stepN -> collective|p2p -> op@group ->
   Communication Time Info / Communication Bandwidth Info`` (HCCS, RDMA,
   PCIE, SDMA);
-* ``communication_matrix.json``: ``stepN -> collective|p2p -> op@group ->
-  "src-dst"`` with group-local ranks, a large (32-64 MB) and a small
-  (0.25-0.5 MB) all-reduce per step, so each transport has two size classes.
+* ``communication_matrix.json``: ``stepN -> collective|p2p -> entry@group
+  -> "src-dst"`` with group-local ranks, a large (32-64 MB) and a small
+  (0.25-0.5 MB) all-reduce per step, written as the profilers integrate
+  them: per link ``allreduce-total`` (their sum) and the ``-top1``,
+  ``-middle``, ``-bottomN`` samples (``integrated``).
 
 Group ids in ``op@group`` are msprof-analyze's ``double_hash`` of the group
 name, so its cluster analysis can map local ranks back to global ones.
@@ -270,7 +272,32 @@ def link_records(sc: Scenario, r: int) -> list[dict]:
     return out
 
 
-def _matrix(records: list[dict]) -> dict:
+def integrated(records: list[dict]) -> list[dict]:
+    """Matrix records as torch_npu and MindSpore write them: not one entry
+    per operator but, per step, collective type, group and link, the sum
+    over the operators (``allreduce-total``) and single operators ranked by
+    bandwidth (``-top1``, ``-middle``, ``-bottom1``, and ``-bottom2`` /
+    ``-bottom3`` with two / three operators or more)."""
+    per_link: dict[tuple, list[dict]] = {}
+    for rec in records:
+        gid = rec["key"].partition("@")[2]
+        per_link.setdefault((rec["step"], gid, rec["link"]), []).append(rec)
+    out = []
+    for (_, gid, _), recs in per_link.items():
+        recs = sorted(recs, key=lambda r: r["info"]["Bandwidth(GB/s)"], reverse=True)
+        size = sum(r["info"]["Transit Size(MB)"] for r in recs)
+        time = sum(r["info"]["Transit Time(ms)"] for r in recs)
+        total = {**recs[0], "info": {"Transport Type": recs[0]["info"]["Transport Type"],
+                                     "Transit Size(MB)": round(size, 6), "Transit Time(ms)": round(time, 6),
+                                     "Bandwidth(GB/s)": round(size / time, 4)}}
+        picks = [("top1", recs[0]), ("middle", recs[len(recs) // 2]), ("bottom1", recs[-1]), ("total", total)]
+        picks += [("bottom2", recs[-2])] if len(recs) >= 2 else []
+        picks += [("bottom3", recs[-3])] if len(recs) >= 3 else []
+        out += [{**rec, "key": f"allreduce-{role}@{gid}"} for role, rec in picks]
+    return out
+
+
+def matrix(records: list[dict]) -> dict:
     out: dict = {}
     for rec in records:
         step = out.setdefault(f"step{rec['step']}", {"collective": {}, "p2p": {}})
@@ -290,7 +317,7 @@ def write_text(sc: Scenario, parent: Path) -> list[Path]:
         (out / "step_trace_time.csv").write_text(_step_trace(sc, r))
         (out / "kernel_details.csv").write_text(_kernels(sc, r, sc.spec.kernels_per_step))
         (out / "communication.json").write_bytes(_dumps(_communication(comm_ops(sc, r))))
-        (out / "communication_matrix.json").write_bytes(_dumps(_matrix(link_records(sc, r))))
+        (out / "communication_matrix.json").write_bytes(_dumps(matrix(integrated(link_records(sc, r)))))
         folders.append(root)
     return folders
 
@@ -352,7 +379,7 @@ def write_db(sc: Scenario, parent: Path) -> list[Path]:
                                        b["Transit Time(ms)"], b["Bandwidth(GB/s)"],
                                        b["Large Packet Ratio"],
                                        {k2: tuple(v) for k2, v in b["Size Distribution"].items()}))
-        for rec in link_records(sc, r):
+        for rec in integrated(link_records(sc, r)):
             name, group = rec["key"].split("@")
             info = rec["info"]
             spec.links.append((rec["step"], name, group, rec["local"][0], rec["local"][1],

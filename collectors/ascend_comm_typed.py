@@ -57,7 +57,8 @@ class _Link(Struct, forbid_unknown_fields=True):
     size: float | None = field(name="Transit Size(MB)", default=None)
     time: float | None = field(name="Transit Time(ms)", default=None)
     bandwidth: float | None = field(name="Bandwidth(GB/s)", default=None)
-    op_name: msgspec.Raw = field(name="op_name", default=_ABSENT)
+    op_name: msgspec.Raw = field(name="op_name", default=_ABSENT)  # a sample's operator (MindSpore)
+    op_name_torch: msgspec.Raw = field(name="Op Name", default=_ABSENT)  # the same, as torch_npu spells it
 
 
 _COMM_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, _OpRecord]]])

@@ -22,42 +22,34 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, generate  # noqa: E402
+from bench import scen_ascend  # noqa: E402
+from bench.scenarios import Spec, build, write  # noqa: E402
 
 OUT = "ASCEND_PROFILER_OUTPUT"
-BUCKETS = 3  # operators per step after adding copies, as a job with gradient buckets has
 LINK_KEYS = ["rank", "step", "src", "dst", "transport", "size_class"]
 BANDWIDTH_KEYS = ["rank", "step", "kind", "transport"]
 
 
-def _with_buckets(node, scale: float):
-    """A copy of an operator's records with every transfer ``scale`` times
-    larger (a second gradient bucket of the same all-reduce)."""
-    if isinstance(node, dict):
-        return {k: (v * scale if isinstance(v, float) and k.startswith("Transit Size") else _with_buckets(v, scale))
-                for k, v in node.items()}
-    return node
-
-
-def _add_buckets(path: Path) -> None:
-    """Give every step of a communication file BUCKETS - 1 more operators."""
-    doc = orjson.loads(path.read_bytes())
-    for step in doc.values():
-        for category in step.values():
-            for key in list(category):
-                name, _, group = key.partition("@")
-                for b in range(1, BUCKETS):
-                    category[f"{name}_{b}@{group}"] = _with_buckets(category[key], 1.0 + 0.05 * b)
-    path.write_bytes(orjson.dumps(doc))
+@pytest.fixture(scope="module")
+def scenario():
+    """Two gradient buckets a step (plus a small all-reduce), a slow link."""
+    return build(Spec(ranks=8, steps=4, fault="slow-link", seed=5, kernels_per_step=5, collectives=2))
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Path:
-    data, _ = generate(Spec(ranks=8, steps=4, fault="slow-link", seed=5, kernels_per_step=5),
-                       tmp_path_factory.mktemp("rollup") / "s")
+def integrated(scenario, tmp_path_factory) -> Path:
+    """The run as the profilers write it: matrices of totals and samples."""
+    return write(scenario, tmp_path_factory.mktemp("integrated") / "s")
+
+
+@pytest.fixture(scope="module")
+def cluster(scenario, tmp_path_factory) -> Path:
+    """The same run with a matrix entry per operator (no totals, no samples)."""
+    data = write(scenario, tmp_path_factory.mktemp("per_op") / "s")
     for unit in ascend.discover(data):
-        _add_buckets(unit / OUT / "communication_matrix.json")
-        _add_buckets(unit / OUT / "communication.json")
+        rank = int(next(unit.glob("profiler_info_*.json")).stem.rsplit("_", 1)[1])
+        records = scen_ascend.link_records(scenario, rank)
+        (unit / OUT / "communication_matrix.json").write_bytes(orjson.dumps(scen_ascend.matrix(records)))
     return data
 
 
@@ -83,7 +75,7 @@ def test_links_are_the_sums_of_the_matrix_records(cluster, jobs):
     records = _records(cluster, read_matrix)
     records["size_class"] = np.floor(np.log2(records["size_mb"])).astype("int64")
     links = load_profile(cluster, jobs=jobs).links
-    assert len(records) >= 2 * len(links)  # several operators per row: the point of it
+    assert len(records) > len(links) and links["ops"].max() == 2  # the two buckets of a step: one row
     got = links.astype({"step": "int64", "size_class": "int64"}).set_index(LINK_KEYS).sort_index()
     want = _sums(records, LINK_KEYS)
     assert got.index.equals(want.index)
@@ -133,51 +125,6 @@ def test_rollup_is_idempotent_and_drops_what_moved_nothing():
     assert comm_rollup.rollup("links", once).equals(once)
     both = comm_rollup.rollup_units("links", [table, table.slice(0, 2)])
     assert both[0].equals(once) and both[1].column("ops").to_pylist() == [2]
-
-
-def _integrated(doc: dict) -> dict:
-    """A per-operator matrix as torch_npu writes it: per step, collective
-    type, group and link, the operators' sum as ``{type}-total`` and single
-    operators (ranked by bandwidth) as ``-top1``, ``-middle``, ``-bottom1``
-    and, with two or three operators or more, ``-bottom2`` / ``-bottom3``."""
-    out: dict = {}
-    for step, categories in doc.items():
-        for category, ops in categories.items():
-            per_link: dict = {}
-            for key, links in ops.items():
-                name, _, group = key.partition("@")
-                kind = name.split("__")[0].removeprefix("hcom_").lower()
-                for link, info in links.items():
-                    per_link.setdefault((kind, group, link), []).append(info)
-            merged: dict = {}
-            for (kind, group, link), infos in per_link.items():
-                infos.sort(key=lambda x: x["Bandwidth(GB/s)"], reverse=True)
-                size = sum(x["Transit Size(MB)"] for x in infos)
-                time = sum(x["Transit Time(ms)"] for x in infos)
-                picks = {"top1": infos[0], "middle": infos[len(infos) // 2], "bottom1": infos[-1],
-                         "total": {"Transport Type": infos[0]["Transport Type"], "Transit Size(MB)": size,
-                                   "Transit Time(ms)": time, "Bandwidth(GB/s)": size / time}}
-                if len(infos) >= 2:
-                    picks["bottom2"] = infos[-2]
-                if len(infos) >= 3:
-                    picks["bottom3"] = infos[-3]
-                for role, info in picks.items():
-                    merged.setdefault(f"{kind}-{role}@{group}", {})[link] = info
-            out.setdefault(step, {})[category] = merged
-    return out
-
-
-@pytest.fixture(scope="module")
-def integrated(cluster, tmp_path_factory) -> Path:
-    """The cluster with its matrices in torch_npu's integrated layout."""
-    import shutil
-
-    data = tmp_path_factory.mktemp("integrated") / "data"
-    shutil.copytree(cluster, data)
-    for unit in ascend.discover(data):
-        path = unit / OUT / "communication_matrix.json"
-        path.write_bytes(orjson.dumps(_integrated(orjson.loads(path.read_bytes()))))
-    return data
 
 
 def test_samples_beside_a_total_are_not_summed_twice(cluster, integrated):
