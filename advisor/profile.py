@@ -38,7 +38,11 @@ Tables and their columns (optional columns in brackets):
     ``input_shapes``, ``max_us``, ``min_us``, ``wait_us``]
 
 ``comm`` -- communication operators per rank (``communication.json``, or
-    collective kernels in a trace): ``name`` (e.g. hcom_allReduce__123_0),
+    collective kernels in a trace). Kineto traces: one row per operator.
+    Ascend layouts: summed per (rank, step, kind, group, operator type)
+    (``comm_rollup``: ``name`` is the type, ``hcom_allReduce__123_0`` ->
+    ``hcom_allReduce_``; times summed; ``start_us`` the first start; ``ops``
+    the operators summed). Columns: ``name`` (e.g. hcom_allReduce__123_0),
     ``kind`` (allreduce, allgather, broadcast, reducescatter, send, receive,
     alltoall, other), ``group``, ``elapse_us``. [``step``, ``start_us``,
     ``transit_us``, ``wait_us``, ``sync_us``, ``idle_us``, ``exposed_us``

@@ -174,7 +174,9 @@ def _time_tables(profile: Profile) -> dict[str, list[dict]]:
         if df is None or value not in df.columns or not set(keys) <= set(df.columns):
             continue
         ranks = max(df["rank"].nunique(), 1)
-        agg = df.groupby(keys, dropna=False).agg(total=(value, "sum"), count=(value, "size") if "count" not in df.columns else ("count", "sum"))
+        counted = next((c for c in ("count", "ops") if c in df.columns), None)  # rows that sum several
+        agg = df.groupby(keys, dropna=False).agg(total=(value, "sum"),
+                                                 count=(counted, "sum") if counted else (value, "size"))
         if "input_dtypes" in df.columns and df["input_dtypes"].notna().any():
             rows = df[[*keys, "input_dtypes"]]
             if pd.api.types.infer_dtype(rows["input_dtypes"], skipna=True) in ("string", "empty"):

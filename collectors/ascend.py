@@ -202,8 +202,8 @@ PENDING_TABLES = ("steps", "comm", "bandwidth", "links")
 
 def _build_pending(profiles: list[Profile]) -> None:
     """Build the pending tables of ``profiles`` (one Arrow table per name
-    for all of them, each profile given its slice); bandwidth and links
-    rolled up (``comm_rollup``)."""
+    for all of them, each profile given its slice); communication,
+    bandwidth and links rolled up (``comm_rollup``)."""
     for name in PENDING_TABLES:
         held = [p for p in profiles if isinstance(getattr(p, name), PendingTable)]
         built = batch_tables.build([getattr(p, name) for p in held])

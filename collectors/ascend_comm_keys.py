@@ -13,6 +13,9 @@ _STEP_KEY = re.compile(r"^step(\d*)$", re.IGNORECASE)
 _LINK_KEY = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 _RANK_KEY = re.compile(r"^\d+$")
 _CATEGORY_KEYS = {"collective", "p2p"}
+#: The instance part of an HCCL operator name: ``hcom_allReduce__606_0_1``
+#: is an instance of type ``hcom_allReduce_`` (the suffix replaced by "_").
+OP_INSTANCE_SUFFIX = r"__\d+(?:_\d+)*$"
 _MATRIX_ENTRY = re.compile(r"^(.+)-(top\d+|middle|bottom\d*|total)$", re.IGNORECASE)
 
 

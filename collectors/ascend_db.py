@@ -469,7 +469,8 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
         profile.steps = reader.attempt(ana_db, read_step_trace, rank)
         got = reader.attempt(ana_db, read_comm_analysis, rank)
         if got is not None:
-            profile.comm, bandwidth, links = got
+            comm, bandwidth, links = got
+            profile.comm = _rolled_up("comm", comm)
             profile.bandwidth, profile.links = _rolled_up("bandwidth", bandwidth), _rolled_up("links", links)
     if kernels is not None and not kernels.empty:
         profile.ops = tables.aggregate_kernels(kernels, rank)
@@ -481,13 +482,13 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
                     "(no StepTraceTime table in analysis.db)")
         _add_device_busy(profile, kernels)
     if profile.comm is None and comm_ops is not None:
-        profile.comm = comm_from_ops(comm_ops, windows, rank)
+        profile.comm = _rolled_up("comm", comm_from_ops(comm_ops, windows, rank))
     profile.meta.notes.append("read from the database layout (" + ", ".join(
         p.name for p in (prof_db, ana_db) if p is not None) + ")")
 
 
 def _rolled_up(name: str, frame: pd.DataFrame | None) -> pa.Table | None:
-    """A bandwidth or links frame as the collectors keep it (``comm_rollup``)."""
+    """A comm, bandwidth or links frame as the collectors keep it (``comm_rollup``)."""
     if frame is None:
         return None
     return comm_rollup.rollup(name, pa.Table.from_pandas(frame, preserve_index=False))

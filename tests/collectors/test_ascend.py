@@ -85,14 +85,18 @@ def test_cluster_summary_gives_eight_rank_totals(corpus):
 def test_cluster_communication_json(corpus):
     profile = load_profile(corpus / CLUSTER_PARENT)
     comm = profile.comm
-    assert len(comm) == 4 and set(comm["rank"]) == {0, 1}
-    assert set(comm["kind"]) == {"broadcast"}
-    assert set(comm["group"]) == {"6297232067196334501"}
-    row = comm[(comm["rank"] == 0) & (comm["name"] == "hcom_broadcast__501_0")].iloc[0]
-    assert row["elapse_us"] == pytest.approx(121736.94384375)  # 121.7 ms -> us
-    assert row["wait_us"] == pytest.approx(115960.64153125)
-    assert row["idle_us"] == pytest.approx(5768.242375)
-    assert row["start_us"] == pytest.approx(1695054582608213.0)
+    assert len(comm) == 2 and set(comm["rank"]) == {0, 1}  # each rank's two broadcasts summed
+    assert set(comm["kind"]) == {"broadcast"} and set(comm["name"]) == {"hcom_broadcast_"}
+    assert set(comm["group"]) == {"6297232067196334501"} and comm["ops"].tolist() == [2, 2]
+    ops = read_communication(corpus / CLUSTER_PARENT / "cluster_analysis_output" / "cluster_communication.json",
+                             None)[0].to_pandas()
+    first = ops[(ops["rank"] == 0) & (ops["name"] == "hcom_broadcast__501_0")].iloc[0]
+    assert first["elapse_us"] == pytest.approx(121736.94384375)  # 121.7 ms -> us, as the file's record
+    row = comm[comm["rank"] == 0].iloc[0]
+    mine = ops[ops["rank"] == 0]
+    for col in ("elapse_us", "wait_us", "idle_us"):
+        assert row[col] == pytest.approx(mine[col].sum())
+    assert row["start_us"] == pytest.approx(mine["start_us"].min())
     bw = profile.bandwidth
     assert "RDMA" not in set(bw["transport"])  # all-zero transports are not rows
     # rolled up per rank, step, kind and transport: rank 0's two broadcasts
@@ -336,12 +340,13 @@ MATRIX = {
 def test_communication_json_per_rank(tmp_path):
     root = make_rank(tmp_path, rank=4, files={"communication.json": COMMUNICATION})
     profile = load_profile(root)
-    comm = profile.comm.set_index("name")
-    assert sorted(comm.index) == ["hcom_allReduce__123_0", "hcom_receive__5_1", "hcom_send__5_0"]
-    assert comm.loc["hcom_allReduce__123_0", "kind"] == "allreduce"
-    assert comm.loc["hcom_send__5_0", "kind"] == "send"
-    assert comm.loc["hcom_receive__5_1", "kind"] == "receive"
-    row = comm.loc["hcom_allReduce__123_0"]
+    comm = profile.comm.set_index("name")  # operator types: instance numbers dropped (comm_rollup)
+    assert sorted(comm.index) == ["hcom_allReduce_", "hcom_receive_", "hcom_send_"]
+    assert comm.loc["hcom_allReduce_", "kind"] == "allreduce"
+    assert comm.loc["hcom_send_", "kind"] == "send"
+    assert comm.loc["hcom_receive_", "kind"] == "receive"
+    assert comm["ops"].tolist() == [1, 1, 1]
+    row = comm.loc["hcom_allReduce_"]
     assert (row["elapse_us"], row["wait_us"], row["idle_us"]) == (2500.0, 1250.0, 250.0)
     assert row["start_us"] == 1000.5 and row["group"] == "g1" and row["step"] == 1
     assert set(profile.comm["rank"]) == {4}

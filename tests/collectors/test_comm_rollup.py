@@ -96,18 +96,48 @@ def test_bandwidth_is_the_sums_of_the_operator_records(cluster):
     assert got["large_packet_ratio"].to_numpy() == pytest.approx((weighted / want["size_mb"]).to_numpy())
 
 
+def test_comm_is_the_sums_of_the_operator_records(cluster):
+    ops = pd.concat([read_communication(unit / OUT / "communication.json", rank)[0].to_pandas()
+                     for rank, unit in enumerate(ascend.discover(cluster))], ignore_index=True)
+    ops["name"] = ops["name"].str.replace(r"__\d+(?:_\d+)*$", "_", regex=True)  # the operator type
+    keys = ["rank", "step", "kind", "group", "name"]
+    comm = load_profile(cluster, jobs=2).comm
+    got = comm.astype({"step": "int64"}).set_index(keys).sort_index()
+    want = ops.groupby(keys).agg(ops=("elapse_us", "size"), elapse_us=("elapse_us", "sum"),
+                                 wait_us=("wait_us", "sum"), start_us=("start_us", "min")).sort_index()
+    assert got.index.equals(want.index) and len(ops) > len(comm)
+    assert got["ops"].tolist() == want["ops"].tolist()
+    for col in ("elapse_us", "wait_us", "start_us"):
+        assert got[col].to_numpy() == pytest.approx(want[col].to_numpy()), col
+
+
+def _close(a, b) -> bool:
+    """Metric values equal, floats to 1e-6 relative, inside lists and maps too."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-6)
+    return a == b
+
+
 def test_metrics_from_sums_equal_metrics_from_records(cluster):
-    """The slow link, its ratio and excess, and the bandwidth per transport
-    come out the same from the sums as from every record."""
+    """Every metric the communication tables feed (slow link, its ratio and
+    excess, bandwidth per transport, wait ratio, exposed all-reduce, the
+    straggler in collectives, ...) comes out the same from the sums as
+    from every operator record."""
     summed = load_profile(cluster, jobs=1)
-    records = Profile(meta=summed.meta, links=_records(cluster, read_matrix),
+    comm = pd.concat([read_communication(unit / OUT / "communication.json", rank)[0].to_pandas()
+                      for rank, unit in enumerate(ascend.discover(cluster))], ignore_index=True)
+    records = Profile(meta=summed.meta, steps=summed.steps, comm=comm, links=_records(cluster, read_matrix),
                       bandwidth=_records(cluster, read_communication))
-    ids = ["cluster.slowest_link", "cluster.slowest_link_ratio", "cluster.slowest_link_excess_ms",
-           "cluster.slowest_link_ranks", "comm.bandwidth_gbps"]
     got, want = evaluate(summed)[0], evaluate(records)[0]
-    for mid in ids:
-        assert mid in want, mid
-        assert got[mid].value == pytest.approx(want[mid].value), mid
+    compared = [mid for mid in want if mid.startswith(("comm.", "cluster."))]
+    assert {"cluster.slowest_link_excess_ms", "comm.bandwidth_gbps", "comm.wait_ratio",
+            "comm.exposed_allreduce_ms"} <= set(compared)
+    for mid in compared:
+        assert mid in got and _close(got[mid].value, want[mid].value), (mid, got.get(mid), want[mid])
     assert want["cluster.slowest_link_ratio"].value < 0.7  # the injected slow link, found both ways
 
 
