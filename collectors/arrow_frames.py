@@ -11,7 +11,7 @@ parsing the files.
 A Profile whose tables are Arrow is transient: it never leaves the
 collectors. ``to_pandas`` gives the dtypes every metric expects:
 
-* ``rank``, ``src``, ``dst``, ``count`` int64 (nullable ``Int64`` if a
+* ``rank``, ``src``, ``dst``, ``count``, ``ops`` int64 (nullable ``Int64`` if a
   value is missing); ``step`` always nullable ``Int64``;
 * floats float64 (NaN where missing);
 * text: pandas ``string`` in the ``steps``, ``ops`` and ``data_ops``
@@ -29,7 +29,7 @@ import pyarrow as pa
 from advisor.profile import TABLES, Profile, RunMeta, merge_profiles
 
 #: Integer columns that are never missing in a well-formed table.
-INT_COLUMNS = ("rank", "src", "dst", "count")
+INT_COLUMNS = ("rank", "src", "dst", "count", "ops")
 #: Tables whose text columns are pandas ``string`` dtype.
 STRING_TABLES = frozenset({"steps", "ops", "data_ops", "kernels"})
 
