@@ -97,7 +97,8 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
             table = table.append_column(key, pa.nulls(table.num_rows, _TYPES[key]))
     if "ops" not in table.column_names:
         table = table.append_column("ops", pa.array(np.ones(table.num_rows, dtype=np.int64)))
-    aggs = [("ops", "sum"), *((c, "sum") for c in spec.sums), *((c, "min") for c in spec.firsts)]
+    kept = [*((c, "sum") for c in spec.sums), *((c, "min") for c in spec.firsts)]
+    aggs = [("ops", "sum"), *kept]
     weighted = spec.transfers and "large_packet_ratio" in table.column_names
     if weighted:
         ratio, size = table.column("large_packet_ratio"), table.column("size_mb")
@@ -108,7 +109,7 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
     grouped = grouped.sort_by([(c, "ascending") for c in (_UNIT, *spec.keys)])  # same order however batched
     columns = {key: grouped.column(key).cast(_TYPES[key]) for key in spec.keys}
     columns["ops"] = grouped.column("ops_sum")
-    for c, agg in (*((c, "sum") for c in spec.sums), *((c, "min") for c in spec.firsts)):
+    for c, agg in kept:
         values = grouped.column(f"{c}_{agg}")
         if values.null_count < len(values) or spec.transfers:  # a column no record has stays absent
             columns[c] = values
