@@ -446,8 +446,7 @@ def _matrix_frame(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
         "size_mb": _num(df, "transit_size"), "time_ms": _num(df, "transit_time"),
         "bandwidth_gbps": _num(df, "bandwidth"),
     })
-    repeated = comm_io.repeated_links(out["name"].tolist(), out["group"].tolist() if "group" in df else None,
-                                      out["step"].tolist() if "step" in df else None, None)
+    repeated = comm_io.repeated_links(out["name"].tolist(), out["group"].tolist(), out["step"].tolist(), None)
     if repeated is not None:
         out = out[[not r for r in repeated]]
     return out.dropna(axis=1, how="all").reset_index(drop=True)

@@ -112,3 +112,15 @@ def test_database_opened_read_only(tmp_path):
     before = _snapshot(tmp_path)
     load_profile(root, jobs=1)
     assert _snapshot(tmp_path) == before
+
+
+def test_matrix_samples_dropped_only_beside_their_own_groups_total():
+    """A -top1 sample is a repeat only where its own group has a -total."""
+    from advisor.collectors.ascend_db import _matrix_frame
+
+    rows = pd.DataFrame({"hccl_op_name": ["allreduce-top1", "allreduce-total", "allreduce-top1"],
+                         "group_name": ["A", "B", "B"], "step": [1, 1, 1], "src_rank": [0, 0, 0],
+                         "dst_rank": [1, 1, 1], "transport_type": ["HCCS"] * 3, "transit_size": [8.0] * 3,
+                         "transit_time": [1.0] * 3, "bandwidth": [8.0] * 3})
+    links = _matrix_frame(rows, 0)
+    assert list(zip(links["name"], links["group"])) == [("allreduce-top1", "A"), ("allreduce-total", "B")]
