@@ -207,10 +207,10 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
         for b in range(1, n + 1):  # bucket b: 1/n of the bytes and time; the first waits for the peers
             tb, wb = t / n, (w if b == 1 else 0.0)
             xb = transit / n
-            bands = {"HCCS": _bw(350.0 / n, 0.55 * tb, {"2.0": [175 // n if n == 1 else 175 / n, 0.55 * tb]}),
-                     "RDMA": (_bw(180.0 / n, 0.35 * tb, {"2.0": [90 // n if n == 1 else 90 / n, 0.35 * tb]})
-                              if hosts_in_group > 1
-                              else _bw(0, 0)),
+            packets = (175, 90) if n == 1 else (175 / n, 90 / n)  # counts as written before buckets
+            bands = {"HCCS": _bw(350.0 / n, 0.55 * tb, {"2.0": [packets[0], 0.55 * tb]}),
+                     "RDMA": (_bw(180.0 / n, 0.35 * tb, {"2.0": [packets[1], 0.35 * tb]})
+                              if hosts_in_group > 1 else _bw(0, 0)),
                      "PCIE": _bw(0, 0), "SDMA": _bw(350.0 / n, 0.05 * tb)}
             begin = start if b == 1 else start + 1000 * (w + (b - 1) * tb)
             ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{600 + j}_{s}_{b}@{gid}",

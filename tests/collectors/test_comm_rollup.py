@@ -15,6 +15,7 @@ import pytest
 
 from advisor.collectors import ascend, comm_rollup, load_profile
 from advisor.collectors.ascend_comm import read_communication, read_matrix
+from advisor.collectors.ascend_comm_keys import OP_INSTANCE_SUFFIX
 from advisor.metrics import evaluate
 from advisor.profile import Profile
 
@@ -64,6 +65,12 @@ def _records(data: Path, read) -> pd.DataFrame:
     return records[(records["size_mb"] > 0) & (records["time_ms"] > 0)]
 
 
+def _comm_records(data: Path) -> pd.DataFrame:
+    """The operator records of every rank's communication.json."""
+    return pd.concat([read_communication(unit / OUT / "communication.json", rank)[0].to_pandas()
+                      for rank, unit in enumerate(ascend.discover(data))], ignore_index=True)
+
+
 def _sums(records: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return (records.groupby(keys).agg(ops=("size_mb", "size"), size_mb=("size_mb", "sum"),
                                       time_ms=("time_ms", "sum"))
@@ -97,9 +104,8 @@ def test_bandwidth_is_the_sums_of_the_operator_records(cluster):
 
 
 def test_comm_is_the_sums_of_the_operator_records(cluster):
-    ops = pd.concat([read_communication(unit / OUT / "communication.json", rank)[0].to_pandas()
-                     for rank, unit in enumerate(ascend.discover(cluster))], ignore_index=True)
-    ops["name"] = ops["name"].str.replace(r"__\d+(?:_\d+)*$", "_", regex=True)  # the operator type
+    ops = _comm_records(cluster)
+    ops["name"] = ops["name"].str.replace(OP_INSTANCE_SUFFIX, "_", regex=True)  # the operator type
     keys = ["rank", "step", "kind", "group", "name"]
     comm = load_profile(cluster, jobs=2).comm
     got = comm.astype({"step": "int64"}).set_index(keys).sort_index()
@@ -128,9 +134,8 @@ def test_metrics_from_sums_equal_metrics_from_records(cluster):
     straggler in collectives, ...) comes out the same from the sums as
     from every operator record."""
     summed = load_profile(cluster, jobs=1)
-    comm = pd.concat([read_communication(unit / OUT / "communication.json", rank)[0].to_pandas()
-                      for rank, unit in enumerate(ascend.discover(cluster))], ignore_index=True)
-    records = Profile(meta=summed.meta, steps=summed.steps, comm=comm, links=_records(cluster, read_matrix),
+    records = Profile(meta=summed.meta, steps=summed.steps, comm=_comm_records(cluster),
+                      links=_records(cluster, read_matrix),
                       bandwidth=_records(cluster, read_communication))
     got, want = evaluate(summed)[0], evaluate(records)[0]
     compared = [mid for mid in want if mid.startswith(("comm.", "cluster."))]
