@@ -17,6 +17,7 @@ import click
 
 from advisor import __version__
 from advisor.errors import AdvisorError, ConfigError
+from advisor.stream_guard import guarded_output
 
 EXIT_BAD_INPUT = 2
 LANGS = ("en", "zh")
@@ -295,20 +296,21 @@ def main(argv: list[str] | None = None) -> None:
     if gc.get_threshold()[0] < GC_THRESHOLD:
         gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
         atexit.register(gc.freeze)
-    try:
-        cli.main(args=argv, prog_name="advisor", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("advisor: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_BAD_INPUT)
-    except AdvisorError as exc:
-        click.echo(f"advisor: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("advisor: interrupted", err=True)
-        sys.exit(130)
+    with guarded_output():
+        try:
+            cli.main(args=argv, prog_name="advisor", standalone_mode=False)
+        except click.exceptions.Abort:
+            click.echo("advisor: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(EXIT_BAD_INPUT)
+        except AdvisorError as exc:
+            click.echo(f"advisor: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("advisor: interrupted", err=True)
+            sys.exit(130)
 
 
 if __name__ == "__main__":
