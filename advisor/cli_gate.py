@@ -83,8 +83,9 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool)
 
 @click.command()
 @click.argument("current", type=click.Path(path_type=Path))
-@click.option("--baseline", type=click.Path(path_type=Path), default=None,
-              help="Baseline run: profile folder, report folder or report.json.")
+@click.option("--baseline", "baselines", type=click.Path(path_type=Path), multiple=True,
+              help="Baseline run: profile folder, report folder or report.json. Repeat it for several "
+                   "runs (3 or more measure the run-to-run noise, as a history does).")
 @click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
               help="History file; the baseline is the median of the last N runs of --branch.")
 @click.option("--branch", default="main", show_default=True, help="History branch to gate against.")
@@ -94,11 +95,12 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool)
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_GATE_DIR,
               show_default=True, help="Folder for gate.md, junit.xml, gate.json and compare.html.")
 @click.option("--no-color", is_flag=True)
-def gate(current: Path, baseline, history_db, branch, last, config_path, out_dir: Path, no_color) -> None:
+def gate(current: Path, baselines, history_db, branch, last, config_path, out_dir: Path, no_color) -> None:
     """Fail (exit 1) when CURRENT regressed against the baseline.
 
     \b
     advisor gate out/ --baseline main-report.json
+    advisor gate out/ --baseline main1/ --baseline main2/ --baseline main3/
     advisor gate out/ --history .advisor/history.db --branch main
     """
     from advisor.compare import side_from_reports
@@ -107,12 +109,12 @@ def gate(current: Path, baseline, history_db, branch, last, config_path, out_dir
     from advisor.reports.compare import render_compare_html, write_text
     from advisor.reports.gate import print_gate, render_gate_markdown, render_junit
 
-    if (baseline is None) == (history_db is None):
-        raise ConfigError("give exactly one baseline: --baseline PATH or --history FILE [--branch NAME]")
+    if bool(baselines) == (history_db is not None):
+        raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
     if last is not None and last < 1:
         raise ConfigError("--last must be at least 1")
     config = load_config(config_path)
-    _refuse_inside(out_dir, current, *([baseline] if baseline else []))
+    _refuse_inside(out_dir, current, *baselines)
     anomaly = None
     cur_report = _load(current)
     cur = side_from_reports([cur_report], str(current))
@@ -123,7 +125,7 @@ def gate(current: Path, baseline, history_db, branch, last, config_path, out_dir
             base = hist.baseline_side(branch, last or config.baseline_runs)
         anomaly = history_anomaly(base, cur_report)
     else:
-        base = side_from_reports([_load(baseline)], str(baseline))
+        base = side_from_reports([_load(b) for b in baselines], " + ".join(map(str, baselines)))
     result, comparison = run_gate(base, cur, config, anomaly=anomaly)
     summary = render_gate_markdown(result, comparison)
     write_text(out_dir / "gate.md", summary)

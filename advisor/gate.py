@@ -11,9 +11,15 @@
   busy shared CPU host steps vary by 20-40% and the gate then demands a
   correspondingly larger effect instead of alarming on the machine's load.
 * *run-to-run floor*, measured only when the baseline is several runs (the
-  history): ``NOISE_Z`` robust standard deviations (1.4826 x MAD of the log
-  per-run medians) across those runs; needs ``MIN_NOISE_RUNS`` runs. A
-  single baseline run cannot measure it, and the summary says so.
+  history, or ``--baseline`` given more than once): ``NOISE_Z`` standard
+  deviations of the log per-run medians across those runs; needs
+  ``MIN_NOISE_RUNS`` runs. From ``ROBUST_RUNS`` runs on the deviation is
+  the robust one (1.4826 x MAD), so one stalled run in a history does not
+  widen the limit. Below that it is the larger of the robust and the plain
+  (n-1) standard deviation: the MAD of three or four runs is the gap
+  between the two closest, ~0 when two of them agree, and a runner that is
+  often slow (two fast runs and a slow one) would pass for a quiet one.
+  A single baseline run cannot measure it, and the summary says so.
 
 A budget *regresses* when both hold:
 
@@ -61,6 +67,7 @@ from advisor.model import SEVERITY_ORDER
 
 NOISE_Z = 3.0
 MIN_NOISE_RUNS = 3
+ROBUST_RUNS = 5
 SUMMARY_GROWTH = 5
 EXIT_PASS, EXIT_REGRESSION = 0, 1
 
@@ -122,6 +129,8 @@ def noise_floor(side: Side, metric: str) -> float | None:
         return None
     logs = np.log(vals)
     sigma = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+    if len(logs) < ROBUST_RUNS:
+        sigma = max(sigma, float(np.std(logs, ddof=1)))
     return math.exp(NOISE_Z * sigma) - 1.0
 
 
@@ -170,7 +179,8 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
                              "robust standard deviations of the per-step log times)")
     if floor is not None and floor > max(b.amount if b.relative else 0, spread):
         check.caveats.append(f"limit widened to {floor:.1%}: the baseline runs themselves vary that much "
-                             f"({NOISE_Z:g} robust standard deviations of {base.runs} runs)")
+                             f"({NOISE_Z:g} {'robust ' if base.runs >= ROBUST_RUNS else ''}standard deviations of "
+                             f"{base.runs} runs)")
     if declared > (b.amount if b.relative else 0) and declared >= (floor or 0):
         check.caveats.append(f"limit widened to the declared run_noise {declared:.1%}")
     if have_test:

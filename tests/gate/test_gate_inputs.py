@@ -179,3 +179,41 @@ def test_absolute_and_drop_budgets(reports):
     # the other way round the share rises: no regression
     result, _ = run_gate(fp32, fp16, config)
     assert {c.metric: c.status for c in result.checks if c.kind == "budget"}["step.fp_bp_ratio"] == "pass"
+
+
+def test_several_baselines_measure_run_to_run_noise(reports, tmp_path):
+    """``--baseline`` repeated pools the runs like a history; with three of
+    them the run-to-run floor is measured and named in the check."""
+    code, stdout, stderr = advisor("gate", reports["fp16"], "--baseline", reports["fp32"], "--baseline",
+                                   reports["fp32"], "--baseline", reports["fp16"], "-o", tmp_path / "g")
+    assert code in (0, 1), stderr
+    result = json.loads((tmp_path / "g" / "gate.json").read_text())
+    assert " + " in result["baseline"]
+    assert not any("single baseline run" in n for n in result["notes"])
+    step = next(c for c in result["checks"] if c["metric"] == "step.time_ms")
+    single = json.loads(json.dumps(run_gate(*(side_from_reports([load_report(reports[k])], k)
+                                               for k in ("fp32", "fp16")), GateConfig())[0].model_dump()))
+    one = next(c for c in single["checks"] if c["metric"] == "step.time_ms")
+    # fp32 twice and fp16 once: the runs differ by ~2x, so the limit is far wider than one run's
+    assert step["noise_floor"] > 2 * max(one["noise_floor"], 0.05), (step, one)
+    assert any("standard deviations of 3 runs" in c for c in step["caveats"]), step["caveats"]
+
+
+def test_small_baselines_do_not_read_two_agreeing_runs_as_quiet(reports):
+    """Two identical fast runs and a slow one: the MAD of the three is 0,
+    yet the runner is clearly noisy; below ROBUST_RUNS runs the plain
+    standard deviation bounds the floor from below. From ROBUST_RUNS runs
+    on, one slow run among steady ones is an outlier and does not widen it."""
+    from advisor.gate import noise_floor
+
+    fp32 = load_report(reports["fp32"])
+    step = fp32.metrics["step.time_ms"].value
+
+    def side(*factors):
+        s = side_from_reports([fp32] * len(factors), "runs")
+        s.run_values["step.time_ms#median"] = [step * f for f in factors]
+        return s
+
+    assert noise_floor(side(1.0, 1.0), "step.time_ms") is None          # too few runs to say
+    assert noise_floor(side(1.0, 1.0, 1.6), "step.time_ms") > 0.6        # 3 SDs of (0, 0, log 1.6)
+    assert noise_floor(side(1.0, 1.0, 1.0, 1.0, 1.6), "step.time_ms") == pytest.approx(0.0)

@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import numpy as np
 from gate_helpers import advisor
 
 from advisor.compare import load_report, side_from_reports
@@ -25,10 +26,9 @@ from advisor.gate import run_gate
 
 REPO = Path(__file__).resolve().parents[2]
 OTHER_MODEL = REPO / "examples" / "resnet50_8p_allreduce_tail"
-#: Largest false-alarm share tolerated over the healthy pairs (see the
-#: measured numbers in docs/ci.md: 0 on a quiet host; a shared 2-core host
-#: under other jobs' load gave up to ~1 in 8 single-baseline pairs).
-MAX_FALSE_ALARM_SHARE = 0.25
+#: Alarms tolerated when each healthy run is gated against the others (see
+#: test_healthy_runs_do_not_alarm and the measured numbers in docs/ci.md).
+MAX_LOO_ALARMS = 1
 
 
 def test_slow_dataset_fails_the_gate(live_runs, tmp_path):
@@ -71,26 +71,45 @@ def test_compare_names_the_dataloader_as_main_growth(live_runs, tmp_path):
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
 
 
-def test_healthy_runs_do_not_alarm(live_runs, capsys):
-    """Every ordered pair of healthy runs, default config: false alarms are
-    counted, printed and bounded; the naive rule (median step > +5%) is
-    counted for contrast."""
-    reports = [load_report(r.report) for r in live_runs.healthy]
-    sides = [side_from_reports([r], f"healthy{i}") for i, r in enumerate(reports)]
+def test_healthy_runs_do_not_alarm(live_runs, tmp_path, capsys):
+    """Each healthy run gated, through the CLI, against the other healthy
+    runs as a several-run baseline (what docs/ci.md asks of shared runners):
+    at most one alarm in the four. A single slow run among fast ones can
+    still alarm (it is slower than everything the baseline saw), but as
+    soon as the baseline itself holds slow and fast runs its run-to-run
+    floor covers the spread. Every ordered single-baseline pair is counted
+    and printed beside it, with the naive rule (median step > +5%): a
+    single baseline cannot tell a whole run slowed by a neighbour from a
+    regression, so those counts measure the host and are not bounded."""
+    healthy = live_runs.healthy
+    sides = [side_from_reports([load_report(r.report)], f"healthy{i}") for i, r in enumerate(healthy)]
+    loo = []
+    for i, run in enumerate(healthy):
+        others = [x for j, x in enumerate(healthy) if j != i]
+        code, stdout, stderr = advisor("gate", run.report, *sum((["--baseline", o.report] for o in others), []),
+                                       "-o", tmp_path / f"loo{i}", "--no-color")
+        assert code in (0, 1), stderr
+        result = json.loads((tmp_path / f"loo{i}" / "gate.json").read_text())
+        step = next(c for c in result["checks"] if c["metric"] == "step.time_ms")
+        assert step["n_baseline"] > len(sides[i].samples["step.time_ms"]), step  # the runs were pooled
+        if code:
+            loo.append((i, [c["message"][:100] for c in result["checks"] if c["status"] == "fail"]))
     config = GateConfig()
-    alarms, naive, pairs = [], 0, list(itertools.permutations(range(len(sides)), 2))
+    single, naive, pairs = [], 0, list(itertools.permutations(range(len(sides)), 2))
     for b, c in pairs:
         result, _ = run_gate(sides[b], sides[c], config)
         if result.exit_code:
-            alarms.append((b, c, [x.message[:100] for x in result.failed]))
-        bm, cm = (float(__import__("numpy").median(s.samples["step.time_ms"])) for s in (sides[b], sides[c]))
+            single.append((b, c, [x.message[:100] for x in result.failed]))
+        bm, cm = (float(np.median(s.samples["step.time_ms"])) for s in (sides[b], sides[c]))
         naive += cm > bm * 1.05
+    medians = [round(float(np.median(s.samples["step.time_ms"])), 2) for s in sides]
     with capsys.disabled():
-        print(f"\n[gate false alarms] {len(alarms)}/{len(pairs)} healthy pairs "
-              f"(naive median>+5% rule: {naive}/{len(pairs)}); runs took {live_runs.seconds:.0f}s")
-        for a in alarms:
+        print(f"\n[gate false alarms] against the other runs: {len(loo)}/{len(healthy)}; single-baseline pairs: "
+              f"{len(single)}/{len(pairs)} (naive median>+5% rule: {naive}/{len(pairs)}); run medians {medians} ms; "
+              f"runs took {live_runs.seconds:.0f}s")
+        for a in loo + single:
             print("   ", a)
-    assert len(alarms) <= MAX_FALSE_ALARM_SHARE * len(pairs), alarms
+    assert len(loo) <= MAX_LOO_ALARMS, loo
     # the same healthy run against itself never fails
     result, _ = run_gate(sides[0], sides[0], config)
     assert result.exit_code == 0
