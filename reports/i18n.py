@@ -169,7 +169,7 @@ EN: dict[str, str] = {
     "md_noun_skipped": "skipped items",
     "md_metrics_more": "{n} more metrics in report.html and report.json.",
     # terminal
-    "term_title": "advisor: {n} finding(s)",
+    "term_title": "advisor: {n} finding(s), largest estimated gain first",
     "term_none": "advisor: no problems found",
     "term_more": "... and {n} more (see the report)",
 }
@@ -332,7 +332,7 @@ ZH: dict[str, str] = {
     "md_noun_skipped": "跳过项",
     "md_metrics_more": "另有 {n} 个指标，见 report.html 和 report.json。",
     # terminal
-    "term_title": "advisor：发现 {n} 个问题",
+    "term_title": "advisor：发现 {n} 个问题，按预计收益从大到小",
     "term_none": "advisor：未发现问题",
     "term_more": "……另有 {n} 个（见报告）",
     "term_report": "报告：{path}",

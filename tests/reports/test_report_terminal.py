@@ -17,7 +17,7 @@ def test_plain_when_not_a_tty(report: Report) -> None:
     out = buf.getvalue()
     assert "\x1b[" not in out
     lines = out.splitlines()
-    assert lines[0] == "advisor: 4 finding(s)"
+    assert lines[0] == "advisor: 4 finding(s), largest estimated gain first"
     assert lines[2].startswith(" 1. [HIGH] input-bound (ADV001):")
     assert "[38.5 ms / 20.8%]" in lines[2]
     # profile strings are printed as text, not read as rich markup
