@@ -117,7 +117,7 @@ class GateResult(BaseModel):
 
 METHOD = ("one-sided Mann-Whitney U test on per-step times against the baseline scaled by "
           "(1 + limit), p < {alpha}, and median ratio > 1 + limit; limit = max(budget, "
-          "2 pooled robust SDs of per-step log times, run-to-run noise of a history baseline)")
+          "2 pooled robust SDs of per-step log times, run-to-run noise of a several-run baseline)")
 
 
 def noise_floor(side: Side, metric: str) -> float | None:
@@ -268,10 +268,11 @@ def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Chec
         checks.append(anomaly)
     failed = any(c.status == "fail" for c in checks)
     notes = list(comparison.notes)
-    if baseline.runs == 1:
-        notes.append("single baseline run: the rank test controls step-to-step noise only; run-to-run "
-                     "noise (a busier machine) is not measured -- gate against the history, or declare "
-                     "run_noise, on shared runners")
+    if baseline.runs < MIN_NOISE_RUNS:
+        which = "single baseline run" if baseline.runs == 1 else f"{baseline.runs} baseline runs"
+        notes.append(f"{which}: the rank test controls step-to-step noise only; run-to-run noise (a busier "
+                     f"machine) is measured from {MIN_NOISE_RUNS} runs on -- gate against the history or "
+                     "several baseline runs, or declare run_noise, on shared runners")
     return GateResult(
         verdict="regression" if failed else "pass",
         exit_code=EXIT_REGRESSION if failed else EXIT_PASS,

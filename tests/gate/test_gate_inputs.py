@@ -189,7 +189,7 @@ def test_several_baselines_measure_run_to_run_noise(reports, tmp_path):
     assert code in (0, 1), stderr
     result = json.loads((tmp_path / "g" / "gate.json").read_text())
     assert " + " in result["baseline"]
-    assert not any("single baseline run" in n for n in result["notes"])
+    assert not any("run-to-run noise" in n for n in result["notes"]), result["notes"]
     step = next(c for c in result["checks"] if c["metric"] == "step.time_ms")
     single = json.loads(json.dumps(run_gate(*(side_from_reports([load_report(reports[k])], k)
                                                for k in ("fp32", "fp16")), GateConfig())[0].model_dump()))
@@ -197,6 +197,11 @@ def test_several_baselines_measure_run_to_run_noise(reports, tmp_path):
     # fp32 twice and fp16 once: the runs differ by ~2x, so the limit is far wider than one run's
     assert step["noise_floor"] > 2 * max(one["noise_floor"], 0.05), (step, one)
     assert any("standard deviations of 3 runs" in c for c in step["caveats"]), step["caveats"]
+    # two runs cannot measure it yet, and the notes say so
+    code, _, stderr = advisor("gate", reports["fp16"], "--baseline", reports["fp32"], "--baseline",
+                              reports["fp32"], "-o", tmp_path / "g2")
+    notes = json.loads((tmp_path / "g2" / "gate.json").read_text())["notes"]
+    assert any(n.startswith("2 baseline runs:") and "from 3 runs on" in n for n in notes), notes
 
 
 def test_small_baselines_do_not_read_two_agreeing_runs_as_quiet(reports):
