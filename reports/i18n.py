@@ -36,6 +36,8 @@ EN: dict[str, str] = {
     # findings
     "findings_heading": "Findings",
     "findings_none": "No rule fired on this run.",
+    "findings_order": "Largest estimated gain first. Severity is how much of the step the problem holds; "
+                      "the gain is what its fix is expected to give back.",
     "sev_critical": "critical",
     "sev_high": "high",
     "sev_medium": "medium",
@@ -200,6 +202,7 @@ ZH: dict[str, str] = {
     # findings
     "findings_heading": "问题",
     "findings_none": "本次运行没有触发任何规则。",
+    "findings_order": "按预计收益从大到小排列。严重程度表示问题占迭代时间的多少，预计收益表示修复后预计能节省的时间。",
     "sev_critical": "严重",
     "sev_high": "高",
     "sev_medium": "中",

@@ -129,6 +129,9 @@ def test_layout_order_and_contents(report: Report) -> None:
     verdict = html[html.index('id="verdict"') : html.index('id="findings"')]
     assert top.title in verdict
     assert "compute-bound" in verdict
+    findings = html[html.index('id="findings"'):html.index('id="charts"')]
+    assert "Largest estimated gain first" in findings  # a HIGH may stand above a CRITICAL
+    assert "Largest estimated gain first" not in render_html(report.model_copy(update={"findings": [top]}))
     for f in report.findings:
         assert f.rule in html and f.id in html
     assert "38.5 ms" in html and "20.8%" in html
