@@ -121,6 +121,11 @@ class RunMeta(BaseModel):
         "of one worker); cross-rank comparisons are then not made",
     )
     world_size: int | None = None
+    hosts: dict[int, str] = Field(
+        default_factory=dict,
+        description="rank -> host, where the output names it (a worker folder or trace file "
+        "named {host}_{pid}_...; absent otherwise)",
+    )
     parallel: dict[str, int] = Field(
         default_factory=dict, description="e.g. {'dp': 8, 'tp': 1, 'pp': 1}"
     )
@@ -186,5 +191,7 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
     for p in parts:
         ranks.update(p.meta.ranks)
         out.meta.ranks_inferred |= p.meta.ranks_inferred
+        for rank, host in p.meta.hosts.items():
+            out.meta.hosts.setdefault(rank, host)
     out.meta.ranks = sorted(ranks)
     return out

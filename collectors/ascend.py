@@ -35,7 +35,8 @@ from advisor.profile import TABLES, Profile, RunMeta
 from . import arrow_frames, ascend_db, batch_tables, comm_rollup, listing
 from . import ascend_comm as comm_io
 from . import ascend_tables as tables
-from .ascend_meta import framework_of, rank_from_folder_name, rank_from_info_names, read_meta
+from .ascend_meta import (framework_of, host_from_folder_name, rank_from_folder_name,
+                          rank_from_info_names, read_meta)
 from .ascend_trace import read_trace
 from .batch_tables import PendingTable
 
@@ -271,6 +272,9 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
         facts.rank = ascend_db.rank_of(out_dir)
     rank = _decide_rank(root, facts, out_dir, profile)
     _fill_meta(profile.meta, facts, rank)
+    host = host_from_folder_name(root)
+    if host is not None:
+        profile.meta.hosts = {rank: host}
 
     if db_layout:  # newer CANN / torch_npu / MindSpore export_type=db
         ascend_db.read_into(reader, out_dir, rank)

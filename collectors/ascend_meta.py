@@ -57,6 +57,21 @@ def rank_from_info_names(folder: Path | None) -> int | None:
     return None
 
 
+#: ``{worker}_{timestamp}_ascend_pt|ms``, the worker being ``{host}_{pid}``
+#: unless the user named it (torch_npu ``tensorboard_trace_handler``,
+#: MindSpore's profiler): the host is all before the pid, underscores kept.
+_HOST_IN_FOLDER = re.compile(r"^(?P<host>.+?)_\d+_\d{14,20}_ascend_(?:pt|ms)$", re.IGNORECASE)
+
+
+def host_from_folder_name(folder: Path | None) -> str | None:
+    """The host in a worker folder's default name (``_HOST_IN_FOLDER``), or
+    None where the name does not follow it or its "host" is a ``rank-N``."""
+    m = _HOST_IN_FOLDER.match(folder.name) if folder is not None else None
+    if m is None or _RANK_IN_FOLDER.search(m.group("host")):
+        return None
+    return m.group("host")
+
+
 def rank_from_folder_name(folder: Path | None) -> int | None:
     """Rank from ``rank-N`` in a folder name (MindSpore names rank N > 0 so)."""
     if folder is None:

@@ -123,6 +123,9 @@ from advisor.profile import Profile, RunMeta
 
 _ASCEND_DIR_RE = re.compile(r"(^ASCEND_PROFILER_OUTPUT$|_ascend_pt$|_ascend_ms$)")
 _RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])rank[-_]?(\d+)")
+#: ``{worker}.{ms}.pt.trace.json[.gz]`` as ``tensorboard_trace_handler`` names
+#: a trace, the worker being ``{host}_{pid}`` unless the user named it.
+_HOST_IN_NAME = re.compile(r"^(?P<host>.+?)_\d+\.\d+\.pt\.trace\.json(?:\.gz)?$")
 _KINETO_MARKERS = ('"schemaVersion"', '"deviceProperties"', '"distributedInfo"',
                    "PyTorch Profiler", '"cpu_op"', '"Operator"', "ProfilerStep#",
                    '"cuda_runtime"', '"kernel"', '"user_annotation"')
@@ -255,6 +258,12 @@ def _resolve_rank(path: Path, declared: int | None) -> tuple[int, list[str]]:
     return rank, list(notes)
 
 
+def _host(path: Path, rank: int) -> dict[int, str]:
+    """{rank: host} from the file's default name (``_HOST_IN_NAME``), else {}."""
+    m = _HOST_IN_NAME.match(path.name)
+    return {rank: m.group("host")} if m and not _RANK_IN_NAME.search(m.group("host")) else {}
+
+
 def read(unit: Path, helpers: int = 0, meanwhile=None) -> Profile:
     """One trace file (or a folder of them) -> Profile. ``helpers`` and
     ``meanwhile``: see ``read_alone``."""
@@ -281,6 +290,7 @@ def read(unit: Path, helpers: int = 0, meanwhile=None) -> Profile:
         ranks=[rank],
         ranks_inferred=inferred,
         world_size=trace.world_size,
+        hosts=_host(path, rank) if not inferred else {},
         notes=notes + tables.notes,
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm)
