@@ -143,8 +143,22 @@ def _pct_filter(v: Any) -> str:
     return f"{100 * f:.1f}%" if f is not None else "n/a"
 
 
+def _ranks_filter(v: Any) -> str:
+    """Rank ids as runs: [0, 1, 2, 3, 7] -> "0-3, 7"."""
+    items = v if isinstance(v, (list, tuple)) else [v]
+    ids = sorted({int(x) for x in items if _number(x) is not None})
+    runs: list[list[int]] = []
+    for r in ids:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs) or "n/a"
+
+
 _JINJA.filters["ms"] = _ms_filter
 _JINJA.filters["pct"] = _pct_filter
+_JINJA.filters["ranks"] = _ranks_filter
 
 
 def _cel_value(value: Any) -> Any:

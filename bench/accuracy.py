@@ -4,10 +4,10 @@ For each fault kind (and healthy runs), ``--seeds`` scenarios per size are
 generated (``bench.scenarios``, Ascend text layout, under /tmp), analyzed
 with ``advisor.analysis.analyze`` and scored:
 
-* ``slow-rank`` is correct when the finding's ``scope.ranks`` hits a
-  labelled rank (data-starved host: any rank of that host; slow pipeline
-  stage: any rank of the stage, where the call is tolerated but not
-  required);
+* ``slow-rank`` is correct when the finding's ``scope.ranks`` are exactly
+  the labelled ranks: the slow rank, or every rank of the data-starved
+  host and no other (on a slow pipeline stage the call is tolerated, not
+  required, when it names ranks of the stage);
 * ``slow-link`` is correct when it fires and ``cluster.slowest_link`` is
   the labelled link;
 * ``step-outlier`` is correct when it fires and its ``scope.steps`` are
@@ -106,7 +106,7 @@ def _judge(kind: str, rule: str, finding, labels: dict, value) -> str:
     if EXPECTS.get(kind) != rule:
         return "fp"
     if rule == "slow-rank":
-        hit = bool(set(scope.ranks) & want)
+        hit = set(scope.ranks) == want
     elif rule == "slow-link":
         hit = value("cluster.slowest_link") == labels.get("link")
     elif rule == "step-outlier":

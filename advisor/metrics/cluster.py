@@ -9,6 +9,14 @@ the step; the robust z-score of the worst rank is 0.6745 * (x - median) / MAD
 (Iglewicz and Hoaglin; above 3.5 is a clear outlier, below it the spread is
 broad rather than one rank standing out).
 
+Slow ranks come in groups when their cause is shared: every rank of a host
+starved of data, or of a slow stage. The *slow group* of a component is
+the ranks that are clear outliers (robust z >= ``OUTLIER_Z``) with at least
+``GROUP_SHARE`` of the worst rank's excess; named by ``cluster.slow_ranks``
+and, when they all sit on one host (``RunMeta.hosts``), ``cluster.slow_host``.
+Where the worst rank is not a clear outlier the group is that rank alone,
+and so on CPU-only traces, whose excess is corroborated per rank (below).
+
 In synchronous training every rank waits at the next collective for the
 slowest one, so the slow rank shows *more* time in the component that makes
 it slow and *less* waiting at collectives; the others wait about its excess.
@@ -67,6 +75,13 @@ COMPONENTS = {
 }
 #: Below this many ranks there is no cluster to compare.
 MIN_RANKS = 2
+#: Robust z-score from which a rank is a clear outlier (Iglewicz and Hoaglin).
+OUTLIER_Z = 3.5
+#: A rank joins the slow group with at least this share of the worst excess.
+GROUP_SHARE = 0.5
+#: A slow group up to half the ranks is set apart by a gap this many times
+#: wider than the range inside it and inside the rest.
+SPLIT_GAP = 2.0
 #: Slow links: links are compared within (transport, size class); a size
 #: class is a power of two in MB.
 MIN_LINK_PEERS = 3
@@ -78,6 +93,35 @@ def _robust_z(values: pd.Series, x: float) -> float:
     if mad == 0:
         return float("inf") if x > med else 0.0
     return 0.6745 * (x - med) / mad
+
+
+def _slow_group(values: pd.Series, worst: int) -> list[int]:
+    """The slow group of one component (module doc), in rank order."""
+    med = float(values.median())
+    mad = float((values - med).abs().median())
+    excess = values - med
+    if excess[worst] <= 0:
+        return [worst]
+    if _robust_z(values, float(values[worst])) < OUTLIER_Z:
+        return _upper_cluster(values) or [worst]
+    z = np.inf if mad == 0 else 0.6745 * excess / mad
+    members = (excess > 0) & (z >= OUTLIER_Z) & (excess >= GROUP_SHARE * excess[worst])
+    return sorted(int(r) for r in values.index[members.to_numpy()])
+
+
+def _upper_cluster(values: pd.Series) -> list[int] | None:
+    """Up to half of the ranks, two or more, set apart from the rest by a gap
+    wider than ``SPLIT_GAP`` times either side's own range: a slow group
+    too large for the median to stand clear of it (one host of two)."""
+    order = values.sort_values(kind="stable")
+    v = order.to_numpy(dtype=float)
+    n = len(v)
+    best = None
+    for k in range((n + 1) // 2, n - 1):  # upper part v[k:], 2 .. n/2 ranks
+        gap = v[k] - v[k - 1]
+        if gap > SPLIT_GAP * max(v[k - 1] - v[0], v[-1] - v[k]) and (best is None or gap > best[0]):
+            best = (gap, k)
+    return None if best is None else sorted(int(r) for r in order.index[best[1]:])
 
 
 def _require_real_ranks(p: Profile) -> None:
@@ -106,6 +150,7 @@ def _component_spreads(p: Profile) -> list[dict]:
             continue
         worst = int(values.idxmax())
         excess = float(values.max() - values.median())
+        zscore = _robust_z(values, float(values.max()))
         extra = {}
         saved = None
         if held is not None and worst in held.index:
@@ -120,15 +165,22 @@ def _component_spreads(p: Profile) -> list[dict]:
             extra = {"component_excess_ms": round(excess / US_PER_MS, 3),
                      "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
             excess = min(excess, saved)
+        group = [worst] if saved is not None else _slow_group(values, worst)
+        if len(group) > 1:
+            # a group: measured against the ranks outside it (the median may sit inside it)
+            rest = values.drop(group)
+            excess = float(values.max() - rest.median())
+            zscore = _robust_z(rest, float(values.max()))
         out.append(
             {
                 **extra,
                 "component": label,
                 "column": column,
                 "rank": worst,
+                "group": group,
                 "excess_ms": excess / US_PER_MS,
                 "excess_ratio": excess / float(step.median()),
-                "zscore": _robust_z(values, float(values.max())),
+                "zscore": zscore,
                 "per_rank_ms": {int(k): round(float(v) / US_PER_MS, 3) for k, v in values.items()},
             }
         )
@@ -190,6 +242,28 @@ def slow_rank(p: Profile) -> Value:
     if len(s["per_rank_ms"]) <= 64:
         evidence["per_rank_ms"] = s["per_rank_ms"]
     return Value(s["rank"], evidence)
+
+
+@metric("cluster.slow_ranks", unit="rank", scope="rank", needs=["steps.duration_us"])
+def slow_ranks(p: Profile) -> Value:
+    """The slow group of ``cluster.slow_component`` (module doc): the ranks
+    that stand out with ``cluster.slow_rank``, itself included; that rank
+    alone when it is not a clear outlier."""
+    return Value(_slowest(p)["group"])
+
+
+@metric("cluster.slow_host", unit="text", needs=["steps.duration_us"])
+def slow_host(p: Profile) -> Value:
+    """The host of every rank in ``cluster.slow_ranks`` when those are two or
+    more and share one (the output must name hosts: worker folders or trace
+    files named ``{host}_{pid}_...``); evidence: its ranks, slow and all."""
+    group = _slowest(p)["group"]
+    hosts = {p.meta.hosts.get(r) for r in group}
+    if len(group) < 2 or len(hosts) != 1 or None in hosts:
+        raise NotEvaluated("the slow ranks are one rank, on several hosts, or on hosts the output does not name")
+    host = hosts.pop()
+    return Value(host, {"slow_ranks_on_host": len(group),
+                        "ranks_on_host": sum(1 for h in p.meta.hosts.values() if h == host)})
 
 
 @metric("cluster.slow_component", unit="text", needs=["steps.duration_us"])

@@ -1,0 +1,98 @@
+"""Slow ranks that come as a group (advisor/metrics/cluster.py, module doc):
+every rank of a data-starved host is named, with its host, and a lone
+straggler stays alone. Generated runs in the real Ascend text and Kineto
+layouts (``bench.scenarios``, host names in the worker folder and trace
+file names, as the profilers write them), and a real MindSpore folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.scenarios import Spec, generate  # noqa: E402
+from advisor.analysis import analyze  # noqa: E402
+from advisor.collectors import load_profile  # noqa: E402
+from advisor.collectors.ascend_meta import host_from_folder_name  # noqa: E402
+from advisor.engine import _ranks_filter  # noqa: E402
+
+
+def _slow_rank(report):
+    found = {f.rule: f for f in report.findings}
+    assert "slow-rank" in found, [f.rule for f in report.findings]
+    return found["slow-rank"]
+
+
+def test_a_data_starved_host_is_named_whole(tmp_path):
+    """64 ranks, 8 per host: the 8 ranks of the starved host, not its worst one."""
+    data, labels = generate(Spec(ranks=64, steps=12, fault="data-starved", seed=5, severity=0.15,
+                                 kernels_per_step=6), tmp_path / "ds")
+    report = analyze(data, jobs=1)
+    finding = _slow_rank(report)
+    host = f"node{labels['host']}"
+    assert finding.scope.ranks == labels["ranks"] and len(labels["ranks"]) == 8
+    assert report.metrics["cluster.slow_host"].value == host
+    first, last = labels["ranks"][0], labels["ranks"][-1]
+    assert finding.message.startswith(f"Ranks {first}-{last} (host {host}) are slow together")
+    assert f"Check host {host}" in finding.fix.text
+    # the excess is measured against the other hosts' ranks: about the injected 15% of the step
+    assert 0.10 <= report.metrics["cluster.slow_rank_excess_ratio"].value <= 0.25
+
+
+def test_one_host_of_two_is_named(tmp_path):
+    """16 ranks on two hosts, one starved: half the ranks are slow, the median sits
+    between the hosts and no rank is a robust outlier; the gap between them names it."""
+    data, labels = generate(Spec(ranks=16, steps=10, fault="data-starved", seed=2, kernels_per_step=6),
+                            tmp_path / "k", "kineto")
+    report = analyze(data, jobs=1)
+    finding = _slow_rank(report)
+    assert finding.scope.ranks == labels["ranks"] == list(range(8 * labels["host"], 8 * labels["host"] + 8))
+    assert report.metrics["cluster.slow_host"].value == f"node{labels['host']}"
+    assert report.metrics["cluster.slow_rank_zscore"].value >= 3.5  # against the other host's ranks
+    assert finding.confidence == 0.9
+
+
+def test_a_lone_straggler_stays_alone(tmp_path):
+    data, labels = generate(Spec(ranks=64, steps=12, fault="slow-rank", seed=4, severity=0.15,
+                                 kernels_per_step=6), tmp_path / "sr")
+    report = analyze(data, jobs=1)
+    finding = _slow_rank(report)
+    assert finding.scope.ranks == labels["ranks"] and len(labels["ranks"]) == 1
+    assert report.metrics["cluster.slow_ranks"].value == labels["ranks"]
+    assert "cluster.slow_host" not in report.metrics
+    assert finding.message.startswith(f"Rank {labels['ranks'][0]} spends")
+
+
+def test_healthy_hosts_have_no_slow_group(tmp_path):
+    data, _ = generate(Spec(ranks=64, steps=12, fault="healthy", seed=6, kernels_per_step=6), tmp_path / "h")
+    report = analyze(data, jobs=1)
+    assert "slow-rank" not in {f.rule for f in report.findings}
+    assert len(report.metrics["cluster.slow_ranks"].value) == 1
+    assert "cluster.slow_host" not in report.metrics
+
+
+def test_hosts_from_real_worker_folder_names(corpus):
+    (folder,) = (corpus / "mindspore-cpu").glob("*_ascend_ms")  # vm_12077_20261122142131812_ascend_ms
+    profile = load_profile(folder, jobs=1)
+    assert profile.meta.hosts == {rank: "vm" for rank in profile.meta.ranks}
+
+
+@pytest.mark.parametrize(("name", "host"), [
+    ("node22_20176_20250101120000176_ascend_pt", "node22"),
+    ("gpu-a.example.com_981_20241105082016541_ascend_pt", "gpu-a.example.com"),
+    ("my_host_12_345_20250101120000176_ascend_ms", "my_host_12"),  # underscores in the host
+    ("rank-1_123_20250101120000176_ascend_ms", None),             # a rank, not a host
+    ("custom_worker_ascend_pt", None),                            # a user-named worker
+])
+def test_host_from_folder_name(name, host):
+    assert host_from_folder_name(Path(name)) == host
+
+
+def test_rank_runs_in_messages():
+    assert _ranks_filter([7, 0, 1, 2, 3]) == "0-3, 7"
+    assert _ranks_filter([5]) == "5" and _ranks_filter(5) == "5"
