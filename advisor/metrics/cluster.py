@@ -115,13 +115,14 @@ def _upper_cluster(values: pd.Series) -> list[int] | None:
     too large for the median to stand clear of it (one host of two)."""
     order = values.sort_values(kind="stable")
     v = order.to_numpy(dtype=float)
-    n = len(v)
-    best = None
-    for k in range((n + 1) // 2, n - 1):  # upper part v[k:], 2 .. n/2 ranks
-        gap = v[k] - v[k - 1]
-        if gap > SPLIT_GAP * max(v[k - 1] - v[0], v[-1] - v[k]) and (best is None or gap > best[0]):
-            best = (gap, k)
-    return None if best is None else sorted(int(r) for r in order.index[best[1]:])
+    k = np.arange((len(v) + 1) // 2, len(v) - 1)  # upper part v[k:], 2 .. n/2 ranks
+    if not len(k):
+        return None
+    gaps = v[k] - v[k - 1]
+    gaps[gaps <= SPLIT_GAP * np.maximum(v[k - 1] - v[0], v[-1] - v[k])] = np.nan
+    if np.isnan(gaps).all():
+        return None
+    return sorted(int(r) for r in order.index[k[int(np.nanargmax(gaps))]:])
 
 
 def _require_real_ranks(p: Profile) -> None:
