@@ -9,7 +9,10 @@ with ``advisor.analysis.analyze`` and scored:
   host and no other (on a slow pipeline stage the call is tolerated, not
   required, when it names ranks of the stage);
 * ``slow-link`` is correct when it fires and ``cluster.slowest_link`` is
-  the labelled link;
+  the labelled link, blamed on no rank's port; on a slow NIC, when it
+  names that rank (``cluster.slow_link_rank`` and the finding's ranks), or,
+  where its two slow links join the same two ranks (two hosts: either port
+  may be at fault), when the slowest link is one of them;
 * ``step-outlier`` is correct when it fires and its ``scope.steps`` are
   exactly the labelled stall steps;
 * ``slow-pipeline-stage`` is correct when its ``scope.ranks`` are the
@@ -47,12 +50,12 @@ from pathlib import Path
 from bench.scenarios import Spec, generate
 
 WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "accuracy"
-KINDS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall")
+KINDS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-nic", "slow-stage", "stall")
 RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
 #: Severities a healthy run must never get (the issue's bar for false alarms).
 SEVERE = ("medium", "high", "critical")
 EXPECTS = {"slow-rank": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
-           "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
+           "slow-nic": "slow-link", "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
 #: Calls that are neither required nor false when they name the right ranks.
 TOLERATED = {("slow-stage", "slow-rank")}
 
@@ -107,8 +110,13 @@ def _judge(kind: str, rule: str, finding, labels: dict, value) -> str:
         return "fp"
     if rule == "slow-rank":
         hit = set(scope.ranks) == want
+    elif rule == "slow-link" and kind == "slow-nic":
+        named = value("cluster.slow_link_rank") == labels.get("nic") and scope.ranks == [labels.get("nic")]
+        # a rank whose port links it to one peer only (two hosts): either end may be at fault
+        pair = len({end for lk in labels.get("links", []) for end in lk.split("-")}) == 2
+        hit = named or (pair and value("cluster.slowest_link") in labels.get("links", []))
     elif rule == "slow-link":
-        hit = value("cluster.slowest_link") == labels.get("link")
+        hit = value("cluster.slowest_link") == labels.get("link") and value("cluster.slow_link_rank") is None
     elif rule == "step-outlier":
         hit = sorted(scope.steps) == sorted(labels.get("steps") or [])
     else:

@@ -34,6 +34,9 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
 * ``slow-link``: one point-to-point link (HCCS in a host or RDMA between
   hosts) reaches 15-45% of its peers' bandwidth (all its transfers); the
   all-reduce gets 15% longer on every rank;
+* ``slow-nic``: the network port of one rank runs at 15-45% of its peers'
+  bandwidth: both RDMA links of the ring through it (the one it sends on
+  and the one it receives on); the all-reduce gets 15% longer on every rank;
 * ``slow-stage``: pipeline parallel (pp=2 below 16 ranks, else 4); the ranks
   of one stage compute 6-30% of the step longer, the other stages wait in
   Receive (Bubble);
@@ -57,7 +60,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall")
+#: Order matters: a fault's index seeds its draws, so new kinds go last.
+FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic")
 FORMATS = ("ascend-text", "ascend-db", "kineto")
 MICROBATCHES = 8
 
@@ -202,6 +206,17 @@ def build(spec: Spec) -> Scenario:
             transfer *= 1.15
             labels.update(link=f"{bad.src}-{bad.dst}", ranks=[bad.src, bad.dst],
                           transport=bad.transport)
+    elif spec.fault == "slow-nic":
+        sev = sev if sev is not None else rng.uniform(0.15, 0.45)
+        through = sorted({end for lk in links if lk.transport == "RDMA" for end in (lk.src, lk.dst)})
+        if through:
+            rank = through[int(rng.integers(len(through)))]
+            bad = [lk for lk in links if lk.transport == "RDMA" and rank in (lk.src, lk.dst)]
+            for lk in bad:
+                lk.factor *= sev
+            transfer *= 1.15
+            labels.update(ranks=[rank], nic=rank, transport="RDMA",
+                          links=[f"{lk.src}-{lk.dst}" for lk in bad])
     elif spec.fault == "slow-stage":
         sev = sev if sev is not None else rng.uniform(0.06, 0.30)
         stage = int(rng.integers(pp))

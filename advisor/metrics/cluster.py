@@ -85,6 +85,10 @@ SPLIT_GAP = 2.0
 #: Slow links: links are compared within (transport, size class); a size
 #: class is a power of two in MB.
 MIN_LINK_PEERS = 3
+#: A link below this share of its peers' median bandwidth is slow (the
+#: slow-link rule's default threshold); two or more slow links through one
+#: rank point at that rank's port (``cluster.slow_link_rank``).
+SLOW_LINK_RATIO = 0.5
 
 
 def _robust_z(values: pd.Series, x: float) -> float:
@@ -392,7 +396,7 @@ def slowest_link_ratio(p: Profile) -> Value:
     """Bandwidth of ``cluster.slowest_link`` / median bandwidth of its peers
     (same transport and size class); 1 = as fast as its peers."""
     links = _slow_links(p)
-    return Value(links[0]["ratio"], {"links_below_half": [l["link"] for l in links if l["ratio"] < 0.5][:20]})
+    return Value(links[0]["ratio"], {"links_below_half": [lk["link"] for lk in _below_half(links)][:20]})
 
 
 @metric("cluster.slowest_link_excess_ms", unit="ms", scope="link", needs=["links.bandwidth_gbps"])
@@ -409,6 +413,41 @@ def slowest_link_excess_ms(p: Profile) -> Value:
         raise NotEvaluated("the communication matrix gives no step ids for this link")
     per_step = [(e["time_ms"] - e["size_mb"] / e["peer_median_gbps"]) / e["steps"] for e in entries]
     return Value(round(max(0.0, sum(per_step)), 3), {"per_size_class_ms": [round(x, 3) for x in per_step]})
+
+
+def _below_half(links: list[dict]) -> list[dict]:
+    """The slow links (``SLOW_LINK_RATIO``), one entry per link, worst first."""
+    seen: dict[str, dict] = {}
+    for lk in links:
+        if lk["ratio"] < SLOW_LINK_RATIO:
+            seen.setdefault(lk["link"], lk)
+    return list(seen.values())
+
+
+@metric("cluster.slow_link_rank", unit="rank", scope="rank", needs=["links.bandwidth_gbps"])
+def slow_link_rank(p: Profile) -> Value:
+    """The rank at one end of every slow link (below ``SLOW_LINK_RATIO`` of
+    its peers), when there are two or more: the fault is that rank's network
+    port or NIC, not one cable. Evidence: the links, and the rank's host
+    where the output names it."""
+    slow = _below_half(_slow_links(p))
+    if len(slow) < 2:
+        raise NotEvaluated("fewer than two links below half their peers' bandwidth")
+    common = set.intersection(*({lk["src"], lk["dst"]} for lk in slow))
+    if len(common) != 1:
+        raise NotEvaluated("the slow links do not all run through one rank")
+    rank = common.pop()
+    evidence = {"links": [lk["link"] for lk in slow][:20], "transports": sorted({lk["transport"] for lk in slow})}
+    if rank in p.meta.hosts:
+        evidence["host"] = p.meta.hosts[rank]
+    return Value(int(rank), evidence)
+
+
+@metric("cluster.slow_link_count", unit="count", needs=["links.bandwidth_gbps"])
+def slow_link_count(p: Profile) -> Value:
+    """Links below ``SLOW_LINK_RATIO`` of the median bandwidth of their peers
+    (same transport and size class)."""
+    return Value(len(_below_half(_slow_links(p))))
 
 
 @metric("cluster.slowest_link_ranks", unit="list", scope="link", needs=["links.bandwidth_gbps"])

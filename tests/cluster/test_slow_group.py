@@ -1,6 +1,7 @@
-"""Slow ranks that come as a group (advisor/metrics/cluster.py, module doc):
-every rank of a data-starved host is named, with its host, and a lone
-straggler stays alone. Generated runs in the real Ascend text and Kineto
+"""Slow ranks and links that come as a group (advisor/metrics/cluster.py,
+module doc): every rank of a data-starved host is named, with its host, and
+a lone straggler stays alone; slow links that all run through one rank
+name that rank's port, and one slow link stays a link. Generated runs in the real Ascend text and Kineto
 layouts (``bench.scenarios``, host names in the worker folder and trace
 file names, as the profilers write them), and a real MindSpore folder."""
 
@@ -96,3 +97,29 @@ def test_host_from_folder_name(name, host):
 def test_rank_runs_in_messages():
     assert _ranks_filter([7, 0, 1, 2, 3]) == "0-3, 7"
     assert _ranks_filter([5]) == "5" and _ranks_filter(5) == "5"
+
+
+def test_a_slow_port_is_named_not_one_link(tmp_path):
+    """Both RDMA links of one rank's ring (the one it sends on, the one it receives
+    on) at 15-45% of their peers: the rank's port, not a cable."""
+    data, labels = generate(Spec(ranks=64, steps=12, fault="slow-nic", seed=3, kernels_per_step=6),
+                            tmp_path / "nic")
+    report = analyze(data, jobs=1)
+    finding = {f.rule: f for f in report.findings}["slow-link"]
+    nic = labels["nic"]
+    assert report.metrics["cluster.slow_link_rank"].value == nic and finding.scope.ranks == [nic]
+    assert sorted(report.metrics["cluster.slow_link_rank"].evidence["links"]) == sorted(labels["links"])
+    assert report.metrics["cluster.slow_link_count"].value == 2
+    assert finding.message.startswith(f"Both links below half of their peers' bandwidth run through rank {nic}")
+    assert f"network port of rank {nic}" in finding.fix.text
+
+
+def test_one_slow_link_is_not_blamed_on_a_port(tmp_path):
+    data, labels = generate(Spec(ranks=64, steps=12, fault="slow-link", seed=3, kernels_per_step=6),
+                            tmp_path / "link")
+    report = analyze(data, jobs=1)
+    finding = {f.rule: f for f in report.findings}["slow-link"]
+    assert report.metrics["cluster.slowest_link"].value == labels["link"]
+    assert "cluster.slow_link_rank" not in report.metrics
+    assert finding.message.startswith(f"Link {labels['link']} reaches only")
+    assert finding.scope.ranks == labels["ranks"]
