@@ -9,7 +9,7 @@ import pandas as pd
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import (
-    US_PER_MS, per_rank_mean, rank_evidence, run_mean_ms, run_ratio, steady_steps,
+    US_PER_MS, rank_evidence, run_ratio, steady_steps,
 )
 from advisor.profile import Profile
 
@@ -184,7 +184,7 @@ def _last_arrival(p: Profile, column: str) -> tuple[float, float, dict] | None:
         per = waits.groupby(["rank", "step"])["exposed_wait_us"].sum()
         at = pd.MultiIndex.from_frame(steps[["rank", "step"]])
         steps["wait"] = per.reindex(at).fillna(0.0).to_numpy()
-    steps["sync"] = steps[column] - np.minimum(steps["wait"], steps[column].clip(lower=0))
+    steps["sync"] = _without_receive(steps, column) - np.minimum(steps["wait"], steps[column].clip(lower=0))
     g = steps.groupby("step")
     per = pd.DataFrame({"exposed": g["sync"].min(), "dur": g["duration_us"].median(),
                         "ranks": g["rank"].nunique()})
@@ -199,6 +199,31 @@ def _last_arrival(p: Profile, column: str) -> tuple[float, float, dict] | None:
             evidence["exposed_peer_wait_ms_per_rank"] = by_rank["per_rank"]
     ratio = float((per["exposed"] / per["dur"]).mean())
     return float(per["exposed"].mean()) / US_PER_MS, ratio, evidence
+
+
+def _without_receive(steps: pd.DataFrame, column: str) -> pd.Series:
+    """``column`` less the pipeline Receive time in it (``receive_us``, part of
+    the exposed communication of a pipeline-parallel step): a stage waiting
+    for its neighbour is the pipeline bubble (``slow-pipeline-stage``), not
+    gradient sync a bucket or fusion change can hide."""
+    if column != "exposed_comm_us" or "receive_us" not in steps.columns:
+        return steps[column]
+    return steps[column] - steps["receive_us"].fillna(0.0).clip(lower=0.0)
+
+
+def _has_receive(p: Profile) -> bool:
+    return p.has("steps", "receive_us") and bool(p.table("steps")["receive_us"].fillna(0).gt(0).any())
+
+
+def _per_rank_sync(p: Profile, column: str) -> pd.DataFrame:
+    """Per rank, the means over steady steps of ``_without_receive`` (``sync``)
+    and of the step duration (``dur``), ranks with both."""
+    steps = steady_steps(p)
+    if column not in steps.columns:
+        return pd.DataFrame(columns=["sync", "dur"])
+    frame = pd.DataFrame({"rank": steps["rank"], "sync": _without_receive(steps, column),
+                          "dur": steps.get("duration_us")})
+    return frame.groupby("rank")[["sync", "dur"]].mean().dropna(subset=["sync"])
 
 
 _LAST_ARRIVAL = "exposed_comm_us, per step the least-exposed rank (the last to arrive)"
@@ -223,15 +248,16 @@ def exposed_allreduce_ms(p: Profile) -> Value:
     a bucket / fusion change can hide. Evaluated only when the profile
     contains all-reduce or reduce-scatter collectives."""
     column = _exposed_source(p)
+    receive = column == "exposed_comm_us" and _has_receive(p)
+    less = {"less": "pipeline Receive time (receive_us)"} if receive else {}
+    per_rank = _per_rank_sync(p, column)["sync"]
     last = _last_arrival(p, column) if column == "exposed_comm_us" else None
     if last is not None:
         ms, _, evidence = last
-        return Value(ms, {"from": _source(bool(evidence)), **evidence,
-                          **rank_evidence(per_rank_mean(p, column))})
-    value = run_mean_ms(p, column)
-    if value is None:
+        return Value(ms, {"from": _source(bool(evidence)), **less, **evidence, **rank_evidence(per_rank)})
+    if per_rank.empty:
         raise NotEvaluated(f"no {column} values")
-    return Value(value, {"from": column, **rank_evidence(per_rank_mean(p, column))})
+    return Value(float(per_rank.mean()) / US_PER_MS, {"from": column, **less, **rank_evidence(per_rank)})
 
 
 @metric("comm.exposed_allreduce_ratio", unit="ratio", needs=["steps.duration_us", "comm"])
@@ -241,10 +267,11 @@ def exposed_allreduce_ratio(p: Profile) -> Value:
     last = _last_arrival(p, column) if column == "exposed_comm_us" else None
     if last is not None:
         return Value(last[1], {"from": _source(bool(last[2]))})
-    value = run_ratio(p, column)
-    if value is None:
+    both = _per_rank_sync(p, column).dropna()
+    both = both[both["dur"] > 0]
+    if both.empty:
         raise NotEvaluated(f"no {column} values with a positive step duration")
-    return Value(value, {"from": column})
+    return Value(float((both["sync"] / both["dur"]).mean()), {"from": column})
 
 
 @metric("comm.allreduce_tensor_count", unit="count", needs=["comm.tensor_count"])
