@@ -22,8 +22,10 @@ A call of a rule in a scenario that does not expect it is a false positive
 (healthy runs count one per rule that fires). Precision = correct calls /
 all calls; recall = correct calls / scenarios that expect the rule.
 
-The third table: healthy runs (both grids) with any finding of medium
-severity or above, of any rule, and which rules made them.
+The third table: healthy runs (both grids, plus healthy pipeline-parallel
+runs with pp = 2 and 4 at each size) with any finding of medium severity
+or above, of any rule, and which rules made them. The pipeline runs count
+as healthy runs in the first table's "fires on healthy" too.
 
 The fourth table is the anomaly model on healthy runs of several sizes:
 the share of runs in which ``anomaly.step_outliers`` is non-empty (model
@@ -56,6 +58,8 @@ RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
 SEVERE = ("medium", "high", "critical")
 EXPECTS = {"slow-rank": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
            "slow-nic": "slow-link", "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
+#: Pipeline sizes of the extra healthy runs (``--sizes`` permitting).
+PIPELINES = (2, 4)
 #: Calls that are neither required nor false when they name the right ranks.
 TOLERATED = {("slow-stage", "slow-rank")}
 
@@ -64,17 +68,18 @@ def run_one(job: tuple) -> dict:
     """Generate, analyze and score one scenario (runs in a worker)."""
     from advisor.analysis import analyze
 
-    kind, ranks, steps, seed, kernels = job
-    out = WORK / f"{kind}_{ranks}r_{steps}s_{seed}"
+    kind, ranks, steps, seed, kernels, *rest = job
+    pp = rest[0] if rest else None
+    out = WORK / f"{kind}_{ranks}r_{steps}s_{seed}_pp{pp or 0}"
     shutil.rmtree(out, ignore_errors=True)
-    spec = Spec(ranks=ranks, steps=steps, fault=kind, seed=seed, kernels_per_step=kernels)
+    spec = Spec(ranks=ranks, steps=steps, fault=kind, seed=seed, kernels_per_step=kernels, pp=pp)
     data, labels = generate(spec, out)
     t = time.perf_counter()
     try:
         report = analyze(data, jobs=1)
     except Exception as exc:  # an advisor bug: count it, keep scoring the rest
         shutil.rmtree(out, ignore_errors=True)
-        return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": {}, "severe": [],
+        return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "pp": pp, "calls": {}, "severe": [],
                 "expects": EXPECTS.get(kind), "outliers": None, "outlier_steps": None,
                 "steady": steps, "seconds": time.perf_counter() - t, "severity": labels.get("severity"),
                 "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:160]}
@@ -93,7 +98,7 @@ def run_one(job: tuple) -> dict:
             calls[rule] = _judge(kind, rule, fired[rule], labels, value)
     outliers = value("anomaly.step_outliers")
     severe = sorted(f.rule for f in report.findings if f.severity in SEVERE)
-    return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "calls": calls, "severe": severe,
+    return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "pp": pp, "calls": calls, "severe": severe,
             "expects": EXPECTS.get(kind), "outliers": outliers,
             "outlier_steps": len(outliers) if isinstance(outliers, list) else None,
             "steady": steps - 1 if steps >= 4 else steps, "seconds": elapsed,
@@ -236,13 +241,14 @@ def _severe_on_healthy(results: list[dict], md: bool, row, head) -> list[str]:
              else ["Healthy runs with a finding of medium severity or above (any rule)"])
     lines += head(["ranks", "healthy runs", "with such a finding", "rules"])
     healthy = [r for r in results if r["kind"] == "healthy"]
-    for size in sorted({r["ranks"] for r in healthy}):
-        rs = [r for r in healthy if r["ranks"] == size]
+    for size, pp in sorted({(r["ranks"], r.get("pp") or 1) for r in healthy}):
+        rs = [r for r in healthy if r["ranks"] == size and (r.get("pp") or 1) == pp]
         rules = defaultdict(int)
         for r in rs:
             for rule in r["severe"]:
                 rules[rule] += 1
-        lines.append(row([str(size), str(len(rs)), _pct(sum(bool(r["severe"]) for r in rs), len(rs)),
+        label = str(size) if pp == 1 else f"{size}, pipeline pp={pp}"
+        lines.append(row([label, str(len(rs)), _pct(sum(bool(r["severe"]) for r in rs), len(rs)),
                           ", ".join(f"{k} {v}" for k, v in sorted(rules.items())) or "none"]))
     return [*lines, ""]
 
@@ -268,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.sizes.split(",") if x]
     jobs = [(kind, size, args.steps, seed, args.kernels)
             for size in sizes for kind in KINDS for seed in range(args.seeds)]
+    # healthy pipeline-parallel runs too: their Receive waits must not read as a fault
+    jobs += [("healthy", size, args.steps, 2000 + seed, args.kernels, pp)
+             for size in sizes for pp in PIPELINES if size >= 2 * pp for seed in range(args.seeds)]
     fp_jobs = [("healthy", r, s, 1000 + seed, args.kernels)
                for r in (int(x) for x in args.fp_ranks.split(",") if x)
                for s in (int(x) for x in args.fp_steps.split(",") if x)
