@@ -25,3 +25,9 @@ class InputError(AdvisorError):
 
 class ConfigError(AdvisorError):
     """A rule file, threshold override or config file is invalid."""
+
+
+class ReaderError(AdvisorError):
+    """A reader process died or could not start (killed for memory, or a
+    script that starts advisor without an ``if __name__ == "__main__":``
+    guard where processes cannot fork)."""

@@ -33,11 +33,12 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 
 from advisor.cpus import usable_cpus
-from advisor.errors import ConfigError, InputError
+from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
 
 from . import arrow_frames
@@ -182,6 +183,11 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile
                 i = index[future]
                 results[i] = arrow_frames.unpack(future.result())
                 advance(len(chunks[i]))
+        except BrokenProcessPool:
+            raise ReaderError(
+                "a reader process died or could not start (killed for memory? a script calling advisor "
+                "needs `if __name__ == \"__main__\":` where processes cannot fork); -j 1 / jobs=1 reads "
+                "in this process") from None
         except BaseException:  # Ctrl-C or a failure: drop the queued chunks, finish the ones under way
             pool.shutdown(wait=True, cancel_futures=True)
             raise

@@ -110,3 +110,30 @@ def test_ctrl_c_stops_a_split_trace_read_cleanly(tmp_path, corpus, monkeypatch):
     assert err.decode().split() == ["advisor:", "aborted"]
     assert not out.exists() or not any(out.iterdir())
     assert not [pid for pid in helpers if _alive(pid)]
+
+
+def test_a_reader_killed_mid_read_gives_one_line(tmp_path):
+    """A reader process killed while it reads (what the kernel's OOM killer
+    does): exit 2 with one line saying so and how to read in one process,
+    no traceback, no report, no worker left."""
+    data = _many_ranks(tmp_path, 400)
+    out = tmp_path / "report"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "report", str(data), "-o", str(out), "-j", "2", "--no-color"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + PATIENCE
+    workers: list[int] = []
+    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        workers = _children(proc.pid)
+    assert len(workers) >= 2, "the read finished (or never started) before the workers were seen"
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=PATIENCE)
+    text = err.decode()
+    assert proc.returncode == 2, text
+    assert text.count("\n") == 1 and "Traceback" not in text, text
+    assert text.startswith("advisor: error: a reader process died") and "-j 1" in text
+    assert not out.exists() or not any(out.iterdir())
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if _alive(pid)]
