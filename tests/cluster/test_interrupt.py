@@ -61,7 +61,9 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_ctrl_c_stops_a_parallel_read_cleanly(tmp_path):
+def _reading(tmp_path: Path) -> tuple[subprocess.Popen, list[int], Path, float]:
+    """``advisor report -j 2`` on 400 ranks, returned once its two readers
+    run: (process, reader pids, output folder, deadline)."""
     data = _many_ranks(tmp_path, 400)
     out = tmp_path / "report"
     proc = subprocess.Popen(
@@ -74,6 +76,11 @@ def test_ctrl_c_stops_a_parallel_read_cleanly(tmp_path):
         time.sleep(0.02)
         workers = _children(proc.pid)
     assert len(workers) >= 2, "the read finished (or never started) before the workers were seen"
+    return proc, workers, out, deadline
+
+
+def test_ctrl_c_stops_a_parallel_read_cleanly(tmp_path):
+    proc, workers, out, deadline = _reading(tmp_path)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     _, err = proc.communicate(timeout=PATIENCE)
     assert proc.returncode == 130, err.decode()
@@ -116,17 +123,7 @@ def test_a_reader_killed_mid_read_gives_one_line(tmp_path):
     """A reader process killed while it reads (what the kernel's OOM killer
     does): exit 2 with one line saying so and how to read in one process,
     no traceback, no report, no worker left."""
-    data = _many_ranks(tmp_path, 400)
-    out = tmp_path / "report"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor", "report", str(data), "-o", str(out), "-j", "2", "--no-color"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True)
-    deadline = time.monotonic() + PATIENCE
-    workers: list[int] = []
-    while len(workers) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-        workers = _children(proc.pid)
-    assert len(workers) >= 2, "the read finished (or never started) before the workers were seen"
+    proc, workers, out, deadline = _reading(tmp_path)
     os.kill(workers[0], signal.SIGKILL)
     _, err = proc.communicate(timeout=PATIENCE)
     text = err.decode()
