@@ -222,7 +222,7 @@ def _per_rank_sync(p: Profile, column: str) -> pd.DataFrame:
     if column not in steps.columns:
         return pd.DataFrame(columns=["sync", "dur"])
     frame = pd.DataFrame({"rank": steps["rank"], "sync": _without_receive(steps, column),
-                          "dur": steps.get("duration_us")})
+                          "dur": steps["duration_us"] if "duration_us" in steps.columns else np.nan})
     return frame.groupby("rank")[["sync", "dur"]].mean().dropna(subset=["sync"])
 
 
