@@ -443,6 +443,26 @@ def slow_link_rank(p: Profile) -> Value:
     return Value(int(rank), evidence)
 
 
+@metric("cluster.slow_link_host", unit="text", needs=["links.bandwidth_gbps"])
+def slow_link_host(p: Profile) -> Value:
+    """The host of ``cluster.slow_link_rank``, where the output names hosts."""
+    rank = slow_link_rank(p).value
+    if rank not in p.meta.hosts:
+        raise NotEvaluated("the output does not name the host of that rank")
+    return Value(p.meta.hosts[rank])
+
+
+@metric("cluster.slowest_link_hosts", unit="text", scope="link", needs=["links.bandwidth_gbps"])
+def slowest_link_hosts(p: Profile) -> Value:
+    """The hosts at the ends of ``cluster.slowest_link`` ("a → b", or "a" for
+    a link inside one host), where the output names hosts."""
+    worst = _slow_links(p)[0]
+    ends = [p.meta.hosts.get(worst["src"]), p.meta.hosts.get(worst["dst"])]
+    if None in ends:
+        raise NotEvaluated("the output does not name the hosts of that link's ranks")
+    return Value(ends[0] if ends[0] == ends[1] else f"{ends[0]} \u2192 {ends[1]}")
+
+
 @metric("cluster.slow_link_count", unit="count", needs=["links.bandwidth_gbps"])
 def slow_link_count(p: Profile) -> Value:
     """Links below ``SLOW_LINK_RATIO`` of the median bandwidth of their peers

@@ -110,8 +110,11 @@ def test_a_slow_port_is_named_not_one_link(tmp_path):
     assert report.metrics["cluster.slow_link_rank"].value == nic and finding.scope.ranks == [nic]
     assert sorted(report.metrics["cluster.slow_link_rank"].evidence["links"]) == sorted(labels["links"])
     assert report.metrics["cluster.slow_link_count"].value == 2
-    assert finding.message.startswith(f"Both links below half of their peers' bandwidth run through rank {nic}")
-    assert f"network port of rank {nic}" in finding.fix.text
+    host = f"node{nic // labels['ranks_per_host']}"
+    assert report.metrics["cluster.slow_link_host"].value == host
+    assert finding.message.startswith(f"Both links below half of their peers' bandwidth run through rank {nic} "
+                                      f"(host {host}): its network port")
+    assert f"network port of rank {nic} on host {host}" in finding.fix.text
 
 
 def test_one_slow_link_is_not_blamed_on_a_port(tmp_path):
@@ -121,5 +124,7 @@ def test_one_slow_link_is_not_blamed_on_a_port(tmp_path):
     finding = {f.rule: f for f in report.findings}["slow-link"]
     assert report.metrics["cluster.slowest_link"].value == labels["link"]
     assert "cluster.slow_link_rank" not in report.metrics
-    assert finding.message.startswith(f"Link {labels['link']} reaches only")
+    src, dst = (f"node{r // labels['ranks_per_host']}" for r in labels["ranks"])
+    assert src != dst and report.metrics["cluster.slowest_link_hosts"].value == f"{src} \u2192 {dst}"
+    assert finding.message.startswith(f"Link {labels['link']} (hosts {src} \u2192 {dst}) reaches only")
     assert finding.scope.ranks == labels["ranks"]
