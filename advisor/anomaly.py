@@ -20,6 +20,22 @@ The drivers of a call are the features whose robust z-score
 (0.6745 * (x - median) / MAD) in that step exceeds ``DRIVER_Z``. With
 fewer than ``MIN_STEPS`` steady steps nothing is evaluated. The model only
 produces metrics (``anomaly.*``); rules decide what is a finding.
+
+**Ranks** get the same model, one vector per rank: the medians over its
+steady steps of the step components that differ between ranks (computing,
+free, data wait, iteration interval, fp/bp, tail; not exposed
+communication, which in synchronous training mirrors the others' lateness
+and would make the covariance singular) and of its collectives' time per
+step. A rank is anomalous when its squared robust distance exceeds the same
+quantile and one of its components is above the median rank by at least
+``RANK_MIN_EXCESS`` of the median step (slower by a margin worth a finding:
+the ``slow-rank`` rule's default). Drivers: components with robust z >=
+``DRIVER_Z``, and ``collectives`` when the rank spends markedly *less* time
+in them (z <= -``DRIVER_Z``): the rank the others wait for waits least. A
+rank no feature explains is not flagged (half the cluster slow, one host of
+two, leaves no typical rank to compare with: ``slow-rank`` finds it). The
+model needs ``RANK_SAMPLES_PER_FEATURE`` ranks per feature, so that the
+robust fit has outliers to leave out (MCD fits on about half of them).
 """
 
 from __future__ import annotations
@@ -44,6 +60,9 @@ ALPHA = 0.001
 MIN_EXCESS = 0.10
 DRIVER_Z = 3.5
 SEED = 0
+RANK_FEATURES = ("computing_us", "free_us", "data_wait_us", "iteration_interval_us", "fp_bp_us", "tail_us")
+RANK_MIN_EXCESS = 0.05
+RANK_SAMPLES_PER_FEATURE = 3
 
 
 def _step_features(p: Profile) -> pd.DataFrame:
@@ -80,13 +99,30 @@ def _mcd_may_reject(x: np.ndarray) -> bool:
     return bool((narrowest <= 1e-3 * np.sqrt(h)).all())
 
 
+def _distances(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """Squared robust Mahalanobis distances of the rows of ``x`` (MinCovDet)
+    and the chi-square quantile ``1 - ALPHA`` they are compared with."""
+    # imported here: together they take longer to import than the rest of advisor
+    from scipy.stats import chi2
+    from sklearn.covariance import MinCovDet
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
+        mcd = MinCovDet(random_state=SEED).fit(x)
+    return mcd.mahalanobis(x), float(chi2.ppf(1 - ALPHA, df=x.shape[1]))
+
+
+def _varying(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if frame[c].std(ddof=0) > 1e-9 * max(1.0, frame[c].abs().max())]
+
+
 def _model(p: Profile) -> dict:
     return p.memo("anomaly_model", lambda: _fit(p))
 
 
 def _fit(p: Profile) -> dict:
     frame = _step_features(p)
-    varying = [c for c in frame.columns if frame[c].std(ddof=0) > 1e-9 * max(1.0, frame[c].abs().max())]
+    varying = _varying(frame)
     if "duration_us" not in varying:
         return {"outliers": [], "frame": frame, "drivers": {}}
     components = [c for c in varying if c != "duration_us"] or ["duration_us"]
@@ -98,15 +134,7 @@ def _fit(p: Profile) -> dict:
         # nothing, so the model (and importing scikit-learn and SciPy, about
         # a second) is skipped. Healthy runs end here.
         return {"outliers": [], "frame": frame, "drivers": {}}
-    # imported here: together they take longer to import than the rest of advisor
-    from scipy.stats import chi2
-    from sklearn.covariance import MinCovDet
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
-        mcd = MinCovDet(random_state=SEED).fit(x)
-    distance = mcd.mahalanobis(x)
-    limit = chi2.ppf(1 - ALPHA, df=len(components))
+    distance, limit = _distances(x)
     flagged = frame.index[(distance > limit) & slow.to_numpy()]
     z = _robust_z(frame[varying])
     drivers = {
@@ -162,3 +190,60 @@ def step_outlier_period(p: Profile) -> Value:
     if period < 2 or any(g % period for g in gaps) or gaps.max() > 2 * period:
         raise NotEvaluated("outliers do not recur at a fixed interval")
     return Value(int(period))
+
+
+# ------------------------------------------------------------------ ranks
+
+def _rank_features(p: Profile) -> tuple[pd.DataFrame, float]:
+    """Per-rank feature medians in ms (module doc) and the median step in ms."""
+    if p.meta.ranks_inferred:
+        raise NotEvaluated("ranks were assigned to files without rank information")
+    steps = steady_steps(p)
+    if steps.empty or "duration_us" not in steps:
+        raise NotEvaluated("no step durations")
+    cols = [c for c in RANK_FEATURES if c in steps.columns and steps[c].notna().any()]
+    frame = steps.groupby("rank")[cols].median() / US_PER_MS
+    comm = p.table("comm")
+    if comm is not None and "step" in comm.columns and comm["step"].notna().any():
+        per_step = comm.dropna(subset=["step"]).groupby(["rank", "step"])["elapse_us"].sum()
+        frame["collectives_us"] = per_step.groupby("rank").median() / US_PER_MS
+    frame = frame.dropna(axis=1, how="any")
+    return frame, float(steps.groupby("rank")["duration_us"].median().median()) / US_PER_MS
+
+
+def _rank_model(p: Profile) -> dict:
+    return p.memo("anomaly_rank_model", lambda: _fit_ranks(p))
+
+
+def _fit_ranks(p: Profile) -> dict:
+    frame, step_ms = _rank_features(p)
+    varying = _varying(frame)
+    if not varying or len(frame) < RANK_SAMPLES_PER_FEATURE * len(varying):
+        raise NotEvaluated(f"{len(frame)} ranks for {len(varying)} varying features; the model needs "
+                           f"{RANK_SAMPLES_PER_FEATURE} ranks per feature")
+    components = [c for c in varying if c != "collectives_us"]
+    excess = frame[components] - frame[components].median()
+    material = (excess >= RANK_MIN_EXCESS * step_ms).any(axis=1) if components else pd.Series(False, frame.index)
+    x = frame[varying].to_numpy(dtype=float)
+    if not material.any() and not _mcd_may_reject(x):
+        return {"outliers": [], "drivers": {}, "ranks": len(frame)}  # healthy clusters end here
+    distance, limit = _distances(x)
+    flagged = frame.index[(distance > limit) & material.to_numpy()]
+    z = _robust_z(frame[varying])
+    drivers = {
+        int(r): [c.removesuffix("_us") for c in components if z.loc[r, c] >= DRIVER_Z]
+        + (["collectives (waits least)"] if "collectives_us" in varying and z.loc[r, "collectives_us"] <= -DRIVER_Z
+           else [])
+        for r in flagged
+    }
+    drivers = {r: d for r, d in drivers.items() if d}  # a call no feature explains is not made
+    return {"outliers": sorted(drivers), "drivers": drivers, "ranks": len(frame)}
+
+
+@metric("anomaly.rank_outliers", unit="list", scope="rank", needs=["steps.duration_us"])
+def rank_outliers(p: Profile) -> Value:
+    """Ranks the anomaly model flags (module doc, Ranks): unlike the other
+    ranks over their step components and collectives, and slower in one
+    component by 5% of the step or more. Evidence: what drove each call."""
+    m = _rank_model(p)
+    return Value(m["outliers"], {"drivers": {str(k): v for k, v in m["drivers"].items()}, "ranks": m["ranks"]})

@@ -97,10 +97,12 @@ def run_one(job: tuple) -> dict:
         if rule in fired:
             calls[rule] = _judge(kind, rule, fired[rule], labels, value)
     outliers = value("anomaly.step_outliers")
+    rank_outliers = value("anomaly.rank_outliers")
     severe = sorted(f.rule for f in report.findings if f.severity in SEVERE)
     return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "pp": pp, "calls": calls, "severe": severe,
             "expects": EXPECTS.get(kind), "outliers": outliers,
             "outlier_steps": len(outliers) if isinstance(outliers, list) else None,
+            "rank_outliers": rank_outliers, "labelled": labels.get("ranks") or [],
             "steady": steps - 1 if steps >= 4 else steps, "seconds": elapsed,
             "severity": labels.get("severity")}
 
@@ -224,6 +226,7 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
         lines.append(row([str(ranks), str(steps), _pct(sum(r["outlier_steps"] > 0 for r in evaluated), len(evaluated)),
                           _pct(fires, len(rs)), _pct(flagged, total)]))
     lines.append("")
+    lines += _rank_anomalies(results, md, row, head)
     errors = [r for r in results + fp_results if r.get("error")]
     if errors:
         lines += [f"Analyses that raised (scored as no call): {len(errors)}: "
@@ -250,6 +253,25 @@ def _severe_on_healthy(results: list[dict], md: bool, row, head) -> list[str]:
         label = str(size) if pp == 1 else f"{size}, pipeline pp={pp}"
         lines.append(row([label, str(len(rs)), _pct(sum(bool(r["severe"]) for r in rs), len(rs)),
                           ", ".join(f"{k} {v}" for k, v in sorted(rules.items())) or "none"]))
+    return [*lines, ""]
+
+
+def _rank_anomalies(results: list[dict], md: bool, row, head) -> list[str]:
+    """The anomaly model's rank calls per fault kind: exactly the labelled ranks
+    where ranks are slow (slow-rank, data-starved, slow-stage), none elsewhere."""
+    lines = (["## Anomaly model on ranks", ""] if md else ["Anomaly model on ranks"])
+    lines += head(["ranks", "fault", "evaluated", "flags exactly the slow ranks", "flags a rank that is not slow"])
+    for size in sorted({r["ranks"] for r in results}):
+        for kind in KINDS:
+            rs = [r for r in results if r["ranks"] == size and r["kind"] == kind and not r.get("pp")
+                  and isinstance(r.get("rank_outliers"), list)]
+            if not rs:
+                continue
+            slow = kind in ("slow-rank", "data-starved", "slow-stage")
+            exact = sum(sorted(r["rank_outliers"]) == sorted(r["labelled"]) for r in rs) if slow else None
+            wrong = sum(bool(set(r["rank_outliers"]) - set(r["labelled"] if slow else [])) for r in rs)
+            lines.append(row([str(size), kind, str(len(rs)), _pct(exact, len(rs)) if slow else "-",
+                              _pct(wrong, len(rs))]))
     return [*lines, ""]
 
 

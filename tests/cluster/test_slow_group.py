@@ -128,3 +128,34 @@ def test_one_slow_link_is_not_blamed_on_a_port(tmp_path):
     assert src != dst and report.metrics["cluster.slowest_link_hosts"].value == f"{src} \u2192 {dst}"
     assert finding.message.startswith(f"Link {labels['link']} (hosts {src} \u2192 {dst}) reaches only")
     assert finding.scope.ranks == labels["ranks"]
+
+
+@pytest.mark.parametrize(("fault", "seed"), [("slow-rank", 0), ("data-starved", 1)])
+def test_the_anomaly_model_flags_the_slow_ranks_and_why(tmp_path, fault, seed):
+    """Per-rank vectors (step components, collectives): the labelled ranks and no
+    other, each with the component that drove the call and the sign of a rank the
+    others wait for (it waits least in collectives); the slow-rank finding is then
+    sure of its call."""
+    data, labels = generate(Spec(ranks=64, steps=20, fault=fault, seed=seed, kernels_per_step=6), tmp_path / "a")
+    report = analyze(data, jobs=1)
+    model = report.metrics["anomaly.rank_outliers"]
+    assert model.value == labels["ranks"]
+    component = "computing" if fault == "slow-rank" else "free"
+    assert all(d == [component, "collectives (waits least)"] for d in model.evidence["drivers"].values())
+    assert {f.rule: f for f in report.findings}["slow-rank"].confidence == 0.9
+
+
+@pytest.mark.parametrize("fault", ["healthy", "slow-link", "stall"])
+def test_the_anomaly_model_flags_no_rank_without_a_slow_one(tmp_path, fault):
+    data, _ = generate(Spec(ranks=64, steps=20, fault=fault, seed=0, kernels_per_step=6), tmp_path / "n")
+    assert analyze(data, jobs=1).metrics["anomaly.rank_outliers"].value == []
+
+
+def test_the_anomaly_model_needs_ranks_to_leave_out(tmp_path):
+    """Half the cluster slow (one host of two) leaves no typical rank: no call
+    (slow-rank names that host by the gap instead)."""
+    data, labels = generate(Spec(ranks=16, steps=10, fault="data-starved", seed=2, kernels_per_step=6),
+                            tmp_path / "k", "kineto")
+    report = analyze(data, jobs=1)
+    assert report.metrics["anomaly.rank_outliers"].value == []
+    assert {f.rule: f for f in report.findings}["slow-rank"].scope.ranks == labels["ranks"]
