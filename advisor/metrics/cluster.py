@@ -99,15 +99,16 @@ def _robust_z(values: pd.Series, x: float) -> float:
     return 0.6745 * (x - med) / mad
 
 
-def _slow_group(values: pd.Series, worst: int) -> list[int]:
-    """The slow group of one component (module doc), in rank order."""
+def _slow_group(values: pd.Series, worst: int, worst_z: float) -> list[int]:
+    """The slow group of one component (module doc), in rank order;
+    ``worst_z`` is the worst rank's robust z-score."""
     med = float(values.median())
-    mad = float((values - med).abs().median())
     excess = values - med
     if excess[worst] <= 0:
         return [worst]
-    if _robust_z(values, float(values[worst])) < OUTLIER_Z:
+    if worst_z < OUTLIER_Z:
         return _upper_cluster(values) or [worst]
+    mad = float(excess.abs().median())
     z = np.inf if mad == 0 else 0.6745 * excess / mad
     members = (excess > 0) & (z >= OUTLIER_Z) & (excess >= GROUP_SHARE * excess[worst])
     return sorted(int(r) for r in values.index[members.to_numpy()])
@@ -170,7 +171,7 @@ def _component_spreads(p: Profile) -> list[dict]:
             extra = {"component_excess_ms": round(excess / US_PER_MS, 3),
                      "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
             excess = min(excess, saved)
-        group = [worst] if saved is not None else _slow_group(values, worst)
+        group = [worst] if saved is not None else _slow_group(values, worst, zscore)
         if len(group) > 1:
             # a group: measured against the ranks outside it (the median may sit inside it)
             rest = values.drop(group)
@@ -446,10 +447,10 @@ def slow_link_rank(p: Profile) -> Value:
 @metric("cluster.slow_link_host", unit="text", needs=["links.bandwidth_gbps"])
 def slow_link_host(p: Profile) -> Value:
     """The host of ``cluster.slow_link_rank``, where the output names hosts."""
-    rank = slow_link_rank(p).value
-    if rank not in p.meta.hosts:
+    host = slow_link_rank(p).evidence.get("host")
+    if host is None:
         raise NotEvaluated("the output does not name the host of that rank")
-    return Value(p.meta.hosts[rank])
+    return Value(host)
 
 
 @metric("cluster.slowest_link_hosts", unit="text", scope="link", needs=["links.bandwidth_gbps"])
