@@ -104,7 +104,7 @@ def folder_name(sc: Scenario, rank: int) -> str:
 
 # ------------------------------------------------------------------ metadata
 
-def _profiler_info(rank: int) -> dict:
+def _profiler_info(rank: int, export_type: str = "text") -> dict:
     return {
         "config": {
             "common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
@@ -114,7 +114,7 @@ def _profiler_info(rank: int) -> dict:
                               "with_flops": False, "with_modules": False},
             "experimental_config": {"_profiler_level": "Level1", "_aic_metrics": "PipeUtilization",
                                     "_l2_cache": False, "_data_simplification": True,
-                                    "_export_type": ["text"]},
+                                    "_export_type": [export_type]},
         },
         "start_info": {"syscnt_enable": True, "freq": 100.0, "start_cnt": 4417316573894,
                        "start_monotonic": 4417316573894000},
@@ -350,7 +350,7 @@ def write_db(sc: Scenario, parent: Path) -> list[Path]:
 
     folders = []
     for r in range(sc.spec.ranks):
-        spec = w.RankSpec(rank=r, world_size=sc.spec.ranks,
+        spec = w.RankSpec(rank=r, world_size=sc.spec.ranks, folder=folder_name(sc, r),
                           parallel={"pp": sc.pp, "dp": sc.spec.ranks // sc.pp, "tp": 1})
         k = layout(sc, r, TEMPLATES, sc.spec.kernels_per_step)
         for j, s in enumerate(sc.step_ids):
@@ -363,6 +363,10 @@ def write_db(sc: Scenario, parent: Path) -> list[Path]:
         for j, s in enumerate(sc.step_ids):
             spec.comm_ops.append((f"hcom_allReduce__{600 + j}_{s}_1", "hcom_allReduce_", gid,
                                   ns(k.ar_start[j]), ns(k.ar_start[j] + k.ar_dur[j])))
+            if k.recv_dur[j] > 0:  # the pipeline receive, as kernel_details.csv lists it
+                spec.comm_ops.append((f"hcom_receive__{700 + j}_{s}_1", "hcom_receive_",
+                                      group_id(sc, f"pp_{r % (sc.spec.ranks // sc.pp)}"),
+                                      ns(k.recv_start[j]), ns(k.recv_start[j] + k.recv_dur[j])))
             exposed = sc.exposed[j, r]
             spec.breakdown[int(s)] = (sc.computing[j, r], exposed, sc.overlapped[j, r],
                                       sc.communication[j, r], sc.free[j, r],
@@ -385,5 +389,9 @@ def write_db(sc: Scenario, parent: Path) -> list[Path]:
             spec.links.append((rec["step"], name, group, rec["local"][0], rec["local"][1],
                                info["Transport Type"], info["Transit Size(MB)"], info["Transit Time(ms)"],
                                info["Bandwidth(GB/s)"]))
-        folders.append(w.write_db(parent, spec))
+        root = w.write_db(parent, spec)
+        # the metadata files torch_npu writes beside either layout, as the text layout has them
+        (root / f"profiler_info_{r}.json").write_bytes(_dumps(_profiler_info(r, "db")))
+        (root / "profiler_metadata.json").write_bytes(_dumps(_metadata(sc, r)))
+        folders.append(root)
     return folders

@@ -14,6 +14,9 @@ largest process); a tool whose run is short (``REPEAT_BELOW_S``) runs
 * the same three Ascend commands on the run's step-trace and kernel files
   alone (``ascend-sk``: hard links, plus the metadata files), the input the
   cluster issue's baseline was measured on;
+* and on the same run in the Ascend database layout (``ascend-db``:
+  ``ascend_pytorch_profiler_{rank}.db`` and ``analysis.db`` per rank, as
+  newer CANN writes with ``export_type=db``);
 * HolisticTraceAnalysis on the Kineto layout: ``TraceAnalysis(trace_dir)``
   + ``get_temporal_breakdown`` + ``get_comm_comp_overlap`` +
   ``get_potential_stragglers`` (a step that raises is reported, the others
@@ -143,26 +146,27 @@ def step_kernel_copy(ascend: Path, dest: Path) -> Path:
     return dest
 
 
-def _tools(ascend: Path, kineto: Path, out: Path, step_kernel: Path) -> list[tuple[str, str, list[str]]]:
+def _tools(inputs: dict[str, Path], out: Path) -> list[tuple[str, str, list[str]]]:
+    """(tool, input format, command) for each run, on ``inputs`` (format -> folder)."""
     adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    msprof = _peer_bin("msprof-analyze")
+
+    def advisor(fmt: str, tag: str, jobs: list[str] = ()) -> tuple[str, str, list[str]]:
+        label = "advisor report" + (" " + " ".join(jobs) if jobs else "")
+        return label, fmt, adv + ["report", str(inputs[fmt]), "-o", str(out / f"adv_{tag}"), *jobs, "--no-color"]
+
+    def peers(fmt: str, tag: str) -> list[tuple[str, str, list[str]]]:
+        return [("msprof-analyze cluster -m all", fmt,
+                 [msprof, "cluster", "-d", str(inputs[fmt]), "-m", "all", "-o", str(out / f"msc_{tag}")]),
+                ("msprof-analyze advisor all", fmt,
+                 [msprof, "advisor", "all", "-d", str(inputs[fmt]), "-o", str(out / f"msa_{tag}"), "-l", "en"])]
+
     return [
-        ("advisor report", "ascend", adv + ["report", str(ascend), "-o", str(out / "adv_a"), "--no-color"]),
-        ("advisor report -j 1", "ascend", adv + ["report", str(ascend), "-o", str(out / "adv_a1"), "-j", "1",
-                                                  "--no-color"]),
-        ("msprof-analyze cluster -m all", "ascend",
-         [_peer_bin("msprof-analyze"), "cluster", "-d", str(ascend), "-m", "all", "-o", str(out / "msc")]),
-        ("msprof-analyze advisor all", "ascend",
-         [_peer_bin("msprof-analyze"), "advisor", "all", "-d", str(ascend), "-o", str(out / "msa"), "-l", "en"]),
-        ("advisor report", "kineto", adv + ["report", str(kineto), "-o", str(out / "adv_k"), "--no-color"]),
-        ("advisor report -j 1", "kineto", adv + ["report", str(kineto), "-o", str(out / "adv_k1"), "-j", "1",
-                                                  "--no-color"]),
-        ("HTA load+temporal+overlap+stragglers", "kineto", [PEER_PYTHON, "-c", HTA_SCRIPT, str(kineto)]),
-        ("advisor report", "ascend-sk", adv + ["report", str(step_kernel), "-o", str(out / "adv_sk"), "--no-color"]),
-        ("msprof-analyze cluster -m all", "ascend-sk",
-         [_peer_bin("msprof-analyze"), "cluster", "-d", str(step_kernel), "-m", "all", "-o", str(out / "msc_sk")]),
-        ("msprof-analyze advisor all", "ascend-sk",
-         [_peer_bin("msprof-analyze"), "advisor", "all", "-d", str(step_kernel), "-o", str(out / "msa_sk"),
-          "-l", "en"]),
+        advisor("ascend", "a"), advisor("ascend", "a1", ["-j", "1"]), *peers("ascend", "a"),
+        advisor("kineto", "k"), advisor("kineto", "k1", ["-j", "1"]),
+        ("HTA load+temporal+overlap+stragglers", "kineto", [PEER_PYTHON, "-c", HTA_SCRIPT, str(inputs["kineto"])]),
+        advisor("ascend-sk", "sk"), *peers("ascend-sk", "sk"),
+        advisor("ascend-db", "db"), *peers("ascend-db", "db"),
     ]
 
 
@@ -196,16 +200,16 @@ def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives:
                     collectives=collectives))
     t = time.perf_counter()
     ascend = write(sc, base / "ascend", "ascend-text")
-    kineto = write(sc, base / "kineto", "kineto")
-    step_kernel = step_kernel_copy(ascend, base / "ascend_sk")
+    inputs = {"ascend": ascend, "kineto": write(sc, base / "kineto", "kineto"),
+              "ascend-sk": step_kernel_copy(ascend, base / "ascend_sk"),
+              "ascend-db": write(sc, base / "ascend_db", "ascend-db")}
     gen = time.perf_counter() - t
-    sizes = {name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6
-             for name, p in (("ascend", ascend), ("kineto", kineto), ("ascend-sk", step_kernel))}
+    sizes = {name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6 for name, p in inputs.items()}
     _settle(base)
     out = base / "out"
     out.mkdir()
     rows = []
-    for label, fmt, cmd in _tools(ascend, kineto, out, step_kernel):
+    for label, fmt, cmd in _tools(inputs, out):
         m = measure_median(cmd, base, 1 if label.startswith("msprof-analyze") else repeat)
         rows.append({"ranks": ranks, "tool": label, "format": fmt, "input_mb": sizes[fmt], "gen_s": gen, **m})
         print(f"  {ranks:>5} {fmt:<7} {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
@@ -270,7 +274,7 @@ def render_curve(rows: list[dict], md: bool) -> str:
 
 
 #: How the table names each input format.
-INPUT_LABELS = {"ascend-sk": "ascend step+kernel files"}
+INPUT_LABELS = {"ascend-sk": "ascend step+kernel files", "ascend-db": "ascend database layout"}
 
 
 def render(rows: list[dict], md: bool, steps: int, kernels: int, collectives: int = 1) -> str:

@@ -278,6 +278,8 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
 
     if db_layout:  # newer CANN / torch_npu / MindSpore export_type=db
         ascend_db.read_into(reader, out_dir, rank)
+        if reader.kernels is not None:
+            _add_device_busy(profile, reader.kernels)
     else:
         _read_steps_and_ops(reader, out_dir, rank)
         _read_comm(reader, out_dir, rank)

@@ -45,13 +45,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pandas as pd
+import pyarrow.compute as pc
 
 from advisor.errors import InputError
 
 from . import ascend_comm as comm_io
-from . import comm_rollup, listing
+from . import listing
 from . import ascend_tables as tables
+from .batch_tables import PendingTable
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
 ANALYSIS_DBS = ("analysis.db", "communication_analyzer.db")
@@ -111,7 +112,7 @@ class _Con:
         uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
         try:
             self.con = sqlite3.connect(uri, uri=True)
-            self.con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            self.tables = {name for (name,) in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.Error as exc:
             raise InputError(path, f"not a readable SQLite database ({exc})") from None
 
@@ -121,10 +122,16 @@ class _Con:
         except sqlite3.Error as exc:
             raise InputError(self.path, f"unexpected database schema ({exc})") from None
 
-    def frame(self, sql: str) -> pd.DataFrame:
+    def columns(self, sql: str) -> dict[str, list]:
+        """The result of ``sql`` as columns: name -> list of cell values."""
         cur = self.execute(sql)
-        cols = [d[0] for d in cur.description]
-        return pd.DataFrame(cur.fetchall(), columns=cols)
+        names = [d[0] for d in cur.description]
+        try:
+            rows = cur.fetchall()
+        except sqlite3.Error as exc:
+            raise InputError(self.path, f"unreadable table ({exc})") from None
+        values = list(zip(*rows)) if rows else [()] * len(names)
+        return {name: list(col) for name, col in zip(names, values)}
 
     def __enter__(self):
         return self
@@ -137,24 +144,70 @@ def _connect(path: Path) -> _Con:
     return _Con(path)
 
 
-def _readable(path: Path) -> bool:
-    """True, or InputError when ``path`` is not a SQLite database."""
-    with _connect(path):
-        return True
-
-
 def _has_table(con: _Con, name: str) -> bool:
-    return con.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+    return name in con.tables
 
 
 def _columns(con: _Con, table: str) -> set[str]:
     return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
 
 
-def _step_number(col: pd.Series) -> pd.Series:
-    """"step12" / "12" / None -> nullable Int64."""
-    text = col.astype("string").str.extract(_DIGITS, expand=False)
-    return pd.to_numeric(text, errors="coerce").astype("Int64")
+# ------------------------------------------------------------------ cells
+
+def _floats(values: list) -> np.ndarray:
+    """Cells -> float64, NaN where a cell is empty or not a number."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([_float(v) for v in values], dtype=np.float64)
+
+
+def _float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _per_value(values: list, func) -> list:
+    """``func`` of each cell, computed once per distinct cell (a column of
+    a rank's database repeats a few step ids, names and transports)."""
+    found = {v: func(v) for v in set(values)}
+    return [found[v] for v in values]
+
+
+def _step_number(value) -> int | None:
+    """"step12" / "12" / 12 -> 12; None where a cell holds no number."""
+    m = _DIGITS.search(str(value)) if value is not None else None
+    return int(m.group(1)) if m else None
+
+
+def _step_numbers(values: list) -> list[int | None]:
+    return _per_value(values, _step_number)
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _texts(values: list) -> list[str | None]:
+    return _per_value(values, _text)
+
+
+def _upper_texts(values: list) -> list[str | None]:
+    return _per_value(values, lambda v: None if v is None else str(v).upper())
+
+
+def _kinds(names: list[str | None]) -> list[str | None]:
+    return _per_value(names, lambda n: None if n is None else comm_io.comm_kind(n))
+
+
+def _text_array(values: list) -> pa.Array:
+    """Text cells as an Arrow string array (non-text cells as their str)."""
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(_texts(values), pa.string())
 
 
 # ------------------------------------------------------------------ steps
@@ -172,27 +225,26 @@ _STEP_TRACE_COLUMNS = {
 }
 
 
-def read_step_trace(path: Path, rank: int) -> pd.DataFrame | None:
-    """analysis.db ``StepTraceTime`` -> steps (None when the table is absent)."""
-    with _connect(path) as con:
-        if not _has_table(con, "StepTraceTime"):
-            return None
-        have = _columns(con, "StepTraceTime")
-        cols = [c for c in _STEP_TRACE_COLUMNS if c in have]
-        if "computing" not in cols:
-            raise InputError(path, "StepTraceTime has no computing column")
-        df = con.frame(f"SELECT {', '.join(cols)} FROM StepTraceTime")
-    df = df.rename(columns=_STEP_TRACE_COLUMNS)
-    for col in df.columns:
-        if col != "step":
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-    numeric = [c for c in df.columns if c != "step"]
-    df = df[df[numeric].fillna(0).abs().sum(axis=1) > 0]  # torch_npu writes an all-zero row when no steps
-    if df.empty:
+def read_step_trace(con: _Con, rank: int) -> PendingTable | None:
+    """analysis.db ``StepTraceTime`` -> steps, left to build like the text
+    layout's (``ascend_tables.step_columns``); None when the table is absent
+    or holds only the all-zero row torch_npu writes when there were no steps."""
+    if not _has_table(con, "StepTraceTime"):
         return None
-    if "step" in df:
-        df["step"] = _step_number(df["step"])
-    return tables.finish_steps(df.reset_index(drop=True), rank)
+    have = _columns(con, "StepTraceTime")
+    cols = [c for c in _STEP_TRACE_COLUMNS if c in have]
+    if "computing" not in cols:
+        raise InputError(con.path, "StepTraceTime has no computing column")
+    raw = con.columns(f"SELECT {', '.join(cols)} FROM StepTraceTime")
+    col = {_STEP_TRACE_COLUMNS[c]: _floats(v) for c, v in raw.items() if c != "step"}
+    used = np.nansum(np.abs(np.vstack(list(col.values()))), axis=0) > 0
+    if not used.any():
+        return None
+    col = {c: v[used] for c, v in col.items()}
+    if "step" in raw:
+        steps = _step_numbers(raw["step"])
+        col["step"] = np.array([np.nan if s is None else s for s in steps], dtype=np.float64)[used]
+    return tables.step_columns(col, np.full(int(used.sum()), rank, dtype=np.int64))
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> list[tuple[float, float]]:
@@ -234,56 +286,64 @@ def _minus(blocks, holes) -> float:
     return total
 
 
-def _step_windows(con: _Con) -> pd.DataFrame | None:
+class _Windows:
+    """STEP_TIME: step ids and their [start, end) in ns, by start."""
+
+    def __init__(self, cols: dict[str, list]):
+        start = np.array(cols["startNs"], dtype=np.int64)
+        order = np.argsort(start, kind="stable")
+        self.start = start[order]
+        self.end = np.array(cols["endNs"], dtype=np.int64)[order]
+        self.step = np.array(cols["step"], dtype=np.int64)[order]
+
+    def assign(self, start_ns: np.ndarray) -> pa.Array:
+        """Step id of each start time (the window it falls in), null outside all."""
+        idx = np.searchsorted(self.start, start_ns, side="right") - 1
+        ok = (idx >= 0) & (start_ns < self.end[np.clip(idx, 0, None)])
+        return pa.array(np.where(ok, self.step[np.clip(idx, 0, None)], 0), mask=~ok)
+
+
+def _step_windows(con: _Con) -> _Windows | None:
     if not _has_table(con, "STEP_TIME"):
         return None
-    df = con.frame("SELECT id AS step, startNs, endNs FROM STEP_TIME ORDER BY startNs")
-    return df if not df.empty else None
+    cols = con.columns("SELECT id AS step, startNs, endNs FROM STEP_TIME")
+    if not cols["step"] or any(v is None for c in cols.values() for v in c):
+        return None
+    return _Windows(cols)
 
 
-def _assign_steps(start_ns: np.ndarray, windows: pd.DataFrame | None) -> pd.Series:
-    """Step id of each start time (the window it falls in), NA outside all."""
+def _assign_steps(start_ns: np.ndarray, windows: _Windows | None) -> pa.Array:
     if windows is None:
-        return pd.Series(pd.array([pd.NA] * len(start_ns), dtype="Int64"))
-    w_start = windows["startNs"].to_numpy(dtype="int64")
-    w_end = windows["endNs"].to_numpy(dtype="int64")
-    idx = np.searchsorted(w_start, start_ns, side="right") - 1
-    ok = (idx >= 0) & (start_ns < w_end[np.clip(idx, 0, None)])
-    ids = windows["step"].to_numpy()
-    out = pd.array([pd.NA] * len(start_ns), dtype="Int64")
-    out[ok] = ids[idx[ok]].astype("int64")
-    return pd.Series(out)
+        return pa.nulls(len(start_ns), pa.int64())
+    return windows.assign(start_ns)
 
 
-def steps_from_tasks(kernels: pd.DataFrame, windows: pd.DataFrame, rank: int) -> pd.DataFrame | None:
-    """Step breakdown from task intervals (see module doc); ``kernels`` carries
-    step, start_us, duration_us and core (HCCL = communication)."""
-    rows = []
-    for _, w in windows.iterrows():
-        step = int(w["step"])
-        grp = kernels[kernels["step"] == step]
-        start = grp["start_us"].to_numpy()
-        end = start + grp["duration_us"].to_numpy()
-        is_comm = (grp["core"] == "HCCL").to_numpy()
-        is_recv = grp["name"].str.startswith("hcom_receive").fillna(False).to_numpy()
+def steps_from_tasks(kernels: _Kernels, windows: _Windows, rank: int) -> PendingTable | None:
+    """Step breakdown from task intervals (see module doc)."""
+    step = kernels.table.column("step").to_numpy(zero_copy_only=False)
+    start_all = kernels.table.column("start_us").to_numpy()
+    end_all = start_all + kernels.table.column("duration_us").to_numpy()
+    rows: dict[str, list] = {}
+    for sid, w_start, w_end in zip(windows.step, windows.start, windows.end):
+        mine = step == sid
+        start, end = start_all[mine], end_all[mine]
+        is_comm, is_recv = kernels.is_comm[mine], kernels.is_recv[mine]
         compute = _union(start[~is_comm], end[~is_comm])
         comm = _union(start[is_comm], end[is_comm])
         bubble = _length(_union(start[is_recv], end[is_recv]))
         exposed = _minus(comm, compute)
         computing, communication = _length(compute), _length(comm)
-        window = (int(w["endNs"]) - int(w["startNs"])) / NS_PER_US
+        window = int(w_end - w_start) / NS_PER_US
         span = float(end.max() - start.min()) if len(start) else 0.0
-        rows.append({
-            "step": step, "computing_us": computing, "exposed_comm_us": exposed,
-            "overlapped_us": communication - exposed, "communication_us": communication,
-            "free_us": max(window - computing - exposed, 0.0), "stage_us": span - bubble,
-            "bubble_us": bubble, "_exposed_no_recv": exposed - bubble,
-        })
+        for key, value in (("step", float(sid)), ("computing_us", computing), ("exposed_comm_us", exposed),
+                           ("overlapped_us", communication - exposed), ("communication_us", communication),
+                           ("free_us", max(window - computing - exposed, 0.0)), ("stage_us", span - bubble),
+                           ("bubble_us", bubble), ("_exposed_no_recv", exposed - bubble)):
+            rows.setdefault(key, []).append(value)
     if not rows:
         return None
-    df = pd.DataFrame(rows)
-    df["step"] = df["step"].astype("Int64")
-    return tables.finish_steps(df, rank)
+    col = {k: np.array(v, dtype=np.float64) for k, v in rows.items()}
+    return tables.step_columns(col, np.full(len(col["step"]), rank, dtype=np.int64))
 
 
 # -------------------------------------------------------------------- ops
@@ -306,11 +366,33 @@ LEFT JOIN STRING_IDS n ON n.id = o.opName
 LEFT JOIN STRING_IDS ot ON ot.id = o.opType
 LEFT JOIN STRING_IDS g ON g.id = o.groupName
 """
-_NA_TEXT = {"N/A", "NA", ""}
+#: Kernel text columns, as ``kernel_details.csv`` names them.
+_KERNEL_TEXT = ("name", "type", "core", "input_dtypes", "input_shapes")
 
 
-def read_kernels(path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
-    """Profiler db -> (kernels like kernel_details.csv, comm operators, step windows).
+class _Kernels:
+    """A profiler database's tasks as the text layout's kernels table
+    (``ascend_tables.kernel_table``: raw text, ``step``, ``start_us``
+    relative to the first step, ``duration_us``), in start order, with
+    which rows are communication (core HCCL) and receives."""
+
+    def __init__(self, table: pa.Table, is_comm: np.ndarray, is_recv: np.ndarray):
+        self.table, self.is_comm, self.is_recv = table, is_comm, is_recv
+
+
+def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows with both times, their start ns, end ns): integer ns until after
+    subtraction, as a float64 epoch-ns time is only exact to ~256 ns."""
+    start, end = cols["startNs"], cols["endNs"]
+    keep = np.array([a is not None and b is not None for a, b in zip(start, end)], dtype=bool)
+    if keep.all():
+        return keep, np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
+    return (keep, np.array([a for a, k in zip(start, keep) if k], dtype=np.int64),
+            np.array([b for b, k in zip(end, keep) if k], dtype=np.int64))
+
+
+def read_kernels(path: Path) -> tuple[_Kernels | None, dict[str, list] | None, _Windows | None]:
+    """Profiler db -> (kernels, COMMUNICATION_OP columns, step windows).
 
     Kernels are compute tasks plus communication operators (core HCCL), as
     kernel_details.csv lists them; times in us, ``step`` from STEP_TIME.
@@ -319,144 +401,150 @@ def read_kernels(path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, 
         if not _has_table(con, "STRING_IDS"):
             raise InputError(path, "no STRING_IDS table (not an Ascend profiler database?)")
         windows = _step_windows(con)
-        parts = []
-        if _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK"):
-            parts.append(con.frame(_KERNEL_SQL))
-        comm = con.frame(_COMM_OP_SQL) if _has_table(con, "COMMUNICATION_OP") else None
-    if comm is not None and not comm.empty:
-        parts.append(comm.drop(columns="group").assign(core="HCCL"))
-    parts = [p for p in parts if not p.empty]
+        compute = (con.columns(_KERNEL_SQL) if _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK")
+                   else None)
+        comm = con.columns(_COMM_OP_SQL) if _has_table(con, "COMMUNICATION_OP") else None
+    parts = []
+    for cols, is_comm in ((compute, False), (comm, True)):
+        if cols is None or not cols["startNs"]:
+            continue
+        keep, start, end = _times(cols)
+        text = {c: (pa.array(np.full(len(start), "HCCL", dtype=object), pa.string()) if c == "core" and is_comm
+                    else _text_array(cols[c]) if c in cols else pa.nulls(len(start), pa.string()))
+                for c in _KERNEL_TEXT}
+        if not keep.all():
+            text = {c: a.filter(pa.array(keep)) for c, a in text.items()}
+        parts.append((text, start, end, is_comm))
     if not parts:
-        return None, None, windows
-    kernels = pd.concat(parts, ignore_index=True)
-    # Integer ns until after subtraction: a float64 epoch-ns time is only
-    # exact to ~256 ns. start_us is relative to the first step (or task).
-    start = kernels["startNs"].to_numpy(dtype="int64")
-    base = int(windows["startNs"].min()) if windows is not None else int(start.min())
-    kernels["step"] = _assign_steps(start, windows)
-    kernels["start_us"] = (start - base) / NS_PER_US
-    kernels["duration_us"] = (kernels["endNs"].to_numpy(dtype="int64") - start) / NS_PER_US
-    kernels = kernels.drop(columns=["startNs", "endNs"])
-    kernels.attrs["base_ns"] = base
-    for col in ("name", "type", "core", "input_dtypes", "input_shapes"):
-        if col in kernels:
-            kernels[col] = kernels[col].astype("string").mask(kernels[col].isin(_NA_TEXT))
-    kernels["core"] = kernels["core"].str.upper()
-    if "input_dtypes" in kernels:
-        kernels["input_dtypes"] = tables.normalize_dtypes(kernels["input_dtypes"])
-    kernels = kernels.sort_values("start_us", kind="stable").reset_index(drop=True)
-    return kernels, comm, windows
-
-
-def comm_from_ops(comm: pd.DataFrame, windows, rank: int) -> pd.DataFrame | None:
-    """COMMUNICATION_OP rows -> comm table (no wait/transit split: that needs analysis.db)."""
-    if comm is None or comm.empty:
-        return None
-    start = comm["startNs"].to_numpy(dtype="int64")
-    rows = pd.DataFrame({
-        "rank": rank, "step": _assign_steps(start, windows), "name": comm["name"],
-        "kind": comm["name"].map(comm_io.comm_kind), "group": comm["group"],
-        "start_us": start / NS_PER_US,
-        "elapse_us": (comm["endNs"].to_numpy(dtype="int64") - start) / NS_PER_US,
+        return None, comm, windows
+    text = {c: pa.concat_arrays([p[0][c] for p in parts]) for c in _KERNEL_TEXT}
+    start = np.concatenate([p[1] for p in parts])
+    end = np.concatenate([p[2] for p in parts])
+    comm_rows = np.concatenate([np.full(len(p[1]), p[3]) for p in parts])
+    order = np.argsort(start, kind="stable")
+    start, end, comm_rows = start[order], end[order], comm_rows[order]
+    take = pa.array(order)
+    text = {c: a.take(take) for c, a in text.items()}
+    base = int(windows.start.min()) if windows is not None else int(start.min())
+    table = pa.table({
+        "step": _assign_steps(start, windows),
+        **{c: text[c] for c in ("name", "type", "core")},
+        "start_us": (start - base) / NS_PER_US,
+        "duration_us": (end - start) / NS_PER_US,
+        **{c: text[c] for c in ("input_shapes", "input_dtypes")},
     })
-    rows["rank"] = rows["rank"].astype("int64")
-    return rows.dropna(axis=1, how="all").reset_index(drop=True)
+    core = pc.equal(pc.utf8_upper(pc.utf8_trim_whitespace(text["core"])), "HCCL")
+    core = core.fill_null(False).to_numpy(zero_copy_only=False)
+    recv = pc.starts_with(text["name"], "hcom_receive").fill_null(False).to_numpy(zero_copy_only=False)
+    return _Kernels(table, comm_rows | core, recv), comm, windows
+
+
+def comm_from_ops(comm: dict[str, list] | None, windows: _Windows | None, rank: int) -> PendingTable | None:
+    """COMMUNICATION_OP rows -> comm table (no wait/transit split: that needs analysis.db)."""
+    if comm is None or not comm["startNs"]:
+        return None
+    keep, start, end = _times(comm)
+    names = [n for n, k in zip(_texts(comm["name"]), keep) if k]
+    cols = {"step": _assign_steps(start, windows).to_pylist(), "name": names,
+            "kind": _kinds(names),
+            "group": [g for g, k in zip(_texts(comm["group"]), keep) if k],
+            "start_us": start / NS_PER_US, "elapse_us": (end - start) / NS_PER_US}
+    return comm_io.pending_columns(cols, rank, comm_io.COMM_COLUMNS)
 
 
 # ------------------------------------------------------------ communication
 
-def _not_total(df: pd.DataFrame) -> pd.DataFrame:
-    return df[~df["hccl_op_name"].astype("string").str.startswith("Total").fillna(False)]
+def _not_total(cols: dict[str, list]) -> dict[str, list]:
+    """Rows other than the "Total Op Info" summaries (sums of the others)."""
+    keep = _per_value(cols["hccl_op_name"], lambda n: not (isinstance(n, str) and n.startswith("Total")))
+    if all(keep):
+        return cols
+    return {c: [v for v, k in zip(values, keep) if k] for c, values in cols.items()}
 
 
-def read_comm_analysis(path: Path, rank: int):
-    """analysis.db CommAnalyzer* -> (comm, bandwidth, links); each None when absent."""
-    with _connect(path) as con:
-        time = con.frame("SELECT * FROM CommAnalyzerTime") if _has_table(con, "CommAnalyzerTime") else None
-        band = (con.frame("SELECT * FROM CommAnalyzerBandwidth")
-                if _has_table(con, "CommAnalyzerBandwidth") else None)
-        matrix = (con.frame("SELECT * FROM CommAnalyzerMatrix")
-                  if _has_table(con, "CommAnalyzerMatrix") else None)
-    return _time_frame(time, rank), _band_frame(band, rank), _matrix_frame(matrix, rank)
+def read_comm_analysis(con: _Con, rank: int):
+    """analysis.db CommAnalyzer* -> (comm, bandwidth, links), each left to
+    build like the text layout's (``ascend_comm``); None when absent."""
+    found = {table: con.columns(f"SELECT * FROM {table}") if _has_table(con, table) else None
+             for table in ("CommAnalyzerTime", "CommAnalyzerBandwidth", "CommAnalyzerMatrix")}
+    return (_time_columns(found["CommAnalyzerTime"], rank), _band_columns(found["CommAnalyzerBandwidth"], rank),
+            _matrix_columns(found["CommAnalyzerMatrix"], rank))
 
 
-def _base(df: pd.DataFrame, rank: int) -> dict:
-    name = df["hccl_op_name"].astype("string")
-    return {"rank": np.full(len(df), rank, dtype="int64"),
-            "step": _step_number(df["step"]) if "step" in df else pd.NA,
-            "name": name, "kind": name.map(comm_io.comm_kind),
-            "group": df["group_name"].astype("string") if "group_name" in df else pd.NA}
+def _base(cols: dict[str, list]) -> dict[str, list]:
+    """step, name, kind and group of CommAnalyzer rows."""
+    names = _texts(cols["hccl_op_name"])
+    n = len(names)
+    return {"step": _step_numbers(cols["step"]) if "step" in cols else [None] * n,
+            "name": names, "kind": _kinds(names),
+            "group": _texts(cols["group_name"]) if "group_name" in cols else [None] * n}
 
 
-def _num(df: pd.DataFrame, col: str, scale: float = 1.0):
-    return pd.to_numeric(df[col], errors="coerce") * scale if col in df else np.nan
+def _num(cols: dict[str, list], col: str, scale: float = 1.0) -> np.ndarray:
+    n = len(next(iter(cols.values())))
+    return _floats(cols[col]) * scale if col in cols else np.full(n, np.nan)
 
 
-def _time_frame(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
-    if df is None or df.empty:
+def _rows(cols: dict[str, object], keep: np.ndarray) -> dict[str, object]:
+    """The ``keep`` rows of every column (lists and arrays)."""
+    if keep.all():
+        return cols
+    return {c: v[keep] if isinstance(v, np.ndarray) else [x for x, k in zip(v, keep) if k]
+            for c, v in cols.items()}
+
+
+def _time_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
+    if not cols or not cols.get("hccl_op_name"):
         return None
-    df = _not_total(df).reset_index(drop=True)
-    out = pd.DataFrame({
-        **_base(df, rank),
-        "start_us": _num(df, "start_timestamp"),
-        "elapse_us": _num(df, "elapse_time", US_PER_MS),
-        "transit_us": _num(df, "transit_time", US_PER_MS),
-        "wait_us": _num(df, "wait_time", US_PER_MS),
-        "sync_us": _num(df, "synchronization_time", US_PER_MS),
-        "idle_us": _num(df, "idle_time", US_PER_MS),
-    })
-    out = out.dropna(subset=["elapse_us"]).dropna(axis=1, how="all")
-    return out.reset_index(drop=True) if not out.empty else None
+    cols = _not_total(cols)
+    out = {**_base(cols), "start_us": _num(cols, "start_timestamp"),
+           "elapse_us": _num(cols, "elapse_time", US_PER_MS), "transit_us": _num(cols, "transit_time", US_PER_MS),
+           "wait_us": _num(cols, "wait_time", US_PER_MS), "sync_us": _num(cols, "synchronization_time", US_PER_MS),
+           "idle_us": _num(cols, "idle_time", US_PER_MS)}
+    return comm_io.pending_columns(_rows(out, ~np.isnan(out["elapse_us"])), rank, comm_io.COMM_COLUMNS)
 
 
-def _band_frame(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
-    if df is None or df.empty:
+def _band_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
+    if not cols or not cols.get("hccl_op_name"):
         return None
-    df = _not_total(df)
-    key = [c for c in ("step", "hccl_op_name", "group_name", "transport_type") if c in df]
-    df = df.drop_duplicates(subset=key, keep="first").reset_index(drop=True)  # one row per packet size
-    out = pd.DataFrame({
-        **_base(df, rank),
-        "transport": df["transport_type"].astype("string").str.upper(),
-        "size_mb": _num(df, "transit_size"), "time_ms": _num(df, "transit_time"),
-        "bandwidth_gbps": _num(df, "bandwidth"), "large_packet_ratio": _num(df, "large_packet_ratio"),
-    })
-    used = (out["size_mb"].fillna(0) != 0) | (out["time_ms"].fillna(0) != 0)
-    out = out[used].dropna(axis=1, how="all")
-    return out.reset_index(drop=True) if not out.empty else None
+    cols = _not_total(cols)
+    key = [cols[c] for c in ("step", "hccl_op_name", "group_name", "transport_type") if c in cols]
+    seen: set = set()
+    first = np.array([not (k in seen or seen.add(k)) for k in zip(*key)], dtype=bool)  # one row per packet size
+    cols = _rows(cols, first)
+    out = {**_base(cols), "transport": _upper_texts(cols["transport_type"]),
+           "size_mb": _num(cols, "transit_size"), "time_ms": _num(cols, "transit_time"),
+           "bandwidth_gbps": _num(cols, "bandwidth"), "large_packet_ratio": _num(cols, "large_packet_ratio")}
+    used = (np.nan_to_num(out["size_mb"]) != 0) | (np.nan_to_num(out["time_ms"]) != 0)
+    return comm_io.pending_columns(_rows(out, used), rank, comm_io.BANDWIDTH_COLUMNS)
 
 
-def _matrix_frame(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
-    if df is None or df.empty:
+def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
+    if not cols or not cols.get("hccl_op_name"):
         return None
-    df = _not_total(df).reset_index(drop=True)
-    src = pd.to_numeric(df["src_rank"], errors="coerce")
-    dst = pd.to_numeric(df["dst_rank"], errors="coerce")
-    df = df[src.notna() & dst.notna()].reset_index(drop=True)
-    if df.empty:
+    cols = _not_total(cols)
+    src, dst = _floats(cols["src_rank"]), _floats(cols["dst_rank"])
+    ends = ~np.isnan(src) & ~np.isnan(dst)
+    if not ends.any():
         return None
-    out = pd.DataFrame({
-        "rank": np.full(len(df), rank, dtype="int64"),
-        "step": _step_number(df["step"]) if "step" in df else pd.NA,
-        "src": pd.to_numeric(df["src_rank"]).astype("int64"),
-        "dst": pd.to_numeric(df["dst_rank"]).astype("int64"),
-        "transport": df["transport_type"].astype("string").str.upper(),
-        "name": df["hccl_op_name"].astype("string"),
-        "group": df["group_name"].astype("string") if "group_name" in df else pd.NA,
-        "size_mb": _num(df, "transit_size"), "time_ms": _num(df, "transit_time"),
-        "bandwidth_gbps": _num(df, "bandwidth"),
-    })
-    repeated = comm_io.repeated_links(out["name"].tolist(), out["group"].tolist(), out["step"].tolist(), None)
+    cols = _rows(cols, ends)
+    base = _base(cols)
+    out = {"step": base["step"], "src": src[ends].astype(np.int64), "dst": dst[ends].astype(np.int64),
+           "transport": _upper_texts(cols["transport_type"]),
+           "name": base["name"], "group": base["group"], "size_mb": _num(cols, "transit_size"),
+           "time_ms": _num(cols, "transit_time"), "bandwidth_gbps": _num(cols, "bandwidth")}
+    repeated = comm_io.repeated_links(out["name"], out["group"], out["step"], None)
     if repeated is not None:
-        out = out[[not r for r in repeated]]
-    return out.dropna(axis=1, how="all").reset_index(drop=True)
+        out = _rows(out, ~np.array(repeated, dtype=bool))
+    return comm_io.pending_columns(out, rank, comm_io.LINK_COLUMNS)
 
 
 # ----------------------------------------------------------------- wiring
 
 def read_into(reader, out_dir: Path, rank: int) -> None:
-    """Fill ``reader.profile``'s steps, ops, comm, bandwidth and links from the
-    databases in ``out_dir``; a broken database becomes a skip (``reader.attempt``)."""
+    """Fill ``reader.profile``'s steps, comm, bandwidth and links (left to
+    build, as the text layout's) and ``reader.kernels`` from the databases
+    in ``out_dir``; a broken database becomes a skip (``reader.attempt``)."""
     profile = reader.profile
     prof_db, ana_db = profiler_db(out_dir), analysis_db(out_dir)
     kernels = comm_ops = windows = None
@@ -464,42 +552,22 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
         got = reader.attempt(prof_db, read_kernels)
         if got is not None:
             kernels, comm_ops, windows = got
-    if ana_db is not None and reader.attempt(ana_db, _readable) is not None:
-        profile.steps = reader.attempt(ana_db, read_step_trace, rank)
-        got = reader.attempt(ana_db, read_comm_analysis, rank)
+    con = reader.attempt(ana_db, _connect) if ana_db is not None else None
+    if con is not None:
+        with con:  # one connection for its tables: each one that fails is a skip of its own
+            profile.steps = reader.attempt(ana_db, lambda _: read_step_trace(con, rank))
+            got = reader.attempt(ana_db, lambda _: read_comm_analysis(con, rank))
         if got is not None:
-            comm, bandwidth, links = got
-            profile.comm = _rolled_up("comm", comm)
-            profile.bandwidth, profile.links = _rolled_up("bandwidth", bandwidth), _rolled_up("links", links)
-    if kernels is not None and not kernels.empty:
-        profile.ops = tables.aggregate_kernels(kernels, rank)
+            profile.comm, profile.bandwidth, profile.links = got
+    if kernels is not None:
+        reader.kernels = kernels.table
         if profile.steps is None and windows is not None:
             profile.steps = steps_from_tasks(kernels, windows, rank)
             if profile.steps is not None:
                 profile.meta.notes.append(
                     f"steps computed from STEP_TIME and task intervals of {prof_db.name} "
                     "(no StepTraceTime table in analysis.db)")
-        _add_device_busy(profile, kernels)
-    if profile.comm is None and comm_ops is not None:
-        profile.comm = _rolled_up("comm", comm_from_ops(comm_ops, windows, rank))
+    if profile.comm is None:
+        profile.comm = comm_from_ops(comm_ops, windows, rank)
     profile.meta.notes.append("read from the database layout (" + ", ".join(
         p.name for p in (prof_db, ana_db) if p is not None) + ")")
-
-
-def _rolled_up(name: str, frame: pd.DataFrame | None) -> pa.Table | None:
-    """A comm, bandwidth or links frame as the collectors keep it (``comm_rollup``)."""
-    if frame is None:
-        return None
-    return comm_rollup.rollup(name, pa.Table.from_pandas(frame, preserve_index=False))
-
-
-def _add_device_busy(profile, kernels: pd.DataFrame) -> None:
-    """Add per-step device busy time (``ascend_tables.busy_for_steps``) to the steps table."""
-    steps = profile.steps
-    if steps is None or steps["step"].isna().all():
-        return
-    busy = tables.busy_for_steps(steps["step"].to_numpy(dtype=np.float64, na_value=np.nan),
-                                 pa.Table.from_pandas(kernels[["step", "start_us", "duration_us"]],
-                                                      preserve_index=False))
-    if busy is not None:
-        profile.steps = steps.assign(device_busy_us=busy)

@@ -76,14 +76,6 @@ def _steps_table(col: dict[str, np.ndarray], rank: np.ndarray) -> pa.Table:
     return build_one(step_columns(col, rank))
 
 
-def finish_steps(df: pd.DataFrame, rank: int) -> pd.DataFrame:
-    """``_steps_table`` for a DataFrame of step-trace columns (the database
-    layout), as the pandas steps table."""
-    col = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-           for c in df.columns}
-    return to_pandas("steps", _steps_table(col, np.full(len(df), rank, dtype=np.int64)))
-
-
 def read_step_trace(path: Path, rank: int) -> pa.Table:
     """``step_trace_time.csv`` -> steps (one row per step, times in us), in
     Arrow form (see ``arrow_frames``); columns as ``step_columns`` makes them.
@@ -165,13 +157,6 @@ def _normalize_dtype_text(text: str | None) -> str | None:
         p = p[3:] if p.startswith("DT_") else p
         parts.append(_DTYPE_ALIASES.get(p, p))
     return ";".join(parts)
-
-
-def normalize_dtypes(col: pd.Series) -> pd.Series:
-    """"DT_BF16;DT_BF16" -> "BF16;BF16": upper case, no DT_ prefix, aliases unified."""
-    values = col.dropna().unique()
-    mapping = {v: _normalize_dtype_text(v) for v in values}
-    return col.map(mapping).astype("string")
 
 
 #: Kernel text columns that identify an operator: the ops table's keys.
@@ -278,14 +263,6 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
     bounds = np.searchsorted(ops.column("_unit").to_numpy(), np.arange(len(entries) + 1))
     ops = ops.drop_columns(["_unit"])
     return [ops.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-
-def aggregate_kernels(kernels: pd.DataFrame, rank: int) -> pd.DataFrame | None:
-    """``ops_from_kernels`` for a DataFrame of kernels (the database layout)."""
-    if kernels.empty:
-        return None
-    table = pa.Table.from_pandas(kernels, preserve_index=False)
-    return to_pandas("ops", ops_from_kernels(table, rank))
 
 
 def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:

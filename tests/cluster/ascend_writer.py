@@ -55,6 +55,7 @@ class RankSpec:
     links: list[tuple] = field(default_factory=list)
     parallel: dict = field(default_factory=dict)
     world_size: int | None = None
+    folder: str | None = None  # the rank folder's name (default: node{rank}_{rank}_20250101_{suffix})
 
 
 def sample_rank(rank: int, slow: float = 1.0, pp_receive: float = 0.0) -> RankSpec:
@@ -98,7 +99,7 @@ def sample_rank(rank: int, slow: float = 1.0, pp_receive: float = 0.0) -> RankSp
 # ------------------------------------------------------------------- text
 
 def _rank_root(parent: Path, spec: RankSpec, suffix: str) -> Path:
-    root = parent / f"node{spec.rank}_{spec.rank}_20250101_{suffix}"
+    root = parent / (spec.folder or f"node{spec.rank}_{spec.rank}_20250101_{suffix}")
     (root / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
     info = {"rank_id": spec.rank}
     (root / f"profiler_info_{spec.rank}.json").write_text(json.dumps(info))

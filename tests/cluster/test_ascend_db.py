@@ -116,11 +116,13 @@ def test_database_opened_read_only(tmp_path):
 
 def test_matrix_samples_dropped_only_beside_their_own_groups_total():
     """A -top1 sample is a repeat only where its own group has a -total."""
-    from advisor.collectors.ascend_db import _matrix_frame
+    from advisor.collectors.ascend_db import _matrix_columns
+    from advisor.collectors.batch_tables import build_one
 
-    rows = pd.DataFrame({"hccl_op_name": ["allreduce-top1", "allreduce-total", "allreduce-top1"],
-                         "group_name": ["A", "B", "B"], "step": [1, 1, 1], "src_rank": [0, 0, 0],
-                         "dst_rank": [1, 1, 1], "transport_type": ["HCCS"] * 3, "transit_size": [8.0] * 3,
-                         "transit_time": [1.0] * 3, "bandwidth": [8.0] * 3})
-    links = _matrix_frame(rows, 0)
-    assert list(zip(links["name"], links["group"])) == [("allreduce-top1", "A"), ("allreduce-total", "B")]
+    rows = {"hccl_op_name": ["allreduce-top1", "allreduce-total", "allreduce-top1"],
+            "group_name": ["A", "B", "B"], "step": [1, 1, 1], "src_rank": [0, 0, 0],
+            "dst_rank": [1, 1, 1], "transport_type": ["HCCS"] * 3, "transit_size": [8.0] * 3,
+            "transit_time": [1.0] * 3, "bandwidth": [8.0] * 3}
+    links = build_one(_matrix_columns(rows, 0))
+    assert list(zip(links.column("name").to_pylist(), links.column("group").to_pylist())) == [
+        ("allreduce-top1", "A"), ("allreduce-total", "B")]

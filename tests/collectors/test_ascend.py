@@ -16,11 +16,8 @@ import pytest
 
 from advisor.collectors import ascend, load_profile
 from advisor.collectors.ascend_comm import read_communication
-from advisor.collectors.ascend_tables import (
-    aggregate_kernels,
-    normalize_dtypes,
-    read_kernel_details,
-)
+from advisor.collectors.arrow_frames import to_pandas
+from advisor.collectors.ascend_tables import kernel_table, ops_from_kernels, read_kernel_details
 from advisor.collectors.ascend_trace import read_trace
 from advisor.errors import InputError
 
@@ -121,7 +118,7 @@ def test_old_kernel_details_columns_parse(corpus):
     assert len(kernels) == 591
     assert "op_state" not in kernels  # the older set has no OP State: stays absent
     assert kernels["duration_us"].sum() == pytest.approx(396807.04)
-    ops = aggregate_kernels(kernels, rank=0)
+    ops = to_pandas("ops", ops_from_kernels(kernel_table(corpus / OLD_KERNELS), rank=0))
     assert ops["count"].sum() == 591
     assert (ops["core"] == "HCCL").sum() == 19
     top = ops.iloc[0]
@@ -142,16 +139,16 @@ def test_new_kernel_details_tab_timestamps_and_bf16(corpus):
     dtypes = set(kernels["input_dtypes"].dropna())
     assert "BF16;BF16" in dtypes
     assert not any("DT_" in d for d in dtypes)
-    ops = aggregate_kernels(kernels, rank=0)
+    ops = to_pandas("ops", ops_from_kernels(kernel_table(corpus / NEW_KERNELS), rank=0))
     assert ops.iloc[0]["type"] == "FlashAttentionScoreGrad" and ops.iloc[0]["core"] == "MIX_AIC"
     assert ops.iloc[0]["total_us"] == pytest.approx(3038.44)
 
 
 def test_normalize_dtypes():
-    col = pd.Series(["DT_BF16;DT_BF16", "float16", "DT_FLOAT", "BFLOAT16;INT32", None],
-                    dtype="string")
-    assert normalize_dtypes(col).tolist()[:4] == ["BF16;BF16", "FLOAT16", "FLOAT", "BF16;INT32"]
-    assert pd.isna(normalize_dtypes(col).iloc[4])
+    from advisor.collectors.ascend_tables import _normalize_dtype_text
+
+    written = ["DT_BF16;DT_BF16", "float16", "DT_FLOAT", "BFLOAT16;INT32", None]
+    assert [_normalize_dtype_text(t) for t in written] == ["BF16;BF16", "FLOAT16", "FLOAT", "BF16;INT32", None]
 
 
 # ------------------------------------------------------------- real: trace
