@@ -170,23 +170,27 @@ def _rank_of(folder: Path, file_id: int) -> int:
     The id in the file names is the rank id (MindSpore >= 1.3 on Ascend).
     The MindInsight r1.3 cluster layout ``{rank}/profiler/..._0...`` names
     files by device id instead; there the rank folder wins when the folder
-    holds a single id and the rank folder has rank-folder siblings.
+    holds a single id and the rank folder has rank-folder siblings. The
+    folder names are looked at first: a folder of thousands of ranks' files
+    is then never listed once per rank.
     """
-    if len(_ids_in(folder)) != 1:
+    named = [(cand, m) for cand in (folder, folder.parent) if (m := _RANK_DIR.match(cand.name))]
+    if not named or len(_ids_in(folder)) != 1:
         return file_id
-    for cand in (folder, folder.parent):
-        m = _RANK_DIR.match(cand.name)
-        if m and _rank_siblings(cand.parent) >= 2:
+    for cand, m in named:
+        if _has_rank_sibling(cand):
             return int(m.group(1))
     return file_id
 
 
-def _rank_siblings(parent: Path) -> int:
-    """How many sub-folders of ``parent`` are named like rank folders."""
+def _has_rank_sibling(folder: Path) -> bool:
+    """Whether another sub-folder of ``folder``'s parent is named like a rank
+    folder (stops at the first: a cluster holds thousands)."""
     try:
-        return sum(1 for p in parent.iterdir() if p.is_dir() and _RANK_DIR.match(p.name))
+        with os.scandir(folder.parent) as entries:
+            return any(e.name != folder.name and _RANK_DIR.match(e.name) and e.is_dir() for e in entries)
     except OSError:
-        return 0
+        return False
 
 
 # ---------------------------------------------------------------------- read
