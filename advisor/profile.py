@@ -65,7 +65,8 @@ Tables and their columns (optional columns in brackets):
     ``{type}-total`` and ``-top1`` / ``-middle`` / ``-bottomN`` entries only
     the totals, the others repeat single operators) summed the same way per
     ``rank`` (the file's rank), ``step``, ``src``, ``dst``
-    (ranks), ``transport`` and ``size_class`` (floor(log2(MB)) of each
+    (global ranks: the files' group-local ones mapped, see
+    ``collectors/link_ranks.py``), ``transport`` and ``size_class`` (floor(log2(MB)) of each
     record before summing): ``ops``, ``size_mb``, ``time_ms``
     (milliseconds), ``bandwidth_gbps``.
 

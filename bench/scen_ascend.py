@@ -43,6 +43,7 @@ import orjson
 def _dumps(obj) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
 
+from advisor.collectors.link_ranks import double_hash
 from bench.scen_layout import OpTemplate, layout
 from bench.scenarios import Link, Scenario
 
@@ -79,22 +80,13 @@ LINK_SIZES = {("HCCS", "big"): (48.0, 18.0), ("HCCS", "small"): (0.375, 6.0),
               ("LOCAL", "big"): (48.0, 50.0), ("LOCAL", "small"): (0.375, 20.0)}
 
 
-def double_hash(data: str) -> int:
-    """msprof-analyze's group-name hash (the id after ``@`` in op keys)."""
-    h0 = h1 = 0
-    for ch in data:
-        h0 = (h0 * 29 + ord(ch)) & 0xFFFFFFFF
-        h1 = (h1 * 131 + ord(ch)) & 0xFFFFFFFF
-    return (h0 << 32) | h1
-
-
 def group_name(sc: Scenario, group: str) -> str:
     """An HCCL-like group name for a generated group label."""
     return f"10.0.{sc.spec.seed % 250}.1%enp189s0f0_60000_{group}_1736413971558972"
 
 
 def group_id(sc: Scenario, group: str) -> str:
-    return str(double_hash(group_name(sc, group)))
+    return double_hash(group_name(sc, group))
 
 
 def folder_name(sc: Scenario, rank: int) -> str:

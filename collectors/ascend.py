@@ -32,7 +32,7 @@ import pyarrow as pa
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
-from . import arrow_frames, ascend_db, batch_tables, comm_rollup, listing
+from . import arrow_frames, ascend_db, batch_tables, comm_rollup, link_ranks, listing
 from . import ascend_comm as comm_io
 from . import ascend_tables as tables
 from .ascend_meta import (framework_of, host_from_folder_name, rank_from_folder_name,
@@ -283,6 +283,7 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
     else:
         _read_steps_and_ops(reader, out_dir, rank)
         _read_comm(reader, out_dir, rank)
+    _links_to_global(profile, rank, facts.groups)
     path = out_dir / "dataset.csv"
     if _is_file(path):
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
@@ -297,6 +298,18 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
     if reader.kernels is not None:
         kernels[index] = (reader.kernels, rank)
     return profile
+
+
+def _links_to_global(profile: Profile, rank: int, groups: dict[str, list[int]]) -> None:
+    """The links' group-local ranks as global ranks (``link_ranks``)."""
+    if not isinstance(profile.links, PendingTable):
+        return
+    profile.links, dropped = link_ranks.to_global(profile.links, rank, groups)
+    if dropped:
+        profile.meta.notes.append(
+            "communication matrix links of communication groups not listed in profiler_metadata.json "
+            "(parallel_group_info) were left out: their ranks are group-local, and naming links by "
+            "them would blame the wrong cards")
 
 
 def _db_only(out_dir: Path) -> bool:

@@ -569,5 +569,5 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
                     "(no StepTraceTime table in analysis.db)")
     if profile.comm is None:
         profile.comm = comm_from_ops(comm_ops, windows, rank)
-    profile.meta.notes.append("read from the database layout (" + ", ".join(
-        p.name for p in (prof_db, ana_db) if p is not None) + ")")
+    names = [_RANK_IN_NAME.sub("_{rank}.db", p.name) for p in (prof_db, ana_db) if p is not None]
+    profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")  # one note for all ranks

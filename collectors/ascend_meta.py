@@ -20,6 +20,7 @@ from advisor.profile import Profile
 
 from . import listing
 from .fileio import load_json
+from .link_ranks import group_ranks
 
 _INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
 _RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)
@@ -89,6 +90,8 @@ class MetaFacts:
     version: str | None = None
     framework: str | None = None
     parallel: dict = field(default_factory=dict)
+    #: communication group id -> its global ranks, sorted (``link_ranks.group_ranks``)
+    groups: dict[str, list[int]] = field(default_factory=dict)
 
 
 class _Scalars:
@@ -171,6 +174,8 @@ def _merge(facts: MetaFacts, data) -> None:
             if value:
                 facts.version, facts.framework = str(value), framework
                 break
+    if not facts.groups and isinstance(data, dict):
+        facts.groups = group_ranks(data.get("parallel_group_info"))
     for short, keys in _PARALLEL_KEYS.items():
         if short not in facts.parallel:
             value = _int(doc.find(keys))
