@@ -18,6 +18,11 @@ with ``advisor.analysis.analyze`` and scored:
 * ``slow-pipeline-stage`` is correct when its ``scope.ranks`` are the
   labelled stage's ranks.
 
+Slow links are also generated in pipeline-parallel runs (pp = 2): each
+stage has its own data-parallel group, whose matrix files name a link's
+ends by their ranks within the group, so the call is right only when the
+reader has mapped them to global ranks (``collectors/link_ranks.py``).
+
 A call of a rule in a scenario that does not expect it is a false positive
 (healthy runs count one per rule that fires). Precision = correct calls /
 all calls; recall = correct calls / scenarios that expect the rule.
@@ -198,18 +203,18 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
     lines += head(["ranks", "fault", "expected rule", "recall", "other rules fired (false)"])
     for size in sizes:
         for kind in KINDS:
-            rs = [r for r in results if r["ranks"] == size and r["kind"] == kind]
-            if not rs:
-                continue
-            rule = EXPECTS.get(kind, "-")
-            tp = sum(r["calls"].get(rule) == "tp" for r in rs)
-            others = defaultdict(int)
-            for r in rs:
-                for k, v in r["calls"].items():
-                    if v == "fp":
-                        others[k] += 1
-            lines.append(row([str(size), kind, rule, _pct(tp, len(rs)) if kind != "healthy" else "-",
-                              ", ".join(f"{k} {v}/{len(rs)}" for k, v in sorted(others.items())) or "none"]))
+            for pp in sorted({r.get("pp") or 1 for r in results if r["ranks"] == size and r["kind"] == kind}):
+                rs = [r for r in results if r["ranks"] == size and r["kind"] == kind and (r.get("pp") or 1) == pp]
+                rule = EXPECTS.get(kind, "-")
+                tp = sum(r["calls"].get(rule) == "tp" for r in rs)
+                others = defaultdict(int)
+                for r in rs:
+                    for k, v in r["calls"].items():
+                        if v == "fp":
+                            others[k] += 1
+                label = kind if pp == 1 or kind == "slow-stage" else f"{kind}, pipeline pp={pp}"
+                lines.append(row([str(size), label, rule, _pct(tp, len(rs)) if kind != "healthy" else "-",
+                                  ", ".join(f"{k} {v}/{len(rs)}" for k, v in sorted(others.items())) or "none"]))
     lines.append("")
     lines += _severe_on_healthy(results + fp_results, md, row, head)
     lines += (["## Anomaly model on healthy runs (false-positive rate)", ""] if md
@@ -299,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     # healthy pipeline-parallel runs too: their Receive waits must not read as a fault
     jobs += [("healthy", size, args.steps, 2000 + seed, args.kernels, pp)
              for size in sizes for pp in PIPELINES if size >= 2 * pp for seed in range(args.seeds)]
+    # slow links in pipeline-parallel runs: one data-parallel group per stage, whose
+    # matrix files name ranks within the group; the call must name global ranks
+    jobs += [("slow-link", size, args.steps, 3000 + seed, args.kernels, 2)
+             for size in sizes if size >= 4 for seed in range(args.seeds)]
     fp_jobs = [("healthy", r, s, 1000 + seed, args.kernels)
                for r in (int(x) for x in args.fp_ranks.split(",") if x)
                for s in (int(x) for x in args.fp_steps.split(",") if x)
