@@ -504,14 +504,23 @@ def _time_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | Non
     return comm_io.pending_columns(_rows(out, ~np.isnan(out["elapse_us"])), rank, comm_io.COMM_COLUMNS)
 
 
+def _first_of_each(keys: list[tuple]) -> np.ndarray:
+    """Which rows are the first with their key."""
+    seen: set = set()
+    first = np.zeros(len(keys), dtype=bool)
+    for i, k in enumerate(keys):
+        if k not in seen:
+            seen.add(k)
+            first[i] = True
+    return first
+
+
 def _band_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
     if not cols or not cols.get("hccl_op_name"):
         return None
     cols = _not_total(cols)
     key = [cols[c] for c in ("step", "hccl_op_name", "group_name", "transport_type") if c in cols]
-    seen: set = set()
-    first = np.array([not (k in seen or seen.add(k)) for k in zip(*key)], dtype=bool)  # one row per packet size
-    cols = _rows(cols, first)
+    cols = _rows(cols, _first_of_each(list(zip(*key))))  # a row per packet size: the first of each
     out = {**_base(cols), "transport": _upper_texts(cols["transport_type"]),
            "size_mb": _num(cols, "transit_size"), "time_ms": _num(cols, "transit_time"),
            "bandwidth_gbps": _num(cols, "bandwidth"), "large_packet_ratio": _num(cols, "large_packet_ratio")}
