@@ -6,7 +6,9 @@ run in both), then, once the inputs are flushed to disk and read once (no tool p
 the generator's writeback or a cold cache), each tool runs in its own
 subprocess under ``/usr/bin/time`` (wall time, peak resident set of the
 largest process); a tool whose run is short (``REPEAT_BELOW_S``) runs
-``--repeat`` times and its median run is reported:
+``--repeat`` times and its median run is reported; a run longer than
+``--timeout`` (900 s) is stopped, and whatever a tool leaves running is
+killed when it ends:
 
 * ``advisor report DIR`` (default jobs, and ``-j 1``) on both layouts;
 * ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
@@ -85,31 +87,65 @@ def _peer_bin(name: str) -> str:
     return str(Path(PEER_PYTHON).parent / name)
 
 
-def measure(cmd: list[str], cwd: Path) -> dict:
-    """Run ``cmd`` under /usr/bin/time; wall s, peak RSS MB, status, note."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time", delete=False) as tf:
-        tpath = tf.name
-    t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tpath, *cmd], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    wall = time.perf_counter() - t
-    text = Path(tpath).read_text().split()
-    os.unlink(tpath)
-    rss = float(text[-1]) / 1024 if text else float("nan")
-    cpu = float(text[-3]) + float(text[-2]) if len(text) >= 4 else float("nan")
-    out = proc.stdout + "\n" + proc.stderr
+#: A run still going after this many seconds is stopped and reported as
+#: timed out (msprof-analyze `advisor all` on 1024 generated ranks in the
+#: database layout grew to 24 GB over ~14 min before the OOM killer ended it).
+TIMEOUT_S = 900.0
+
+
+def measure(cmd: list[str], cwd: Path, timeout: float = TIMEOUT_S) -> dict:
+    """Run ``cmd`` under /usr/bin/time; wall s, peak RSS MB, status, note.
+
+    The tool runs in a session of its own, its output goes to files, and
+    whatever it leaves running when it ends (or times out) is killed: a
+    worker of a killed msprof-analyze kept its pipes open, and a reader of
+    those pipes waited for ever."""
+    with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
+        tpath, opath, epath = (Path(tmp) / n for n in ("time", "out", "err"))
+        t = time.perf_counter()
+        with open(opath, "w") as out, open(epath, "w") as err:
+            proc = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(tpath), *cmd], cwd=cwd,
+                                    stdout=out, stderr=err, start_new_session=True,
+                                    env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            try:
+                code = proc.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                code, timed_out = None, True
+            _kill_session(proc.pid)
+            if timed_out:
+                code = proc.wait()
+        wall = time.perf_counter() - t
+        text = tpath.read_text().split() if tpath.exists() else []
+        output = opath.read_text(errors="replace") + "\n" + epath.read_text(errors="replace")
+    numbers = [w for w in text if w.replace(".", "", 1).isdigit()]
+    rss = float(numbers[-1]) / 1024 if numbers else float("nan")
+    cpu = float(numbers[-3]) + float(numbers[-2]) if len(numbers) >= 4 else float("nan")
     note = ""
-    ok = proc.returncode == 0
-    partial = re.search(r"HTA-PARTIAL (.*)", out)
+    ok = code == 0 and not timed_out
+    partial = re.search(r"HTA-PARTIAL (.*)", output)
     if partial:
         note = partial.group(1)
-    errors = [ln for ln in out.splitlines() if re.search(r"\[ERROR\]|Error|error:|Traceback", ln)]
-    if not ok:
-        tail = [ln for ln in out.splitlines() if ln.strip()]
-        note = (errors[-1] if errors else (tail[-1] if tail else f"exit {proc.returncode}")).strip()[:160]
+    errors = [ln for ln in output.splitlines() if re.search(r"\[ERROR\]|Error|error:|Traceback", ln)]
+    if timed_out:
+        note = f"stopped after {timeout:.0f} s"
+    elif not ok:
+        tail = [ln for ln in output.splitlines() if ln.strip()]
+        killed = "killed (signal 9: out of memory?)" if "signal 9" in " ".join(text) else None
+        note = (killed or (errors[-1] if errors else (tail[-1] if tail else f"exit {code}"))).strip()[:160]
     elif errors and not note:
         note = errors[0].strip()[:160]
     return {"wall": wall, "cpu": cpu, "rss": rss, "ok": ok, "note": note}
+
+
+def _kill_session(pid: int) -> None:
+    """Kill every process left in the session ``pid`` leads."""
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 #: Tools whose first run takes less than this are run ``--repeat`` times
@@ -121,12 +157,12 @@ def measure(cmd: list[str], cwd: Path) -> dict:
 REPEAT_BELOW_S = 30.0
 
 
-def measure_median(cmd: list[str], cwd: Path, repeat: int) -> dict:
+def measure_median(cmd: list[str], cwd: Path, repeat: int, timeout: float = TIMEOUT_S) -> dict:
     """``measure``, repeated up to ``repeat`` times while runs are short:
     the run with the median wall time, and how many runs there were."""
-    runs = [measure(cmd, cwd)]
+    runs = [measure(cmd, cwd, timeout)]
     while len(runs) < repeat and runs[0]["ok"] and runs[0]["wall"] < REPEAT_BELOW_S:
-        runs.append(measure(cmd, cwd))
+        runs.append(measure(cmd, cwd, timeout))
     runs.sort(key=lambda r: r["wall"])
     return {**runs[len(runs) // 2], "runs": len(runs)}
 
@@ -193,7 +229,8 @@ def _settle(folder: Path) -> None:
                     pass
 
 
-def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives: int = 1) -> list[dict]:
+def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives: int = 1,
+             timeout: float = TIMEOUT_S) -> list[dict]:
     base = WORK / f"{ranks}r"
     shutil.rmtree(base, ignore_errors=True)
     sc = build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels,
@@ -210,7 +247,7 @@ def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives:
     out.mkdir()
     rows = []
     for label, fmt, cmd in _tools(inputs, out):
-        m = measure_median(cmd, base, 1 if label.startswith("msprof-analyze") else repeat)
+        m = measure_median(cmd, base, 1 if label.startswith("msprof-analyze") else repeat, timeout)
         rows.append({"ranks": ranks, "tool": label, "format": fmt, "input_mb": sizes[fmt], "gen_s": gen, **m})
         print(f"  {ranks:>5} {fmt:<7} {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
               f"{'ok' if m['ok'] else 'FAIL'} {m['note']}", file=sys.stderr)
@@ -218,7 +255,7 @@ def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives:
     return rows
 
 
-def run_trace(size_mb: int, repeat: int = 1) -> list[dict]:
+def run_trace(size_mb: int, repeat: int = 1, timeout: float = TIMEOUT_S) -> list[dict]:
     """``advisor report`` and HTA on one generated Kineto trace of ~``size_mb`` MB."""
     from bench.kineto_load import SOURCE, generate
 
@@ -232,7 +269,7 @@ def run_trace(size_mb: int, repeat: int = 1) -> list[dict]:
     rows = []
     for label, cmd in (("advisor report", adv + ["report", str(trace), "-o", str(out / "adv"), "--no-color"]),
                        ("HTA load+temporal+overlap+stragglers", [PEER_PYTHON, "-c", HTA_SCRIPT, str(trace.parent)])):
-        m = measure_median(cmd, out, repeat)
+        m = measure_median(cmd, out, repeat, timeout)
         rows.append({"ranks": 1, "tool": label, "format": "kineto trace", "input_mb": trace.stat().st_size / 1e6,
                      "gen_s": 0.0, **m})
         print(f"  trace {size_mb:>4} MB {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
@@ -325,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", type=int, default=100, help="compute kernels per step and rank")
     ap.add_argument("--collectives", type=int, default=1, help="all-reduce operators per step (gradient "
                     "buckets; real LLM jobs write hundreds)")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds after which a run is stopped "
+                    "and reported as such (its processes killed)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--curve", default="", help="rank counts for advisor's cost curve alone "
                     "(Ascend text layout), e.g. 8,64,512,1024,2048,4096; skips the peers")
@@ -336,9 +375,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for size in (int(x) for x in args.sizes.split(",") if x):
-        rows += run_size(size, args.steps, args.kernels, args.repeat, args.collectives)
+        rows += run_size(size, args.steps, args.kernels, args.repeat, args.collectives, args.timeout)
     for size in (int(x) for x in args.traces.split(",") if x):
-        rows += run_trace(size, args.repeat)
+        rows += run_trace(size, args.repeat, args.timeout)
     print(render(rows, args.markdown, args.steps, args.kernels, args.collectives))
     return 0
 
