@@ -127,6 +127,11 @@ class RunMeta(BaseModel):
         description="rank -> host, where the output names it (a worker folder or trace file "
         "named {host}_{pid}_...; absent otherwise)",
     )
+    stages: dict[int, int] = Field(
+        default_factory=dict,
+        description="rank -> pipeline stage, where the profiler metadata lists the rank's "
+        "pipeline-parallel group (absent otherwise)",
+    )
     parallel: dict[str, int] = Field(
         default_factory=dict, description="e.g. {'dp': 8, 'tp': 1, 'pp': 1}"
     )
@@ -194,5 +199,7 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
         out.meta.ranks_inferred |= p.meta.ranks_inferred
         for rank, host in p.meta.hosts.items():
             out.meta.hosts.setdefault(rank, host)
+        for rank, stage in p.meta.stages.items():
+            out.meta.stages.setdefault(rank, stage)
     out.meta.ranks = sorted(ranks)
     return out

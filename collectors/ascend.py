@@ -35,7 +35,7 @@ from advisor.profile import TABLES, Profile, RunMeta
 from . import arrow_frames, ascend_db, batch_tables, comm_rollup, link_ranks, listing
 from . import ascend_comm as comm_io
 from . import ascend_tables as tables
-from .ascend_meta import (framework_of, host_from_folder_name, rank_from_folder_name,
+from .ascend_meta import (framework_of, host_from_folder_name, pipeline_stage, rank_from_folder_name,
                           rank_from_info_names, read_meta)
 from .ascend_trace import read_trace
 from .batch_tables import PendingTable
@@ -275,6 +275,9 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
     host = host_from_folder_name(root)
     if host is not None:
         profile.meta.hosts = {rank: host}
+    stage = pipeline_stage(facts, rank)
+    if stage is not None:
+        profile.meta.stages = {rank: stage}
 
     if db_layout:  # newer CANN / torch_npu / MindSpore export_type=db
         ascend_db.read_into(reader, out_dir, rank)

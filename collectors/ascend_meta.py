@@ -92,6 +92,8 @@ class MetaFacts:
     parallel: dict = field(default_factory=dict)
     #: communication group id -> its global ranks, sorted (``link_ranks.group_ranks``)
     groups: dict[str, list[int]] = field(default_factory=dict)
+    #: the global ranks, sorted, of the pipeline-parallel group the metadata lists
+    pp_group: list[int] | None = None
 
 
 class _Scalars:
@@ -159,6 +161,28 @@ def read_meta(folder: Path | None, profile: Profile) -> MetaFacts:
     return facts
 
 
+def _pp_group(parallel_group_info) -> list[int] | None:
+    """The sorted global ranks of the pipeline-parallel group (``group_name``
+    starting with "pp", as msprof-analyze takes it) in ``parallel_group_info``."""
+    if not isinstance(parallel_group_info, dict):
+        return None
+    for info in parallel_group_info.values():
+        if isinstance(info, dict) and str(info.get("group_name", "")).lower().startswith("pp"):
+            ranks = info.get("global_ranks")
+            if isinstance(ranks, list) and len(ranks) > 1 and all(isinstance(r, int) for r in ranks):
+                return sorted(ranks)
+    return None
+
+
+def pipeline_stage(facts: MetaFacts, rank: int) -> int | None:
+    """The rank's pipeline stage: its place in its pipeline group (stage k of
+    a pipeline is the k-th of the group's ranks in every Megatron-LM rank
+    order), or None when the metadata lists no group holding it."""
+    if facts.pp_group is None or rank not in facts.pp_group:
+        return None
+    return facts.pp_group.index(rank)
+
+
 def _merge(facts: MetaFacts, data) -> None:
     """Fill the MetaFacts fields still unknown from one JSON document."""
     doc = _Scalars(data)
@@ -176,6 +200,7 @@ def _merge(facts: MetaFacts, data) -> None:
                 break
     if not facts.groups and isinstance(data, dict):
         facts.groups = group_ranks(data.get("parallel_group_info"))
+        facts.pp_group = _pp_group(data.get("parallel_group_info"))
     for short, keys in _PARALLEL_KEYS.items():
         if short not in facts.parallel:
             value = _int(doc.find(keys))

@@ -13,11 +13,14 @@ Per rank, means over steady steps (see ``steps_view``):
 * bubble share: ``bubble_us`` / step duration (``receive_us`` where the
   source has no Bubble column) -- the pipeline bubble.
 
-Stages: with ``meta.parallel['pp'] = P`` > 1 and a known world size ``W``
-divisible by ``P``, rank ``r`` is in stage ``r // (W / P)`` (pipeline parallel
-is the outermost dimension in Megatron-LM and MindSpore's default layouts)
-and a stage's values are the means of its ranks. Otherwise each rank is its
-own group, and "stage" below means rank.
+Stages: where the profiler metadata lists every rank's pipeline-parallel
+group (``RunMeta.stages``: a rank's stage is its place among the group's
+ranks), those; else, with ``meta.parallel['pp'] = P`` > 1 and a known world
+size ``W`` divisible by ``P``, rank ``r`` is in stage ``r // (W / P)``
+(pipeline parallel is the outermost dimension in Megatron-LM and MindSpore's
+default layouts, not in every rank order Megatron-LM offers). A stage's
+values are the means of its ranks. Otherwise each rank is its own group,
+and "stage" below means rank.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ MIN_STAGES = 2
 
 def _stage_of(p: Profile, ranks: list[int]) -> tuple[dict[int, int], str]:
     """rank -> stage id, and "stage" or "rank" (how ranks were grouped)."""
+    known = p.meta.stages
+    if all(r in known for r in ranks) and len({known[r] for r in ranks}) >= MIN_STAGES:
+        return {r: known[r] for r in ranks}, "stage"
     pp = p.meta.parallel.get("pp")
     world = p.meta.world_size
     if pp and pp > 1 and world and world % pp == 0 and all(0 <= r < world for r in ranks):

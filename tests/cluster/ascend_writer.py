@@ -56,6 +56,7 @@ class RankSpec:
     parallel: dict = field(default_factory=dict)
     world_size: int | None = None
     folder: str | None = None  # the rank folder's name (default: node{rank}_{rank}_20250101_{suffix})
+    group_info: dict = field(default_factory=dict)  # profiler_metadata.json's parallel_group_info
 
 
 def sample_rank(rank: int, slow: float = 1.0, pp_receive: float = 0.0) -> RankSpec:
@@ -103,9 +104,10 @@ def _rank_root(parent: Path, spec: RankSpec, suffix: str) -> Path:
     (root / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
     info = {"rank_id": spec.rank}
     (root / f"profiler_info_{spec.rank}.json").write_text(json.dumps(info))
-    if spec.parallel or spec.world_size:
+    if spec.parallel or spec.world_size or spec.group_info:
         args = {"rank": spec.rank, "world_size": spec.world_size, **spec.parallel}
-        (root / "profiler_metadata.json").write_text(json.dumps({"distributed_args": args}))
+        meta = {"distributed_args": args, **({"parallel_group_info": spec.group_info} if spec.group_info else {})}
+        (root / "profiler_metadata.json").write_text(json.dumps(meta))
     return root
 
 

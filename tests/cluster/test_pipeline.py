@@ -47,6 +47,27 @@ def test_stages_grouped_by_pp(tmp_path):
     assert "stage 1" in finding.message
 
 
+@pytest.mark.parametrize("writer", [write_text, write_db])
+def test_stages_from_the_pipeline_groups_in_the_metadata(tmp_path, writer):
+    """A rank order where pipeline parallel is not the outermost dimension:
+    the stages are ranks {0, 2} and {1, 3} (pipeline groups [0, 1] and
+    [2, 3]), which ``rank // (world / pp)`` would get wrong."""
+    receive = {0: 3000.0, 2: 3000.0, 1: 500.0, 3: 500.0}
+    for rank, wait in receive.items():
+        spec = sample_rank(rank, pp_receive=wait)
+        spec.parallel, spec.world_size = {"pp": 2}, 4
+        chain = [rank - rank % 2, rank - rank % 2 + 1]
+        spec.group_info = {f"10.0.0.1%enp_60000_pp_{chain[0]}_1": {"group_name": "pp", "group_rank": rank % 2,
+                                                                   "global_ranks": chain}}
+        writer(tmp_path, spec)
+    profile = load_profile(tmp_path, jobs=1)
+    assert profile.meta.stages == {0: 0, 1: 1, 2: 0, 3: 1}
+    m, _ = evaluate(profile)
+    assert m["pipeline.slowest_stage"].evidence["grouped_by"] == "stage"
+    assert m["pipeline.slowest_stage_ranks"].value == [1, 3]
+    assert m["pipeline.slowest_stage_excess_ms"].value == pytest.approx(2.5)
+
+
 def test_without_layout_each_rank_is_a_group(tmp_path):
     m, _ = evaluate(load_profile(_pipeline(tmp_path, pp=None), jobs=1))
     assert m["pipeline.slowest_stage"].evidence["grouped_by"] == "rank"
