@@ -61,3 +61,14 @@ def test_links_already_global_are_kept():
     rows = [(5, 5, double_hash(tp)), (5, 6, double_hash(tp))]  # rank 5 wrote its own id, not 1
     table, dropped = to_global(_links(rows, 5), 5, groups)
     assert dropped == 0 and build_one(table).to_pydict()["dst"] == [5, 6]
+
+
+def test_an_exposed_all_reduce_points_at_the_slow_link_it_waits_on(tmp_path):
+    data, _ = generate(Spec(ranks=16, steps=12, fault="slow-nic", seed=3, kernels_per_step=4), tmp_path / "n")
+    for lang, words in (("en", "slow link 9-1 (see slow-link)"), ("zh", "慢链路 9-1")):
+        fired = {f.rule: f for f in analyze(data, jobs=1, lang=lang).findings}
+        assert "slow-link" in fired and words in fired["exposed-allreduce"].message
+    # without a slow link the message says nothing of one
+    example = REPO / "examples" / "resnet50_8p_allreduce_tail" / "profiler"
+    fired = {f.rule: f for f in analyze(example, jobs=1).findings}
+    assert "slow-link" not in fired and "slow link" not in fired["exposed-allreduce"].message
