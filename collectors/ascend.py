@@ -35,8 +35,8 @@ from advisor.profile import TABLES, Profile, RunMeta
 from . import arrow_frames, ascend_db, batch_tables, comm_rollup, link_ranks, listing
 from . import ascend_comm as comm_io
 from . import ascend_tables as tables
-from .ascend_meta import (framework_of, host_from_folder_name, pipeline_stage, rank_from_folder_name,
-                          rank_from_info_names, read_meta)
+from .ascend_meta import (add_groups, framework_of, host_from_folder_name, pipeline_stage,
+                          rank_from_folder_name, rank_from_info_names, read_meta)
 from .ascend_trace import read_trace
 from .batch_tables import PendingTable
 
@@ -270,6 +270,8 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
     db_layout = _db_only(out_dir)
     if db_layout and facts.rank is None:
         facts.rank = ascend_db.rank_of(out_dir)
+    if db_layout and not facts.groups:
+        add_groups(facts, ascend_db.parallel_group_info(out_dir))
     rank = _decide_rank(root, facts, out_dir, profile)
     _fill_meta(profile.meta, facts, rank)
     host = host_from_folder_name(root)

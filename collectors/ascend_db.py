@@ -39,6 +39,8 @@ nothing is written next to them, not even a journal or a lock file.
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -101,6 +103,30 @@ def rank_of(out_dir: Path) -> int | None:
                     return int(next(iter(ranks)))
     except InputError:
         pass
+    return None
+
+
+def parallel_group_info(out_dir: Path) -> dict | None:
+    """``parallel_group_info`` from the profiler database's META_DATA table
+    (a JSON or Python-literal dict, as msprof-analyze reads it), if any."""
+    path = profiler_db(out_dir)
+    if path is None:
+        return None
+    try:
+        with _connect(path) as con:
+            if not _has_table(con, "META_DATA"):
+                return None
+            rows = con.execute("SELECT value FROM META_DATA WHERE name = 'parallel_group_info'").fetchall()
+    except InputError:
+        return None  # the read proper reports a broken database
+    for (value,) in rows:
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                info = parse(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(info, dict):
+                return info
     return None
 
 

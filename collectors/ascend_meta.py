@@ -161,6 +161,14 @@ def read_meta(folder: Path | None, profile: Profile) -> MetaFacts:
     return facts
 
 
+def add_groups(facts: MetaFacts, parallel_group_info) -> None:
+    """Take the communication groups of a ``parallel_group_info`` document
+    (group name -> ``global_ranks``, ``group_name``) unless some are known."""
+    if not facts.groups:
+        facts.groups = group_ranks(parallel_group_info)
+        facts.pp_group = _pp_group(parallel_group_info)
+
+
 def _pp_group(parallel_group_info) -> list[int] | None:
     """The sorted global ranks of the pipeline-parallel group (``group_name``
     starting with "pp", as msprof-analyze takes it) in ``parallel_group_info``."""
@@ -198,9 +206,8 @@ def _merge(facts: MetaFacts, data) -> None:
             if value:
                 facts.version, facts.framework = str(value), framework
                 break
-    if not facts.groups and isinstance(data, dict):
-        facts.groups = group_ranks(data.get("parallel_group_info"))
-        facts.pp_group = _pp_group(data.get("parallel_group_info"))
+    if isinstance(data, dict):
+        add_groups(facts, data.get("parallel_group_info"))
     for short, keys in _PARALLEL_KEYS.items():
         if short not in facts.parallel:
             value = _int(doc.find(keys))

@@ -236,6 +236,8 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
                     [(i, T0_NS + a, T0_NS + b) for i, a, b in spec.steps])
     con.execute("INSERT INTO RANK_DEVICE_MAP VALUES (?,?)", (spec.rank, spec.rank % 8))
     con.execute("INSERT INTO META_DATA VALUES (?,?)", ("torch_npu_version", "2.5.1"))
+    if spec.group_info:
+        con.execute("INSERT INTO META_DATA VALUES (?,?)", ("parallel_group_info", json.dumps(spec.group_info)))
     for gid, (tname, op_type, core, dtypes, shapes, start, end) in enumerate(spec.tasks, 1):
         con.execute("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (T0_NS + start, T0_NS + end, spec.rank % 8, gid, gid, 1, s(core), 0, 2, gid, 0))

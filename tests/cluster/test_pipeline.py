@@ -47,11 +47,12 @@ def test_stages_grouped_by_pp(tmp_path):
     assert "stage 1" in finding.message
 
 
-@pytest.mark.parametrize("writer", [write_text, write_db])
-def test_stages_from_the_pipeline_groups_in_the_metadata(tmp_path, writer):
+@pytest.mark.parametrize("writer,where", [(write_text, "json"), (write_db, "json"), (write_db, "META_DATA")])
+def test_stages_from_the_pipeline_groups_in_the_metadata(tmp_path, writer, where):
     """A rank order where pipeline parallel is not the outermost dimension:
     the stages are ranks {0, 2} and {1, 3} (pipeline groups [0, 1] and
-    [2, 3]), which ``rank // (world / pp)`` would get wrong."""
+    [2, 3]), which ``rank // (world / pp)`` would get wrong. The groups come
+    from profiler_metadata.json, or from the database's META_DATA table."""
     receive = {0: 3000.0, 2: 3000.0, 1: 500.0, 3: 500.0}
     for rank, wait in receive.items():
         spec = sample_rank(rank, pp_receive=wait)
@@ -59,7 +60,9 @@ def test_stages_from_the_pipeline_groups_in_the_metadata(tmp_path, writer):
         chain = [rank - rank % 2, rank - rank % 2 + 1]
         spec.group_info = {f"10.0.0.1%enp_60000_pp_{chain[0]}_1": {"group_name": "pp", "group_rank": rank % 2,
                                                                    "global_ranks": chain}}
-        writer(tmp_path, spec)
+        root = writer(tmp_path, spec)
+        if where == "META_DATA":
+            (root / "profiler_metadata.json").unlink()
     profile = load_profile(tmp_path, jobs=1)
     assert profile.meta.stages == {0: 0, 1: 1, 2: 0, 3: 1}
     m, _ = evaluate(profile)
