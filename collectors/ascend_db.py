@@ -43,6 +43,7 @@ import ast
 import json
 import re
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -396,14 +397,16 @@ LEFT JOIN STRING_IDS g ON g.id = o.groupName
 _KERNEL_TEXT = ("name", "type", "core", "input_dtypes", "input_shapes")
 
 
+@dataclass(frozen=True)
 class _Kernels:
     """A profiler database's tasks as the text layout's kernels table
     (``ascend_tables.kernel_table``: raw text, ``step``, ``start_us``
     relative to the first step, ``duration_us``), in start order, with
     which rows are communication (core HCCL) and receives."""
 
-    def __init__(self, table: pa.Table, is_comm: np.ndarray, is_recv: np.ndarray):
-        self.table, self.is_comm, self.is_recv = table, is_comm, is_recv
+    table: pa.Table
+    is_comm: np.ndarray
+    is_recv: np.ndarray
 
 
 def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
