@@ -177,7 +177,7 @@ def _pp_group(parallel_group_info) -> list[int] | None:
     for info in parallel_group_info.values():
         if isinstance(info, dict) and str(info.get("group_name", "")).lower().startswith("pp"):
             ranks = info.get("global_ranks")
-            if isinstance(ranks, list) and len(ranks) > 1 and all(isinstance(r, int) for r in ranks):
+            if isinstance(ranks, list) and len(ranks) > 1 and set(map(type, ranks)) == {int}:
                 return sorted(ranks)
     return None
 
