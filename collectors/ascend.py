@@ -312,9 +312,9 @@ def _links_to_global(profile: Profile, rank: int, groups: dict[str, list[int]]) 
     profile.links, dropped = link_ranks.to_global(profile.links, rank, groups)
     if dropped:
         profile.meta.notes.append(
-            "communication matrix links of communication groups not listed in profiler_metadata.json "
-            "(parallel_group_info) were left out: their ranks are group-local, and naming links by "
-            "them would blame the wrong cards")
+            "communication matrix links were left out where their communication group is not listed in "
+            "the profiler metadata (parallel_group_info) or names a rank beyond its size: the matrix "
+            "names group-local ranks, and naming links by them would blame the wrong cards")
 
 
 def _db_only(out_dir: Path) -> bool:

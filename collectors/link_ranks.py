@@ -55,7 +55,7 @@ def to_global(links: PendingTable | None, rank: int,
     """``links`` (one rank's matrix rows, left to build) with ``src`` and
     ``dst`` in global ranks; rows of groups that cannot be mapped, and rows
     whose local rank is outside their group, left out. Returns the table
-    (None when no row is left) and how many groups were left out."""
+    (None when no row is left) and how many groups lost rows."""
     if links is None:
         return None, 0
     cols = links.columns
@@ -65,6 +65,7 @@ def to_global(links: PendingTable | None, rank: int,
     if all(p == _KEEP for p in plan.values()):
         return links, 0
     keep, new_src, new_dst = [], [], []
+    outside: set = set()  # groups with a local rank beyond their size (not local ranks after all?)
     for s, d, g in zip(src, dst, group):
         how = plan[g]
         if how == _KEEP:
@@ -77,8 +78,10 @@ def to_global(links: PendingTable | None, rank: int,
             new_dst.append(how[d])
         else:
             keep.append(False)
+            if how != _DROP:
+                outside.add(g)
     mask = np.array(keep, dtype=bool)
-    dropped = sum(1 for p in plan.values() if p == _DROP)
+    dropped = sum(1 for p in plan.values() if p == _DROP) + len(outside)
     if not mask.any():
         return None, dropped
     out = {c: (v[mask] if isinstance(v, np.ndarray) else [x for x, k in zip(v, keep) if k])

@@ -55,6 +55,14 @@ def test_groups_map_by_the_metadata_and_unmapped_local_groups_are_left_out():
         (13, 13, double_hash(tp)), (13, 14, double_hash(tp)), (13, 13, "world"), (13, 5, "world")]
 
 
+def test_a_local_rank_beyond_its_group_is_left_out_and_counted():
+    tp = "tp_group"
+    groups = group_ranks({tp: {"global_ranks": [8, 9, 10, 11]}})
+    rows = [(1, 2, double_hash(tp)), (1, 9, double_hash(tp))]  # 9 cannot be a rank of a 4-rank group
+    table, dropped = to_global(_links(rows, 9), 9, groups)
+    assert dropped == 1 and build_one(table).to_pydict()["dst"] == [10]
+
+
 def test_links_already_global_are_kept():
     tp = "tp_group"
     groups = group_ranks({tp: {"global_ranks": [4, 5, 6, 7]}})
