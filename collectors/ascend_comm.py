@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from advisor.errors import InputError
@@ -319,9 +320,7 @@ def repeated_links(names, groups, steps, ranks) -> list[bool] | None:
 def without_repeats(cols: dict[str, list]) -> dict[str, list]:
     """Link columns without the rows ``repeated_links`` names."""
     repeated = repeated_links(cols.get("name", []), cols.get("group"), cols.get("step"), cols.get("rank"))
-    if repeated is None:
-        return cols
-    return {c: [v for v, drop in zip(values, repeated) if not drop] for c, values in cols.items()}
+    return cols if repeated is None else batch_tables.select_rows(cols, ~np.array(repeated, dtype=bool))
 
 
 def read_matrix(path: Path, rank: int | None) -> pa.Table | None:

@@ -55,7 +55,7 @@ from advisor.errors import InputError
 from . import ascend_comm as comm_io
 from . import listing
 from . import ascend_tables as tables
-from .batch_tables import PendingTable
+from .batch_tables import PendingTable, select_rows
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
 ANALYSIS_DBS = ("analysis.db", "communication_analyzer.db")
@@ -165,6 +165,11 @@ class _Con:
 
     def __exit__(self, *exc):
         self.con.close()
+
+
+def _any_rank(path: Path) -> str:
+    """``path``'s name with its rank as ``{rank}``: one note for every rank."""
+    return _RANK_IN_NAME.sub("_{rank}.db", path.name)
 
 
 def _connect(path: Path) -> _Con:
@@ -486,9 +491,7 @@ def comm_from_ops(comm: dict[str, list] | None, windows: _Windows | None, rank: 
 def _not_total(cols: dict[str, list]) -> dict[str, list]:
     """Rows other than the "Total Op Info" summaries (sums of the others)."""
     keep = _per_value(cols["hccl_op_name"], lambda n: not (isinstance(n, str) and n.startswith("Total")))
-    if all(keep):
-        return cols
-    return {c: [v for v, k in zip(values, keep) if k] for c, values in cols.items()}
+    return select_rows(cols, np.array(keep, dtype=bool))
 
 
 def read_comm_analysis(con: _Con, rank: int):
@@ -514,14 +517,6 @@ def _num(cols: dict[str, list], col: str, scale: float = 1.0) -> np.ndarray:
     return _floats(cols[col]) * scale if col in cols else np.full(n, np.nan)
 
 
-def _rows(cols: dict[str, object], keep: np.ndarray) -> dict[str, object]:
-    """The ``keep`` rows of every column (lists and arrays)."""
-    if keep.all():
-        return cols
-    return {c: v[keep] if isinstance(v, np.ndarray) else [x for x, k in zip(v, keep) if k]
-            for c, v in cols.items()}
-
-
 def _time_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
     if not cols or not cols.get("hccl_op_name"):
         return None
@@ -530,7 +525,7 @@ def _time_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | Non
            "elapse_us": _num(cols, "elapse_time", US_PER_MS), "transit_us": _num(cols, "transit_time", US_PER_MS),
            "wait_us": _num(cols, "wait_time", US_PER_MS), "sync_us": _num(cols, "synchronization_time", US_PER_MS),
            "idle_us": _num(cols, "idle_time", US_PER_MS)}
-    return comm_io.pending_columns(_rows(out, ~np.isnan(out["elapse_us"])), rank, comm_io.COMM_COLUMNS)
+    return comm_io.pending_columns(select_rows(out, ~np.isnan(out["elapse_us"])), rank, comm_io.COMM_COLUMNS)
 
 
 def _first_of_each(keys: list[tuple]) -> np.ndarray:
@@ -549,12 +544,12 @@ def _band_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | Non
         return None
     cols = _not_total(cols)
     key = [cols[c] for c in ("step", "hccl_op_name", "group_name", "transport_type") if c in cols]
-    cols = _rows(cols, _first_of_each(list(zip(*key))))  # a row per packet size: the first of each
+    cols = select_rows(cols, _first_of_each(list(zip(*key))))  # a row per packet size: the first of each
     out = {**_base(cols), "transport": _upper_texts(cols["transport_type"]),
            "size_mb": _num(cols, "transit_size"), "time_ms": _num(cols, "transit_time"),
            "bandwidth_gbps": _num(cols, "bandwidth"), "large_packet_ratio": _num(cols, "large_packet_ratio")}
     used = (np.nan_to_num(out["size_mb"]) != 0) | (np.nan_to_num(out["time_ms"]) != 0)
-    return comm_io.pending_columns(_rows(out, used), rank, comm_io.BANDWIDTH_COLUMNS)
+    return comm_io.pending_columns(select_rows(out, used), rank, comm_io.BANDWIDTH_COLUMNS)
 
 
 def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
@@ -565,7 +560,7 @@ def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | N
     ends = ~np.isnan(src) & ~np.isnan(dst)
     if not ends.any():
         return None
-    cols = _rows(cols, ends)
+    cols = select_rows(cols, ends)
     base = _base(cols)
     out = {"step": base["step"], "src": src[ends].astype(np.int64), "dst": dst[ends].astype(np.int64),
            "transport": _upper_texts(cols["transport_type"]),
@@ -573,7 +568,7 @@ def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | N
            "time_ms": _num(cols, "transit_time"), "bandwidth_gbps": _num(cols, "bandwidth")}
     repeated = comm_io.repeated_links(out["name"], out["group"], out["step"], None)
     if repeated is not None:
-        out = _rows(out, ~np.array(repeated, dtype=bool))
+        out = select_rows(out, ~np.array(repeated, dtype=bool))
     return comm_io.pending_columns(out, rank, comm_io.LINK_COLUMNS)
 
 
@@ -603,9 +598,9 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
             profile.steps = steps_from_tasks(kernels, windows, rank)
             if profile.steps is not None:
                 profile.meta.notes.append(
-                    f"steps computed from STEP_TIME and task intervals of {prof_db.name} "
+                    f"steps computed from STEP_TIME and task intervals of {_any_rank(prof_db)} "
                     "(no StepTraceTime table in analysis.db)")
     if profile.comm is None:
         profile.comm = comm_from_ops(comm_ops, windows, rank)
-    names = [_RANK_IN_NAME.sub("_{rank}.db", p.name) for p in (prof_db, ana_db) if p is not None]
-    profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")  # one note for all ranks
+    names = [_any_rank(p) for p in (prof_db, ana_db) if p is not None]
+    profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")

@@ -20,7 +20,7 @@ from advisor.profile import Profile
 
 from . import listing
 from .fileio import load_json
-from .link_ranks import group_ranks
+from .link_ranks import global_ranks, group_ranks
 
 _INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
 _RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)
@@ -176,9 +176,9 @@ def _pp_group(parallel_group_info) -> list[int] | None:
         return None
     for info in parallel_group_info.values():
         if isinstance(info, dict) and str(info.get("group_name", "")).lower().startswith("pp"):
-            ranks = info.get("global_ranks")
-            if isinstance(ranks, list) and len(ranks) > 1 and set(map(type, ranks)) == {int}:
-                return sorted(ranks)
+            ranks = global_ranks(info)
+            if ranks is not None and len(ranks) > 1:
+                return ranks
     return None
 
 

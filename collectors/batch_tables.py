@@ -50,6 +50,15 @@ class PendingTable:
         return [c for c in self.order if c in self.columns] + [c for c in self.columns if c not in known]
 
 
+def select_rows(columns: dict[str, list | np.ndarray], keep: np.ndarray) -> dict[str, list | np.ndarray]:
+    """The rows of ``columns`` (lists or NumPy arrays of equal length) where
+    ``keep`` (bool array) is true; the same dict when all are kept."""
+    if keep.all():
+        return columns
+    return {c: v[keep] if isinstance(v, np.ndarray) else [x for x, k in zip(v, keep) if k]
+            for c, v in columns.items()}
+
+
 def build(pending: Sequence[PendingTable]) -> list[pa.Table]:
     """Each pending table as Arrow (see the module doc); all of one kind
     (the first one's ``order``, ``types`` and ``keep`` apply), built together."""

@@ -20,9 +20,11 @@ naming its links by local ranks would blame the wrong cards.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from .batch_tables import PendingTable
+from .batch_tables import PendingTable, select_rows
 
 
 def double_hash(name: str) -> str:
@@ -34,15 +36,24 @@ def double_hash(name: str) -> str:
     return str((h0 << 32) | h1)
 
 
+def global_ranks(info) -> list[int] | None:
+    """A ``parallel_group_info`` entry's ``global_ranks``, sorted; None unless
+    a non-empty list of ints."""
+    ranks = info.get("global_ranks") if isinstance(info, dict) else None
+    if isinstance(ranks, list) and ranks and set(map(type, ranks)) == {int}:  # map: a group holds thousands
+        return sorted(ranks)
+    return None
+
+
 def group_ranks(parallel_group_info) -> dict[str, list[int]]:
     """``parallel_group_info`` -> {group id (its name and its hash): sorted global ranks}."""
     out: dict[str, list[int]] = {}
     if not isinstance(parallel_group_info, dict):
         return out
     for name, info in parallel_group_info.items():
-        ranks = info.get("global_ranks") if isinstance(info, dict) else None
-        if isinstance(ranks, list) and ranks and set(map(type, ranks)) == {int}:  # map: a group holds thousands
-            out[str(name)] = out[double_hash(str(name))] = sorted(ranks)
+        ranks = global_ranks(info)
+        if ranks is not None:
+            out[str(name)] = out[double_hash(str(name))] = ranks
     return out
 
 
@@ -84,11 +95,8 @@ def to_global(links: PendingTable | None, rank: int,
     dropped = sum(1 for p in plan.values() if p == _DROP) + len(outside)
     if not mask.any():
         return None, dropped
-    out = {c: (v[mask] if isinstance(v, np.ndarray) else [x for x, k in zip(v, keep) if k])
-           for c, v in cols.items() if c not in ("src", "dst")}
-    out["src"], out["dst"] = new_src, new_dst
-    return PendingTable({c: out[c] for c in cols}, int(mask.sum()), order=links.order, types=links.types,
-                        default=links.default, keep=links.keep), dropped
+    columns = {**select_rows(cols, mask), "src": new_src, "dst": new_dst}  # same keys, same order
+    return replace(links, columns=columns, n=int(mask.sum())), dropped
 
 
 def _ints(values) -> list[int]:
