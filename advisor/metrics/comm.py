@@ -217,7 +217,12 @@ def _has_receive(p: Profile) -> bool:
 
 def _per_rank_sync(p: Profile, column: str) -> pd.DataFrame:
     """Per rank, the means over steady steps of ``_without_receive`` (``sync``)
-    and of the step duration (``dur``), ranks with both."""
+    and of the step duration (``dur``), ranks with ``sync`` (memoized per
+    profile: the ms and the ratio metric read it; callers never modify it)."""
+    return p.memo(f"per_rank_sync:{column}", lambda: _sync_means(p, column))
+
+
+def _sync_means(p: Profile, column: str) -> pd.DataFrame:
     steps = steady_steps(p)
     if column not in steps.columns:
         return pd.DataFrame(columns=["sync", "dur"])
