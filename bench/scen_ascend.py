@@ -89,6 +89,12 @@ def group_id(sc: Scenario, group: str) -> str:
     return double_hash(group_name(sc, group))
 
 
+def pp_label(sc: Scenario, rank: int) -> str:
+    """The generated label of ``rank``'s pipeline-parallel group (its chain
+    of stages): ``pp_{position within the stage}``."""
+    return f"pp_{rank % (sc.spec.ranks // sc.pp)}"
+
+
 def folder_name(sc: Scenario, rank: int) -> str:
     host = rank // sc.ranks_per_host
     return f"node{host}_{20000 + rank}_20250101120000{rank % 1000:03d}_ascend_pt"
@@ -125,9 +131,8 @@ def _metadata(sc: Scenario, rank: int) -> dict:
         "group_name": "dp", "group_rank": ranks.index(rank), "global_ranks": ranks}
     if sc.pp > 1:
         per = R // sc.pp
-        idx = rank % per
-        chain = [s * per + idx for s in range(sc.pp)]
-        groups[group_name(sc, f"pp_{idx}")] = {
+        chain = [s * per + rank % per for s in range(sc.pp)]
+        groups[group_name(sc, pp_label(sc, rank))] = {
             "group_name": "pp", "group_rank": chain.index(rank), "global_ranks": chain}
     return {
         "distributed_args": {"tensor_model_parallel_size": 1, "pipeline_model_parallel_size": sc.pp,
@@ -221,8 +226,7 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
                     "bands": {"HCCS": _bw(3.0, 0.6 * small), "RDMA": _bw(0, 0), "PCIE": _bw(0, 0),
                               "SDMA": _bw(3.0, 0.1 * small)}})
         if sc.pp > 1 and sc.bubble[j, r] > 0:
-            per = sc.spec.ranks // sc.pp
-            pid = group_id(sc, f"pp_{r % per}")
+            pid = group_id(sc, pp_label(sc, r))
             b = sc.bubble[j, r] / 1000
             ops.append({"step": int(s), "cat": "p2p", "key": f"hcom_receive__{700 + j}_{s}_1@{pid}",
                         "time": {"Start Timestamp(us)": round(float(sc.start_us[j] + sc.data_wait[j, r]), 3),
@@ -357,7 +361,7 @@ def write_db(sc: Scenario, parent: Path) -> list[Path]:
                                   ns(k.ar_start[j]), ns(k.ar_start[j] + k.ar_dur[j])))
             if k.recv_dur[j] > 0:  # the pipeline receive, as kernel_details.csv lists it
                 spec.comm_ops.append((f"hcom_receive__{700 + j}_{s}_1", "hcom_receive_",
-                                      group_id(sc, f"pp_{r % (sc.spec.ranks // sc.pp)}"),
+                                      group_id(sc, pp_label(sc, r)),
                                       ns(k.recv_start[j]), ns(k.recv_start[j] + k.recv_dur[j])))
             exposed = sc.exposed[j, r]
             spec.breakdown[int(s)] = (sc.computing[j, r], exposed, sc.overlapped[j, r],
