@@ -169,6 +169,7 @@ EN: dict[str, str] = {
     "md_noun_fixes": "fixes",
     "md_noun_metrics": "metrics",
     "md_noun_skipped": "skipped items",
+    "md_noun_notes": "notes",
     "md_metrics_more": "{n} more metrics in report.html and report.json.",
     # terminal
     "term_title": "advisor: {n} finding(s), largest estimated gain first",
@@ -333,6 +334,7 @@ ZH: dict[str, str] = {
     "md_noun_fixes": "优化建议",
     "md_noun_metrics": "指标",
     "md_noun_skipped": "跳过项",
+    "md_noun_notes": "备注",
     "md_metrics_more": "另有 {n} 个指标，见 report.html 和 report.json。",
     # terminal
     "term_title": "advisor：发现 {n} 个问题，按预计收益从大到小",

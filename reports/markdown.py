@@ -1,7 +1,8 @@
 """The Markdown report: the findings, short enough for a pull-request comment.
 
 GitHub/GitLab-flavoured: a title, the verdict, a findings table, each
-finding's fix in a fenced code block, key metrics and skipped items. The
+finding's fix in a fenced code block, key metrics, skipped items and the
+run's notes (what was read and how, e.g. a sample of ranks). The
 whole text stays under ``MAX_CHARS`` (GitHub rejects comments over 65,536
 characters): when it would not, lower-priority sections are cut first and
 each cut section ends with a note saying how much was left out.
@@ -180,6 +181,11 @@ def _skipped_section(report: Report, lang: str) -> _Section:
     return _Section(t(lang, "md_skipped_heading"), rows, head=head, noun=t(lang, "md_noun_skipped"))
 
 
+def _notes_section(report: Report, lang: str) -> _Section:
+    rows = [f"- {escape(n, 400)}\n" for n in report.run.notes]
+    return _Section(t(lang, "meta_notes"), rows, noun=t(lang, "md_noun_notes"))
+
+
 def _header(report: Report, lang: str) -> str:
     run = report.run
     v = _view.verdict(report, lang)
@@ -247,6 +253,8 @@ def render_markdown(report: Report, lang: str = DEFAULT_LANG, max_chars: int = M
         sections.append(_metrics_section(report, lang))
     if report.skipped:
         sections.append(_skipped_section(report, lang))
+    if report.run.notes:
+        sections.append(_notes_section(report, lang))
 
     fulls = [s.full() for s in sections]
     if len(header) + sum(len(x) + 1 for x in fulls) <= max_chars:
@@ -258,6 +266,7 @@ def render_markdown(report: Report, lang: str = DEFAULT_LANG, max_chars: int = M
         t(lang, "md_fixes_heading"): 0.35,
         t(lang, "md_metrics_heading"): 0.12,
         t(lang, "md_skipped_heading"): 0.08,
+        t(lang, "meta_notes"): 0.05,
     }
     budget = max_chars - len(header) - 1 - len(sections) - 64
     alloc = _allocate([len(x) for x in fulls], [share_of.get(s.heading, 0.1) for s in sections], budget)
