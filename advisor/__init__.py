@@ -29,13 +29,17 @@ def analyze(
     use_config: bool = True,
     jobs: int | None = None,
     dask_address: str | None = None,
+    kernel_ranks: Any = "sample",
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report, the
     same object ``advisor report`` renders.
 
     ``rules``: extra rule files or folders; ``overrides``: ``{rule: {param:
     value}}`` (like ``--set``); ``lang``: ``"en"`` or ``"zh"`` for the rule
-    texts and the HTML shown in Jupyter. With ``use_config`` the rules and
+    texts and the HTML shown in Jupyter. ``kernel_ranks``: read kernel files
+    on at most this many ranks of a large cluster, None on every rank
+    (default ``"sample"``: ``advisor.collectors.kernel_sample``). With
+    ``use_config`` the rules and
     thresholds of ``advisor.toml`` / ``pyproject.toml [tool.advisor]`` in the
     current directory apply first, as in the CLI. Raises
     ``advisor.errors.AdvisorError`` (InputError, ConfigError) with one-line
@@ -50,8 +54,10 @@ def analyze(
         rules = [rules]
     config = load_user_rules() if use_config else UserRules()
     rule_paths, merged = merge(config, list(rules), dict(overrides or {}))
+    sampling = {} if kernel_ranks == "sample" else {"kernel_ranks": kernel_ranks}
     report = _analyze(
-        path, rule_paths=rule_paths, overrides=merged, jobs=jobs, dask_address=dask_address, lang=lang
+        path, rule_paths=rule_paths, overrides=merged, jobs=jobs, dask_address=dask_address, lang=lang,
+        **sampling,
     )
     report.lang = lang
     return report

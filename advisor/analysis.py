@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from advisor import __version__
-from advisor.collectors import load_profile
+from advisor.collectors import KERNEL_RANKS, load_profile
 from advisor.engine import compile_rule, evaluate
 from advisor.errors import ConfigError
 from advisor.metrics import evaluate as evaluate_metrics
@@ -25,18 +25,21 @@ def analyze(
     jobs: int | None = None,
     dask_address: str | None = None,
     lang: str = "en",
+    kernel_ranks: int | None = KERNEL_RANKS,
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report.
 
     ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
     {param: value}. ``jobs`` / ``dask_address``: how ranks are read in
-    parallel (see ``advisor.collectors.load_profile``). ``lang``: language of
+    parallel (see ``advisor.collectors.load_profile``). ``kernel_ranks``:
+    read kernel files on at most this many ranks, None on all
+    (``advisor.collectors.kernel_sample``). ``lang``: language of
     the rule texts in the findings (``en``, ``zh``). Raises InputError /
     ConfigError with one-line messages.
     """
     check_lang(lang)
     compiled: list = []  # filled while the ranks are read: a bad rule stops the read
-    profile = load_profile(path, jobs=jobs, dask_address=dask_address,
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks,
                            meanwhile=lambda: compiled.extend(compile_rules_for(rule_paths, overrides, lang)))
     return _report(profile, compiled, lang)
 

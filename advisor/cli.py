@@ -21,6 +21,10 @@ from advisor.stream_guard import guarded_output
 
 EXIT_BAD_INPUT = 2
 LANGS = ("en", "zh")
+#: ``--kernel-ranks``'s default as its help states it; the value is
+#: ``advisor.collectors.kernel_sample.DEFAULT_LIMIT`` (imported with pandas,
+#: which the CLI loads only for commands that analyze).
+KERNEL_RANKS_HELP = "128"
 
 
 def _console(no_color: bool):
@@ -43,6 +47,21 @@ def _parse_overrides(items: tuple[str, ...]) -> dict[str, dict[str, float]]:
             raise ConfigError(f"--set {item!r}: {raw!r} is not a number") from None
         out.setdefault(rule, {})[param] = value
     return out
+
+
+def _kernel_ranks(value: str | None) -> tuple[int | None] | None:
+    """``--kernel-ranks``: None when not given, else (limit,) with None for all."""
+    if value is None:
+        return None
+    if value.strip().lower() == "all":
+        return (None,)
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise click.BadParameter(f"{value!r}: a number of ranks (1 or more) or all")
+    return (limit,)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -84,8 +103,13 @@ def _report_options(func):
                    "(default: the CPUs this process may use, container limits included; 1 = in process).")
 @click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
               help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
+@click.option("--kernel-ranks", default=None, metavar="N|all", callback=lambda ctx, param, value: _kernel_ranks(value),
+              help="Read kernel files (operators, device idle) on at most N ranks of a larger "
+                   f"cluster, spread over hosts and stages (default: {KERNEL_RANKS_HELP}); all: on every "
+                   "rank. Step-trace and communication files are read on every rank.")
 @_report_options
-def report(path: Path, out_dir: Path, jobs, dask_address, rule_paths, overrides, lang: str, no_color: bool) -> None:
+def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,
+           no_color: bool) -> None:
     """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
     from advisor.analysis import analyze
 
@@ -93,8 +117,9 @@ def report(path: Path, out_dir: Path, jobs, dask_address, rule_paths, overrides,
     rule_paths, parsed = _user_rules(rule_paths, overrides)
     console = _console(no_color)
     with _reading(console, lang):
-        result = analyze(path, rule_paths=rule_paths, overrides=parsed,
-                         jobs=jobs, dask_address=dask_address, lang=lang)
+        sampling = {} if kernel_ranks is None else {"kernel_ranks": kernel_ranks[0]}
+        result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
+                         dask_address=dask_address, lang=lang, **sampling)
     _emit(result, out_dir, lang, no_color)
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 from advisor.errors import InputError
 from advisor.profile import Profile
 
+from .kernel_sample import DEFAULT_LIMIT as KERNEL_RANKS
+
 # Order matters: the most specific layouts first.
 COLLECTORS = (
     "advisor.collectors.ascend",
@@ -46,7 +48,8 @@ def _modules():
 
 
 def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None,
-                 meanwhile: Callable[[], None] | None = None) -> Profile:
+                 meanwhile: Callable[[], None] | None = None,
+                 kernel_ranks: int | None = KERNEL_RANKS) -> Profile:
     """Read whatever profiler output is at ``path`` into one Profile.
 
     ``jobs``: worker processes for reading rank units (default: the CPUs
@@ -56,6 +59,8 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
     are identical, and in the same rank order, whichever way they are read.
     ``meanwhile``: work for this process while the units are read (called
     once, after they are handed out; its exception stops the read).
+    ``kernel_ranks``: read kernel files on at most this many ranks (None:
+    every rank; see ``advisor.collectors.kernel_sample``).
     Raises InputError (one line, names the path) when nothing usable is
     there, ConfigError for an unusable ``jobs`` or Dask address.
     """
@@ -76,7 +81,8 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
             continue
         others = engine.other_formats(root, units, [m for m in modules if m is not module])
         return engine.read_units(module.__name__, root, units, jobs=jobs,
-                                 dask_address=dask_address, others=others, meanwhile=meanwhile)
+                                 dask_address=dask_address, others=others, meanwhile=meanwhile,
+                                 kernel_ranks=kernel_ranks)
     raise InputError(
         root,
         "no profiler output found (expected *_ascend_pt / *_ascend_ms folders, "

@@ -15,6 +15,8 @@ step), else ``op_statistic.csv``; ``communication.json`` -> ``comm`` and
 -> ``data_ops``; ``trace_view.json`` -> ``steps`` from the Overlap Analysis
 lanes, only when ``step_trace_time.csv`` is absent. MindSpore CPU output
 (``FRAMEWORK/cpu_op_*.csv``) fills ``ops`` when nothing better exists.
+A rank read without its kernels (``kernel_sample``) gets no ``ops`` and no
+``device_busy_us``, unless its steps have no other source.
 
 Every file is optional on its own: a broken one is recorded with
 ``Profile.skip`` and the rest is read. The unit fails with InputError only
@@ -41,6 +43,8 @@ from .ascend_trace import read_trace
 from .batch_tables import PendingTable
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+#: The cluster engine may ask for a rank without its kernel files (``kernel_sample``).
+SKIPS_KERNELS = True
 CLUSTER_DIR = "cluster_analysis_output"
 CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json")
 RANK_SUFFIXES = ("_ascend_pt", "_ascend_ms")
@@ -141,10 +145,11 @@ def read(unit: Path) -> Profile:
     return arrow_frames.profile_to_pandas(read_arrow(unit))
 
 
-def read_arrow(unit: Path) -> Profile:
+def read_arrow(unit: Path, kernels: bool = True) -> Profile:
     """``read`` with the per-rank tables left in Arrow form, for the cluster
-    engine to concatenate over ranks before converting (see ``arrow_frames``)."""
-    result = read_arrow_batch([Path(unit)])[0]
+    engine to concatenate over ranks before converting (see ``arrow_frames``).
+    ``kernels=False``: without the kernel files (see module doc)."""
+    result = read_arrow_batch([Path(unit)], kernels=[kernels])[0]
     if isinstance(result, InputError):
         raise result
     return result
@@ -159,33 +164,33 @@ GROUP_KERNEL_ROWS = 250_000
 BUILD_PENDING_ROWS = 100_000
 
 
-def read_arrow_batch(units: list[Path]) -> list[Profile | InputError]:
+def read_arrow_batch(units: list[Path], kernels: list[bool] | None = None) -> list[Profile | InputError]:
     """``read_arrow`` of each unit (its Profile, or the InputError it raised),
     with the operators of their kernel files grouped and their small tables
     built a few ranks at a time (``ascend_tables.ops_for_ranks``,
     ``batch_tables.build``; at most ``GROUP_KERNEL_ROWS`` kernels and
     ``BUILD_PENDING_ROWS`` pending rows held): the same results, less
-    per-call cost."""
+    per-call cost. ``kernels[i]`` False: unit i without its kernel files."""
     results: list[Profile | InputError] = []
-    kernels: dict[int, tuple[pa.Table, int]] = {}
+    held: dict[int, tuple[pa.Table, int]] = {}
     kernel_rows = pending_rows = built = 0
     for i, unit in enumerate(units):
         try:
-            profile = _read_unit(Path(unit), kernels, i)
+            profile = _read_unit(Path(unit), held, i, kernels is None or kernels[i])
         except InputError as exc:  # a unit that fails has put no kernels in
             results.append(exc)
             continue
         results.append(profile)
-        kernel_rows += kernels[i][0].num_rows if i in kernels else 0
+        kernel_rows += held[i][0].num_rows if i in held else 0
         pending_rows += sum(len(t) for t in (getattr(profile, n) for n in PENDING_TABLES)
                             if isinstance(t, PendingTable))
         if kernel_rows >= GROUP_KERNEL_ROWS:
-            _group_ops(kernels, results)
+            _group_ops(held, results)
             kernel_rows = 0
         if pending_rows >= BUILD_PENDING_ROWS:
             _build_pending([r for r in results[built:] if isinstance(r, Profile)])
             pending_rows, built = 0, len(results)
-    _group_ops(kernels, results)
+    _group_ops(held, results)
     _build_pending([r for r in results[built:] if isinstance(r, Profile)])
     return results
 
@@ -214,13 +219,13 @@ def _build_pending(profiles: list[Profile]) -> None:
             setattr(profile, name, table)
 
 
-def _read_unit(unit: Path, kernels: dict, index: int) -> Profile:
+def _read_unit(unit: Path, kernels: dict, index: int, with_kernels: bool = True) -> Profile:
     with listing.cached(unit):
         if not _is_dir(unit):
             raise InputError(unit, "not a folder")
         if not _is_rank_unit(unit) and _is_cluster_output(unit):
             return read_cluster(unit)
-        return read_rank(unit, kernels, index)
+        return read_rank(unit, kernels, index, with_kernels)
 
 
 def _locate(unit: Path) -> tuple[Path, Path | None]:
@@ -234,15 +239,22 @@ def _locate(unit: Path) -> tuple[Path, Path | None]:
 class _Reader:
     """Reads the optional files of one unit, turning failures into skips.
     ``kernels``: the unit's kernels table, whose operators the batch reader
-    computes once the batch is read (``read_arrow_batch``)."""
+    computes once the batch is read (``read_arrow_batch``). ``ops_wanted``
+    False: operators are left out (``kernel_sample``) once steps are found."""
 
-    def __init__(self, profile: Profile):
+    def __init__(self, profile: Profile, ops_wanted: bool = True):
         self.profile = profile
         self.failures: list[InputError] = []
         self.kernels: pa.Table | None = None
+        self.ops_wanted = ops_wanted
 
     def has_ops(self) -> bool:
         return self.profile.ops is not None or self.kernels is not None
+
+    def skips_ops(self) -> bool:
+        """Leave this rank's operator files out: not wanted, and its steps
+        have a source of their own."""
+        return not self.ops_wanted and self.profile.steps is not None
 
     def attempt(self, path: Path, func, *args):
         """``func(path, *args)``; an InputError becomes a skip and returns None."""
@@ -254,10 +266,10 @@ class _Reader:
             return None
 
 
-def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
+def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) -> Profile:
     """One rank folder -> Profile (see the module docstring for the files);
     its kernels table, if any, goes to ``kernels[index]`` with the rank, for
-    the caller to turn into ``ops``."""
+    the caller to turn into ``ops``. ``with_kernels=False``: see module doc."""
     out_dir, root = _locate(unit)
     framework, source_format = framework_of(root or unit)
     profile = Profile(meta=RunMeta(framework=framework, device="ascend",
@@ -265,7 +277,7 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
     if not _is_dir(out_dir):
         raise InputError(unit, f"no {OUTPUT_DIR}/ folder (profile not parsed yet, or "
                                "exported as .db only)")
-    reader = _Reader(profile)
+    reader = _Reader(profile, with_kernels)
     facts = read_meta(root, profile)
     db_layout = _db_only(out_dir)
     if db_layout and facts.rank is None:
@@ -294,7 +306,7 @@ def read_rank(unit: Path, kernels: dict, index: int) -> Profile:
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
     if profile.steps is None:
         _read_trace_steps(reader, out_dir)
-    if not reader.has_ops() and root is not None:
+    if not reader.has_ops() and not reader.skips_ops() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if (profile.meta.framework == "unknown" and root is not None
             and listing.glob(root / "FRAMEWORK", "cpu_op_*.csv")):
@@ -357,6 +369,8 @@ def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
     path = out_dir / "step_trace_time.csv"
     if _is_file(path):
         profile.steps = reader.attempt(path, tables.step_trace_columns, rank)
+    if reader.skips_ops():
+        return
     path = out_dir / "kernel_details.csv"
     if _is_file(path):
         kernels = reader.attempt(path, tables.kernel_table)

@@ -425,19 +425,23 @@ def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.array([b for b, k in zip(end, keep) if k], dtype=np.int64))
 
 
-def read_kernels(path: Path) -> tuple[_Kernels | None, dict[str, list] | None, _Windows | None]:
+def read_kernels(path: Path, kernels: bool = True
+                 ) -> tuple[_Kernels | None, dict[str, list] | None, _Windows | None]:
     """Profiler db -> (kernels, COMMUNICATION_OP columns, step windows).
 
     Kernels are compute tasks plus communication operators (core HCCL), as
     kernel_details.csv lists them; times in us, ``step`` from STEP_TIME.
+    ``kernels=False``: None for them, the tasks not queried.
     """
     with _connect(path) as con:
         if not _has_table(con, "STRING_IDS"):
             raise InputError(path, "no STRING_IDS table (not an Ascend profiler database?)")
         windows = _step_windows(con)
-        compute = (con.columns(_KERNEL_SQL) if _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK")
-                   else None)
+        compute = (con.columns(_KERNEL_SQL)
+                   if kernels and _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK") else None)
         comm = con.columns(_COMM_OP_SQL) if _has_table(con, "COMMUNICATION_OP") else None
+    if not kernels:
+        return None, comm, windows
     parts = []
     for cols, is_comm in ((compute, False), (comm, True)):
         if cols is None or not cols["startNs"]:
@@ -580,11 +584,6 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
     in ``out_dir``; a broken database becomes a skip (``reader.attempt``)."""
     profile = reader.profile
     prof_db, ana_db = profiler_db(out_dir), analysis_db(out_dir)
-    kernels = comm_ops = windows = None
-    if prof_db is not None:
-        got = reader.attempt(prof_db, read_kernels)
-        if got is not None:
-            kernels, comm_ops, windows = got
     con = reader.attempt(ana_db, _connect) if ana_db is not None else None
     if con is not None:
         with con:  # one connection for its tables: each one that fails is a skip of its own
@@ -592,6 +591,11 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
             got = reader.attempt(ana_db, lambda _: read_comm_analysis(con, rank))
         if got is not None:
             profile.comm, profile.bandwidth, profile.links = got
+    kernels = comm_ops = windows = None
+    if prof_db is not None and not (reader.skips_ops() and profile.comm is not None):
+        got = reader.attempt(prof_db, read_kernels, not reader.skips_ops())
+        if got is not None:
+            kernels, comm_ops, windows = got
     if kernels is not None:
         reader.kernels = kernels.table
         if profile.steps is None and windows is not None:

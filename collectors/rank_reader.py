@@ -21,6 +21,9 @@ Decisions, applied the same way whichever way the units are read:
   its collector reads and notes on purpose.
 * Other formats in the same folder are not read (one format per run); the
   report says what they were, e.g. "also found 3 Kineto traces".
+* Kernel files: above ``kernel_ranks`` units, a collector that can
+  (``SKIPS_KERNELS``) reads them on a sample of ranks only
+  (``kernel_sample``), and the report says on how many.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from advisor.cpus import usable_cpus
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
 
-from . import arrow_frames
+from . import arrow_frames, kernel_sample
 
 #: Collectors whose units may legitimately share a rank (capture windows).
 MULTI_UNIT_RANKS = {"advisor.collectors.kineto"}
@@ -57,14 +60,17 @@ DASK_CONNECT_TIMEOUT = 10
 
 # ------------------------------------------------------------------ workers
 
-def read_one(module_name: str, unit: str) -> tuple:
+def read_one(module_name: str, unit: str, kernels: bool = True) -> tuple:
     """Read one unit in whatever process runs this: ("ok", Profile) or
     ("error", path, problem). Plain tuples pickle the same for a process
     pool and for Dask. A collector with ``read_arrow`` returns its tables
-    in Arrow form (``arrow_frames``); ``_merge`` converts them."""
+    in Arrow form (``arrow_frames``); ``_merge`` converts them.
+    ``kernels=False``: leave the unit's kernel files out (``kernel_sample``)."""
     import importlib
 
     module = importlib.import_module(module_name)
+    if not kernels:
+        return _guard(lambda: module.read_arrow(Path(unit), kernels=False))
     reader = getattr(module, "read_arrow", module.read)
     return _guard(lambda: reader(Path(unit)))
 
@@ -77,20 +83,20 @@ def _guard(read) -> tuple:
         return ("error", exc.path, exc.problem)
 
 
-def read_batch(module_name: str, units: list[str]) -> list[tuple]:
-    """``read_one`` for each of ``units``; through the collector's
-    ``read_arrow_batch`` when it has one (same results, per-call costs
-    shared by the batch)."""
+def read_batch(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> list[tuple]:
+    """``read_one`` for each of ``units`` (those in ``no_kernels`` without
+    their kernel files); through the collector's ``read_arrow_batch`` when
+    it has one (same results, per-call costs shared by the batch)."""
     import importlib
 
     batch = getattr(importlib.import_module(module_name), "read_arrow_batch", None)
     if batch is None:
-        return [read_one(module_name, unit) for unit in units]
-    return [("error", r.path, r.problem) if isinstance(r, InputError) else ("ok", r)
-            for r in batch([Path(u) for u in units])]
+        return [read_one(module_name, unit, unit not in no_kernels) for unit in units]
+    results = batch([Path(u) for u in units], kernels=[u not in no_kernels for u in units])
+    return [("error", r.path, r.problem) if isinstance(r, InputError) else ("ok", r) for r in results]
 
 
-def read_many(module_name: str, units: list[str]) -> tuple:
+def read_many(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> tuple:
     """``read_batch``, packed (``arrow_frames.pack``): one task per chunk of
     units keeps the pool's per-task and per-table costs (pickling,
     scheduling) off small ranks."""
@@ -98,7 +104,7 @@ def read_many(module_name: str, units: list[str]) -> tuple:
 
     gc.disable()  # a chunk allocates many small JSON objects and frees them all: no cycles to find
     try:
-        return arrow_frames.pack(read_batch(module_name, units))
+        return arrow_frames.pack(read_batch(module_name, units, no_kernels))
     finally:
         gc.enable()
 
@@ -156,7 +162,8 @@ def _chunks(units: list[str], jobs: int) -> list[list[str]]:
     return [units[i:i + size] for i in range(0, len(units), size)]
 
 
-def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile) -> list[tuple]:
+def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile,
+               no_kernels: frozenset[str]) -> list[tuple]:
     import importlib
 
     alone = getattr(importlib.import_module(module_name), "read_alone", None)
@@ -169,7 +176,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile
         meanwhile()
         out = []
         for chunk in _chunks(units, 1):
-            out.extend(read_batch(module_name, chunk))
+            out.extend(read_batch(module_name, chunk, no_kernels & set(chunk)))
             advance(len(chunk))
         return out
     chunks = _chunks(units, jobs)
@@ -177,7 +184,8 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
                              initializer=leave_interrupts_to_parent) as pool:
         try:
-            index = {pool.submit(read_many, module_name, chunk): i for i, chunk in enumerate(chunks)}
+            index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
+                     for i, chunk in enumerate(chunks)}
             meanwhile()
             for future in as_completed(index):
                 i = index[future]
@@ -234,7 +242,8 @@ def _probe(address: str) -> None:
                           f"({exc.strerror or _one_line(exc)})") from None
 
 
-def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhile) -> list[tuple]:
+def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhile,
+              no_kernels: frozenset[str]) -> list[tuple]:
     try:
         from distributed import Client, as_completed as dask_completed
     except ImportError:
@@ -245,7 +254,8 @@ def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhi
     except Exception as exc:  # noqa: BLE001 -- OSError, TimeoutError, ValueError for a bad address
         raise ConfigError(f"--dask {address}: cannot connect to a Dask scheduler ({_one_line(exc)})") from None
     try:
-        futures = client.map(read_one, [module_name] * len(units), units, pure=False)
+        futures = client.map(read_one, [module_name] * len(units), units,
+                             [u not in no_kernels for u in units], pure=False)
         meanwhile()
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[tuple | None] = [None] * len(units)
@@ -301,18 +311,24 @@ def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
                dask_address: str | None = None, others: list[tuple[str, str]] = (),
-               meanwhile: Callable[[], None] | None = None) -> Profile:
+               meanwhile: Callable[[], None] | None = None,
+               kernel_ranks: int | None = kernel_sample.DEFAULT_LIMIT) -> Profile:
     """Read ``units`` with collector ``module_name`` and merge them (see
-    module doc). ``meanwhile()`` runs here while the units are read."""
+    module doc). ``meanwhile()`` runs here while the units are read.
+    ``kernel_ranks``: read kernel files on at most this many units (None:
+    on all)."""
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs {jobs}: must be 1 or more")
+    if kernel_ranks is not None and kernel_ranks < 1:
+        raise ConfigError(f"--kernel-ranks {kernel_ranks}: must be 1 or more, or all")
     paths, skips = _dedupe_paths(units)
+    no_kernels = _no_kernels(module_name, paths, kernel_ranks)
     meanwhile = meanwhile or _nothing
     with _progress(len(paths)) as advance:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance, meanwhile)
+            results = _run_dask(dask_address, module_name, paths, advance, meanwhile, no_kernels)
         else:
-            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, meanwhile)
+            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, meanwhile, no_kernels)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
@@ -325,11 +341,25 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     parts.sort(key=_rank_key)
     parts, dup_skips = _drop_duplicate_ranks(module_name, parts)
     profile = _merge([p for _, _, p in parts], root)
+    if no_kernels:
+        ops = profile.table("ops")
+        read = 0 if ops is None else int(ops["rank"].nunique())
+        profile.meta.notes.append(kernel_sample.note(read, len(parts), kernel_ranks))
     for exc in failures:
         profile.skip(exc.path, exc.problem)
     for what, reason in [*skips, *dup_skips, *others]:
         profile.skip(what, reason)
     return profile
+
+
+def _no_kernels(module_name: str, paths: list[str], kernel_ranks: int | None) -> frozenset[str]:
+    """The units whose kernel files are left out (``kernel_sample``): none
+    unless the collector can leave them out (``SKIPS_KERNELS``)."""
+    import importlib
+
+    if not getattr(importlib.import_module(module_name), "SKIPS_KERNELS", False):
+        return frozenset()
+    return frozenset(u for u, read in zip(paths, kernel_sample.chosen(len(paths), kernel_ranks)) if not read)
 
 
 def _merge(parts: list[Profile], root: Path) -> Profile:

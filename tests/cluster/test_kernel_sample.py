@@ -1,0 +1,162 @@
+"""Kernel files read on a sample of a large cluster's ranks
+(``advisor.collectors.kernel_sample``): which ranks, and that the report
+from the sample is the report from every rank, in both Ascend layouts."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.scenarios import Spec, generate  # noqa: E402
+from advisor.analysis import analyze  # noqa: E402
+from advisor.collectors import load_profile  # noqa: E402
+from advisor.collectors.kernel_sample import DEFAULT_LIMIT, chosen  # noqa: E402
+from advisor.errors import ConfigError  # noqa: E402
+
+
+@pytest.mark.parametrize("count,limit", [(1024, 128), (1000, 128), (129, 128), (4096, 128), (37, 5), (10, 1)])
+def test_the_sample_takes_one_rank_per_block_at_a_rotating_position(count, limit):
+    picks = [i for i, read in enumerate(chosen(count, limit)) if read]
+    k = math.ceil(count / limit)
+    assert len(picks) <= limit
+    assert [p // k for p in picks] == list(range(math.ceil(count / k)))  # one in every block
+    full_blocks = count // k
+    positions = {p % k for p in picks[:full_blocks]}
+    assert positions == set(range(min(k, full_blocks)))  # every local position, so every card of a host
+
+
+def test_small_runs_and_no_limit_read_every_rank():
+    assert chosen(DEFAULT_LIMIT, DEFAULT_LIMIT) == [True] * DEFAULT_LIMIT
+    assert chosen(5000, None) == [True] * 5000
+
+
+def test_stages_alternating_rank_by_rank_are_all_sampled():
+    """Megatron-LM orders where the pipeline stage is rank % pp: a plain
+    stride of k (a multiple of pp) would read stage 0 only."""
+    for pp in (2, 4, 8, 3):
+        picks = [i for i, read in enumerate(chosen(1024, 128)) if read]
+        assert {p % pp for p in picks} == set(range(pp)), pp
+
+
+#: ``chosen(24, 6)``: blocks of 4 ranks, positions 0, 1, 2, 3, 0, 1.
+SAMPLE_OF_24 = [0, 5, 10, 15, 16, 21]
+
+
+def _findings(report) -> list[tuple]:
+    return [(f.rule, f.severity, f.scope.ranks, f.scope.steps) for f in report.findings]
+
+
+@pytest.fixture(scope="module", params=["ascend-text", "ascend-db"])
+def slow_rank_run(request, tmp_path_factory):
+    """24 ranks on 3 hosts, two pipeline stages, rank-level slowness."""
+    spec = Spec(ranks=24, steps=8, fault="slow-rank", seed=5, kernels_per_step=6, pp=2, ranks_per_host=8)
+    data, labels = generate(spec, tmp_path_factory.mktemp(request.param), request.param)
+    return data, labels
+
+
+def test_a_sampled_report_is_the_full_report(slow_rank_run, tmp_path):
+    """Everything not drawn from kernels is the full read's; what is, is
+    the full read of the sampled ranks alone."""
+    data, labels = slow_rank_run
+    full = analyze(data, jobs=2, kernel_ranks=None)
+    sampled = analyze(data, jobs=2, kernel_ranks=6)
+    assert full.findings and _findings(sampled) == _findings(full)
+    assert sampled.findings[0].scope.ranks == labels["ranks"]
+    assert set(sampled.metrics) == set(full.metrics)
+    from_kernels = {mid for mid in full.metrics if mid.startswith("ops.") or mid == "step.device_idle_ratio"}
+    for mid in set(full.metrics) - from_kernels:
+        assert sampled.metrics[mid].model_dump() == full.metrics[mid].model_dump(), mid
+    alone = tmp_path / "sampled-ranks"
+    alone.mkdir()
+    folders = sorted(p for p in data.iterdir() if p.is_dir())
+    for rank in SAMPLE_OF_24:
+        shutil.copytree(folders[rank], alone / folders[rank].name, copy_function=os.link)
+    of_sample = analyze(alone, jobs=1, kernel_ranks=None)
+    assert from_kernels
+    for mid in from_kernels:
+        assert sampled.metrics[mid].value == of_sample.metrics[mid].value, mid
+    assert "kernel files of 6 of 24 ranks" in " ".join(sampled.run.notes)
+    assert not any("kernel files" in n for n in full.run.notes + of_sample.run.notes)
+
+
+def test_only_the_sampled_ranks_have_operators(slow_rank_run):
+    data, _ = slow_rank_run
+    profile = load_profile(data, jobs=1, kernel_ranks=6)
+    assert sorted(profile.ops["rank"].unique()) == SAMPLE_OF_24
+    read = profile.steps.groupby("rank")["device_busy_us"].apply(lambda s: s.notna().any())
+    assert sorted(read[read].index) == SAMPLE_OF_24
+    assert sorted(profile.steps["rank"].unique()) == list(range(24))  # steps from every rank
+    assert profile.skipped == []
+
+
+def test_a_rank_whose_steps_come_from_its_kernels_is_read_whole(tmp_path):
+    """Without a step trace, a db rank's steps are computed from its tasks,
+    and a text rank's from trace_view.json or nothing: its kernels are read
+    whatever the sample says."""
+    spec = Spec(ranks=8, steps=4, seed=1, kernels_per_step=4)
+    data, _ = generate(spec, tmp_path / "run", "ascend-text")
+    rank3 = sorted(p for p in data.iterdir() if p.is_dir())[3]
+    (rank3 / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv").unlink()
+    profile = load_profile(data, jobs=1, kernel_ranks=2)
+    assert 3 in set(profile.ops["rank"])
+    assert sorted(profile.ops["rank"].unique()) == [0, 3, 5]
+
+
+def test_the_pool_and_in_process_reads_sample_alike(slow_rank_run):
+    data, _ = slow_rank_run
+    one = load_profile(data, jobs=1, kernel_ranks=6)
+    two = load_profile(data, jobs=2, kernel_ranks=6)
+    from .test_parallel import assert_same_profile
+
+    assert_same_profile(one, two)
+
+
+def test_a_bad_limit_is_a_config_error(tmp_path):
+    spec = Spec(ranks=2, steps=2, seed=1, kernels_per_step=2)
+    data, _ = generate(spec, tmp_path / "run", "ascend-text")
+    with pytest.raises(ConfigError, match="--kernel-ranks 0"):
+        load_profile(data, kernel_ranks=0)
+
+
+def test_other_formats_read_every_rank(tmp_path):
+    """Kineto traces hold kernels and steps in one file: nothing to leave out."""
+    spec = Spec(ranks=4, steps=3, seed=2, kernels_per_step=2)
+    data, _ = generate(spec, tmp_path / "run", "kineto")
+    profile = load_profile(data, jobs=1, kernel_ranks=1)
+    assert sorted(profile.ops["rank"].unique()) == [0, 1, 2, 3]
+    assert not any("kernel files" in n for n in profile.meta.notes)
+    shutil.rmtree(data)
+
+
+def test_the_cli_samples_and_the_reports_say_so(slow_rank_run, tmp_path):
+    import subprocess
+
+    data, _ = slow_rank_run
+    out = tmp_path / "report"
+    run = subprocess.run([sys.executable, "-m", "advisor", "report", str(data), "--kernel-ranks", "6",
+                          "-o", str(out), "--no-color"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    md = (out / "report.md").read_text()
+    notes = md.split("### Notes\n", 1)[1]
+    assert "kernel files of 6 of 24 ranks" in notes and "--kernel-ranks all reads every rank" in notes
+    assert "kernel files of 6 of 24 ranks" in (out / "report.html").read_text()
+    for bad in ("0", "some"):
+        run = subprocess.run([sys.executable, "-m", "advisor", "report", str(data), "--kernel-ranks", bad,
+                              "-o", str(tmp_path / "never")], capture_output=True, text=True)
+        assert run.returncode == 2 and "--kernel-ranks" in run.stderr and "Traceback" not in run.stderr
+        assert not (tmp_path / "never").exists()
+
+
+def test_the_cli_help_states_the_default():
+    from advisor.cli import KERNEL_RANKS_HELP
+
+    assert KERNEL_RANKS_HELP == str(DEFAULT_LIMIT)
