@@ -10,7 +10,9 @@ largest process); a tool whose run is short (``REPEAT_BELOW_S``) runs
 ``--timeout`` (900 s) is stopped, and whatever a tool leaves running is
 killed when it ends:
 
-* ``advisor report DIR`` (default jobs, and ``-j 1``) on both layouts;
+* ``advisor report DIR`` (default jobs, and ``-j 1``) on both layouts, and
+  with ``--kernel-ranks all`` on the Ascend ones (above 128 ranks the
+  default reads kernel files on a sample of 128 ranks, ``kernel_sample``);
 * ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
   -d DIR`` on the Ascend layout;
 * the same three Ascend commands on the run's step-trace and kernel files
@@ -198,11 +200,12 @@ def _tools(inputs: dict[str, Path], out: Path) -> list[tuple[str, str, list[str]
                  [msprof, "advisor", "all", "-d", str(inputs[fmt]), "-o", str(out / f"msa_{tag}"), "-l", "en"])]
 
     return [
-        advisor("ascend", "a"), advisor("ascend", "a1", ["-j", "1"]), *peers("ascend", "a"),
+        advisor("ascend", "a"), advisor("ascend", "a1", ["-j", "1"]),
+        advisor("ascend", "aall", ["--kernel-ranks", "all"]), *peers("ascend", "a"),
         advisor("kineto", "k"), advisor("kineto", "k1", ["-j", "1"]),
         ("HTA load+temporal+overlap+stragglers", "kineto", [PEER_PYTHON, "-c", HTA_SCRIPT, str(inputs["kineto"])]),
-        advisor("ascend-sk", "sk"), *peers("ascend-sk", "sk"),
-        advisor("ascend-db", "db"), *peers("ascend-db", "db"),
+        advisor("ascend-sk", "sk"), advisor("ascend-sk", "skall", ["--kernel-ranks", "all"]), *peers("ascend-sk", "sk"),
+        advisor("ascend-db", "db"), advisor("ascend-db", "dball", ["--kernel-ranks", "all"]), *peers("ascend-db", "db"),
     ]
 
 
