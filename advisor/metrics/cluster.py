@@ -48,6 +48,18 @@ wait, ``others_wait``: time nobody waits for does not hold the cluster back.
   back one at a time, so neither is corroborated.
 * Otherwise: ``others_wait`` is the median rank's exposed communication
   (``exposed_comm_us``, per-rank medians) minus the slow rank's.
+
+Per collective (``cluster.late_rank``): where the profiler measured each
+rank's wait inside its communication operators (``comm.wait_us``, Ascend:
+the time an operator waits for its peers), per collective kind
+(``COLLECTIVE_KINDS``: rendezvous of a whole group; a pipeline receive
+waits for the previous stage by design) and group and per rank the median over steady steps of the step's summed wait. The
+rank that waits *least* arrives last: its *lead* is the median rank's
+wait minus its own, the time the others wait for it there every step. It
+is named when it stands out (robust z of its lead >= ``OUTLIER_Z``) by at
+least ``LATE_MIN_SHARE`` of the median step, in a group of at least
+``LATE_MIN_RANKS`` ranks; of several such collectives, the one with the
+largest lead.
 """
 
 from __future__ import annotations
@@ -89,6 +101,11 @@ MIN_LINK_PEERS = 3
 #: slow-link rule's default threshold); two or more slow links through one
 #: rank point at that rank's port (``cluster.slow_link_rank``).
 SLOW_LINK_RATIO = 0.5
+#: Per-collective late rank (module doc): smallest group compared, and the
+#: least lead named, as a share of the median step.
+LATE_MIN_RANKS = 4
+LATE_MIN_SHARE = 0.02
+COLLECTIVE_KINDS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall")
 
 
 def _robust_z(values: pd.Series, x: float) -> float:
@@ -324,6 +341,69 @@ def waiting_rank(p: Profile) -> Value:
         int(values.idxmax()),
         {"per_rank_ms": {int(k): round(float(v) / US_PER_MS, 3) for k, v in values.items()}},
     )
+
+
+def _late_collectives(p: Profile) -> list[dict]:
+    """Per (kind, group) collective, its last-arriving rank when it stands
+    out (module doc), largest lead first."""
+    _require_real_ranks(p)
+    comm = p.table("comm")
+    steps = steady_steps(p)
+    if comm is None or "wait_us" not in comm.columns or "step" not in comm.columns or "step" not in steps.columns:
+        raise NotEvaluated("no per-step wait times of communication operators")
+    step_ms = per_rank_mean(p, "duration_us").median() / US_PER_MS
+    keys = ["kind", "group"] if "group" in comm.columns else ["kind"]
+    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
+    rows = comm[comm["kind"].isin(COLLECTIVE_KINDS)].dropna(subset=["step", "wait_us"])
+    rows = rows.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    per_step = rows.groupby([*keys, "rank", "step"], dropna=False)["wait_us"].sum()
+    medians = per_step.groupby(level=[*keys, "rank"], dropna=False).median()
+    out = []
+    for key, waits in medians.groupby(level=list(range(len(keys))), dropna=False):
+        waits = waits.droplevel(list(range(len(keys))))
+        if len(waits) < LATE_MIN_RANKS or not step_ms > 0:
+            continue
+        lead = float(waits.median() - waits.min())
+        zscore = _robust_z(-waits, float(-waits.min()))
+        if zscore < OUTLIER_Z or lead / US_PER_MS < LATE_MIN_SHARE * step_ms:
+            continue
+        key = key if isinstance(key, tuple) else (key,)
+        out.append({"rank": int(waits.idxmin()), "kind": str(key[0]),
+                    "group": None if len(key) < 2 or pd.isna(key[1]) else str(key[1]),
+                    "lead_ms": round(lead / US_PER_MS, 3), "zscore": round(min(zscore, 1e6), 2)})
+    return sorted(out, key=lambda c: -c["lead_ms"])
+
+
+def _latest(p: Profile) -> dict:
+    late = p.memo("late_collectives", lambda: _late_collectives(p))
+    if not late:
+        raise NotEvaluated("no collective with a rank that arrives last by a clear margin")
+    return late[0]
+
+
+@metric("cluster.late_rank", unit="rank", scope="rank", needs=["comm.wait_us", "steps.duration_us"])
+def late_rank(p: Profile) -> Value:
+    """The rank that arrives last at a collective, by the largest lead
+    (module doc: per collective); evidence: the collective's kind and
+    group, the lead and its robust z, and the other collectives where a
+    rank stands out."""
+    late = _latest(p)
+    others = p.memo("late_collectives", lambda: _late_collectives(p))[1:8]
+    return Value(late["rank"], {k: late[k] for k in ("kind", "group", "lead_ms", "zscore")} |
+                 ({"also": others} if others else {}))
+
+
+@metric("cluster.late_rank_lead_ms", unit="ms", needs=["comm.wait_us", "steps.duration_us"])
+def late_rank_lead_ms(p: Profile) -> Value:
+    """How long the other ranks wait, per step, for ``cluster.late_rank`` at
+    its collective: the median rank's wait there minus its own."""
+    return Value(_latest(p)["lead_ms"])
+
+
+@metric("cluster.late_collective", unit="text", needs=["comm.wait_us", "steps.duration_us"])
+def late_collective(p: Profile) -> Value:
+    """The collective kind at which ``cluster.late_rank`` arrives last."""
+    return Value(_latest(p)["kind"])
 
 
 def _slow_links(p: Profile) -> list[dict]:
