@@ -126,3 +126,41 @@ def test_matrix_samples_dropped_only_beside_their_own_groups_total():
     links = build_one(_matrix_columns(rows, 0))
     assert list(zip(links.column("name").to_pylist(), links.column("group").to_pylist())) == [
         ("allreduce-top1", "A"), ("allreduce-total", "B")]
+
+
+def test_tasks_through_adbc_equal_the_sqlite3_rows(tmp_path, monkeypatch):
+    """Compute tasks come as Arrow columns through the ADBC driver; without
+    the driver the same join is fetched row by row through sqlite3. Both
+    must give identical tables, and neither may touch the database (here in
+    WAL mode, which a writable open would check-point or lock)."""
+    pytest.importorskip("adbc_driver_sqlite", reason="adbc-driver-sqlite is a dependency; not installed here")
+    import sys
+    from pathlib import Path
+
+    from advisor.profile import TABLES as ALL
+
+    repo = Path(__file__).resolve().parents[2]
+    if str(repo) not in sys.path:
+        sys.path.insert(0, str(repo))
+    from bench.scenarios import Spec, generate
+
+    data, _ = generate(Spec(ranks=4, steps=6, fault="slow-rank", seed=4, kernels_per_step=30), tmp_path, "ascend-db")
+    for db in data.rglob("ascend_pytorch_profiler_*.db"):
+        con = sqlite3.connect(db)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.close()
+    before = _snapshot(tmp_path)
+    from advisor.collectors.ascend_db import _compute_arrow
+
+    assert _compute_arrow(next(data.rglob("ascend_pytorch_profiler_*.db"))) is not None  # the fast path is taken
+    fast = load_profile(data, jobs=1)
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite.dbapi", None)  # as if the driver were not installed
+    rows = load_profile(data, jobs=1)
+    assert _snapshot(tmp_path) == before
+    assert fast.ops is not None and len(fast.ops) > 4
+    assert fast.meta == rows.meta and fast.skipped == rows.skipped
+    for name in ALL:
+        a, b = getattr(fast, name), getattr(rows, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            pd.testing.assert_frame_equal(a, b)
