@@ -108,6 +108,7 @@ def run_one(job: tuple) -> dict:
             "expects": EXPECTS.get(kind), "outliers": outliers,
             "outlier_steps": len(outliers) if isinstance(outliers, list) else None,
             "rank_outliers": rank_outliers, "labelled": labels.get("ranks") or [],
+            "late_rank": value("cluster.late_rank"),
             "steady": steps - 1 if steps >= 4 else steps, "seconds": elapsed,
             "severity": labels.get("severity")}
 
@@ -232,6 +233,7 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
                           _pct(fires, len(rs)), _pct(flagged, total)]))
     lines.append("")
     lines += _rank_anomalies(results, md, row, head)
+    lines += _late_ranks(results, md, row, head)
     errors = [r for r in results + fp_results if r.get("error")]
     if errors:
         lines += [f"Analyses that raised (scored as no call): {len(errors)}: "
@@ -277,6 +279,26 @@ def _rank_anomalies(results: list[dict], md: bool, row, head) -> list[str]:
             wrong = sum(bool(set(r["rank_outliers"]) - set(r["labelled"] if slow else [])) for r in rs)
             lines.append(row([str(size), kind, str(len(rs)), _pct(exact, len(rs)) if slow else "-",
                               _pct(wrong, len(rs))]))
+    return [*lines, ""]
+
+
+def _late_ranks(results: list[dict], md: bool, row, head) -> list[str]:
+    """``cluster.late_rank`` per fault kind: the last rank to arrive at a
+    collective, which must be a labelled slow rank where one is slow alone
+    (a host of several slow ranks, or a stage, has no single last rank),
+    and no rank on healthy runs."""
+    lines = (["## The last rank at the collectives (`cluster.late_rank`)", ""] if md
+             else ["The last rank at the collectives (cluster.late_rank)"])
+    lines += head(["ranks", "fault", "runs", "names a rank", "names a labelled slow rank"])
+    for size in sorted({r["ranks"] for r in results}):
+        for kind in KINDS:
+            rs = [r for r in results if r["ranks"] == size and r["kind"] == kind and not r.get("pp")]
+            if not rs:
+                continue
+            named = [r for r in rs if r.get("late_rank") is not None]
+            right = sum(r["late_rank"] in r["labelled"] for r in named)
+            lines.append(row([str(size), kind, str(len(rs)), _pct(len(named), len(rs)),
+                              _pct(right, len(named)) if named else "-"]))
     return [*lines, ""]
 
 
