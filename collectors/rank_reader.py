@@ -411,11 +411,15 @@ def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]
     chosen units (files or folders directly under ``root``)."""
     if not Path(root).is_dir():
         return []
-    chosen = _Chosen(units)
+    named = {str(u) for u in units}  # the common case, a child that is a unit itself: no path resolved
     try:
-        children = [c for c in sorted(Path(root).iterdir()) if not chosen.overlaps(c)]
+        children = [c for c in sorted(Path(root).iterdir()) if str(c) not in named]
     except OSError:
         return []
+    if not children:
+        return []
+    chosen = _Chosen(units)
+    children = [c for c in children if not chosen.overlaps(c)]
     out = []
     for module in others:
         found: set[str] = set()
