@@ -461,14 +461,18 @@ def _compute_arrow(path: Path) -> tuple[dict[str, pa.Array], np.ndarray, np.ndar
     value = strings.column("value")
     if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type) or pa.types.is_null(value.type)):
         return None
-    keep = pc.and_(pc.is_valid(tasks.column("startNs")), pc.is_valid(tasks.column("endNs")))
-    if not pc.all(keep).as_py():
-        tasks = tasks.filter(keep)
-    ids = strings.column("id").combine_chunks()
-    value = value.cast(pa.string()).combine_chunks()
-    text = {c: pc.take(value, pc.index_in(tasks.column(c), value_set=ids)).combine_chunks() for c in _KERNEL_TEXT}
-    start = tasks.column("startNs").to_numpy().astype(np.int64)
-    end = tasks.column("endNs").to_numpy().astype(np.int64)
+    try:
+        keep = pc.and_(pc.is_valid(tasks.column("startNs")), pc.is_valid(tasks.column("endNs")))
+        if not pc.all(keep).as_py():
+            tasks = tasks.filter(keep)
+        ids = strings.column("id").combine_chunks()
+        value = value.cast(pa.string()).combine_chunks()
+        text = {c: pc.take(value, pc.index_in(tasks.column(c), value_set=ids)).combine_chunks()
+                for c in _KERNEL_TEXT}
+        start = tasks.column("startNs").to_numpy().astype(np.int64)
+        end = tasks.column("endNs").to_numpy().astype(np.int64)
+    except (pa.ArrowException, ValueError, TypeError):  # an odd column: the sqlite3 path handles it
+        return None
     return text, start, end
 
 
