@@ -239,22 +239,23 @@ def _locate(unit: Path) -> tuple[Path, Path | None]:
 class _Reader:
     """Reads the optional files of one unit, turning failures into skips.
     ``kernels``: the unit's kernels table, whose operators the batch reader
-    computes once the batch is read (``read_arrow_batch``). ``ops_wanted``
-    False: operators are left out (``kernel_sample``) once steps are found."""
+    computes once the batch is read (``read_arrow_batch``). ``with_kernels``
+    False: the kernel and operator files are left out (``kernel_sample``)
+    once steps are found."""
 
-    def __init__(self, profile: Profile, ops_wanted: bool = True):
+    def __init__(self, profile: Profile, with_kernels: bool = True):
         self.profile = profile
         self.failures: list[InputError] = []
         self.kernels: pa.Table | None = None
-        self.ops_wanted = ops_wanted
+        self.with_kernels = with_kernels
 
     def has_ops(self) -> bool:
         return self.profile.ops is not None or self.kernels is not None
 
-    def skips_ops(self) -> bool:
-        """Leave this rank's operator files out: not wanted, and its steps
-        have a source of their own."""
-        return not self.ops_wanted and self.profile.steps is not None
+    def skips_kernels(self) -> bool:
+        """Leave this rank's kernel and operator files out: not wanted, and
+        its steps have a source of their own."""
+        return not self.with_kernels and self.profile.steps is not None
 
     def attempt(self, path: Path, func, *args):
         """``func(path, *args)``; an InputError becomes a skip and returns None."""
@@ -306,7 +307,7 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
     if profile.steps is None:
         _read_trace_steps(reader, out_dir)
-    if not reader.has_ops() and not reader.skips_ops() and root is not None:
+    if not reader.has_ops() and not reader.skips_kernels() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if (profile.meta.framework == "unknown" and root is not None
             and listing.glob(root / "FRAMEWORK", "cpu_op_*.csv")):
@@ -369,7 +370,7 @@ def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
     path = out_dir / "step_trace_time.csv"
     if _is_file(path):
         profile.steps = reader.attempt(path, tables.step_trace_columns, rank)
-    if reader.skips_ops():
+    if reader.skips_kernels():
         return
     path = out_dir / "kernel_details.csv"
     if _is_file(path):

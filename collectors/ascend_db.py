@@ -644,8 +644,8 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
         if got is not None:
             profile.comm, profile.bandwidth, profile.links = got
     kernels = comm_ops = windows = None
-    if prof_db is not None and not (reader.skips_ops() and profile.comm is not None):
-        got = reader.attempt(prof_db, read_kernels, not reader.skips_ops())
+    if prof_db is not None and not (reader.skips_kernels() and profile.comm is not None):
+        got = reader.attempt(prof_db, read_kernels, not reader.skips_kernels())
         if got is not None:
             kernels, comm_ops, windows = got
     if kernels is not None:
