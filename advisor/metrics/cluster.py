@@ -53,9 +53,10 @@ Per collective (``cluster.late_rank``): where the profiler measured each
 rank's wait inside its communication operators (``comm.wait_us``, Ascend:
 the time an operator waits for its peers), per collective kind
 (``COLLECTIVE_KINDS``: rendezvous of a whole group; a pipeline receive
-waits for the previous stage by design) and group and per rank the median over steady steps of the step's summed wait. The
-rank that waits *least* arrives last: its *lead* is the median rank's
-wait minus its own, the time the others wait for it there every step. It
+waits for the previous stage by design) and group, and per rank, the
+median over steady steps of the step's summed wait. The rank that waits
+*least* arrives last: its *lead* is the median rank's wait minus its own,
+the time the others wait for it there every step. It
 is named when it stands out (robust z of its lead >= ``OUTLIER_Z``) by at
 least ``LATE_MIN_SHARE`` of the median step, in a group of at least
 ``LATE_MIN_RANKS`` ranks; of several such collectives, the one with the
