@@ -89,7 +89,7 @@ def _report(profile: Profile, compiled: list, lang: str) -> Report:
         source_path=meta.source_path,
         ranks=meta.ranks,
         steps_found=steps_found,
-        notes=meta.notes,
+        notes=list(dict.fromkeys(meta.notes)),  # several units may note the same thing
         advisor_version=__version__,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

@@ -50,5 +50,5 @@ def note(read: int, total: int, limit: int) -> str:
     """The report's note for operators read on ``read`` of ``total`` ranks
     sampled with ``limit``."""
     return (f"operators and device idle from the kernel files of {read} of {total} ranks "
-            f"(one in every {math.ceil(total / limit)} consecutive ranks; every rank's "
-            "step trace and communication files were read): --kernel-ranks all reads every rank")
+            f"(one in every {math.ceil(total / limit)}; --kernel-ranks all reads every rank); "
+            "steps and communication from every rank")

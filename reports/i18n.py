@@ -175,6 +175,8 @@ EN: dict[str, str] = {
     "term_title": "advisor: {n} finding(s), largest estimated gain first",
     "term_none": "advisor: no problems found",
     "term_more": "... and {n} more (see the report)",
+    "term_note": "note: {text}",
+    "term_more_notes": "... and {n} more notes (see the report)",
 }
 
 ZH: dict[str, str] = {
@@ -340,6 +342,8 @@ ZH: dict[str, str] = {
     "term_title": "advisor：发现 {n} 个问题，按预计收益从大到小",
     "term_none": "advisor：未发现问题",
     "term_more": "……另有 {n} 个（见报告）",
+    "term_note": "备注：{text}",
+    "term_more_notes": "……另有 {n} 条备注（见报告）",
     "term_report": "报告：{path}",
     "term_reading": "读取 profile",
 }

@@ -1,4 +1,6 @@
-"""A short ranked summary of the findings for the terminal.
+"""A short ranked summary of the findings for the terminal, then the run's
+notes (what was read and how: a sample of ranks, a missing rank id, steps
+that could not be split), at most ``MAX_NOTES`` of them, one line each.
 
 Coloured with rich on a terminal; plain lines (no colour, no box drawing)
 when the console is not a TTY or colour is off (``NO_COLOR``,
@@ -17,6 +19,8 @@ from . import _view
 from .i18n import DEFAULT_LANG, t
 
 MAX_ROWS = 10
+MAX_NOTES = 5
+PLAIN_NOTE_WIDTH = 240
 MESSAGE_WIDTH = 100
 SEV_STYLE = {
     "critical": "bold white on red",
@@ -95,9 +99,25 @@ def _rich(console: Console, report: Report, lang: str) -> None:
         console.print(Text(t(lang, "term_more", n=len(findings) - MAX_ROWS), style="dim"))
 
 
+def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
+    notes = list(dict.fromkeys(report.run.notes))
+    lines = [t(lang, "term_note", text=" ".join(n.split())) for n in notes[:MAX_NOTES]]
+    if len(notes) > MAX_NOTES:
+        lines.append(t(lang, "term_more_notes", n=len(notes) - MAX_NOTES))
+    # a terminal's width, by display cells (CJK: two each); a log's lines may be longer
+    width = max(20, console.width - 1) if rich else PLAIN_NOTE_WIDTH
+    for line in lines:
+        text = Text(line, style="dim" if rich else "")
+        text.truncate(width, overflow="ellipsis")
+        if rich:
+            console.print(text)
+        else:
+            console.out(text.plain, highlight=False)
+
+
 def print_summary(report: Report, console: Console, lang: str = DEFAULT_LANG) -> None:
-    """Print the ranked findings (at most ``MAX_ROWS``) with their gains."""
-    if console.is_terminal and not console.no_color and console.color_system is not None:
-        _rich(console, report, lang)
-    else:
-        _plain(console, report, lang)
+    """Print the ranked findings (at most ``MAX_ROWS``) with their gains,
+    then the run's notes."""
+    rich = console.is_terminal and not console.no_color and console.color_system is not None
+    (_rich if rich else _plain)(console, report, lang)
+    _notes(console, report, lang, rich)

@@ -44,4 +44,19 @@ def test_rich_on_a_tty(big_report: Report) -> None:
 def test_no_findings(report: Report) -> None:
     buf = io.StringIO()
     print_summary(Report(run=report.run), Console(file=buf))
-    assert buf.getvalue().strip() == "advisor: no problems found"
+    assert buf.getvalue().splitlines() == ["advisor: no problems found", "note: rank 3 has no memory table",
+                                           "note: times converted from us to ms"]
+
+
+def test_notes_are_one_line_each_and_capped(report: Report) -> None:
+    """A user who reads only the terminal learns what the numbers rest on
+    (a sample of ranks, a missing rank id), without a wall of text."""
+    run = report.run.model_copy(update={"notes": [f"note {i} " + "word " * 60 for i in range(7)] + ["note 0 " + "word " * 60]})
+    for console, rich in ((Console(file=io.StringIO(), width=80), False),
+                          (Console(file=io.StringIO(), force_terminal=True, width=80, color_system="standard"), True)):
+        print_summary(Report(run=run), console, lang="zh")
+        lines = [Text.from_ansi(x).plain for x in console.file.getvalue().splitlines()]
+        assert lines[0] == "advisor：未发现问题"
+        assert [x[:9] for x in lines[1:6]] == [f"备注：note {i}" for i in range(5)]  # the repeat of note 0 once
+        assert lines[6] == "……另有 2 条备注（见报告）" and len(lines) == 7
+        assert all(len(x) <= (80 if rich else 240) for x in lines)
