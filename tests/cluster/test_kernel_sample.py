@@ -162,3 +162,13 @@ def test_the_cli_help_states_the_default():
     from advisor.cli import KERNEL_RANKS_HELP
 
     assert KERNEL_RANKS_HELP == str(DEFAULT_LIMIT)
+
+
+def test_the_public_api_takes_the_limit(slow_rank_run):
+    import advisor
+
+    data, _ = slow_rank_run
+    sampled = advisor.analyze(data, kernel_ranks=6, use_config=False, jobs=1)
+    every = advisor.analyze(data, kernel_ranks=None, use_config=False, jobs=1)
+    assert any("kernel files of 6 of 24 ranks" in n for n in sampled.run.notes)
+    assert not any("kernel files" in n for n in every.run.notes)
