@@ -353,6 +353,8 @@ def _late_collectives(p: Profile) -> list[dict]:
     if comm is None or "wait_us" not in comm.columns or "step" not in comm.columns or "step" not in steps.columns:
         raise NotEvaluated("no per-step wait times of communication operators")
     step_ms = per_rank_mean(p, "duration_us").median() / US_PER_MS
+    if not step_ms > 0:
+        return []
     keys = ["kind", "group"] if "group" in comm.columns else ["kind"]
     steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
     rows = comm[comm["kind"].isin(COLLECTIVE_KINDS)].dropna(subset=["step", "wait_us"])
@@ -362,7 +364,7 @@ def _late_collectives(p: Profile) -> list[dict]:
     out = []
     for key, waits in medians.groupby(level=list(range(len(keys))), dropna=False):
         waits = waits.droplevel(list(range(len(keys))))
-        if len(waits) < LATE_MIN_RANKS or not step_ms > 0:
+        if len(waits) < LATE_MIN_RANKS:
             continue
         lead = float(waits.median() - waits.min())
         zscore = _robust_z(-waits, float(-waits.min()))
@@ -375,8 +377,12 @@ def _late_collectives(p: Profile) -> list[dict]:
     return sorted(out, key=lambda c: -c["lead_ms"])
 
 
+def _late_list(p: Profile) -> list[dict]:
+    return p.memo("late_collectives", lambda: _late_collectives(p))
+
+
 def _latest(p: Profile) -> dict:
-    late = p.memo("late_collectives", lambda: _late_collectives(p))
+    late = _late_list(p)
     if not late:
         raise NotEvaluated("no collective with a rank that arrives last by a clear margin")
     return late[0]
@@ -389,7 +395,7 @@ def late_rank(p: Profile) -> Value:
     group, the lead and its robust z, and the other collectives where a
     rank stands out."""
     late = _latest(p)
-    others = p.memo("late_collectives", lambda: _late_collectives(p))[1:8]
+    others = _late_list(p)[1:8]
     return Value(late["rank"], {k: late[k] for k in ("kind", "group", "lead_ms", "zscore")} |
                  ({"also": others} if others else {}))
 
