@@ -89,7 +89,7 @@ def _report(profile: Profile, compiled: list, lang: str) -> Report:
         source_path=meta.source_path,
         ranks=meta.ranks,
         steps_found=steps_found,
-        notes=list(dict.fromkeys(meta.notes)),  # several units may note the same thing
+        notes=list(dict.fromkeys(meta.notes)),  # merged units' notes are deduplicated, one unit's are not
         advisor_version=__version__,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )

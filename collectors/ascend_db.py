@@ -407,7 +407,7 @@ LEFT JOIN STRING_IDS g ON g.id = o.groupName
 """
 #: Kernel text columns, as ``kernel_details.csv`` names them.
 _KERNEL_TEXT = ("name", "type", "core", "input_dtypes", "input_shapes")
-#: ``_KERNEL_SQL`` by STRING_IDS id (``_compute_arrow``): column -> id column.
+#: ``_KERNEL_SQL`` with the texts left as their STRING_IDS ids (``_compute_arrow``).
 _KERNEL_IDS_SQL = """
 SELECT c.name AS name, c.opType AS type, c.taskType AS core, c.inputDataTypes AS input_dtypes,
        c.inputShapes AS input_shapes, t.startNs, t.endNs
