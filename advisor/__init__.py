@@ -29,7 +29,7 @@ def analyze(
     use_config: bool = True,
     jobs: int | None = None,
     dask_address: str | None = None,
-    kernel_ranks: Any = "sample",
+    kernel_ranks: int | str | None = "sample",
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report, the
     same object ``advisor report`` renders.
@@ -54,10 +54,9 @@ def analyze(
         rules = [rules]
     config = load_user_rules() if use_config else UserRules()
     rule_paths, merged = merge(config, list(rules), dict(overrides or {}))
-    sampling = {} if kernel_ranks == "sample" else {"kernel_ranks": kernel_ranks}
     report = _analyze(
         path, rule_paths=rule_paths, overrides=merged, jobs=jobs, dask_address=dask_address, lang=lang,
-        **sampling,
+        kernel_ranks=kernel_ranks,
     )
     report.lang = lang
     return report

@@ -49,19 +49,20 @@ def _parse_overrides(items: tuple[str, ...]) -> dict[str, dict[str, float]]:
     return out
 
 
-def _kernel_ranks(value: str | None) -> tuple[int | None] | None:
-    """``--kernel-ranks``: None when not given, else (limit,) with None for all."""
+def _kernel_ranks(value: str | None) -> int | str | None:
+    """``--kernel-ranks``: "sample" when not given (``advisor.analysis.analyze``'s
+    default), None for all, else the limit."""
     if value is None:
-        return None
+        return "sample"
     if value.strip().lower() == "all":
-        return (None,)
+        return None
     try:
         limit = int(value)
     except ValueError:
         limit = 0
     if limit < 1:
         raise click.BadParameter(f"{value!r}: a number of ranks (1 or more) or all")
-    return (limit,)
+    return limit
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -117,9 +118,8 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
     rule_paths, parsed = _user_rules(rule_paths, overrides)
     console = _console(no_color)
     with _reading(console, lang):
-        sampling = {} if kernel_ranks is None else {"kernel_ranks": kernel_ranks[0]}
         result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
-                         dask_address=dask_address, lang=lang, **sampling)
+                         dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
     _emit(result, out_dir, lang, no_color)
 
 
