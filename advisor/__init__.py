@@ -38,7 +38,7 @@ def analyze(
     value}}`` (like ``--set``); ``lang``: ``"en"`` or ``"zh"`` for the rule
     texts and the HTML shown in Jupyter. ``kernel_ranks``: read kernel files
     on at most this many ranks of a large cluster, None on every rank
-    (default ``"sample"``: ``advisor.collectors.kernel_sample``). With
+    (default ``"sample"``: ``advisor.collectors.parallel.kernel_sample``). With
     ``use_config`` the rules and
     thresholds of ``advisor.toml`` / ``pyproject.toml [tool.advisor]`` in the
     current directory apply first, as in the CLI. Raises
@@ -47,7 +47,7 @@ def analyze(
     """
     from pathlib import Path
 
-    from advisor.analysis import analyze as _analyze
+    from advisor.pipeline import analyze as _analyze
     from advisor.user_rules import UserRules, load_user_rules, merge
 
     if isinstance(rules, (str, Path)):

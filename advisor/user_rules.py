@@ -1,6 +1,6 @@
 """User rule files and threshold overrides from a config file.
 
-Read-only and separate from the gate's configuration (``advisor.config``):
+Read-only and separate from the gate's configuration (``advisor.settings``):
 this module only looks up two entries, in the first of these files found
 in the given folder (the current directory for the CLI):
 
@@ -16,9 +16,10 @@ own ``--rules`` and ``--set`` on top.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from advisor.errors import ConfigError
 

@@ -2,7 +2,7 @@
 
 For each fault kind (and healthy runs), ``--seeds`` scenarios per size are
 generated (``bench.scenarios``, Ascend text layout, under /tmp), analyzed
-with ``advisor.analysis.analyze`` and scored:
+with ``advisor.pipeline.analyze`` and scored:
 
 * ``slow-rank`` is correct when the finding's ``scope.ranks`` are exactly
   the labelled ranks: the slow rank, or every rank of the data-starved
@@ -71,7 +71,7 @@ TOLERATED = {("slow-stage", "slow-rank")}
 
 def run_one(job: tuple) -> dict:
     """Generate, analyze and score one scenario (runs in a worker)."""
-    from advisor.analysis import analyze
+    from advisor.pipeline import analyze
 
     kind, ranks, steps, seed, kernels, *rest = job
     pp = rest[0] if rest else None

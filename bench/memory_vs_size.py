@@ -115,7 +115,7 @@ def measure(target: Path, jobs: int | None) -> dict:
 
 def baseline() -> dict:
     """Peak RSS of the interpreter with advisor's imports alone."""
-    code = "import advisor.analysis, advisor.reports"
+    code = "import advisor.pipeline, advisor.reports"
     proc = subprocess.Popen([sys.executable, "-c", code])
     _, _, usage = os.wait4(proc.pid, 0)
     return {"peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}

@@ -43,7 +43,7 @@ import orjson
 def _dumps(obj) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
 
-from advisor.collectors.link_ranks import double_hash
+from advisor.collectors.ascend.link_ranks import double_hash
 from bench.scen_layout import OpTemplate, layout
 from bench.scenarios import Link, Scenario
 

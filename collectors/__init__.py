@@ -14,7 +14,7 @@ Each collector module exposes two functions:
     ``Profile.skip``. Never writes anything under ``unit``.
 
 ``load_profile`` picks the first collector (in ``COLLECTORS`` order) that
-finds units and reads every unit; the cluster engine (``advisor.collectors.rank_reader``)
+finds units and reads every unit; the cluster engine (``advisor.collectors.parallel.rank_reader``)
 reads them in parallel (process pool or Dask) and merges the per-rank
 Profiles into one cluster Profile.
 """
@@ -25,16 +25,15 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
+from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT as KERNEL_RANKS
 from advisor.errors import InputError
 from advisor.profile import Profile
 
-from .kernel_sample import DEFAULT_LIMIT as KERNEL_RANKS
-
 # Order matters: the most specific layouts first.
 COLLECTORS = (
-    "advisor.collectors.ascend",
-    "advisor.collectors.mindinsight",
-    "advisor.collectors.kineto",
+    "advisor.collectors.ascend.collector",
+    "advisor.collectors.mindinsight.collector",
+    "advisor.collectors.kineto.collector",
 )
 
 
@@ -53,18 +52,18 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
     """Read whatever profiler output is at ``path`` into one Profile.
 
     ``jobs``: worker processes for reading rank units (default: the CPUs
-    this process may use, ``advisor.cpus``; 1, or a single unit, reads in
+    this process may use, ``advisor.runtime.cpus``; 1, or a single unit, reads in
     this process). ``dask_address``: read the
     units on an existing Dask cluster instead (``tcp://host:8786``). Results
     are identical, and in the same rank order, whichever way they are read.
     ``meanwhile``: work for this process while the units are read (called
     once, after they are handed out; its exception stops the read).
     ``kernel_ranks``: read kernel files on at most this many ranks (None:
-    every rank; see ``advisor.collectors.kernel_sample``).
+    every rank; see ``advisor.collectors.parallel.kernel_sample``).
     Raises InputError (one line, names the path) when nothing usable is
     there, ConfigError for an unusable ``jobs`` or Dask address.
     """
-    from advisor.collectors import rank_reader as engine
+    from advisor.collectors.parallel import rank_reader as engine
 
     root = Path(path)
     if not root.exists():

@@ -11,11 +11,10 @@ from pathlib import Path
 
 from advisor.errors import AdvisorError
 from advisor.model import Report
-
-from .html import render_html
-from .json_report import json_schema, render_json
-from .markdown import render_markdown
-from .terminal import print_summary
+from advisor.reports.html import render_html
+from advisor.reports.json_report import json_schema, render_json
+from advisor.reports.markdown import render_markdown
+from advisor.reports.terminal import print_summary
 
 __all__ = [
     "json_schema",

@@ -38,8 +38,7 @@ import math
 from typing import Any
 
 from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Report
-
-from .i18n import t
+from advisor.reports.i18n import t
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 

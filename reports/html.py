@@ -28,11 +28,10 @@ from jinja2 import (
 )
 from markupsafe import Markup
 
-from advisor import cache
 from advisor.model import Report
-
-from . import _view
-from .i18n import DEFAULT_LANG, MESSAGES, messages, t
+from advisor.reports import _view
+from advisor.reports.i18n import DEFAULT_LANG, MESSAGES, messages, t
+from advisor.runtime import cache
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -89,7 +88,7 @@ def _assets() -> dict[str, str]:
 
 
 class _TemplateCache(BytecodeCache):
-    """Compiled templates in advisor's cache (:mod:`advisor.cache`):
+    """Compiled templates in advisor's cache (:mod:`advisor.runtime.cache`):
     compiling the report template takes longer than rendering it. Jinja
     checks each entry against the template's source; the entry's name also
     carries the Jinja version and this module (which configures the

@@ -19,9 +19,8 @@ import re
 from dataclasses import dataclass, field
 
 from advisor.model import Finding, Report
-
-from . import _view
-from .i18n import DEFAULT_LANG, MESSAGES, t
+from advisor.reports import _view
+from advisor.reports.i18n import DEFAULT_LANG, MESSAGES, t
 
 MAX_CHARS = 60_000
 CELL_LIMIT = 240  # characters of one table cell, before escaping

@@ -14,9 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.model import Report
-
-from . import _view
-from .i18n import DEFAULT_LANG, t
+from advisor.reports import _view
+from advisor.reports.i18n import DEFAULT_LANG, t
 
 MAX_ROWS = 10
 MAX_NOTES = 5

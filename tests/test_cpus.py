@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cpus import cgroup_cpu_limit, usable_cpus
+from advisor.runtime.cpus import cgroup_cpu_limit, usable_cpus
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -58,6 +58,6 @@ def test_the_tightest_limit_wins(tmp_path):
                     reason="needs Linux taskset")
 def test_affinity_mask_caps_the_count():
     out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c",
-                          "from advisor.cpus import usable_cpus; print(usable_cpus())"],
+                          "from advisor.runtime.cpus import usable_cpus; print(usable_cpus())"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"

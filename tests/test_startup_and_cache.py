@@ -1,4 +1,4 @@
-"""Startup cost and the user cache (advisor.cache).
+"""Startup cost and the user cache (advisor.runtime.cache).
 
 * scikit-learn and SciPy (about a second to import) are imported only when
   the anomaly model has a slow step to judge; a healthy run never loads them.
@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor import cache
 from advisor.profile import Profile, RunMeta
+from advisor.runtime import cache
 
 
 def _run(code: str, **env: str) -> str:
@@ -47,7 +47,7 @@ def _steps(n_steps: int, seed: int, stall_every: int = 0) -> Profile:
 def test_report_path_does_not_import_sklearn_or_scipy_stats():
     out = _run("""
         import sys
-        import advisor.cli, advisor.analysis, advisor.reports, advisor.reports.terminal
+        import advisor.cli, advisor.pipeline, advisor.reports, advisor.reports.terminal
         print(sorted(m for m in ("sklearn", "scipy.stats") if m in sys.modules))
     """)
     assert out.strip() == "[]"
@@ -72,7 +72,7 @@ def test_inputs_the_model_rejects_always_reach_it():
     raises (so those keep failing as they did), over near-degenerate data."""
     from sklearn.covariance import MinCovDet
 
-    from advisor.anomaly import SEED, _mcd_may_reject
+    from advisor.metrics.anomaly import SEED, _mcd_may_reject
 
     rng = np.random.default_rng(0)
     raised = 0
@@ -99,7 +99,7 @@ def fresh_cache(tmp_path, monkeypatch):
     """An empty cache folder, and the engine's CEL parser not yet built."""
     from celpy.celparser import CELParser
 
-    from advisor import engine
+    from advisor.engine import evaluation as engine
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     saved = CELParser.CEL_PARSER
@@ -120,8 +120,8 @@ def _parse_all(rules) -> list:
 def test_cel_parser_from_the_cache_parses_the_same(fresh_cache):
     from celpy.celparser import CELParser
 
-    from advisor import engine
-    from advisor.rules_loader import load_rules
+    from advisor.engine import evaluation as engine
+    from advisor.engine.loader import load_rules
 
     rules = load_rules()
     engine._cel()
@@ -136,7 +136,7 @@ def test_cel_parser_from_the_cache_parses_the_same(fresh_cache):
 
 
 def _analyze_stalls():
-    from advisor.analysis import analyze_profile
+    from advisor.pipeline import analyze_profile
 
     return analyze_profile(_steps(60, seed=2, stall_every=10))
 

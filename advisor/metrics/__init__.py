@@ -1,13 +1,15 @@
 """Metrics: Profile -> named, unit-bearing values with evidence.
 
 Importing this package registers every metric (one function each, its
-docstring the definition) in ``REGISTRY``.
+docstring the definition) in ``REGISTRY``, one module per namespace; the
+anomaly model comes last, as it reads the steps the others describe.
 """
 
-from advisor.metrics import cluster, comm, data, ops, step  # noqa: F401  (registration)
-from advisor.metrics import pipeline  # noqa: F401  (pipeline-parallel stages)
-from advisor.metrics import device  # noqa: F401  (device idle split, copies, short kernels, tensor cores)
-from advisor import anomaly  # noqa: F401,E402  (the anomaly model registers anomaly.* metrics)
+# Registration, in evaluation order.
+from advisor.metrics import cluster, comm, data, ops, step  # noqa: F401  isort: skip
+from advisor.metrics import pipeline  # noqa: F401  isort: skip
+from advisor.metrics import device  # noqa: F401  isort: skip
+from advisor.metrics import anomaly  # noqa: F401  isort: skip
 from advisor.metrics.registry import REGISTRY, MetricSpec, NotEvaluated, Value, evaluate, metric
 
 __all__ = ["REGISTRY", "MetricSpec", "NotEvaluated", "Value", "evaluate", "metric"]

@@ -70,12 +70,7 @@ import pandas as pd
 
 from advisor.metrics.comm import peer_waits
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import (
-    US_PER_MS,
-    per_rank_mean,
-    per_rank_median,
-    steady_steps,
-)
+from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median, steady_steps
 from advisor.profile import Profile
 
 #: Step components a rank can be slow in (the column, and what it means).

@@ -8,9 +8,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import (
-    US_PER_MS, rank_evidence, run_ratio, steady_steps,
-)
+from advisor.metrics.steps_view import US_PER_MS, rank_evidence, run_ratio, steady_steps
 from advisor.profile import Profile
 
 

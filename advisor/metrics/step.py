@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import (
-    per_rank_mean,
-    rank_evidence,
-    run_mean_ms,
-    run_ratio,
-    steady_steps,
-)
+from advisor.metrics.steps_view import per_rank_mean, rank_evidence, run_mean_ms, run_ratio, steady_steps
 from advisor.profile import Profile
 
 

@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, build, generate  # noqa: E402
-from advisor.analysis import analyze  # noqa: E402
 from advisor.collectors import load_profile  # noqa: E402
+from advisor.pipeline import analyze  # noqa: E402
+from bench.scenarios import Spec, build, generate  # noqa: E402
 
 CLUSTER_RULES = {"slow-rank", "slow-link", "step-outlier"}
 

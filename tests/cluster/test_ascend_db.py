@@ -116,8 +116,8 @@ def test_database_opened_read_only(tmp_path):
 
 def test_matrix_samples_dropped_only_beside_their_own_groups_total():
     """A -top1 sample is a repeat only where its own group has a -total."""
-    from advisor.collectors.ascend_db import _matrix_columns
-    from advisor.collectors.batch_tables import build_one
+    from advisor.collectors.ascend.db import _matrix_columns
+    from advisor.collectors.parallel.batch_tables import build_one
 
     rows = {"hccl_op_name": ["allreduce-top1", "allreduce-total", "allreduce-top1"],
             "group_name": ["A", "B", "B"], "step": [1, 1, 1], "src_rank": [0, 0, 0],
@@ -150,7 +150,7 @@ def test_tasks_through_adbc_equal_the_sqlite3_rows(tmp_path, monkeypatch):
         con.execute("PRAGMA journal_mode=WAL")
         con.close()
     before = _snapshot(tmp_path)
-    from advisor.collectors.ascend_db import _compute_arrow
+    from advisor.collectors.ascend.db import _compute_arrow
 
     assert _compute_arrow(next(data.rglob("ascend_pytorch_profiler_*.db"))) is not None  # the fast path is taken
     fast = load_profile(data, jobs=1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.analysis import analyze
 from advisor.collectors import load_profile
+from advisor.pipeline import analyze
 
 from .test_parallel import assert_same_profile, assert_same_report
 

@@ -1,5 +1,5 @@
 """Kernel files read on a sample of a large cluster's ranks
-(``advisor.collectors.kernel_sample``): which ranks, and that the report
+(``advisor.collectors.parallel.kernel_sample``): which ranks, and that the report
 from the sample is the report from every rank, in both Ascend layouts."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, generate  # noqa: E402
-from advisor.analysis import analyze  # noqa: E402
 from advisor.collectors import load_profile  # noqa: E402
-from advisor.collectors.kernel_sample import DEFAULT_LIMIT, chosen  # noqa: E402
+from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT, chosen  # noqa: E402
 from advisor.errors import ConfigError  # noqa: E402
+from advisor.pipeline import analyze  # noqa: E402
+from bench.scenarios import Spec, generate  # noqa: E402
 
 
 @pytest.mark.parametrize("count,limit", [(1024, 128), (1000, 128), (129, 128), (4096, 128), (37, 5), (10, 1)])
@@ -159,7 +159,7 @@ def test_the_cli_samples_and_the_reports_say_so(slow_rank_run, tmp_path):
 
 
 def test_the_cli_help_states_the_default():
-    from advisor.cli import KERNEL_RANKS_HELP
+    from advisor.cli.app import KERNEL_RANKS_HELP
 
     assert KERNEL_RANKS_HELP == str(DEFAULT_LIMIT)
 

@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from advisor.pipeline import analyze  # noqa: E402
 from bench.scenarios import Spec, generate  # noqa: E402
-from advisor.analysis import analyze  # noqa: E402
 
 
 def _findings(report) -> list[tuple]:

@@ -12,12 +12,12 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, generate  # noqa: E402
-from advisor.analysis import analyze  # noqa: E402
 from advisor.collectors import load_profile  # noqa: E402
-from advisor.collectors.ascend_comm import LINK_COLUMNS, pending_columns  # noqa: E402
-from advisor.collectors.batch_tables import PendingTable, build_one  # noqa: E402
-from advisor.collectors.link_ranks import double_hash, group_ranks, to_global  # noqa: E402
+from advisor.collectors.ascend.comm import LINK_COLUMNS, pending_columns  # noqa: E402
+from advisor.collectors.ascend.link_ranks import double_hash, group_ranks, to_global  # noqa: E402
+from advisor.collectors.parallel.batch_tables import PendingTable, build_one  # noqa: E402
+from advisor.pipeline import analyze  # noqa: E402
+from bench.scenarios import Spec, generate  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt", ["ascend-text", "ascend-db"])

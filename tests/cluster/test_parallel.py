@@ -10,9 +10,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from advisor.analysis import analyze
 from advisor.collectors import load_profile
 from advisor.errors import ConfigError, InputError
+from advisor.pipeline import analyze
 from advisor.profile import TABLES
 
 from .ascend_writer import sample_rank, write_text
@@ -54,21 +54,21 @@ def test_start_methods_other_than_fork_give_the_same_result(cluster_dir, monkeyp
     import sys
     import threading
 
-    from advisor.collectors import rank_reader
+    from advisor.collectors.parallel import rank_reader
 
     expected = load_profile(cluster_dir, jobs=1)
     stop = threading.Event()
     waiter = threading.Thread(target=stop.wait)
     waiter.start()
     try:
-        assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "forkserver"
+        assert rank_reader._mp_context("advisor.collectors.ascend.collector").get_start_method() == "forkserver"
         assert_same_profile(load_profile(cluster_dir, jobs=2), expected)
     finally:
         stop.set()
         waiter.join()
     monkeypatch.setattr(sys, "platform", "darwin")
     assert not rank_reader.can_fork()
-    assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "spawn"
+    assert rank_reader._mp_context("advisor.collectors.ascend.collector").get_start_method() == "spawn"
     assert_same_profile(load_profile(cluster_dir, jobs=2), expected)
 
 
@@ -76,7 +76,7 @@ def test_cluster_tables_equal_the_per_rank_reads(cluster_dir):
     """The engine ships per-rank tables in Arrow, packed per worker chunk,
     and converts once; the result must be what reading each rank with the
     public ``read`` and concatenating gives, in the data model's dtypes."""
-    from advisor.collectors import ascend
+    from advisor.collectors.ascend import collector as ascend
 
     merged = load_profile(cluster_dir, jobs=2)
     ranks = [ascend.read(u) for u in ascend.discover(cluster_dir)]
@@ -104,10 +104,11 @@ def test_a_chunk_comes_back_as_row_ranges_merged_in_one_slice(cluster_dir):
 
     import pyarrow as pa
 
-    from advisor.collectors import arrow_frames, ascend, rank_reader
+    from advisor.collectors.ascend import collector as ascend
+    from advisor.collectors.parallel import arrow_frames, rank_reader
 
     units = [str(u) for u in ascend.discover(cluster_dir)]
-    packed = pickle.loads(pickle.dumps(rank_reader.read_many("advisor.collectors.ascend", units)))
+    packed = pickle.loads(pickle.dumps(rank_reader.read_many("advisor.collectors.ascend.collector", units)))
     profiles = [p for _, p in arrow_frames.unpack(packed)]
     for name in ("steps", "ops", "comm"):
         parts = [getattr(p, name) for p in profiles]
@@ -126,7 +127,7 @@ def test_a_batch_letting_go_of_its_rows_early_changes_nothing(cluster_dir, monke
     so many rows (real ranks hold 10^5 kernels and 10^4-10^5 communication
     rows); doing so after every rank gives the same tables as doing it once
     for the whole batch."""
-    from advisor.collectors import ascend
+    from advisor.collectors.ascend import collector as ascend
 
     whole = load_profile(cluster_dir, jobs=1)
     monkeypatch.setattr(ascend, bound, 1)

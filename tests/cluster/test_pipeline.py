@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.analysis import analyze
 from advisor.collectors import load_profile
 from advisor.metrics import evaluate
+from advisor.pipeline import analyze
 
 from .ascend_writer import sample_rank, write_db, write_text
 

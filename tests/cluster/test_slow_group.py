@@ -16,11 +16,11 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, generate  # noqa: E402
-from advisor.analysis import analyze  # noqa: E402
 from advisor.collectors import load_profile  # noqa: E402
-from advisor.collectors.ascend_meta import host_from_folder_name  # noqa: E402
-from advisor.engine import _ranks_filter  # noqa: E402
+from advisor.collectors.ascend.meta import host_from_folder_name  # noqa: E402
+from advisor.engine.evaluation import _ranks_filter  # noqa: E402
+from advisor.pipeline import analyze  # noqa: E402
+from bench.scenarios import Spec, generate  # noqa: E402
 
 
 def _slow_rank(report):

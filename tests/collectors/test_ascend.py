@@ -14,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from advisor.collectors import ascend, load_profile
-from advisor.collectors.ascend_comm import read_communication
-from advisor.collectors.arrow_frames import to_pandas
-from advisor.collectors.ascend_tables import kernel_table, ops_from_kernels, read_kernel_details
-from advisor.collectors.ascend_trace import read_trace
+from advisor.collectors import load_profile
+from advisor.collectors.ascend import collector as ascend
+from advisor.collectors.ascend.comm import read_communication
+from advisor.collectors.ascend.tables import kernel_table, ops_from_kernels, read_kernel_details
+from advisor.collectors.ascend.trace_view import read_trace
+from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.errors import InputError
 
 MSTT = Path("mstt/test")
@@ -145,7 +146,7 @@ def test_new_kernel_details_tab_timestamps_and_bf16(corpus):
 
 
 def test_normalize_dtypes():
-    from advisor.collectors.ascend_tables import _normalize_dtype_text
+    from advisor.collectors.ascend.tables import _normalize_dtype_text
 
     written = ["DT_BF16;DT_BF16", "float16", "DT_FLOAT", "BFLOAT16;INT32", None]
     assert [_normalize_dtype_text(t) for t in written] == ["BF16;BF16", "FLOAT16", "FLOAT", "BF16;INT32", None]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pytest
 
-from advisor.collectors import ascend
+from advisor.collectors.ascend import collector as ascend
 from advisor.errors import InputError
 from advisor.profile import TABLES
 

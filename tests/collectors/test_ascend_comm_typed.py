@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from advisor.collectors import ascend_comm, ascend_comm_typed
+from advisor.collectors.ascend import comm as ascend_comm
+from advisor.collectors.ascend import comm_typed as ascend_comm_typed
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:

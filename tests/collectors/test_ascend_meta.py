@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.collectors.ascend_meta import _maybe_json, _Scalars
+from advisor.collectors.ascend.meta import _maybe_json, _Scalars
 
 KEYS = ("rank", "rank_id", "world_size", "tp")
 

@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 import pyarrow as pa
-from advisor.collectors.batch_tables import PendingTable, build, build_one
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from advisor.collectors.parallel.batch_tables import PendingTable, build, build_one
 
 ORDER = ("rank", "step", "name", "value")
 TYPES = {"rank": pa.int64(), "step": pa.int64(), "name": pa.string()}

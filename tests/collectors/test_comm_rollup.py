@@ -13,9 +13,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from advisor.collectors import ascend, comm_rollup, load_profile
-from advisor.collectors.ascend_comm import read_communication, read_matrix
-from advisor.collectors.ascend_comm_keys import OP_INSTANCE_SUFFIX
+from advisor.collectors import load_profile
+from advisor.collectors.ascend import collector as ascend
+from advisor.collectors.ascend import comm_rollup
+from advisor.collectors.ascend.comm import read_communication, read_matrix
+from advisor.collectors.ascend.comm_keys import OP_INSTANCE_SUFFIX
 from advisor.metrics import evaluate
 from advisor.profile import Profile
 

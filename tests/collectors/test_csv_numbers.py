@@ -7,9 +7,10 @@ from __future__ import annotations
 import csv
 import math
 
-from advisor.collectors import csvio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from advisor.collectors.io import csv_files as csvio
 
 NUMBER = st.floats(allow_nan=False, allow_infinity=True, width=64).map(repr)
 CELL = st.one_of(

@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.collectors import kineto
-from advisor.collectors import kineto_intervals as iv
 from advisor.collectors import load_profile
-from advisor.collectors.kineto_tables import comm_kind, normalize_dtypes
+from advisor.collectors.kineto import collector as kineto
+from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto.tables import comm_kind, normalize_dtypes
 from advisor.errors import InputError
-
 
 # ---------------------------------------------------------------- helpers
 

@@ -15,17 +15,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from advisor.collectors import kineto, load_profile
-from advisor.collectors import kineto_stream as stream
-from advisor.collectors.kineto_decode import load_trace
-from advisor.collectors.kineto_tables import memcpy_type
-from advisor.engine import compile_rule, evaluate_rule
+from advisor.collectors import load_profile
+from advisor.collectors.kineto import collector as kineto
+from advisor.collectors.kineto import stream
+from advisor.collectors.kineto.decode import load_trace
+from advisor.collectors.kineto.tables import memcpy_type
+from advisor.engine.evaluation import compile_rule, evaluate_rule
+from advisor.engine.loader import load_rules
 from advisor.errors import InputError
 from advisor.metrics import evaluate
 from advisor.metrics.device import collective_straggler, fp32_no_tensor_core_ratio
 from advisor.metrics.registry import NotEvaluated
 from advisor.profile import Profile, RunMeta
-from advisor.rules_loader import load_rules
 
 
 def X(cat, name, ts, dur, pid=1, tid=1, **args):

@@ -27,11 +27,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.collectors import kineto, load_profile
-from advisor.collectors import kineto_decode as dec
-from advisor.collectors import kineto_intervals as iv
-from advisor.collectors import kineto_stream as stream
-from advisor.collectors.kineto_tables import _aggregate, _sort_order, cpu_tables, gpu_tables
+from advisor.collectors import load_profile
+from advisor.collectors.kineto import collector as kineto
+from advisor.collectors.kineto import decode as dec
+from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto import stream
+from advisor.collectors.kineto.tables import _aggregate, _sort_order, cpu_tables, gpu_tables
 
 CORPUS_TRACES = [
     "hta/nccl_parser_config/nccl_data.json.gz",
@@ -264,8 +265,9 @@ def _stderr_on_terminal(args: list[str]) -> str:
 READ = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from advisor.collectors import kineto_decode, load_profile
-    kineto_decode.PROGRESS_BYTES = 0
+    from advisor.collectors import load_profile
+    from advisor.collectors.kineto import decode
+    decode.PROGRESS_BYTES = 0
     load_profile(Path(sys.argv[1]), jobs=1)
 """)
 

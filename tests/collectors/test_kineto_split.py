@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.collectors import kineto_decode as dec
-from advisor.collectors import kineto_split
-from advisor.collectors import kineto_stream as stream
-from advisor.collectors.kineto_tables import cpu_tables, gpu_tables
+from advisor.collectors.kineto import decode as dec
+from advisor.collectors.kineto import split as kineto_split
+from advisor.collectors.kineto import stream
+from advisor.collectors.kineto.tables import cpu_tables, gpu_tables
 
 CORPUS_TRACES = [
     "hta/nccl_parser_config/nccl_data.json.gz",
@@ -141,7 +141,7 @@ def test_cli_report_on_a_split_trace_equals_the_one_process_report(corpus, tmp_p
     """End to end, a real subprocess per run: ``-j 2`` (split, threshold
     lowered through the module) and ``-j 1`` write the same report."""
     path = _plain(corpus, CORPUS_TRACES[0], tmp_path)
-    code = ("import sys; from advisor.collectors import kineto_split as k; k.SPLIT_BYTES = 1; "
+    code = ("import sys; from advisor.collectors.kineto import split as k; k.SPLIT_BYTES = 1; "
             "from advisor.cli import main; main(sys.argv[1:])")
     outs = []
     for jobs in ("2", "1"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.collectors import listing
+from advisor.collectors.io import listing
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from advisor.collectors import load_profile, mindinsight
+from advisor.collectors import load_profile
+from advisor.collectors.mindinsight import collector as mindinsight
 from advisor.errors import InputError
 
 CASES = (

@@ -2,7 +2,7 @@
 
 A display that redraws from a thread made every run on a terminal start the
 rank pool from a fork server and read a large trace on one core
-(``advisor.progress``). These tests put stderr on a real pseudo-terminal.
+(``advisor.runtime.progress``). These tests put stderr on a real pseudo-terminal.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import threading
 
 import pytest
 
-from advisor import progress
-from advisor.collectors import kineto_split, rank_reader
+from advisor.collectors.kineto import split as kineto_split
+from advisor.collectors.parallel import rank_reader
+from advisor.runtime import progress
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 
@@ -59,7 +60,7 @@ def _free_to_fork() -> None:
     assert set(threading.enumerate()) == _THREADS_BEFORE
     if len(_THREADS_BEFORE) == 1:
         assert rank_reader.can_fork()
-        assert rank_reader._mp_context("advisor.collectors.ascend").get_start_method() == "fork"
+        assert rank_reader._mp_context("advisor.collectors.ascend.collector").get_start_method() == "fork"
         assert kineto_split.usable_helpers(2) == 1
 
 
@@ -86,7 +87,7 @@ def test_status_and_bar_draw_without_a_thread(terminal):
 def test_the_cli_reading_line_draws_without_a_thread(terminal):
     from rich.console import Console
 
-    from advisor.cli import _reading
+    from advisor.cli.app import _reading
 
     drawn = terminal()
     with _reading(Console(force_terminal=True), "en"):

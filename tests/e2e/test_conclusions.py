@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.analysis import analyze
 from advisor.model import SEVERITY_ORDER
+from advisor.pipeline import analyze
 
 
 def _by_rule(report):

@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 from _teardown import run_twice_on_teardown_abort
 
-from advisor.collectors.live import profiler_step_ids, resolve_command, run_profiled
-from advisor.collectors.live_backend import (
+from advisor.collectors.live.backend import (
     guess_framework,
     importable,
     mindspore_options,
     script_imports,
     select_backend,
 )
+from advisor.collectors.live.runner import profiler_step_ids, resolve_command, run_profiled
 from advisor.errors import ConfigError, InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -431,7 +431,7 @@ def test_mindspore_run_writes_ascend_ms(tmp_path):
     assert result.exit_code == 0, result.notes
     assert any(p.name.endswith("_ascend_ms") for p in result.trace_files)
     # and `advisor run` reads what the MindSpore Profiler wrote
-    from advisor.analysis import analyze
+    from advisor.pipeline import analyze
 
     report = analyze(result.trace_dir)
     assert report.run.framework == "mindspore"

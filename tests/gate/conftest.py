@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from advisor.collectors.live_backend import importable
+
+from advisor.collectors.live.backend import importable
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "examples" / "train_mlp.py"
@@ -46,9 +47,8 @@ class Runs:
 def live_runs(tmp_path_factory) -> Runs:
     if not importable("torch"):
         pytest.skip("torch is not importable here (pip install torch==2.13.0)")
-    from advisor.collectors.live import run_profiled
-
-    from advisor.analysis import analyze
+    from advisor.collectors.live.runner import run_profiled
+    from advisor.pipeline import analyze
 
     root = tmp_path_factory.mktemp("gate_runs")
     old = os.environ.get("OMP_NUM_THREADS")

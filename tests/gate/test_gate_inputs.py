@@ -10,13 +10,13 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from advisor.reports.gate import render_gate_markdown, render_junit
 from gate_helpers import advisor
 
-from advisor.compare import MIN_SAMPLES, load_report, side_from_reports
-from advisor.config import GateConfig, load_config, parse_budget
 from advisor.errors import ConfigError
-from advisor.gate import run_gate
+from advisor.regression.compare import MIN_SAMPLES, load_report, side_from_reports
+from advisor.regression.gate import run_gate
+from advisor.reports.gate_verdict import render_gate_markdown, render_junit
+from advisor.settings import GateConfig, load_config, parse_budget
 
 REPO = Path(__file__).resolve().parents[2]
 FP32 = REPO / "examples" / "vgg16_fp32"
@@ -209,7 +209,7 @@ def test_small_baselines_do_not_read_two_agreeing_runs_as_quiet(reports):
     yet the runner is clearly noisy; below ROBUST_RUNS runs the plain
     standard deviation bounds the floor from below. From ROBUST_RUNS runs
     on, one slow run among steady ones is an outlier and does not widen it."""
-    from advisor.gate import noise_floor
+    from advisor.regression.gate import noise_floor
 
     fp32 = load_report(reports["fp32"])
     step = fp32.metrics["step.time_ms"].value

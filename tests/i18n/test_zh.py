@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from advisor.analysis import analyze_profile
 from advisor.cli import main
 from advisor.collectors import load_profile
-from advisor.rule_check import check_rules
-from advisor.rules_loader import (
+from advisor.engine.check import check_rules
+from advisor.engine.loader import (
     _TAG,
     builtin_rule_files,
     load_rules,
@@ -24,6 +23,7 @@ from advisor.rules_loader import (
     read_overlay,
     read_rule,
 )
+from advisor.pipeline import analyze_profile
 from advisor.reports import render_html, render_markdown
 from advisor.reports.i18n import EN, ZH
 from advisor.reports.terminal import print_summary

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor.analysis import analyze_profile
 from advisor.metrics import evaluate
+from advisor.pipeline import analyze_profile
 from advisor.profile import Profile, RunMeta
 
 

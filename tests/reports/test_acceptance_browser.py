@@ -22,8 +22,8 @@ import pytest
 from _browser import VIEWPORT, Page, browser  # noqa: F401  (fixture)
 from _cluster_profile import SLOW_RANK, cluster_profile
 
-from advisor.analysis import analyze_profile
 from advisor.collectors import load_profile
+from advisor.pipeline import analyze_profile
 from advisor.profile import Profile, RunMeta
 from advisor.reports import write_reports
 from advisor.reports.markdown import MAX_CHARS

@@ -15,11 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _browser import VIEWPORT, Page, browser, require_chromium  # noqa: E402,F401  (fixture)
 
 from advisor.model import Report
 from advisor.reports import write_reports
-
-from _browser import VIEWPORT, Page, browser, require_chromium  # noqa: E402,F401  (fixture)
 
 require_chromium()
 
@@ -150,7 +149,7 @@ def test_big_report_opens(browser, big_report: Report, tmp_path: Path) -> None:
 def test_operators_table_sorts_and_filters(browser, examples: Path, tmp_path: Path) -> None:
     """The operators of a real profile (the VGG16 fp32 tuning case) in a
     sortable, filterable table."""
-    from advisor.analysis import analyze
+    from advisor.pipeline import analyze
 
     report = analyze(examples / "vgg16_fp32")
     ops = report.tables["ops"]

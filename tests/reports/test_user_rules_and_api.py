@@ -16,7 +16,7 @@ import pytest
 
 import advisor
 from advisor.cli import main
-from advisor.docs import DOC_PATH, rules_markdown
+from advisor.engine.docs import DOC_PATH, rules_markdown
 from advisor.user_rules import load_user_rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,11 +150,11 @@ def test_python_api(user_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_import_advisor_is_light() -> None:
-    code = "import sys, advisor; print(sorted(m for m in ('pandas', 'advisor.analysis', 'celpy') if m in sys.modules))"
+    code = "import sys, advisor; print(sorted(m for m in ('pandas', 'advisor.pipeline', 'celpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_rule_reference_is_current() -> None:
     assert DOC_PATH.read_text(encoding="utf-8") == rules_markdown("en"), (
-        "docs/rules.md is stale: run `python -m advisor.docs`")
+        "docs/rules.md is stale: run `python -m advisor.engine.docs`")

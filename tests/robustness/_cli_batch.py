@@ -57,8 +57,8 @@ def main() -> None:
     jobs = json.loads(Path(sys.argv[1]).read_text())
     parallel = int(os.environ.get("ADVISOR_BATCH_PARALLEL", "2"))
     _netguard.block()
-    import advisor.analysis  # noqa: F401  -- warm imports, shared by every fork
     import advisor.cli  # noqa: F401
+    import advisor.pipeline  # noqa: F401  -- warm imports, shared by every fork
     import advisor.reports  # noqa: F401
     import advisor.reports.terminal  # noqa: F401
 

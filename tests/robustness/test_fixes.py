@@ -8,9 +8,9 @@ import os
 import pandas as pd
 import pytest
 
-from advisor.collectors import mindinsight
-from advisor.collectors.csvio import read_columns
-from advisor.engine import _JINJA
+from advisor.collectors.io.csv_files import read_columns
+from advisor.collectors.mindinsight import collector as mindinsight
+from advisor.engine.evaluation import _JINJA
 from advisor.errors import InputError
 from advisor.metrics import registry
 from advisor.profile import Profile, RunMeta

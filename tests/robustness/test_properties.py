@@ -30,15 +30,17 @@ import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rb_damage import EXAMPLES
+from reports_schema import report_schema
 
-from advisor.collectors import ascend, kineto, mindinsight
-from advisor.engine import compile_rule, evaluate
+from advisor.collectors.ascend import collector as ascend
+from advisor.collectors.kineto import collector as kineto
+from advisor.collectors.mindinsight import collector as mindinsight
+from advisor.engine.evaluation import compile_rule, evaluate
+from advisor.engine.loader import load_rules
 from advisor.errors import InputError
 from advisor.metrics import REGISTRY
 from advisor.model import Metric, Report, RunInfo
 from advisor.profile import Profile
-from advisor.rules_loader import load_rules
-from reports_schema import report_schema
 
 EXAMPLES_PER_TEST = int(os.environ.get("ADVISOR_HYPOTHESIS_EXAMPLES", "8"))
 SETTINGS = settings(max_examples=EXAMPLES_PER_TEST, deadline=None, derandomize=True,
@@ -58,8 +60,8 @@ def _compiled():
 def _check_profile(profile: Profile) -> None:
     """A Profile from a collector analyzes into a valid, round-trippable Report
     (the analysis pipeline with the shipped rules compiled once)."""
+    from advisor.chart_tables import build_tables
     from advisor.metrics import evaluate as evaluate_metrics
-    from advisor.summary import build_tables
 
     metrics, metric_skips = evaluate_metrics(profile)
     findings, rule_skips = evaluate(_compiled(), metrics, framework=profile.meta.framework,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.engine import compile_rule, evaluate_rule, namespaces
+from advisor.engine.check import check_rules
+from advisor.engine.evaluation import compile_rule, evaluate_rule, namespaces
+from advisor.engine.loader import load_rules, read_rule
 from advisor.errors import ConfigError
-from advisor.rule_check import check_rules
-from advisor.rules_loader import load_rules, read_rule
 
 BASE = {
     "id": "ADV900",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.engine import compile_rule, evaluate_rule
-from advisor.rule_check import check_rule, check_rules, referenced_metrics
-from advisor.rules_loader import builtin_rule_files, load_rules
+from advisor.engine.check import check_rule, check_rules, referenced_metrics
+from advisor.engine.evaluation import compile_rule, evaluate_rule
+from advisor.engine.loader import builtin_rule_files, load_rules
 
 RULES = load_rules()
 CASES = [(r, e) for r in RULES for e in r.examples]

@@ -1,0 +1,216 @@
+"""``advisor compare``, ``advisor gate`` and ``advisor history`` (registered
+on the main CLI by :func:`register`).
+
+Exit codes: 0 pass, 1 regression (``gate`` only), 2 bad input or config
+(one line on stderr, via ``advisor.cli.main``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from advisor.errors import ConfigError
+
+DEFAULT_GATE_DIR = Path("advisor_gate")
+DEFAULT_CHART = Path("advisor-history.svg")
+TREND_METRIC = "step.time_ms"
+
+
+def _console(no_color: bool):
+    from rich.console import Console
+
+    return Console(no_color=no_color or bool(os.environ.get("NO_COLOR")), highlight=False)
+
+
+def _refuse_inside(out: Path, *sources: Path) -> None:
+    """Never write into an input folder."""
+    o = out.resolve()
+    for src in sources:
+        s = Path(src).resolve()
+        if s.is_dir() and (o == s or s in o.parents):
+            raise ConfigError(f"{out}: the output is inside the input {src}; choose another -o")
+
+
+def _load(path: Path):
+    """A Report; profile folders are analyzed with the user's rule files and
+    thresholds from the config (as ``advisor report`` does)."""
+    from advisor.regression.compare import load_report
+
+    try:
+        from advisor.user_rules import load_user_rules
+    except ImportError:  # pragma: no cover - module not shipped
+        return load_report(path)
+    user = load_user_rules()
+    return load_report(path, rule_paths=user.rules, overrides=user.overrides)
+
+
+def _side(path: Path, label: str | None = None):
+    from advisor.regression.compare import side_from_reports
+
+    return side_from_reports([_load(path)], label or str(path))
+
+
+@click.command()
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_compare"),
+              show_default=True, help="Folder for compare.html, compare.md and compare.json.")
+@click.option("--alpha", type=float, default=None, help="Significance level (default: the gate config's, 0.01).")
+@click.option("--no-color", is_flag=True)
+def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool) -> None:
+    """Compare two runs (profile folders, report folders or report.json files)."""
+    from advisor.regression.compare import compare as do_compare
+    from advisor.reports.comparison import write_compare
+    from advisor.settings import DEFAULT_ALPHA
+
+    if alpha is not None and not 0 < alpha < 0.5:
+        raise ConfigError(f"--alpha {alpha}: must be between 0 and 0.5")
+    _refuse_inside(out_dir, baseline, current)
+    result = do_compare(_side(baseline), _side(current), alpha=alpha or DEFAULT_ALPHA)
+    paths = write_compare(result, out_dir)
+    console = _console(no_color)
+    for g in result.growth[:5]:
+        console.print(f"grew: {g.kind} {g.name}: +{g.change_ms:.4g} ms/step", markup=False)
+    for f in result.findings:
+        if f.status in ("new", "resolved", "worse"):
+            console.print(f"{f.status}: {f.rule} [{f.current_severity or f.baseline_severity}]", markup=False)
+    console.print(f"comparison: {paths['html']}", markup=False)
+
+
+@click.command()
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("--baseline", "baselines", type=click.Path(path_type=Path), multiple=True,
+              help="Baseline run: profile folder, report folder or report.json. Repeat it for several "
+                   "runs (3 or more measure the run-to-run noise, as a history does).")
+@click.option("--history", "history_db", type=click.Path(path_type=Path), default=None,
+              help="History file; the baseline is the median of the last N runs of --branch.")
+@click.option("--branch", default="main", show_default=True, help="History branch to gate against.")
+@click.option("--last", type=int, default=None, help="N for the history baseline (default: config baseline_runs, 10).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
+              help="Config file (default: advisor.toml or pyproject.toml [tool.advisor] found from here).")
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_GATE_DIR,
+              show_default=True, help="Folder for gate.md, junit.xml, gate.json and compare.html.")
+@click.option("--no-color", is_flag=True)
+def gate(current: Path, baselines, history_db, branch, last, config_path, out_dir: Path, no_color) -> None:
+    """Fail (exit 1) when CURRENT regressed against the baseline.
+
+    \b
+    advisor gate out/ --baseline main-report.json
+    advisor gate out/ --baseline main1/ --baseline main2/ --baseline main3/
+    advisor gate out/ --history .advisor/history.db --branch main
+    """
+    from advisor.regression.compare import side_from_reports
+    from advisor.regression.gate import run_gate
+    from advisor.reports.comparison import render_compare_html, write_text
+    from advisor.reports.gate_verdict import print_gate, render_gate_markdown, render_junit
+    from advisor.settings import load_config
+
+    if bool(baselines) == (history_db is not None):
+        raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
+    if last is not None and last < 1:
+        raise ConfigError("--last must be at least 1")
+    config = load_config(config_path)
+    _refuse_inside(out_dir, current, *baselines)
+    anomaly = None
+    cur_report = _load(current)
+    cur = side_from_reports([cur_report], str(current))
+    if history_db is not None:
+        from advisor.regression.history import History, history_anomaly
+
+        with History(history_db) as hist:
+            base = hist.baseline_side(branch, last or config.baseline_runs)
+        anomaly = history_anomaly(base, cur_report)
+    else:
+        base = side_from_reports([_load(b) for b in baselines], " + ".join(map(str, baselines)))
+    result, comparison = run_gate(base, cur, config, anomaly=anomaly)
+    summary = render_gate_markdown(result, comparison)
+    write_text(out_dir / "gate.md", summary)
+    write_text(out_dir / "junit.xml", render_junit(result))
+    write_text(out_dir / "gate.json", result.model_dump_json(indent=2))
+    write_text(out_dir / "compare.html", render_compare_html(comparison))
+    print_gate(result, _console(no_color))
+    click.echo(f"summary: {out_dir / 'gate.md'}  junit: {out_dir / 'junit.xml'}")
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+@click.group()
+def history() -> None:
+    """Record runs and show the trend (SQLite file, default .advisor/history.db)."""
+
+
+_db_option = click.option("--db", type=click.Path(path_type=Path), default=None,
+                          help="History file (default .advisor/history.db).")
+
+
+@history.command("add")
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("--branch", default=None, help="Branch (default: $GITHUB_REF_NAME, $CI_COMMIT_REF_NAME, or main).")
+@click.option("--commit", default=None, help="Commit (default: $GITHUB_SHA or $CI_COMMIT_SHA).")
+@click.option("--time", "when", default=None, help="ISO-8601 time of the run (default: now).")
+@_db_option
+def history_add(current: Path, branch, commit, when, db) -> None:
+    """Record a run (profile folder, report folder or report.json)."""
+    from datetime import datetime
+
+    from advisor.regression.history import DEFAULT_DB, History
+
+    if when is not None:
+        try:
+            datetime.fromisoformat(when)
+        except ValueError:
+            raise ConfigError(f"--time {when!r}: not an ISO-8601 time") from None
+    branch = branch or os.environ.get("GITHUB_REF_NAME") or os.environ.get("CI_COMMIT_REF_NAME") or "main"
+    commit = commit or os.environ.get("GITHUB_SHA") or os.environ.get("CI_COMMIT_SHA")
+    report = _load(current)
+    with History(db or DEFAULT_DB, create=True) as hist:
+        run_id = hist.add(report, branch=branch, commit=commit, recorded_at=when)
+    click.echo(f"recorded run {run_id} on {branch}" + (f" ({commit})" if commit else "") + f" in {db or DEFAULT_DB}")
+
+
+@history.command("show")
+@click.option("--branch", default="main", show_default=True)
+@click.option("--last", type=int, default=30, show_default=True, help="Runs to show.")
+@click.option("--metric", default=TREND_METRIC, show_default=True, help="Metric to chart.")
+@click.option("--chart", type=click.Path(path_type=Path), default=DEFAULT_CHART, show_default=True,
+              help="Where to write the SVG trend chart.")
+@_db_option
+@click.option("--no-color", is_flag=True)
+def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
+    """Trend table and chart of the last runs on a branch; runs the anomaly
+    model flags (against the runs before them) are marked."""
+    from advisor.regression.compare import side_from_reports
+    from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, history_anomaly
+    from advisor.reports.comparison import write_text
+    from advisor.reports.gate_verdict import print_history, render_trend_svg
+
+    if last < 1:
+        raise ConfigError("--last must be at least 1")
+    with History(db or DEFAULT_DB) as hist:
+        runs = hist.runs(branch, last)
+        reports = hist.reports(branch, last) if len(runs) > MIN_ANOMALY_RUNS else []
+    if runs.empty:
+        raise ConfigError(f"{db or DEFAULT_DB}: no runs recorded on branch {branch!r}")
+    if metric not in runs.columns:
+        raise ConfigError(f"no run on {branch!r} has the metric {metric!r}")
+    flags: dict[int, str] = {}
+    for i in range(MIN_ANOMALY_RUNS, len(reports)):
+        check = history_anomaly(side_from_reports(reports[:i], "history"), reports[i])
+        if check is not None and check.status == "fail":
+            flags[int(runs["id"].iloc[i])] = "anomaly: " + check.message
+    console = _console(no_color)
+    print_history(runs, metric, console, flags)
+    unit = next((m.unit for r in reports[-1:] for k, m in r.metrics.items() if k == metric), "")
+    write_text(chart, render_trend_svg(runs, metric, unit, flags))
+    console.print(f"trend chart: {chart}", markup=False)
+
+
+def register(cli: click.Group) -> None:
+    """Add the commands to the main ``advisor`` group."""
+    cli.add_command(compare)
+    cli.add_command(gate)
+    cli.add_command(history)

@@ -1,0 +1,184 @@
+"""Rule documentation from the rule files: ``advisor rules explain`` text
+and the Markdown reference ``docs/rules.md``.
+
+One source of truth: both read the same rule files (and their language
+overlays) the engine evaluates. Regenerate the committed reference with::
+
+    python -m advisor.engine.docs            # writes docs/rules.md
+    advisor rules docs -o docs/rules.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+from advisor.engine.schema import Rule
+
+HEADINGS = {
+    "en": {
+        "what": "What it detects",
+        "why": "Why it matters",
+        "how": "How to fix",
+        "thresholds": "Thresholds",
+        "override": "Override with `--set {name}.PARAM=VALUE` or in advisor.toml: "
+        "`thresholds = {{\"{name}.PARAM\" = VALUE}}`.",
+        "override_plain": "override: --set {name}.PARAM=VALUE, or advisor.toml thresholds",
+        "condition": "Condition",
+        "fixes": "Fixes",
+        "fix_for": "for {framework}",
+        "caveats": "Caveats",
+        "examples": "Examples",
+        "fire": "fires",
+        "pass": "passes",
+        "meta": "group {group}, status {status}, severity {severity}",
+        "requires": "Needs metrics",
+        "references": "References",
+        "doc_title": "Rules",
+        "doc_intro": "Generated from `rules/*.yaml` by `python -m advisor.engine.docs`; do not edit by hand. "
+        "`advisor rules explain NAME` prints the same text.",
+        "col_rule": "rule",
+        "col_title": "title",
+        "col_group": "group",
+        "col_status": "status",
+    },
+    "zh": {
+        "what": "检测内容",
+        "why": "影响",
+        "how": "优化方法",
+        "thresholds": "阈值",
+        "override": "可用 `--set {name}.PARAM=VALUE` 或在 advisor.toml 中用 "
+        "`thresholds = {{\"{name}.PARAM\" = VALUE}}` 覆盖。",
+        "override_plain": "覆盖方式：--set {name}.PARAM=VALUE，或 advisor.toml 的 thresholds",
+        "condition": "触发条件",
+        "fixes": "优化建议",
+        "fix_for": "适用于 {framework}",
+        "caveats": "注意事项",
+        "examples": "示例",
+        "fire": "触发",
+        "pass": "不触发",
+        "meta": "分组 {group}，状态 {status}，严重程度 {severity}",
+        "requires": "所需指标",
+        "references": "参考资料",
+        "doc_title": "规则",
+        "doc_intro": "由 `python -m advisor.engine.docs` 根据 `rules/*.yaml` 生成，请勿手工修改。"
+        "`advisor rules explain NAME --lang zh` 输出相同内容。",
+        "col_rule": "规则",
+        "col_title": "标题",
+        "col_group": "分组",
+        "col_status": "状态",
+    },
+}
+
+
+def _h(lang: str) -> dict[str, str]:
+    return HEADINGS.get(lang, HEADINGS["en"])
+
+
+def _one(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else json.dumps(v, ensure_ascii=False)
+
+
+def explain_rule(r: Rule, lang: str = "en") -> str:
+    """The terminal text of ``advisor rules explain``."""
+    h = _h(lang)
+    wrap = lambda s: textwrap.fill(_one(s), 78, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    lines = [f"{r.id} {r.name}: {r.title}", h["meta"].format(group=r.group, status=r.status, severity=r.severity), ""]
+    for key, text in (("what", r.explanation.what), ("why", r.explanation.why), ("how", r.explanation.how)):
+        lines += [h[key], wrap(text), ""]
+    if r.params:
+        lines.append(f"{h['thresholds']} ({h['override_plain'].format(name=r.name)})")
+        for key, p in r.params.items():
+            lines.append(f"  {r.name}.{key} = {p.default:g}   {_one(p.description)}")
+        lines.append("")
+    lines += [h["condition"], wrap(r.condition), ""]
+    lines.append(h["fixes"])
+    for fw, fx in r.fix.items():
+        lines.append(f"  [{fw}] {_one(fx.text)}")
+        if fx.code:
+            lines += ["      " + line for line in fx.code.rstrip().splitlines()]
+    if r.caveats:
+        lines += ["", h["caveats"]] + [wrap("- " + c) for c in r.caveats]
+    lines += ["", h["examples"]]
+    for e in r.examples:
+        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in e.metrics.items())
+        lines.append(f"  {h[e.expect]:<6} {e.name}")
+        lines.append(textwrap.fill(metrics, 78, initial_indent="         ", subsequent_indent="         "))
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return _one(text).replace("|", "\\|")
+
+
+def rule_markdown(r: Rule, lang: str = "en") -> str:
+    """One rule's section of ``docs/rules.md``."""
+    h = _h(lang)
+    out = [f"## `{r.name}` ({r.id}): {_one(r.title)}", ""]
+    out += [f"*{h['meta'].format(group=r.group, status=r.status, severity=r.severity)}*", ""]
+    for key, text in (("what", r.explanation.what), ("why", r.explanation.why), ("how", r.explanation.how)):
+        out += [f"**{h[key]}.** {_one(text)}", ""]
+    needs = sorted(set(r.requires)) + [f"{m}?" for m in r.requires_any]
+    if needs:
+        out += [f"**{h['requires']}:** " + ", ".join(f"`{m}`" for m in needs), ""]
+    if r.params:
+        out += [f"**{h['thresholds']}.** {h['override'].format(name=r.name)}", ""]
+        out += ["| param | default | |", "|---|---:|---|"]
+        out += [f"| `{r.name}.{k}` | {p.default:g} | {_md(p.description)} |" for k, p in r.params.items()]
+        out.append("")
+    out += [f"**{h['condition']}:** `{_one(r.condition)}`", ""]
+    out += [f"**{h['fixes']}**", ""]
+    for fw, fx in r.fix.items():
+        out.append(f"- *{h['fix_for'].format(framework=fw)}*: {_one(fx.text)}")
+    out.append("")
+    if r.caveats:
+        out += [f"**{h['caveats']}**", ""] + [f"- {_one(c)}" for c in r.caveats] + [""]
+    out += [f"**{h['examples']}**", ""]
+    out += [f"- {h[e.expect]}: {_one(e.name)}" for e in r.examples]
+    out.append("")
+    return "\n".join(out)
+
+
+def rules_markdown(lang: str = "en") -> str:
+    """The built-in rules as one Markdown document."""
+    from advisor.engine.loader import load_rules
+
+    h = _h(lang)
+    rules = sorted(load_rules(lang=lang), key=lambda r: r.id)
+    out = [f"# {h['doc_title']}", "", h["doc_intro"], ""]
+    out += [f"| id | {h['col_rule']} | {h['col_title']} | {h['col_group']} | {h['col_status']} |", "|---|---|---|---|---|"]
+    out += [f"| {r.id} | [`{r.name}`](#{r.name}-{r.id.lower()}) | {_md(r.title)} | {r.group} | {r.status} |" for r in rules]
+    out.append("")
+    out += [rule_markdown(r, lang) for r in rules]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m advisor.engine.docs [PATH]``: write the rule reference."""
+    args = sys.argv[1:] if argv is None else argv
+    path = Path(args[0]) if args else DOC_PATH
+    write_text(path, rules_markdown("en"))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

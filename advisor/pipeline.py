@@ -1,0 +1,107 @@
+"""The pipeline: source -> Profile -> Metrics -> Findings -> Report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from advisor import __version__
+from advisor.chart_tables import build_tables
+from advisor.collectors import KERNEL_RANKS, load_profile
+from advisor.engine.evaluation import compile_rule, evaluate
+from advisor.engine.loader import LANGS, load_rules
+from advisor.errors import ConfigError
+from advisor.metrics import evaluate as evaluate_metrics
+from advisor.model import Report, RunInfo
+from advisor.profile import Profile
+
+
+def analyze(
+    path: str | Path,
+    *,
+    rule_paths: tuple[Path, ...] | list[Path] = (),
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+    jobs: int | None = None,
+    dask_address: str | None = None,
+    lang: str = "en",
+    kernel_ranks: int | None | str = "sample",
+) -> Report:
+    """Analyze the profiler output at ``path`` and return the Report.
+
+    ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
+    {param: value}. ``jobs`` / ``dask_address``: how ranks are read in
+    parallel (see ``advisor.collectors.load_profile``). ``kernel_ranks``:
+    read kernel files on at most this many ranks, None on all, ``"sample"``
+    the default sample (``advisor.collectors.parallel.kernel_sample``; the CLI and
+    ``advisor.analyze`` pass it on without importing that). ``lang``: language of
+    the rule texts in the findings (``en``, ``zh``). Raises InputError /
+    ConfigError with one-line messages.
+    """
+    check_lang(lang)
+    if kernel_ranks == "sample":
+        kernel_ranks = KERNEL_RANKS
+    compiled: list = []  # filled while the ranks are read: a bad rule stops the read
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks,
+                           meanwhile=lambda: compiled.extend(compile_rules_for(rule_paths, overrides, lang)))
+    return _report(profile, compiled, lang)
+
+
+def check_lang(lang: str) -> None:
+    """ConfigError unless ``lang`` is a language the rules are written in."""
+    if lang not in LANGS:
+        raise ConfigError(f"unknown language {lang!r} (choose from {', '.join(LANGS)})")
+
+
+def analyze_profile(
+    profile: Profile,
+    *,
+    rule_paths: tuple[Path, ...] | list[Path] = (),
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+    lang: str = "en",
+) -> Report:
+    """Metrics, rules and report for an already loaded Profile."""
+    check_lang(lang)
+    return _report(profile, compile_rules_for(rule_paths, overrides, lang), lang)
+
+
+def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] | None, lang: str) -> list:
+    """The built-in rules plus ``rule_paths``, in ``lang``, with ``overrides``
+    applied, compiled; ConfigError for a bad rule or an unknown override."""
+    rules = load_rules(list(rule_paths), lang=lang)
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {r.name for r in rules}
+    if unknown:
+        raise ConfigError(f"threshold override for unknown rule(s): {', '.join(sorted(unknown))}")
+    return [compile_rule(r, overrides.get(r.name)) for r in rules]
+
+
+def _report(profile: Profile, compiled: list, lang: str) -> Report:
+    """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
+    metrics, metric_skips = evaluate_metrics(profile)
+    meta = profile.meta
+    findings, rule_skips = evaluate(
+        compiled, metrics, framework=meta.framework, device=meta.device, lang=lang
+    )
+    steps_found = int(metrics["step.count"].value) if "step.count" in metrics else 0
+    run = RunInfo(
+        framework=meta.framework,
+        device=meta.device,
+        source_format=meta.source_format,
+        source_version=meta.source_version,
+        source_path=meta.source_path,
+        ranks=meta.ranks,
+        steps_found=steps_found,
+        notes=list(dict.fromkeys(meta.notes)),  # merged units' notes are deduplicated, one unit's are not
+        advisor_version=__version__,
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    report = Report(
+        run=run,
+        findings=findings,
+        metrics=metrics,
+        skipped=[*profile.skipped, *metric_skips, *rule_skips],
+        tables=build_tables(profile, metrics),
+    )
+    report.lang = lang
+    return report

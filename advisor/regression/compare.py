@@ -1,0 +1,425 @@
+"""Baseline vs current: metrics, findings and where the time went.
+
+Either side is a :class:`Side`: one Report (a profile folder, analyzed, or a
+saved ``report.json``), or several Reports from the run history, summarized
+as the median run (:func:`side_from_reports`).
+
+Per-step samples come from ``Report.tables["step_breakdown"]`` (one row per
+step id, mean over ranks). The first row is the warm-up step and is dropped
+when a run has ``WARMUP_MIN_STEPS`` or more steps, as the metrics do.
+A history side pools each run's steps, at most ``MAX_STEPS_PER_RUN`` per run
+(evenly spaced) so every run weighs the same.
+
+A metric change is *beyond noise* when the two-sided Mann-Whitney U test on
+the per-step samples gives p < ``alpha`` and the medians differ by more than
+the *minimum effect*: ``MIN_EFFECT`` (relative), and at least ``EFFECT_Z``
+pooled robust standard deviations of the per-step log values
+(:func:`dispersion_floor`). The second part is a standardized effect size:
+on a busy machine the steps of one run spread widely and a shift smaller
+than that spread is not evidence, whatever the p-value (steps within a run
+are not independent of the machine's state). Metrics without per-step
+samples are compared as values only (``beyond_noise`` is null).
+
+Growth: per-step time of step components, operators, collectives and
+dataset ops, matched by (kind, name, type) across the sides, ranked by the
+absolute growth in ms per step. Operator ids that differ from run to run
+(``_123`` suffixes, ``-op45``) are stripped before matching.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+from scipy.stats import mannwhitneyu
+
+from advisor.errors import InputError
+from advisor.model import SEVERITY_ORDER, Finding, Report
+
+WARMUP_MIN_STEPS = 4
+MAX_STEPS_PER_RUN = 64
+MIN_EFFECT = 0.05
+EFFECT_Z = 2.0
+MIN_SAMPLES = 8
+DEFAULT_ALPHA = 0.01
+GROWTH_LIMIT = 15
+
+#: metric id -> per-step column(s) of ``step_breakdown`` that sample it.
+SAMPLE_COLUMNS = {
+    "step.time_ms": ("step_ms", "duration_ms"),
+    "step.computing_ms": ("computing_ms",),
+    "step.data_wait_ms": ("data_wait_ms", "iteration_interval_ms"),
+    "step.free_ms": ("free_ms",),
+    "step.exposed_comm_ms": ("exposed_comm_ms",),
+    "step.overlapped_ms": ("overlapped_ms",),
+    "step.fp_bp_ms": ("fp_bp_ms",),
+    "step.tail_ms": ("tail_ms",),
+}
+#: step components shown in the growth list: metric id -> label.
+COMPONENTS = {
+    "step.data_wait_ms": "data wait (DataLoader / input pipeline)",
+    "step.iteration_interval_ms": "iteration interval (host / data wait)",
+    "step.computing_ms": "computing",
+    "step.exposed_comm_ms": "exposed communication",
+    "step.tail_ms": "tail (all-reduce + optimizer)",
+}
+_ID_SUFFIX = re.compile(r"(-op\d+|_\d+)+$")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), overrides=None) -> Report:
+    """A Report from a ``report.json`` file, a folder holding one (an
+    ``advisor report``/``run`` output), or profiler output (analyzed with
+    ``rule_paths`` / ``overrides``)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "no such file or folder")
+    target = path
+    if path.is_dir() and (path / "report.json").is_file():
+        target = path / "report.json"
+    if target.is_file() and target.suffix == ".json" and not target.name.endswith(".pt.trace.json"):
+        try:
+            text = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(target, f"cannot read ({exc})") from None
+        try:
+            return Report.model_validate_json(text)
+        except ValueError as exc:
+            first = str(exc).splitlines()
+            why = first[1].strip() + " " + first[2].strip() if len(first) > 2 else str(exc)[:200]
+            raise InputError(target, f"not an advisor report.json ({why})") from None
+    from advisor.pipeline import analyze
+
+    return analyze(path, jobs=jobs, rule_paths=list(rule_paths), overrides=overrides)
+
+
+# ---------------------------------------------------------------- sides
+
+
+def step_samples(report: Report, metric: str) -> np.ndarray | None:
+    """Per-step values of ``metric`` (see module doc), or None."""
+    rows = report.tables.get("step_breakdown") or []
+    for col in SAMPLE_COLUMNS.get(metric, ()):
+        vals = [r.get(col) for r in rows if isinstance(r, dict)]
+        vals = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if vals:
+            if len(vals) >= WARMUP_MIN_STEPS:
+                vals = vals[1:]
+            return np.asarray(vals, dtype=float)
+    return None
+
+
+def log_spread(samples: np.ndarray) -> float:
+    """Robust standard deviation of log(samples): 1.4826 x MAD (0 when fewer
+    than MIN_SAMPLES positive values)."""
+    pos = np.log(samples[samples > 0])
+    if len(pos) < MIN_SAMPLES:
+        return 0.0
+    return 1.4826 * float(np.median(np.abs(pos - np.median(pos))))
+
+
+def dispersion_floor(base: np.ndarray, cur: np.ndarray) -> float:
+    """The smallest relative shift that is large next to the step-to-step
+    spread: exp(EFFECT_Z * sqrt(s_b^2 + s_c^2)) - 1, s = :func:`log_spread`."""
+    return float(np.expm1(EFFECT_Z * np.hypot(log_spread(base), log_spread(cur))))
+
+
+def _num(metric) -> float | None:
+    v = getattr(metric, "value", None)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
+        return float(v)
+    return None
+
+
+def _op_rows(report: Report) -> list[tuple[str, str, str, float]]:
+    """(kind, name, type, ms per step) for operators, collectives, dataset ops."""
+    out: list[tuple[str, str, str, float]] = []
+    steps = report.run.steps_found or None
+    ops = report.tables.get("ops")
+    if ops is None and report.tables.get("top_ops"):
+        ops = [dict(r, per_step_ms=(r.get("total_ms") or 0) / steps if steps else None)
+               for r in report.tables["top_ops"]]
+    for kind, rows, type_key, value_key in (
+        ("operator", ops or [], "type", "per_step_ms"),
+        ("collective", report.tables.get("comm") or [], "kind", "per_step_ms"),
+        ("dataset op", report.tables.get("data_ops") or [], "op_id", "avg_ms"),
+    ):
+        for r in rows:
+            v = r.get(value_key)
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                continue
+            name = _ID_SUFFIX.sub("", str(r.get("name", "?"))) if kind != "dataset op" else str(r.get("name"))
+            out.append((kind, name, str(r.get(type_key) or ""), float(v)))
+    return out
+
+
+def op_names(report: Report) -> set[str]:
+    """Operator names the report knows (for the same-model check)."""
+    rows = report.tables.get("ops") or report.tables.get("top_ops") or []
+    names = {_ID_SUFFIX.sub("", str(r.get("name"))) for r in rows if r.get("name")}
+    if not names and "ops.top" in report.metrics and isinstance(report.metrics["ops.top"].value, list):
+        names = {_ID_SUFFIX.sub("", str(r.get("name"))) for r in report.metrics["ops.top"].value if isinstance(r, dict)}
+    return names
+
+
+@dataclass
+class Side:
+    """One side of a comparison (see module doc)."""
+
+    label: str
+    reports: list[Report]
+    metrics: dict[str, float] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    samples: dict[str, np.ndarray] = field(default_factory=dict)
+    run_values: dict[str, list[float]] = field(default_factory=dict)
+    findings: dict[str, Finding] = field(default_factory=dict)
+    contributors: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    ops: set[str] = field(default_factory=set)
+
+    @property
+    def runs(self) -> int:
+        return len(self.reports)
+
+    @property
+    def latest(self) -> Report:
+        return self.reports[-1]
+
+
+def _even(values: np.ndarray, limit: int) -> np.ndarray:
+    if len(values) <= limit:
+        return values
+    return values[np.unique(np.linspace(0, len(values) - 1, limit).round().astype(int))]
+
+
+def side_from_reports(reports: list[Report], label: str) -> Side:
+    """A Side from one report, or the median run of several (history):
+    metric values are medians over runs, per-step samples are pooled,
+    findings are the rules that fired in any of the runs (a rule that flaps
+    across healthy runs is not "new"; its most severe, then most recent,
+    finding represents it), contributors are medians over the runs that
+    have them."""
+    if not reports:
+        raise InputError(label, "no runs to compare against")
+    side = Side(label=label, reports=list(reports))
+    values: dict[str, list[float]] = {}
+    for rep in reports:
+        for mid, m in rep.metrics.items():
+            v = _num(m)
+            if v is not None:
+                values.setdefault(mid, []).append(v)
+                side.units[mid] = m.unit
+    side.run_values = values
+    side.metrics = {k: float(np.median(v)) for k, v in values.items()}
+    for metric in SAMPLE_COLUMNS:
+        runs = [s for s in (step_samples(r, metric) for r in reports) if s is not None and len(s)]
+        if runs:
+            cap = MAX_STEPS_PER_RUN if len(runs) > 1 else None
+            side.samples[metric] = np.concatenate([_even(s, cap) if cap else s for s in runs])
+            side.run_values[metric + "#median"] = [float(np.median(s)) for s in runs]
+    for rep in reports:
+        for f in rep.findings:
+            old = side.findings.get(f.rule)
+            if old is None or SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[old.severity]:
+                side.findings[f.rule] = f
+    contrib: dict[tuple[str, str, str], list[float]] = {}
+    for rep in reports:
+        per_run: dict[tuple[str, str, str], float] = {}
+        for mid, label_ in COMPONENTS.items():
+            v = _num(rep.metrics.get(mid))
+            if v is not None:
+                per_run[("step component", label_, "")] = v
+        for kind, name, typ, v in _op_rows(rep):
+            key = (kind, name, typ)
+            per_run[key] = per_run.get(key, 0.0) + v
+        for k, v in per_run.items():
+            contrib.setdefault(k, []).append(v)
+        side.ops |= op_names(rep)
+    side.contributors = {k: float(np.median(v)) for k, v in contrib.items()}
+    return side
+
+
+# ---------------------------------------------------------------- result model
+
+
+class RunRef(BaseModel):
+    """Which run(s) a side is."""
+
+    label: str
+    runs: int = 1
+    source: str
+    framework: str
+    device: str
+    steps: int
+    generated_at: str
+
+
+class SampleTest(BaseModel):
+    """A rank test on per-step samples."""
+
+    method: str
+    n_baseline: int
+    n_current: int
+    baseline_median: float
+    current_median: float
+    p_value: float
+
+
+class MetricChange(BaseModel):
+    id: str
+    unit: str
+    baseline: float | None
+    current: float | None
+    change: float | None = None
+    change_pct: float | None = None
+    beyond_noise: bool | None = Field(None, description="null: no per-step samples to test")
+    test: SampleTest | None = None
+
+
+class FindingChange(BaseModel):
+    rule: str
+    id: str
+    title: str
+    status: Literal["new", "resolved", "worse", "better", "same"]
+    baseline_severity: str | None = None
+    current_severity: str | None = None
+    baseline_stake_ms: float | None = None
+    current_stake_ms: float | None = None
+    message: str
+
+
+class Contributor(BaseModel):
+    kind: str = Field(description="step component, operator, collective or dataset op")
+    name: str
+    type: str = ""
+    baseline_ms: float | None = Field(description="ms per step (dataset ops: mean ms per call)")
+    current_ms: float | None
+    change_ms: float
+    change_pct: float | None = None
+
+
+class Comparison(BaseModel):
+    """What ``advisor compare`` writes (compare.json)."""
+
+    schema_version: int = 1
+    baseline: RunRef
+    current: RunRef
+    alpha: float
+    min_effect: float = MIN_EFFECT
+    effect_z: float = EFFECT_Z
+    metrics: list[MetricChange]
+    findings: list[FindingChange]
+    growth: list[Contributor] = Field(description="largest growth first (ms per step)")
+    shrink: list[Contributor] = Field(default_factory=list, description="largest reduction first")
+    common_ops: int | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def check_same_model(baseline: Side, current: Side) -> int | None:
+    """Number of operator names both sides share; InputError when both know
+    operators and share none (different models); None when unknown."""
+    if not baseline.ops or not current.ops:
+        return None
+    common = len(baseline.ops & current.ops)
+    if common == 0:
+        raise InputError(baseline.label, f"shares no operator with {current.label}: the runs profile "
+                         "different models; choose a baseline of the same model")
+    return common
+
+
+def _ref(side: Side) -> RunRef:
+    r = side.latest.run
+    return RunRef(label=side.label, runs=side.runs, source=r.source_path, framework=r.framework,
+                  device=r.device, steps=r.steps_found, generated_at=r.generated_at)
+
+
+def _pct(base: float | None, cur: float | None) -> float | None:
+    if base is None or cur is None or base == 0:
+        return None
+    return 100.0 * (cur - base) / abs(base)
+
+
+def rank_test(base: np.ndarray, cur: np.ndarray, alternative: str = "two-sided") -> float:
+    """Mann-Whitney U p-value of ``cur`` vs ``base`` (1.0 when identical)."""
+    if np.ptp(np.concatenate([base, cur])) == 0:
+        return 1.0
+    return float(mannwhitneyu(cur, base, alternative=alternative).pvalue)
+
+
+def _metric_changes(b: Side, c: Side, alpha: float) -> list[MetricChange]:
+    out = []
+    for mid in sorted(set(b.metrics) | set(c.metrics)):
+        base, cur = b.metrics.get(mid), c.metrics.get(mid)
+        change = MetricChange(id=mid, unit=b.units.get(mid) or c.units.get(mid) or "", baseline=base,
+                              current=cur, change=None if base is None or cur is None else cur - base,
+                              change_pct=_pct(base, cur))
+        bs, cs = b.samples.get(mid), c.samples.get(mid)
+        if bs is not None and cs is not None and min(len(bs), len(cs)) >= MIN_SAMPLES:
+            p = rank_test(bs, cs)
+            bm, cm = float(np.median(bs)), float(np.median(cs))
+            effect = abs(cm - bm) / abs(bm) if bm else 0.0
+            floor = max(MIN_EFFECT, dispersion_floor(bs, cs))
+            change.test = SampleTest(method="Mann-Whitney U, two-sided, per-step samples",
+                                     n_baseline=len(bs), n_current=len(cs), baseline_median=bm,
+                                     current_median=cm, p_value=p)
+            change.beyond_noise = bool(p < alpha and effect > floor)
+        out.append(change)
+    return out
+
+
+def _finding_changes(b: Side, c: Side) -> list[FindingChange]:
+    out = []
+    for rule in list(c.findings) + [r for r in b.findings if r not in c.findings]:
+        bf, cf = b.findings.get(rule), c.findings.get(rule)
+        f = cf or bf
+        if bf is None:
+            status = "new"
+        elif cf is None:
+            status = "resolved"
+        else:
+            d = SEVERITY_ORDER[cf.severity] - SEVERITY_ORDER[bf.severity]
+            status = "worse" if d > 0 else "better" if d < 0 else "same"
+        out.append(FindingChange(
+            rule=rule, id=f.id, title=f.title, status=status,
+            baseline_severity=bf.severity if bf else None, current_severity=cf.severity if cf else None,
+            baseline_stake_ms=bf.time_at_stake_ms if bf else None,
+            current_stake_ms=cf.time_at_stake_ms if cf else None, message=f.message))
+    return out
+
+
+def _contributors(b: Side, c: Side) -> list[Contributor]:
+    out = []
+    for key in set(b.contributors) | set(c.contributors):
+        base, cur = b.contributors.get(key), c.contributors.get(key)
+        delta = (cur or 0.0) - (base or 0.0)
+        out.append(Contributor(kind=key[0], name=key[1], type=key[2], baseline_ms=base, current_ms=cur,
+                               change_ms=round(delta, 4), change_pct=_pct(base, cur)))
+    return out
+
+
+def compare(baseline: Side, current: Side, *, alpha: float = DEFAULT_ALPHA) -> Comparison:
+    """Compare two sides (see module doc). Raises InputError when they
+    profile different models."""
+    common = check_same_model(baseline, current)
+    contribs = _contributors(baseline, current)
+    notes = []
+    if common is None:
+        notes.append("operator names unavailable on one side: the same-model check was not made")
+    if baseline.runs > 1:
+        notes.append(f"baseline is the median of {baseline.runs} runs; its findings are those of any of them")
+    return Comparison(
+        baseline=_ref(baseline), current=_ref(current), alpha=alpha,
+        metrics=_metric_changes(baseline, current, alpha),
+        findings=_finding_changes(baseline, current),
+        growth=sorted((x for x in contribs if x.change_ms > 0), key=lambda x: -x.change_ms)[:GROWTH_LIMIT],
+        shrink=sorted((x for x in contribs if x.change_ms < 0), key=lambda x: x.change_ms)[:GROWTH_LIMIT],
+        common_ops=common, notes=notes,
+    )

@@ -1,0 +1,282 @@
+"""The regression gate: pass (exit 0) or regression (exit 1), with reasons.
+
+**Budgets.** For each budget (``advisor.settings``), the limit is
+
+    limit = max(budget, dispersion floor, run-to-run floor, declared ``run_noise``)
+
+* *dispersion floor* (the minimum standardized effect,
+  ``advisor.regression.compare.dispersion_floor``): a shift must exceed ``EFFECT_Z`` (2)
+  pooled robust standard deviations of the per-step log times. Steady
+  accelerator steps vary by 1-2%, so this stays below a 5% budget; on a
+  busy shared CPU host steps vary by 20-40% and the gate then demands a
+  correspondingly larger effect instead of alarming on the machine's load.
+* *run-to-run floor*, measured only when the baseline is several runs (the
+  history, or ``--baseline`` given more than once): ``NOISE_Z`` standard
+  deviations of the log per-run medians across those runs; needs
+  ``MIN_NOISE_RUNS`` runs. From ``ROBUST_RUNS`` runs on the deviation is
+  the robust one (1.4826 x MAD), so one stalled run in a history does not
+  widen the limit. Below that it is the larger of the robust and the plain
+  (n-1) standard deviation: the MAD of three or four runs is the gap
+  between the two closest, ~0 when two of them agree, and a runner that is
+  often slow (two fast runs and a slow one) would pass for a quiet one.
+  A single baseline run cannot measure it, and the summary says so.
+
+A budget *regresses* when both hold:
+
+* **significance** -- one-sided Mann-Whitney U test on the per-step times,
+  H1: the current steps are larger than the baseline steps scaled by
+  ``1 + limit`` (absolute budgets: shifted by the limit), p < ``alpha``
+  (default 0.01). Rank-based, so a few stalled steps neither cause nor mask
+  a regression; shifting by the limit tests "slower by *more than* the
+  budget", not merely "slower".
+* **effect size** -- the median per-step ratio current/baseline exceeds
+  ``1 + limit`` (absolute: the median difference exceeds the limit).
+
+With fewer than ``MIN_SAMPLES`` steps on a side (or a metric without
+per-step samples) the test is not applicable: the effect size alone decides
+and the check carries that caveat. A budget "-x" mirrors all of this for
+metrics whose drop is the regression.
+
+**Findings.** A finding fails the gate when its rule is not ignored, it is
+new (or of higher severity than in the baseline; a history baseline knows
+every rule that fired in any of its runs), its rule is listed in
+``fail_on`` or its severity is at least the ``fail_on`` severity, and the
+time it puts at stake per step is beyond noise: larger than the step-time
+noise band (the step-time noise floors above, excluding the budget, times
+the baseline median step). A finding inside the band is reported, not
+failed: on a busy host, load alone makes rules such as ``host-bound`` or
+``step-outlier`` come and go.
+
+**Anomaly** (history baselines of ``advisor.regression.history.MIN_ANOMALY_RUNS`` runs
+or more): see ``advisor.regression.history.history_anomaly``; reported, and failing
+only with ``fail_on_anomaly = true``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+from scipy.stats import mannwhitneyu
+
+from advisor.model import SEVERITY_ORDER
+from advisor.regression.compare import EFFECT_Z, MIN_SAMPLES, Comparison, Contributor, Side, compare, dispersion_floor
+from advisor.settings import Budget, GateConfig
+
+NOISE_Z = 3.0
+MIN_NOISE_RUNS = 3
+ROBUST_RUNS = 5
+SUMMARY_GROWTH = 5
+EXIT_PASS, EXIT_REGRESSION = 0, 1
+
+Status = Literal["pass", "fail", "skip"]
+
+
+class Check(BaseModel):
+    """One gate check: a budget, a finding, or the history anomaly model."""
+
+    kind: Literal["budget", "finding", "anomaly"]
+    name: str
+    status: Status
+    message: str
+    metric: str | None = None
+    budget: str | None = None
+    limit: float | None = Field(None, description="effective limit: fraction (relative) or metric unit")
+    relative: bool = True
+    noise_floor: float | None = None
+    baseline: float | None = None
+    current: float | None = None
+    change_pct: float | None = None
+    p_value: float | None = None
+    test: str | None = None
+    n_baseline: int | None = None
+    n_current: int | None = None
+    severity: str | None = None
+    caveats: list[str] = Field(default_factory=list)
+
+
+class GateResult(BaseModel):
+    """What ``advisor gate`` decides and writes (gate.json)."""
+
+    verdict: Literal["pass", "regression"]
+    exit_code: int
+    baseline: str
+    current: str
+    method: str
+    config_source: str
+    checks: list[Check]
+    growth: list[Contributor] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "fail"]
+
+
+METHOD = ("one-sided Mann-Whitney U test on per-step times against the baseline scaled by "
+          "(1 + limit), p < {alpha}, and median ratio > 1 + limit; limit = max(budget, "
+          "2 pooled robust SDs of per-step log times, run-to-run noise of a several-run baseline)")
+
+
+def noise_floor(side: Side, metric: str) -> float | None:
+    """Run-to-run relative noise of ``metric`` over a multi-run baseline
+    (see module doc), or None with fewer than MIN_NOISE_RUNS runs."""
+    vals = side.run_values.get(metric + "#median") or side.run_values.get(metric) or []
+    vals = [v for v in vals if v > 0]
+    if side.runs < MIN_NOISE_RUNS or len(vals) < MIN_NOISE_RUNS:
+        return None
+    logs = np.log(vals)
+    sigma = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+    if len(logs) < ROBUST_RUNS:
+        sigma = max(sigma, float(np.std(logs, ddof=1)))
+    return math.exp(NOISE_Z * sigma) - 1.0
+
+
+def _fmt(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4g}{' ' + unit if unit and unit not in ('ratio', 'count') else ''}"
+
+
+def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
+    """One budget (see module doc)."""
+    unit = base.units.get(b.metric) or cur.units.get(b.metric) or ""
+    check = Check(kind="budget", name=f"budget {b.metric} {b.text}", status="skip", message="",
+                  metric=b.metric, budget=b.text, relative=b.relative)
+    bv, cv = base.metrics.get(b.metric), cur.metrics.get(b.metric)
+    if bv is None or cv is None:
+        which = "baseline" if bv is None else "current run"
+        check.message = f"{b.metric} was not evaluated in the {which}; budget not checked"
+        return check
+    floor = noise_floor(base, b.metric)
+    declared = config.run_noise_fraction
+    bs, cs = base.samples.get(b.metric), cur.samples.get(b.metric)
+    have_test = bs is not None and cs is not None and min(len(bs), len(cs)) >= MIN_SAMPLES
+    spread = dispersion_floor(bs, cs) if have_test else 0.0
+    rel_limit = max(b.amount if b.relative else 0.0, floor or 0.0, declared, spread)
+    check.noise_floor = max(floor or 0.0, spread, declared)
+    bm = float(np.median(bs)) if have_test else bv
+    cm = float(np.median(cs)) if have_test else cv
+    if b.relative:
+        limit = rel_limit
+        scaled = (lambda x: x * (1 + b.direction * limit))
+        effect = (cm - bm) / abs(bm) * b.direction if bm else 0.0
+        over = effect > limit
+        limit_text = f"{b.direction * limit:+.1%}"
+    else:
+        limit = max(b.amount, rel_limit * abs(bm))
+        scaled = (lambda x: x + b.direction * limit)
+        effect = (cm - bm) * b.direction
+        over = effect > limit
+        limit_text = f"{b.direction * limit:+.4g} {unit}"
+    check.limit, check.baseline, check.current = limit, bm, cm
+    check.change_pct = 100.0 * (cm - bm) / abs(bm) if bm else None
+    if spread > max(b.amount if b.relative else 0, floor or 0, declared):
+        check.caveats.append(f"limit widened to {spread:.1%}: steps spread widely in these runs (a busy "
+                             f"machine?), so a smaller shift would not be evidence ({EFFECT_Z:g} pooled "
+                             "robust standard deviations of the per-step log times)")
+    if floor is not None and floor > max(b.amount if b.relative else 0, spread):
+        check.caveats.append(f"limit widened to {floor:.1%}: the baseline runs themselves vary that much "
+                             f"({NOISE_Z:g} {'robust ' if base.runs >= ROBUST_RUNS else ''}standard deviations of "
+                             f"{base.runs} runs)")
+    if declared > (b.amount if b.relative else 0) and declared >= (floor or 0):
+        check.caveats.append(f"limit widened to the declared run_noise {declared:.1%}")
+    if have_test:
+        alt = "greater" if b.direction > 0 else "less"
+        pooled = np.concatenate([scaled(bs), cs])
+        p = 1.0 if np.ptp(pooled) == 0 else float(mannwhitneyu(cs, scaled(bs), alternative=alt).pvalue)
+        check.p_value, check.n_baseline, check.n_current = p, len(bs), len(cs)
+        check.test = "Mann-Whitney U (one-sided, per-step)"
+        significant = p < config.alpha
+        regress = significant and over
+        why = (f"p={p:.2g} {'<' if significant else '>='} {config.alpha:g}, "
+               f"median {_fmt(bm, unit)} -> {_fmt(cm, unit)}")
+    else:
+        check.test = "effect size only"
+        n = (0 if bs is None else len(bs), 0 if cs is None else len(cs))
+        check.caveats.append(f"rank test not applicable ({n[0]} vs {n[1]} per-step samples, needs "
+                             f"{MIN_SAMPLES}): decided on the effect size alone, which cannot tell a "
+                             "regression from noise")
+        regress = over
+        why = f"{_fmt(bm, unit)} -> {_fmt(cm, unit)}"
+    change = f"{check.change_pct:+.1f}%" if check.change_pct is not None else "n/a"
+    if regress:
+        check.status = "fail"
+        check.message = f"{b.metric} regressed {change} (limit {limit_text}; {why})"
+    else:
+        check.status = "pass"
+        check.message = f"{b.metric} {change}, within limit {limit_text} ({why})"
+    return check
+
+
+def step_noise_band_ms(base: Side, cur: Side, config: GateConfig) -> float:
+    """Step-time noise in ms per step (see module doc, Findings)."""
+    bs, cs = base.samples.get("step.time_ms"), cur.samples.get("step.time_ms")
+    spread = dispersion_floor(bs, cs) if bs is not None and cs is not None else 0.0
+    rel = max(spread, noise_floor(base, "step.time_ms") or 0.0, config.run_noise_fraction)
+    median = float(np.median(bs)) if bs is not None and len(bs) else base.metrics.get("step.time_ms", 0.0)
+    return rel * median
+
+
+def check_findings(comparison: Comparison, base: Side, current: Side, config: GateConfig) -> list[Check]:
+    """Failing findings (see module doc), one check each; new findings
+    inside the noise band are returned as passing checks."""
+    checks = []
+    band = step_noise_band_ms(base, current, config)
+    floor = config.fail_severity
+    for fc in comparison.findings:
+        if fc.current_severity is None or fc.status not in ("new", "worse"):
+            continue
+        if fc.rule in config.ignore or fc.id in config.ignore:
+            continue
+        named = fc.rule in config.fail_rules or fc.id in config.fail_rules
+        severe = floor is not None and SEVERITY_ORDER[fc.current_severity] >= SEVERITY_ORDER[floor]
+        if not (named or severe):
+            continue
+        was = f" (was {fc.baseline_severity})" if fc.status == "worse" else ""
+        text = f"{fc.status} finding {fc.rule} [{fc.current_severity}{was}]: {fc.message}"
+        stake = fc.current_stake_ms
+        if stake is not None and band > 0 and stake <= band:
+            checks.append(Check(kind="finding", name=f"finding {fc.rule}", status="pass",
+                                severity=fc.current_severity,
+                                message=f"{text} -- not failed: its {stake:.3g} ms/step at stake is within the "
+                                        f"step-time noise of {band:.3g} ms"))
+            continue
+        checks.append(Check(kind="finding", name=f"finding {fc.rule}", status="fail",
+                            severity=fc.current_severity, message=text))
+    return checks
+
+
+def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Check | None = None) -> tuple[GateResult, Comparison]:
+    """Decide (see module doc); returns the result and the comparison it used."""
+    comparison = compare(baseline, current, alpha=config.alpha)
+    checks = [check_budget(b, baseline, current, config) for b in config.parsed_budgets()]
+    finding_checks = check_findings(comparison, baseline, current, config)
+    if not any(c.status == "fail" for c in finding_checks):
+        sev = config.fail_severity
+        what = ", ".join(filter(None, [f"severity {sev} or above" if sev else None,
+                                        ", ".join(sorted(config.fail_rules)) or None]))
+        finding_checks.insert(0, Check(kind="finding", name="findings", status="pass",
+                                       message=f"no new finding of {what or 'a failing rule'} beyond noise"))
+    checks += finding_checks
+    if anomaly is not None:
+        if anomaly.status == "fail" and not config.fail_on_anomaly:
+            anomaly = anomaly.model_copy(update={"status": "pass", "caveats": anomaly.caveats + [
+                "reported only: set fail_on_anomaly = true to fail on it"]})
+        checks.append(anomaly)
+    failed = any(c.status == "fail" for c in checks)
+    notes = list(comparison.notes)
+    if baseline.runs < MIN_NOISE_RUNS:
+        which = "single baseline run" if baseline.runs == 1 else f"{baseline.runs} baseline runs"
+        notes.append(f"{which}: the rank test controls step-to-step noise only; run-to-run noise (a busier "
+                     f"machine) is measured from {MIN_NOISE_RUNS} runs on -- gate against the history or "
+                     "several baseline runs, or declare run_noise, on shared runners")
+    return GateResult(
+        verdict="regression" if failed else "pass",
+        exit_code=EXIT_REGRESSION if failed else EXIT_PASS,
+        baseline=baseline.label, current=current.label,
+        method=METHOD.format(alpha=config.alpha), config_source=config.source,
+        checks=checks, growth=comparison.growth[:SUMMARY_GROWTH], notes=notes,
+    ), comparison

@@ -1,0 +1,661 @@
+"""Ascend database layout (newer CANN / torch_npu / MindSpore ``export_type=db``).
+
+Files in ``ASCEND_PROFILER_OUTPUT/``:
+
+* ``ascend_pytorch_profiler_{rank}.db`` (torch_npu) or
+  ``ascend_mindspore_profiler_{rank}.db`` (MindSpore): the msprof tables --
+  ``STRING_IDS(id, value)``; ``TASK(startNs, endNs, deviceId, connectionId,
+  globalTaskId, ..., taskType, streamId, ...)``; ``COMPUTE_TASK_INFO(name,
+  globalTaskId, ..., taskType, opType, inputDataTypes, inputShapes, ...)``
+  (text columns are STRING_IDS ids); ``COMMUNICATION_OP(opName, startNs,
+  endNs, connectionId, groupName, opId, ..., opType)``; ``STEP_TIME(id,
+  startNs, endNs)``; ``RANK_DEVICE_MAP(rankId, deviceId)``. Times in ns.
+* ``analysis.db`` (MindSpore may call it ``communication_analyzer.db``):
+  ``StepTraceTime([deviceId,] step, computing, communication_not_overlapped,
+  overlapped, communication, free, stage, bubble,
+  communication_not_overlapped_and_exclude_receive, preparing)`` in us, the
+  table behind ``step_trace_time.csv``; ``CommAnalyzerTime`` (ms),
+  ``CommAnalyzerBandwidth`` (one row per operator, transport and packet size),
+  ``CommAnalyzerMatrix`` -- the tables behind ``communication.json`` and
+  ``communication_matrix.json``.
+
+Table and column names as written by torch_npu
+(``profiler/analysis/prof_common_func/_constant.py``: ``TableColumnsManager``,
+``prof_db_parse/_trace_step_time_db_parser.py``) and documented in msprof's
+"Profile Data File Reference (DB)".
+
+Everything lands in the same tables, with the same units, as the text
+layout. When ``StepTraceTime`` is absent the step breakdown is computed from
+``STEP_TIME`` and the task intervals the way torch_npu computes it: a task
+belongs to the step its start falls in; computing = union of compute tasks,
+communication = union of communication operators, communication not
+overlapped = communication minus computing, bubble = union of
+``hcom_receive*`` operators, stage = first-to-last task span minus bubble,
+free = step window minus computing and exposed communication.
+
+Databases are opened read-only and immutable (``file:...?mode=ro&immutable=1``):
+nothing is written next to them, not even a journal or a lock file.
+
+The compute tasks (10^5 a rank on real jobs) are fetched as Arrow columns
+through the ADBC SQLite driver (``adbc-driver-sqlite``) by string id and
+their texts looked up in ``STRING_IDS`` in Arrow: 200 000 tasks in ~0.17 s
+against ~0.7 s for the same join fetched row by row through ``sqlite3`` and
+turned into columns, which stays the path for everything else and the
+fallback (driver missing, or a column ADBC cannot type).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from advisor.collectors.ascend import comm as comm_io
+from advisor.collectors.ascend import tables
+from advisor.collectors.io import listing
+from advisor.collectors.parallel.batch_tables import PendingTable, select_rows
+from advisor.errors import InputError
+
+PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
+ANALYSIS_DBS = ("analysis.db", "communication_analyzer.db")
+NS_PER_US = 1000.0
+US_PER_MS = 1000.0
+_RANK_IN_NAME = re.compile(r"_(\d+)\.db$")
+_DIGITS = re.compile(r"(\d+)")
+
+
+# ------------------------------------------------------------------ files
+
+def profiler_db(out_dir: Path) -> Path | None:
+    """The per-rank profiler database in ``out_dir``, if any."""
+    for pattern in PROFILER_DB_GLOBS:
+        found = listing.glob(out_dir, pattern)
+        if found:
+            return found[0]
+    return None
+
+
+def analysis_db(out_dir: Path) -> Path | None:
+    for name in ANALYSIS_DBS:
+        path = Path(out_dir) / name
+        if listing.is_file(path):
+            return path
+    return None
+
+
+def has_db(out_dir: Path) -> bool:
+    return profiler_db(out_dir) is not None or analysis_db(out_dir) is not None
+
+
+def rank_of(out_dir: Path) -> int | None:
+    """Rank from ``..._profiler_{rank}.db``, else RANK_DEVICE_MAP's single rankId."""
+    path = profiler_db(out_dir)
+    if path is None:
+        return None
+    m = _RANK_IN_NAME.search(path.name)
+    if m:
+        return int(m.group(1))
+    try:
+        with _connect(path) as con:
+            if _has_table(con, "RANK_DEVICE_MAP"):
+                ranks = {r for (r,) in con.execute("SELECT rankId FROM RANK_DEVICE_MAP") if r is not None}
+                if len(ranks) == 1 and next(iter(ranks)) >= 0:
+                    return int(next(iter(ranks)))
+    except InputError:
+        pass
+    return None
+
+
+def parallel_group_info(out_dir: Path) -> dict | None:
+    """``parallel_group_info`` from the profiler database's META_DATA table
+    (a JSON or Python-literal dict, as msprof-analyze reads it), if any."""
+    path = profiler_db(out_dir)
+    if path is None:
+        return None
+    try:
+        with _connect(path) as con:
+            if not _has_table(con, "META_DATA"):
+                return None
+            rows = con.execute("SELECT value FROM META_DATA WHERE name = 'parallel_group_info'").fetchall()
+    except InputError:
+        return None  # the read proper reports a broken database
+    for (value,) in rows:
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                info = parse(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(info, dict):
+                return info
+    return None
+
+
+class _Con:
+    """A read-only sqlite3 connection that turns SQLite errors into InputError."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
+        try:
+            self.con = sqlite3.connect(uri, uri=True)
+            self.tables = {name for (name,) in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.Error as exc:
+            raise InputError(path, f"not a readable SQLite database ({exc})") from None
+
+    def execute(self, sql: str, params=()):
+        try:
+            return self.con.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise InputError(self.path, f"unexpected database schema ({exc})") from None
+
+    def columns(self, sql: str) -> dict[str, list]:
+        """The result of ``sql`` as columns: name -> list of cell values."""
+        cur = self.execute(sql)
+        names = [d[0] for d in cur.description]
+        try:
+            rows = cur.fetchall()
+        except sqlite3.Error as exc:
+            raise InputError(self.path, f"unreadable table ({exc})") from None
+        values = list(zip(*rows)) if rows else [()] * len(names)
+        return {name: list(col) for name, col in zip(names, values)}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.con.close()
+
+
+def _any_rank(path: Path) -> str:
+    """``path``'s name with its rank as ``{rank}``: one note for every rank."""
+    return _RANK_IN_NAME.sub("_{rank}.db", path.name)
+
+
+def _connect(path: Path) -> _Con:
+    return _Con(path)
+
+
+def _has_table(con: _Con, name: str) -> bool:
+    return name in con.tables
+
+
+def _columns(con: _Con, table: str) -> set[str]:
+    return {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+
+
+# ------------------------------------------------------------------ cells
+
+def _floats(values: list) -> np.ndarray:
+    """Cells -> float64, NaN where a cell is empty or not a number."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([_float(v) for v in values], dtype=np.float64)
+
+
+def _float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _per_value(values: list, func) -> list:
+    """``func`` of each cell, computed once per distinct cell (a column of
+    a rank's database repeats a few step ids, names and transports)."""
+    found = {v: func(v) for v in set(values)}
+    return [found[v] for v in values]
+
+
+def _step_number(value) -> int | None:
+    """"step12" / "12" / 12 -> 12; None where a cell holds no number."""
+    m = _DIGITS.search(str(value)) if value is not None else None
+    return int(m.group(1)) if m else None
+
+
+def _step_numbers(values: list) -> list[int | None]:
+    return _per_value(values, _step_number)
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _texts(values: list) -> list[str | None]:
+    return _per_value(values, _text)
+
+
+def _upper_texts(values: list) -> list[str | None]:
+    return _per_value(values, lambda v: None if v is None else str(v).upper())
+
+
+def _kinds(names: list[str | None]) -> list[str | None]:
+    return _per_value(names, lambda n: None if n is None else comm_io.comm_kind(n))
+
+
+def _text_array(values: list) -> pa.Array:
+    """Text cells as an Arrow string array (non-text cells as their str)."""
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(_texts(values), pa.string())
+
+
+# ------------------------------------------------------------------ steps
+
+_STEP_TRACE_COLUMNS = {
+    "step": "step",
+    "computing": "computing_us",
+    "communication_not_overlapped": "exposed_comm_us",
+    "overlapped": "overlapped_us",
+    "communication": "communication_us",
+    "free": "free_us",
+    "stage": "stage_us",
+    "bubble": "bubble_us",
+    "communication_not_overlapped_and_exclude_receive": "_exposed_no_recv",
+}
+
+
+def read_step_trace(con: _Con, rank: int) -> PendingTable | None:
+    """analysis.db ``StepTraceTime`` -> steps, left to build like the text
+    layout's (``ascend_tables.step_columns``); None when the table is absent
+    or holds only the all-zero row torch_npu writes when there were no steps."""
+    if not _has_table(con, "StepTraceTime"):
+        return None
+    have = _columns(con, "StepTraceTime")
+    cols = [c for c in _STEP_TRACE_COLUMNS if c in have]
+    if "computing" not in cols:
+        raise InputError(con.path, "StepTraceTime has no computing column")
+    raw = con.columns(f"SELECT {', '.join(cols)} FROM StepTraceTime")
+    col = {_STEP_TRACE_COLUMNS[c]: _floats(v) for c, v in raw.items() if c != "step"}
+    used = np.nansum(np.abs(np.vstack(list(col.values()))), axis=0) > 0
+    if not used.any():
+        return None
+    col = {c: v[used] for c, v in col.items()}
+    if "step" in raw:
+        steps = _step_numbers(raw["step"])
+        col["step"] = np.array([np.nan if s is None else s for s in steps], dtype=np.float64)[used]
+    return tables.step_columns(col, np.full(int(used.sum()), rank, dtype=np.int64))
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> list[tuple[float, float]]:
+    """Merged intervals of [start, end) pairs."""
+    if len(starts) == 0:
+        return []
+    order = np.argsort(starts, kind="stable")
+    out: list[list[float]] = []
+    for s, e in zip(starts[order], ends[order]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(a, b) for a, b in out]
+
+
+def _length(blocks: list[tuple[float, float]]) -> float:
+    return float(sum(b - a for a, b in blocks))
+
+
+def _minus(blocks, holes) -> float:
+    """Length of ``blocks`` not covered by ``holes`` (both merged)."""
+    total, j = 0.0, 0
+    for a, b in blocks:
+        cur = a
+        while j < len(holes) and holes[j][1] <= cur:
+            j += 1
+        k = j
+        while k < len(holes) and holes[k][0] < b:
+            ha, hb = holes[k]
+            if ha > cur:
+                total += ha - cur
+            cur = max(cur, hb)
+            if cur >= b:
+                break
+            k += 1
+        if cur < b:
+            total += b - cur
+    return total
+
+
+class _Windows:
+    """STEP_TIME: step ids and their [start, end) in ns, by start."""
+
+    def __init__(self, cols: dict[str, list]):
+        start = np.array(cols["startNs"], dtype=np.int64)
+        order = np.argsort(start, kind="stable")
+        self.start = start[order]
+        self.end = np.array(cols["endNs"], dtype=np.int64)[order]
+        self.step = np.array(cols["step"], dtype=np.int64)[order]
+
+    def assign(self, start_ns: np.ndarray) -> pa.Array:
+        """Step id of each start time (the window it falls in), null outside all."""
+        idx = np.searchsorted(self.start, start_ns, side="right") - 1
+        ok = (idx >= 0) & (start_ns < self.end[np.clip(idx, 0, None)])
+        return pa.array(np.where(ok, self.step[np.clip(idx, 0, None)], 0), mask=~ok)
+
+
+def _step_windows(con: _Con) -> _Windows | None:
+    if not _has_table(con, "STEP_TIME"):
+        return None
+    cols = con.columns("SELECT id AS step, startNs, endNs FROM STEP_TIME")
+    if not cols["step"] or any(v is None for c in cols.values() for v in c):
+        return None
+    return _Windows(cols)
+
+
+def _assign_steps(start_ns: np.ndarray, windows: _Windows | None) -> pa.Array:
+    if windows is None:
+        return pa.nulls(len(start_ns), pa.int64())
+    return windows.assign(start_ns)
+
+
+def steps_from_tasks(kernels: _Kernels, windows: _Windows, rank: int) -> PendingTable | None:
+    """Step breakdown from task intervals (see module doc)."""
+    step = kernels.table.column("step").to_numpy(zero_copy_only=False)
+    start_all = kernels.table.column("start_us").to_numpy()
+    end_all = start_all + kernels.table.column("duration_us").to_numpy()
+    rows: dict[str, list] = {}
+    for sid, w_start, w_end in zip(windows.step, windows.start, windows.end):
+        mine = step == sid
+        start, end = start_all[mine], end_all[mine]
+        is_comm, is_recv = kernels.is_comm[mine], kernels.is_recv[mine]
+        compute = _union(start[~is_comm], end[~is_comm])
+        comm = _union(start[is_comm], end[is_comm])
+        bubble = _length(_union(start[is_recv], end[is_recv]))
+        exposed = _minus(comm, compute)
+        computing, communication = _length(compute), _length(comm)
+        window = int(w_end - w_start) / NS_PER_US
+        span = float(end.max() - start.min()) if len(start) else 0.0
+        for key, value in (("step", float(sid)), ("computing_us", computing), ("exposed_comm_us", exposed),
+                           ("overlapped_us", communication - exposed), ("communication_us", communication),
+                           ("free_us", max(window - computing - exposed, 0.0)), ("stage_us", span - bubble),
+                           ("bubble_us", bubble), ("_exposed_no_recv", exposed - bubble)):
+            rows.setdefault(key, []).append(value)
+    if not rows:
+        return None
+    col = {k: np.array(v, dtype=np.float64) for k, v in rows.items()}
+    return tables.step_columns(col, np.full(len(col["step"]), rank, dtype=np.int64))
+
+
+# -------------------------------------------------------------------- ops
+
+_KERNEL_SQL = """
+SELECT n.value AS name, ot.value AS type, tt.value AS core,
+       dt.value AS input_dtypes, sh.value AS input_shapes, t.startNs, t.endNs
+FROM COMPUTE_TASK_INFO c
+JOIN TASK t ON t.globalTaskId = c.globalTaskId
+LEFT JOIN STRING_IDS n ON n.id = c.name
+LEFT JOIN STRING_IDS ot ON ot.id = c.opType
+LEFT JOIN STRING_IDS tt ON tt.id = c.taskType
+LEFT JOIN STRING_IDS dt ON dt.id = c.inputDataTypes
+LEFT JOIN STRING_IDS sh ON sh.id = c.inputShapes
+"""
+_COMM_OP_SQL = """
+SELECT n.value AS name, ot.value AS type, g.value AS "group", o.startNs, o.endNs
+FROM COMMUNICATION_OP o
+LEFT JOIN STRING_IDS n ON n.id = o.opName
+LEFT JOIN STRING_IDS ot ON ot.id = o.opType
+LEFT JOIN STRING_IDS g ON g.id = o.groupName
+"""
+#: Kernel text columns, as ``kernel_details.csv`` names them.
+_KERNEL_TEXT = ("name", "type", "core", "input_dtypes", "input_shapes")
+#: ``_KERNEL_SQL`` with the texts left as their STRING_IDS ids (``_compute_arrow``).
+_KERNEL_IDS_SQL = """
+SELECT c.name AS name, c.opType AS type, c.taskType AS core, c.inputDataTypes AS input_dtypes,
+       c.inputShapes AS input_shapes, t.startNs, t.endNs
+FROM COMPUTE_TASK_INFO c
+JOIN TASK t ON t.globalTaskId = c.globalTaskId
+"""
+
+
+@dataclass(frozen=True)
+class _Kernels:
+    """A profiler database's tasks as the text layout's kernels table
+    (``ascend_tables.kernel_table``: raw text, ``step``, ``start_us``
+    relative to the first step, ``duration_us``), in start order, with
+    which rows are communication (core HCCL) and receives."""
+
+    table: pa.Table
+    is_comm: np.ndarray
+    is_recv: np.ndarray
+
+
+def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows with both times, their start ns, end ns): integer ns until after
+    subtraction, as a float64 epoch-ns time is only exact to ~256 ns."""
+    start, end = cols["startNs"], cols["endNs"]
+    keep = np.array([a is not None and b is not None for a, b in zip(start, end)], dtype=bool)
+    if keep.all():
+        return keep, np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
+    return (keep, np.array([a for a, k in zip(start, keep) if k], dtype=np.int64),
+            np.array([b for b, k in zip(end, keep) if k], dtype=np.int64))
+
+
+def _compute_arrow(path: Path) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray] | None:
+    """The compute tasks as (texts, start ns, end ns) of the rows with both
+    times, through ADBC (module doc); None where that path is not taken."""
+    try:
+        import adbc_driver_sqlite.dbapi as adbc
+    except ImportError:
+        return None
+    try:
+        with adbc.connect(Path(path).absolute().as_uri() + "?mode=ro&immutable=1") as con:
+            with con.cursor() as cur:
+                cur.execute(_KERNEL_IDS_SQL)
+                tasks = cur.fetch_arrow_table()
+                cur.execute("SELECT id, value FROM STRING_IDS")
+                strings = cur.fetch_arrow_table()
+    except Exception:  # noqa: BLE001 -- any driver error: the sqlite3 path reads it or says what is wrong
+        return None
+    ints = [tasks.schema.field(c).type for c in (*_KERNEL_TEXT, "startNs", "endNs")]
+    if not all(pa.types.is_integer(t) or pa.types.is_null(t) for t in ints):
+        return None
+    value = strings.column("value")
+    if not (pa.types.is_string(value.type) or pa.types.is_large_string(value.type) or pa.types.is_null(value.type)):
+        return None
+    try:
+        keep = pc.and_(pc.is_valid(tasks.column("startNs")), pc.is_valid(tasks.column("endNs")))
+        if not pc.all(keep).as_py():
+            tasks = tasks.filter(keep)
+        ids = strings.column("id").combine_chunks()
+        value = value.cast(pa.string()).combine_chunks()
+        text = {c: pc.take(value, pc.index_in(tasks.column(c), value_set=ids)).combine_chunks()
+                for c in _KERNEL_TEXT}
+        start = tasks.column("startNs").to_numpy().astype(np.int64)
+        end = tasks.column("endNs").to_numpy().astype(np.int64)
+    except (pa.ArrowException, ValueError, TypeError):  # an odd column: the sqlite3 path handles it
+        return None
+    return text, start, end
+
+
+def read_kernels(path: Path, kernels: bool = True
+                 ) -> tuple[_Kernels | None, dict[str, list] | None, _Windows | None]:
+    """Profiler db -> (kernels, COMMUNICATION_OP columns, step windows).
+
+    Kernels are compute tasks plus communication operators (core HCCL), as
+    kernel_details.csv lists them; times in us, ``step`` from STEP_TIME.
+    ``kernels=False``: None for them, the tasks not queried.
+    """
+    with _connect(path) as con:
+        if not _has_table(con, "STRING_IDS"):
+            raise InputError(path, "no STRING_IDS table (not an Ascend profiler database?)")
+        windows = _step_windows(con)
+        has_compute = kernels and _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK")
+        fast = _compute_arrow(path) if has_compute else None
+        compute = con.columns(_KERNEL_SQL) if has_compute and fast is None else None
+        comm = con.columns(_COMM_OP_SQL) if _has_table(con, "COMMUNICATION_OP") else None
+    if not kernels:
+        return None, comm, windows
+    parts = [(*fast, False)] if fast is not None and len(fast[1]) else []
+    for cols, is_comm in ((compute, False), (comm, True)):
+        if cols is None or not cols["startNs"]:
+            continue
+        keep, start, end = _times(cols)
+        text = {c: (pa.array(np.full(len(start), "HCCL", dtype=object), pa.string()) if c == "core" and is_comm
+                    else _text_array(cols[c]) if c in cols else pa.nulls(len(start), pa.string()))
+                for c in _KERNEL_TEXT}
+        if not keep.all():
+            text = {c: a.filter(pa.array(keep)) for c, a in text.items()}
+        parts.append((text, start, end, is_comm))
+    if not parts:
+        return None, comm, windows
+    text = {c: pa.concat_arrays([p[0][c] for p in parts]) for c in _KERNEL_TEXT}
+    start = np.concatenate([p[1] for p in parts])
+    end = np.concatenate([p[2] for p in parts])
+    comm_rows = np.concatenate([np.full(len(p[1]), p[3]) for p in parts])
+    order = np.argsort(start, kind="stable")
+    start, end, comm_rows = start[order], end[order], comm_rows[order]
+    take = pa.array(order)
+    text = {c: a.take(take) for c, a in text.items()}
+    base = int(windows.start.min()) if windows is not None else int(start.min())
+    table = pa.table({
+        "step": _assign_steps(start, windows),
+        **{c: text[c] for c in ("name", "type", "core")},
+        "start_us": (start - base) / NS_PER_US,
+        "duration_us": (end - start) / NS_PER_US,
+        **{c: text[c] for c in ("input_shapes", "input_dtypes")},
+    })
+    core = pc.equal(pc.utf8_upper(pc.utf8_trim_whitespace(text["core"])), "HCCL")
+    core = core.fill_null(False).to_numpy(zero_copy_only=False)
+    recv = pc.starts_with(text["name"], "hcom_receive").fill_null(False).to_numpy(zero_copy_only=False)
+    return _Kernels(table, comm_rows | core, recv), comm, windows
+
+
+def comm_from_ops(comm: dict[str, list] | None, windows: _Windows | None, rank: int) -> PendingTable | None:
+    """COMMUNICATION_OP rows -> comm table (no wait/transit split: that needs analysis.db)."""
+    if comm is None or not comm["startNs"]:
+        return None
+    keep, start, end = _times(comm)
+    names = [n for n, k in zip(_texts(comm["name"]), keep) if k]
+    cols = {"step": _assign_steps(start, windows).to_pylist(), "name": names,
+            "kind": _kinds(names),
+            "group": [g for g, k in zip(_texts(comm["group"]), keep) if k],
+            "start_us": start / NS_PER_US, "elapse_us": (end - start) / NS_PER_US}
+    return comm_io.pending_columns(cols, rank, comm_io.COMM_COLUMNS)
+
+
+# ------------------------------------------------------------ communication
+
+def _not_total(cols: dict[str, list]) -> dict[str, list]:
+    """Rows other than the "Total Op Info" summaries (sums of the others)."""
+    keep = _per_value(cols["hccl_op_name"], lambda n: not (isinstance(n, str) and n.startswith("Total")))
+    return select_rows(cols, np.array(keep, dtype=bool))
+
+
+def read_comm_analysis(con: _Con, rank: int):
+    """analysis.db CommAnalyzer* -> (comm, bandwidth, links), each left to
+    build like the text layout's (``ascend_comm``); None when absent."""
+    found = {table: con.columns(f"SELECT * FROM {table}") if _has_table(con, table) else None
+             for table in ("CommAnalyzerTime", "CommAnalyzerBandwidth", "CommAnalyzerMatrix")}
+    return (_time_columns(found["CommAnalyzerTime"], rank), _band_columns(found["CommAnalyzerBandwidth"], rank),
+            _matrix_columns(found["CommAnalyzerMatrix"], rank))
+
+
+def _base(cols: dict[str, list]) -> dict[str, list]:
+    """step, name, kind and group of CommAnalyzer rows."""
+    names = _texts(cols["hccl_op_name"])
+    n = len(names)
+    return {"step": _step_numbers(cols["step"]) if "step" in cols else [None] * n,
+            "name": names, "kind": _kinds(names),
+            "group": _texts(cols["group_name"]) if "group_name" in cols else [None] * n}
+
+
+def _num(cols: dict[str, list], col: str, scale: float = 1.0) -> np.ndarray:
+    n = len(next(iter(cols.values())))
+    return _floats(cols[col]) * scale if col in cols else np.full(n, np.nan)
+
+
+def _time_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
+    if not cols or not cols.get("hccl_op_name"):
+        return None
+    cols = _not_total(cols)
+    out = {**_base(cols), "start_us": _num(cols, "start_timestamp"),
+           "elapse_us": _num(cols, "elapse_time", US_PER_MS), "transit_us": _num(cols, "transit_time", US_PER_MS),
+           "wait_us": _num(cols, "wait_time", US_PER_MS), "sync_us": _num(cols, "synchronization_time", US_PER_MS),
+           "idle_us": _num(cols, "idle_time", US_PER_MS)}
+    return comm_io.pending_columns(select_rows(out, ~np.isnan(out["elapse_us"])), rank, comm_io.COMM_COLUMNS)
+
+
+def _first_of_each(keys: list[tuple]) -> np.ndarray:
+    """Which rows are the first with their key."""
+    seen: set = set()
+    first = np.zeros(len(keys), dtype=bool)
+    for i, k in enumerate(keys):
+        if k not in seen:
+            seen.add(k)
+            first[i] = True
+    return first
+
+
+def _band_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
+    if not cols or not cols.get("hccl_op_name"):
+        return None
+    cols = _not_total(cols)
+    key = [cols[c] for c in ("step", "hccl_op_name", "group_name", "transport_type") if c in cols]
+    cols = select_rows(cols, _first_of_each(list(zip(*key))))  # a row per packet size: the first of each
+    out = {**_base(cols), "transport": _upper_texts(cols["transport_type"]),
+           "size_mb": _num(cols, "transit_size"), "time_ms": _num(cols, "transit_time"),
+           "bandwidth_gbps": _num(cols, "bandwidth"), "large_packet_ratio": _num(cols, "large_packet_ratio")}
+    used = (np.nan_to_num(out["size_mb"]) != 0) | (np.nan_to_num(out["time_ms"]) != 0)
+    return comm_io.pending_columns(select_rows(out, used), rank, comm_io.BANDWIDTH_COLUMNS)
+
+
+def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
+    if not cols or not cols.get("hccl_op_name"):
+        return None
+    cols = _not_total(cols)
+    src, dst = _floats(cols["src_rank"]), _floats(cols["dst_rank"])
+    ends = ~np.isnan(src) & ~np.isnan(dst)
+    if not ends.any():
+        return None
+    cols = select_rows(cols, ends)
+    base = _base(cols)
+    out = {"step": base["step"], "src": src[ends].astype(np.int64), "dst": dst[ends].astype(np.int64),
+           "transport": _upper_texts(cols["transport_type"]),
+           "name": base["name"], "group": base["group"], "size_mb": _num(cols, "transit_size"),
+           "time_ms": _num(cols, "transit_time"), "bandwidth_gbps": _num(cols, "bandwidth")}
+    repeated = comm_io.repeated_links(out["name"], out["group"], out["step"], None)
+    if repeated is not None:
+        out = select_rows(out, ~np.array(repeated, dtype=bool))
+    return comm_io.pending_columns(out, rank, comm_io.LINK_COLUMNS)
+
+
+# ----------------------------------------------------------------- wiring
+
+def read_into(reader, out_dir: Path, rank: int) -> None:
+    """Fill ``reader.profile``'s steps, comm, bandwidth and links (left to
+    build, as the text layout's) and ``reader.kernels`` from the databases
+    in ``out_dir``; a broken database becomes a skip (``reader.attempt``)."""
+    profile = reader.profile
+    prof_db, ana_db = profiler_db(out_dir), analysis_db(out_dir)
+    con = reader.attempt(ana_db, _connect) if ana_db is not None else None
+    if con is not None:
+        with con:  # one connection for its tables: each one that fails is a skip of its own
+            profile.steps = reader.attempt(ana_db, lambda _: read_step_trace(con, rank))
+            got = reader.attempt(ana_db, lambda _: read_comm_analysis(con, rank))
+        if got is not None:
+            profile.comm, profile.bandwidth, profile.links = got
+    kernels = comm_ops = windows = None
+    if prof_db is not None and not (reader.skips_kernels() and profile.comm is not None):
+        got = reader.attempt(prof_db, read_kernels, not reader.skips_kernels())
+        if got is not None:
+            kernels, comm_ops, windows = got
+    if kernels is not None:
+        reader.kernels = kernels.table
+        if profile.steps is None and windows is not None:
+            profile.steps = steps_from_tasks(kernels, windows, rank)
+            if profile.steps is not None:
+                profile.meta.notes.append(
+                    f"steps computed from STEP_TIME and task intervals of {_any_rank(prof_db)} "
+                    "(no StepTraceTime table in analysis.db)")
+    if profile.comm is None:
+        profile.comm = comm_from_ops(comm_ops, windows, rank)
+    names = [_any_rank(p) for p in (prof_db, ana_db) if p is not None]
+    profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")

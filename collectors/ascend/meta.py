@@ -1,0 +1,214 @@
+"""Run metadata of an Ascend rank folder: framework, rank id, version, world size.
+
+Sources, in order of trust: the folder name (``*_ascend_pt`` is torch_npu,
+``*_ascend_ms`` MindSpore; MindSpore names non-zero ranks ``rank-N_...``),
+``profiler_info_{rank}.json`` file names, then the contents of
+``profiler_info*.json`` and ``profiler_metadata.json`` (``rank_id``,
+``distributed_args`` with rank / world_size / tp / pp / dp, version keys).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from advisor.collectors.ascend.link_ranks import global_ranks, group_ranks
+from advisor.collectors.io import listing
+from advisor.collectors.io.files import load_json
+from advisor.errors import InputError
+from advisor.profile import Profile
+
+_INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
+_RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)
+_VERSION_KEYS = {
+    "torch_npu": ("torch_npu_version", "torch_npu", "pta_version"),
+    "mindspore": ("mindspore_version", "ms_version", "mindspore"),
+}
+_PARALLEL_KEYS = {
+    "tp": ("tp", "tensor_model_parallel_size"),
+    "pp": ("pp", "pipeline_model_parallel_size"),
+    "dp": ("dp", "data_parallel_size"),
+    "cp": ("cp", "context_parallel_size"),
+    "ep": ("ep", "expert_model_parallel_size"),
+}
+
+
+def framework_of(folder: Path) -> tuple[str, str]:
+    """(framework, source_format) from a rank folder's name suffix."""
+    name = folder.name.lower()
+    if name.endswith("_ascend_pt"):
+        return "torch_npu", "ascend_pt"
+    if name.endswith("_ascend_ms"):
+        return "mindspore", "ascend_ms"
+    return "unknown", "ascend"
+
+
+def rank_from_info_names(folder: Path | None) -> int | None:
+    """Rank from a ``profiler_info_{N}.json`` file name in ``folder``."""
+    if folder is None:
+        return None
+    for name in listing.names(folder):
+        m = _INFO_NAME.match(name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+#: ``{worker}_{timestamp}_ascend_pt|ms``, the worker being ``{host}_{pid}``
+#: unless the user named it (torch_npu ``tensorboard_trace_handler``,
+#: MindSpore's profiler): the host is all before the pid, underscores kept.
+_HOST_IN_FOLDER = re.compile(r"^(?P<host>.+?)_\d+_\d{14,20}_ascend_(?:pt|ms)$", re.IGNORECASE)
+
+
+def host_from_folder_name(folder: Path | None) -> str | None:
+    """The host in a worker folder's default name (``_HOST_IN_FOLDER``), or
+    None where the name does not follow it or its "host" is a ``rank-N``."""
+    m = _HOST_IN_FOLDER.match(folder.name) if folder is not None else None
+    if m is None or _RANK_IN_FOLDER.search(m.group("host")):
+        return None
+    return m.group("host")
+
+
+def rank_from_folder_name(folder: Path | None) -> int | None:
+    """Rank from ``rank-N`` in a folder name (MindSpore names rank N > 0 so)."""
+    if folder is None:
+        return None
+    m = _RANK_IN_FOLDER.search(folder.name)
+    return int(m.group(1)) if m else None
+
+
+@dataclass
+class MetaFacts:
+    """What the metadata JSON files say (None where they are silent)."""
+
+    rank: int | None = None
+    world_size: int | None = None
+    version: str | None = None
+    framework: str | None = None
+    parallel: dict = field(default_factory=dict)
+    #: communication group id -> its global ranks, sorted (``link_ranks.group_ranks``)
+    groups: dict[str, list[int]] = field(default_factory=dict)
+    #: the global ranks, sorted, of the pipeline-parallel group the metadata lists
+    pp_group: list[int] | None = None
+
+
+class _Scalars:
+    """Where each key first holds a scalar in a JSON document, depth-first
+    (a node's own keys before its children's), found in one walk. JSON null
+    counts as absent.
+
+    ``find(keys)`` is the value of the earliest of ``keys``: at the same
+    node, the one listed first wins.
+    """
+
+    def __init__(self, doc):
+        self.first: dict[str, tuple[int, object]] = {}
+        self._count = 0
+        self._walk(doc)
+
+    def _walk(self, node) -> None:
+        if not isinstance(node, dict):
+            return
+        here = self._count
+        self._count += 1
+        for key, value in node.items():
+            if value is not None and not isinstance(value, (dict, list)) and key not in self.first:
+                self.first[key] = (here, value)
+        for value in node.values():
+            self._walk(_maybe_json(value))
+
+    def find(self, keys: tuple[str, ...]):
+        hits = [(self.first[k][0], i, self.first[k][1]) for i, k in enumerate(keys) if k in self.first]
+        return min(hits)[2] if hits else None
+
+
+def _maybe_json(value):
+    """Metadata values are sometimes JSON text (``add_metadata_json``)."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _int(value) -> int | None:
+    """A non-negative int from a JSON value, else None (-1 means "unset")."""
+    try:
+        n = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None
+
+
+def read_meta(folder: Path | None, profile: Profile) -> MetaFacts:
+    """Collect MetaFacts from the JSON files in ``folder``; broken files are skipped."""
+    facts = MetaFacts()
+    if folder is None:
+        return facts
+    files = listing.glob(folder, "profiler_info*.json") + listing.glob(folder, "profiler_metadata.json")
+    for path in files:
+        try:
+            data = load_json(path)
+        except InputError as exc:
+            profile.skip(str(path), exc.problem)
+            continue
+        _merge(facts, data)
+    return facts
+
+
+def add_groups(facts: MetaFacts, parallel_group_info) -> None:
+    """Take the communication groups of a ``parallel_group_info`` document
+    (group name -> ``global_ranks``, ``group_name``) unless some are known."""
+    if not facts.groups:
+        facts.groups = group_ranks(parallel_group_info)
+        facts.pp_group = _pp_group(parallel_group_info)
+
+
+def _pp_group(parallel_group_info) -> list[int] | None:
+    """The sorted global ranks of the pipeline-parallel group (``group_name``
+    starting with "pp", as msprof-analyze takes it) in ``parallel_group_info``."""
+    if not isinstance(parallel_group_info, dict):
+        return None
+    for info in parallel_group_info.values():
+        if isinstance(info, dict) and str(info.get("group_name", "")).lower().startswith("pp"):
+            ranks = global_ranks(info)
+            if ranks is not None and len(ranks) > 1:
+                return ranks
+    return None
+
+
+def pipeline_stage(facts: MetaFacts, rank: int) -> int | None:
+    """The rank's pipeline stage: its place in its pipeline group (stage k of
+    a pipeline is the k-th of the group's ranks in every Megatron-LM rank
+    order), or None when the metadata lists no group holding it."""
+    if facts.pp_group is None or rank not in facts.pp_group:
+        return None
+    return facts.pp_group.index(rank)
+
+
+def _merge(facts: MetaFacts, data) -> None:
+    """Fill the MetaFacts fields still unknown from one JSON document."""
+    doc = _Scalars(data)
+    if facts.rank is None:
+        facts.rank = _int(doc.find(("rank_id", "rankId", "rank")))
+    if facts.world_size is None:
+        facts.world_size = _int(doc.find(("world_size", "rank_size", "worldSize")))
+        if facts.world_size == 0:
+            facts.world_size = None
+    if facts.version is None:
+        for framework, keys in _VERSION_KEYS.items():
+            value = doc.find(keys)
+            if value:
+                facts.version, facts.framework = str(value), framework
+                break
+    if isinstance(data, dict):
+        add_groups(facts, data.get("parallel_group_info"))
+    for short, keys in _PARALLEL_KEYS.items():
+        if short not in facts.parallel:
+            value = _int(doc.find(keys))
+            if value:
+                facts.parallel[short] = value

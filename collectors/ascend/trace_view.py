@@ -1,0 +1,191 @@
+"""Ascend ``trace_view.json`` (Chrome trace) -> step breakdown and lane facts.
+
+torch_npu and MindSpore write an "Overlap Analysis" process whose threads
+Computing / Communication / Communication(Not Overlapped) / Free hold X
+events: the device timeline already split into those four kinds of time.
+Summing them per step gives the same breakdown as ``step_trace_time.csv``,
+which is used only when that file is absent. Steps come from
+``ProfilerStep#N`` events; without them the whole capture is one row with
+step NA. The file may be a bare JSON array or ``{"traceEvents": [...]}``,
+and ``ts``/``dur`` may be strings; decoding is typed (msgspec), reading only
+the fields used here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.io.files import read_bytes
+from advisor.errors import InputError
+
+OVERLAP_PROCESS = "Overlap Analysis"
+LANES = {
+    "Computing": "computing_us",
+    "Communication": "communication_us",
+    "Communication(Not Overlapped)": "exposed_comm_us",
+    "Free": "free_us",
+}
+_STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+_NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", "AI Core Freq")
+
+
+class _Event(msgspec.Struct):
+    """The fields of a trace event this module reads (others are skipped)."""
+
+    ph: str = ""
+    name: str = ""
+    pid: int | str | float = 0
+    tid: int | str | float = 0
+    ts: float | str | None = None
+    dur: float | str | None = None
+    args: msgspec.Raw = msgspec.Raw()
+
+
+class _Wrapped(msgspec.Struct):
+    """A trace written as ``{"traceEvents": [...]}``."""
+
+    traceEvents: list[_Event] = []
+
+
+@dataclass
+class TraceFacts:
+    """What a trace says about the run: lanes, steps and device kind."""
+
+    processes: dict = field(default_factory=dict)  # pid -> process name
+    labels: dict = field(default_factory=dict)  # pid -> process label (CPU/NPU)
+    steps: pd.DataFrame | None = None
+    has_overlap_lanes: bool = False
+    has_step_markers: bool = False
+    event_count: int = 0
+
+    @property
+    def device(self) -> str:
+        """"ascend" when any NPU lane is present, "cpu" when only CPU lanes."""
+        names = set(self.processes.values())
+        if any(n in names for n in _NPU_PROCESSES) or "NPU" in set(self.labels.values()):
+            return "ascend"
+        if names or self.labels:
+            return "cpu"
+        return "unknown"
+
+
+def decode_events(path: Path) -> list[_Event]:
+    """All events of a Chrome trace file (array or traceEvents object)."""
+    data = read_bytes(path)
+    head = data.lstrip()[:1]
+    if not head:
+        raise InputError(path, "empty file")
+    try:
+        if head == b"[":
+            return msgspec.json.decode(data, type=list[_Event])
+        if head == b"{":
+            return msgspec.json.decode(data, type=_Wrapped).traceEvents
+    except msgspec.ValidationError as exc:
+        raise InputError(path, f"unexpected trace event layout: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InputError(path, f"not valid JSON (truncated?): {exc}") from None
+    raise InputError(path, "not a Chrome trace (expected a JSON array or object)")
+
+
+def _num(value) -> float:
+    """``ts``/``dur`` as float (strings allowed); NaN when unusable."""
+    if value is None:
+        return np.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _meta_name(ev: _Event, key: str) -> str | None:
+    """``args[key]`` of a metadata event, or None."""
+    if not ev.args:
+        return None
+    try:
+        args = msgspec.json.decode(ev.args)
+    except msgspec.DecodeError:
+        return None
+    value = args.get(key) if isinstance(args, dict) else None
+    return str(value) if value is not None else None
+
+
+def read_trace(path: Path) -> TraceFacts:
+    """Decode a trace_view.json into TraceFacts (steps from the overlap lanes)."""
+    events = decode_events(path)
+    facts = TraceFacts(event_count=len(events))
+    threads: dict[tuple, str] = {}
+    for ev in events:
+        if ev.ph != "M":
+            continue
+        if ev.name == "process_name":
+            facts.processes[ev.pid] = _meta_name(ev, "name") or ""
+        elif ev.name == "process_labels":
+            facts.labels[ev.pid] = _meta_name(ev, "labels") or ""
+        elif ev.name == "thread_name":
+            threads[(ev.pid, ev.tid)] = _meta_name(ev, "name") or ""
+    overlap_pids = {pid for pid, name in facts.processes.items() if name == OVERLAP_PROCESS}
+    lane_of = {key: LANES[name] for key, name in threads.items()
+               if key[0] in overlap_pids and name in LANES}
+    intervals, markers = [], []
+    for ev in events:
+        if ev.ph != "X":
+            continue
+        lane = lane_of.get((ev.pid, ev.tid))
+        if lane is not None:
+            intervals.append((lane, _num(ev.ts), _num(ev.dur)))
+        else:
+            m = _STEP_NAME.match(ev.name)
+            if m:
+                markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+    facts.has_overlap_lanes = bool(intervals)
+    facts.has_step_markers = bool(markers)
+    if intervals:
+        facts.steps = steps_from_lanes(intervals, markers, set(lane_of.values()))
+    return facts
+
+
+def steps_from_lanes(
+    intervals: list[tuple], markers: list[tuple], declared: set[str] = frozenset()
+) -> pd.DataFrame | None:
+    """Per-step sums of the overlap lanes.
+
+    An interval belongs to the last step marker starting at or before it
+    (device work runs behind the host's step marker); intervals before the
+    first marker are dropped. Without markers there is one row, step NA.
+    duration_us = computing + exposed communication + free (the lanes tile
+    the device timeline); overlapped_us = communication - exposed. A lane
+    the trace declares (thread_name) but never uses counts as 0 time; a lane
+    it does not declare stays absent.
+    """
+    lanes = pd.DataFrame(intervals, columns=["lane", "ts", "dur"]).dropna()
+    if lanes.empty:
+        return None
+    if markers:
+        marks = (pd.DataFrame(markers, columns=["step", "ts", "dur"]).dropna(subset=["ts"])
+                 .sort_values("ts").drop_duplicates("step"))
+        idx = np.searchsorted(marks["ts"].to_numpy(), lanes["ts"].to_numpy(), side="right") - 1
+        lanes = lanes[idx >= 0].assign(step=marks["step"].to_numpy()[idx[idx >= 0]])
+        if lanes.empty:
+            return None
+    else:
+        lanes = lanes.assign(step=pd.NA)
+    lanes["step"] = lanes["step"].astype("Int64")
+    sums = lanes.groupby(["step", "lane"], dropna=False)["dur"].sum().unstack("lane")
+    starts = lanes.groupby("step", dropna=False)["ts"].min()
+    out = pd.DataFrame({"step": pd.array(sums.index, dtype="Int64"),
+                        "start_us": starts.reindex(sums.index).to_numpy()})
+    for lane in LANES.values():
+        if lane in sums or lane in declared:
+            values = sums[lane] if lane in sums else pd.Series(0.0, index=sums.index)
+            out[lane] = values.fillna(0.0).to_numpy(dtype="float64")
+    parts = [c for c in ("computing_us", "exposed_comm_us", "free_us") if c in out]
+    out["duration_us"] = out[parts].sum(axis=1)
+    if "communication_us" in out and "exposed_comm_us" in out:
+        out["overlapped_us"] = (out["communication_us"] - out["exposed_comm_us"]).clip(lower=0.0)
+    return out

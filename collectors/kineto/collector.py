@@ -1,0 +1,341 @@
+"""PyTorch profiler (Kineto / CUPTI) Chrome traces -> Profile.
+
+Inputs
+------
+A trace file ``*.pt.trace.json``, ``*.json.gz`` or ``*.json`` (a JSON object
+with ``traceEvents`` and optionally ``distributedInfo`` {rank, world_size,
+backend}, ``deviceProperties``, ``schemaVersion``), or a folder of them (one
+per rank, as ``tensorboard_trace_handler`` writes
+``{worker}.{ts}.pt.trace.json[.gz]``). ``discover`` peeks at the first 64 KB
+of each candidate for ``traceEvents``/``schemaVersion`` plus a Kineto marker
+and never claims Ascend output (``trace_view.json``, anything under
+``ASCEND_PROFILER_OUTPUT``, ``*_ascend_pt``, ``*_ascend_ms``).
+
+Both category vocabularies are read: current (``cpu_op``,
+``user_annotation``, ``cuda_runtime``, ``cuda_driver``, ``kernel``,
+``gpu_memcpy``, ``gpu_memset``) and 2021 (``Operator``, ``Runtime``,
+``Kernel``, ``Memcpy``, ``Memset``). ``python_function``,
+``gpu_user_annotation``, flow (``ac2g``) and instant events are not needed
+and skipped (kernel -> launch links use the ``correlation`` arg instead of
+the ``ac2g`` flows).
+
+Ranks
+-----
+``distributedInfo.rank``, else a number in the file name (``rank-1``,
+``rank_1``, ``rank1``), else each such file of the folder gets its own rank
+(after the largest explicit one, in file-name order) and ``meta.notes``
+says so: two files are never silently merged into one rank. Several files
+that *declare* the same rank are kept as separate capture windows of that
+rank, also with a note.
+
+Steps (``steps`` table, one row per ``ProfilerStep#N``)
+-------------------------------------------------------
+Every step is kept, the last one included. Without step markers the whole
+trace is one window with step NA and a note says so. All values are
+microseconds, clipped to the step's host span ``[start_us, start_us +
+duration_us]`` (device work that spills past the step end counts in the
+next step, or nowhere for the last one).
+
+GPU traces (any kernel / memcpy / memset event; ``meta.device = "gpu"``):
+
+* ``device_busy_us``: union of all kernel, memcpy and memset intervals
+  (all streams and devices of the file).
+* ``communication_us``: union of collective kernels. A kernel is a
+  collective when its name contains ``nccl``/``rccl``/``msccl`` (any case:
+  ``ncclKernel_*``, ``ncclDevKernel_*``), ``cross_device_reduce``, or one of
+  the case-sensitive tokens ``AllReduce``, ``AllGather``, ``ReduceScatter``,
+  ``Broadcast``, ``SendRecv``, ``AllToAll`` not embedded in a longer word
+  (so Eigen's ``TensorBroadcastingOp`` is compute).
+* ``computing_us``: union of all other kernels (memcpy/memset excluded, as
+  in HolisticTraceAnalysis).
+* ``overlapped_us``: |compute ∩ communication|; ``exposed_comm_us`` =
+  communication - overlapped.
+* ``free_us``: duration - |compute ∪ communication| (memcpy/memset-only
+  time counts as free; device idle is ``duration - device_busy``).
+* ``data_wait_us``: union of host ``enumerate(DataLoader)#...`` spans.
+* Device idle (``duration - device_busy``) is split in two:
+  ``kernel_gap_us``, idle gaps between two consecutive device-busy
+  intervals no longer than ``KERNEL_GAP_US`` (50 us: the cost of issuing
+  the next op, eager dispatch plus launch latency), and ``host_wait_us``,
+  the rest (longer idle stretches, plus idle before the first and after the
+  last device op: the device waited for the host to issue work). The split
+  uses gap lengths, not launch timestamps, because CPU and GPU clocks in a
+  trace are aligned only to a few microseconds. A gap that crosses a step
+  boundary is classified by its full length and split between the steps.
+* ``sync_wait_us``: union of blocking host synchronization calls
+  (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
+  ``cudaEventSynchronize``, synchronous ``cudaMemcpy*``, driver
+  equivalents) on any host thread: time the host sat waiting for the GPU.
+
+CPU-only traces (no device events; ``meta.device = "cpu"``): the training
+thread is the one carrying the step markers (else the one with most op
+time). ``communication_us`` is the union of outermost collective host ops
+on any thread (names starting ``c10d::``, ``gloo:``, ``nccl:``, ``c10d_``,
+``ProcessGroup`` or equal to ``record_param_comms``); ``computing_us`` is the
+union of the training thread's top-level ``cpu_op`` intervals minus its own
+collective ops and the DataLoader spans; ``overlapped_us`` is compute ∩
+communication (collectives running on other threads); ``data_wait_us`` as
+above; ``free_us`` = duration - |compute ∪ communication| (so it includes
+the data wait). ``device_busy_us`` and ``host_wait_us`` are absent.
+
+``ops``: GPU traces: one row per (kernel/memcpy/memset name, type, input
+dtypes) with ``core`` "GPU", ``type`` compute / communication / memset /
+a copy type by direction from the memcpy name (``Memcpy HtoD ...`` ->
+``memcpy_h2d``, ``DtoH`` -> ``memcpy_d2h``, ``DtoD`` -> ``memcpy_d2d``,
+``PtoP``/``Peer`` -> ``memcpy_p2p``, ``HtoH`` -> ``memcpy_h2h``, else
+``memcpy``), ``count``, ``total_us``, ``max_us``, ``min_us`` over the whole
+trace, and ``short_count``: launches shorter than ``SHORT_KERNEL_US``
+(10 us, about the host cost of one launch). When ops carry ``Input type`` args (record_shapes=True),
+``input_dtypes`` of a kernel are those of the host op that launched it:
+kernel ``correlation`` == runtime-call ``correlation``, the runtime call
+lies inside the op on the same thread (innermost op, climbing to the
+nearest ancestor that has tensor inputs). dtypes are normalized (float ->
+FLOAT, c10::Half -> FLOAT16, c10::BFloat16 -> BF16, long int -> INT64 ...;
+non-tensor inputs dropped). CPU-only traces: top-level host ops of every
+thread, ``core`` "CPU", ``type`` cpu_op / communication.
+
+``comm``: one row per collective kernel (GPU) or outermost collective host
+op (CPU): ``name``, ``kind`` (from the ``Collective name`` arg, else the
+name, else the enclosing host collective op, e.g. ``nccl:all_to_all`` for
+a ``SendRecv`` kernel), ``group`` (``Process Group Name[:Description]``
+args, when present), ``elapse_us``, ``start_us``, ``step``.
+
+Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
+with a progress bar on a terminal: only the events some table reads are
+kept, so memory grows far slower than the JSON (``bench/memory_vs_size.py``
+and ``bench/kineto_load.py`` measure it).
+
+Not read (yet): memory events, python stacks, flow events, per-stream
+idle analysis, kernels of other ranks in one file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from advisor.collectors.kineto import decode as dec
+from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables
+from advisor.errors import InputError
+from advisor.profile import Profile, RunMeta
+
+_ASCEND_DIR_RE = re.compile(r"(^ASCEND_PROFILER_OUTPUT$|_ascend_pt$|_ascend_ms$)")
+_RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])rank[-_]?(\d+)")
+#: ``{worker}.{ms}.pt.trace.json[.gz]`` as ``tensorboard_trace_handler`` names
+#: a trace, the worker being ``{host}_{pid}`` unless the user named it.
+_HOST_IN_NAME = re.compile(r"^(?P<host>.+?)_\d+\.\d+\.pt\.trace\.json(?:\.gz)?$")
+_KINETO_MARKERS = ('"schemaVersion"', '"deviceProperties"', '"distributedInfo"',
+                   "PyTorch Profiler", '"cpu_op"', '"Operator"', "ProfilerStep#",
+                   '"cuda_runtime"', '"kernel"', '"user_annotation"')
+
+
+def _is_trace_name(path: Path) -> bool:
+    """A JSON (optionally gzipped) file name that is not Ascend's."""
+    name = path.name
+    if not (name.endswith(".json") or name.endswith(".json.gz")):
+        return False
+    return not name.startswith("trace_view.json")
+
+
+def _in_ascend_dir(path: Path) -> bool:
+    return any(_ASCEND_DIR_RE.search(part) for part in path.parts)
+
+
+def looks_like_kineto(path: Path) -> bool:
+    """Cheap content check of the first bytes of a candidate file."""
+    try:
+        if not _is_trace_name(path) or _in_ascend_dir(path.resolve()):
+            return False
+    except (OSError, RuntimeError):  # e.g. a symlink loop
+        return False
+    head = dec.peek(path)
+    if not head.lstrip().startswith("{"):
+        return False
+    if '"traceEvents"' not in head and '"schemaVersion"' not in head:
+        return False
+    return ".pt.trace." in path.name or any(m in head for m in _KINETO_MARKERS)
+
+
+def _candidates(root: Path) -> list[Path]:
+    """Trace-named files under ``root`` (hidden folders skipped), sorted."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out += [Path(folder) / f for f in files if _is_trace_name(Path(f))]
+    return sorted(out)
+
+
+def _has_ascend_output(root: Path) -> bool:
+    """True when ``root`` is, or contains, Ascend profiler output."""
+    if _ASCEND_DIR_RE.search(root.name):
+        return True
+    for _folder, dirs, _files in os.walk(root):
+        if any(_ASCEND_DIR_RE.search(d) for d in dirs):
+            return True
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    return False
+
+
+def _empty_trace(path: Path) -> bool:
+    """An empty file named like a profiler trace (``*.pt.trace.json[.gz]``):
+    kept as a unit so that reading it fails with a reason the report lists,
+    instead of the file vanishing silently."""
+    try:
+        return ".pt.trace." in path.name and path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def discover(root: Path) -> list[Path]:
+    """Kineto trace files at or under ``root``; [] when the layout is not ours."""
+    root = Path(root)
+    try:
+        if root.is_file():
+            return [root] if looks_like_kineto(root) else []
+        if not root.is_dir() or _has_ascend_output(root):
+            return []
+        return [p for p in _candidates(root) if looks_like_kineto(p) or _empty_trace(p)]
+    except OSError:
+        return []
+
+
+def _explicit_rank(path: Path, head: str) -> int | None:
+    """Rank from ``distributedInfo`` in the head, else from the file name."""
+    rank = dec.head_rank(head)
+    if rank is not None:
+        return rank
+    m = _RANK_IN_NAME.search(path.name)
+    return int(m.group(1)) if m else None
+
+
+@lru_cache(maxsize=64)
+def _rank_plan(folder: str, names: tuple[str, ...]) -> tuple[dict[str, int], tuple[str, ...]]:
+    """Ranks for the trace files of one folder, plus notes."""
+    explicit = {n: _explicit_rank(Path(folder, n), dec.peek(Path(folder, n))) for n in names}
+    plan = {n: r for n, r in explicit.items() if r is not None}
+    notes = []
+    missing = [n for n in names if explicit[n] is None]
+    if missing:
+        first = max(plan.values(), default=-1) + 1
+        for k, n in enumerate(missing):
+            plan[n] = first + k
+        if len(names) > 1:
+            given = ", ".join(f"{n} -> rank {plan[n]}" for n in missing)
+            notes.append(f"no rank in distributedInfo or file name for {len(missing)} trace "
+                         f"file(s) in {folder}; each got its own rank ({given}); files of "
+                         "one worker may be separate capture windows of the same rank")
+    seen: dict[int, list[str]] = {}
+    for n, r in explicit.items():
+        if r is not None:
+            seen.setdefault(r, []).append(n)
+    for r, files in sorted(seen.items()):
+        if len(files) > 1:
+            notes.append(f"{len(files)} trace files declare rank {r} ({', '.join(files)}): "
+                         "read as separate capture windows of that rank")
+    return plan, tuple(notes)
+
+
+@lru_cache(maxsize=64)
+def _trace_names(folder: str, mtime_ns: int) -> tuple[str, ...]:
+    """Names of the Kineto traces directly in ``folder`` (cached while the
+    folder is unchanged: every trace of a 1024-rank folder asks)."""
+    return tuple(sorted(p.name for p in Path(folder).iterdir() if p.is_file() and looks_like_kineto(p)))
+
+
+def _resolve_rank(path: Path, declared: int | None) -> tuple[int, list[str]]:
+    """This file's rank and the folder-level notes about rank assignment."""
+    folder = path.parent
+    try:
+        names = _trace_names(str(folder), folder.stat().st_mtime_ns)
+    except OSError:
+        names = (path.name,)
+    if path.name not in names:
+        names = tuple(sorted(names + (path.name,)))
+    plan, notes = _rank_plan(str(folder), names)
+    rank = declared if declared is not None else plan.get(path.name, 0)
+    return rank, list(notes)
+
+
+def _host(path: Path, rank: int) -> dict[int, str]:
+    """{rank: host} from the file's default name (``_HOST_IN_NAME``), else {}."""
+    m = _HOST_IN_NAME.match(path.name)
+    return {rank: m.group("host")} if m and not _RANK_IN_NAME.search(m.group("host")) else {}
+
+
+def read(unit: Path, helpers: int = 0, meanwhile=None) -> Profile:
+    """One trace file (or a folder of them) -> Profile. ``helpers`` and
+    ``meanwhile``: see ``read_alone``."""
+    path = Path(unit)
+    if path.is_dir():
+        if meanwhile is not None:
+            meanwhile()
+        return _read_folder(path)
+    if not path.is_file():
+        raise InputError(path, "no such trace file")
+    trace = dec.load_trace(path, helpers=helpers, meanwhile=meanwhile)
+    rank, notes = _resolve_rank(path, trace.rank)
+    inferred = trace.rank is None and _RANK_IN_NAME.search(path.name) is None
+    if trace.analysed == 0:
+        raise InputError(path, "trace has no complete events of known categories "
+                               "(cpu_op/Operator/kernel/... ) to analyse")
+    tables = _tables(trace, rank)
+    meta = RunMeta(
+        framework="pytorch",
+        device=tables.device,
+        source_format="kineto",
+        source_version=_version(trace),
+        source_path=str(path),
+        ranks=[rank],
+        ranks_inferred=inferred,
+        world_size=trace.world_size,
+        hosts=_host(path, rank) if not inferred else {},
+        notes=notes + tables.notes,
+    )
+    profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm)
+    if trace.dropped:
+        profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
+    if tables.comm is None:
+        profile.skip(f"{path.name}: comm", "no collective kernels or ops in this trace")
+    return profile
+
+
+def read_alone(unit: Path, jobs: int, meanwhile) -> Profile:
+    """``read`` of the only unit of a run, with up to ``jobs`` processes: a
+    large trace is decoded in parts on several of them (``kineto_split``);
+    ``meanwhile()`` runs once, while the helpers work."""
+    from advisor.collectors.kineto.split import usable_helpers
+
+    return read(unit, helpers=usable_helpers(jobs), meanwhile=meanwhile)
+
+
+def _tables(trace: dec.Trace, rank: int) -> Tables:
+    """The GPU or CPU-only tables of a decoded trace. Takes the event
+    columns off ``trace`` and frees them once the tables are built."""
+    ev, trace.events = trace.events, None
+    has_device = bool((ev.kind >= dec.KERNEL).any())
+    tables = gpu_tables(ev, rank) if has_device else cpu_tables(ev, rank)
+    del ev
+    if trace.analysed >= dec.BIG_TRACE_EVENTS:
+        dec.release_free_memory()
+    return tables
+
+
+def _version(trace: dec.Trace) -> str:
+    """'schema N' plus the category vocabulary."""
+    vocab = "2021 categories" if trace.old_vocabulary else "current categories"
+    schema = f"schema {trace.schema_version}" if trace.schema_version else "no schemaVersion"
+    return f"{schema}, {vocab}"
+
+
+def _read_folder(folder: Path) -> Profile:
+    """Every trace under ``folder``, read and merged by the cluster engine
+    (:func:`advisor.collectors.parallel.rank_reader.read_units`, in this process) as
+    ``load_profile`` would."""
+    from advisor.collectors.parallel.rank_reader import read_units
+
+    units = discover(folder)
+    if not units:
+        raise InputError(folder, "no Kineto trace files (*.pt.trace.json[.gz]) found")
+    return read_units(__name__, folder, units, jobs=1)

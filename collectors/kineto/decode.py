@@ -1,0 +1,921 @@
+"""Typed, streaming decoding of Kineto (PyTorch profiler) Chrome traces.
+
+``load_trace(path)`` reads a ``.json`` or ``.json.gz`` trace with msgspec
+Structs that name only the fields the analysis uses (ph, cat, name, pid,
+tid, ts, dur and a few ``args``); every other field is skipped by the
+decoder without building Python objects. The ``traceEvents`` array is
+streamed (:mod:`kineto_stream`): the file is read, and gzip decompressed,
+in chunks of a few MB, each run of complete events is decoded with the
+garbage collector paused and at once reduced to compact numpy columns
+(float64 times and correlation ids, small integer codes into tables of
+distinct names, threads and input-type tuples) of the events some table
+reads (:class:`_Builder`); the Structs are dropped before the next chunk
+is read. Kept are the device events, runtime calls with a correlation id
+or that block, the host events the tables look for (step markers,
+DataLoader spans, collective ops, ops with tensor dtypes) and, until the
+first device event shows up (Kineto writes them after the host events),
+the host ops that are top-level within their batch (the CPU-only tables
+read top-level ops only). Once the whole trace is read, a GPU trace keeps
+only the runtime calls that launched a device event, a CPU-only trace only
+its top-level ops and the named host events. Memory therefore
+grows with the number of kept events (about 30 bytes each, a few per
+device event) and not with the size of the JSON text (see
+``bench/memory_vs_size.py``). Documents that cannot be streamed (no
+``traceEvents`` array near the start) are decoded whole.
+
+The reduction relies on host ops nesting like a call stack on each thread
+(as ``record_function`` scopes do); ops that overlap without nesting may
+be attributed (launch dtypes, top-level ops) differently than if every
+event were kept.
+
+``ts``/``dur`` may be numbers or numeric strings. When an event has a field
+of an unexpected type the typed decode of its batch fails; that batch is
+then decoded leniently (event by event) and the events that do not fit are
+dropped and counted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import gzip
+import operator
+import re
+import zlib
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto import stream
+from advisor.errors import InputError
+
+# Categories, current and 2021 vocabulary.
+HOST_OP_CATS = frozenset({"cpu_op", "Operator", "user_annotation"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
+KERNEL_CATS = frozenset({"kernel", "Kernel"})
+MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
+MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
+DEVICE_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
+WANTED_CATS = HOST_OP_CATS | RUNTIME_CATS | DEVICE_CATS
+OLD_VOCAB_CATS = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
+
+# Event kinds stored in ``Events.kind``.
+HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = 0, 1, 2, 3, 4
+_KIND = {c: HOST for c in HOST_OP_CATS}
+_KIND.update({c: RUNTIME for c in RUNTIME_CATS})
+_KIND.update({c: KERNEL for c in KERNEL_CATS})
+_KIND.update({c: MEMCPY for c in MEMCPY_CATS})
+_KIND.update({c: MEMSET for c in MEMSET_CATS})
+CATEGORIES = tuple(sorted(_KIND))
+_CAT_CODE = {c: i for i, c in enumerate(CATEGORIES)}
+_CAT_KIND = np.array([_KIND[c] for c in CATEGORIES], dtype=np.int8)
+
+PEEK_BYTES = 64 * 1024
+#: Files at least this large (on disk) get a progress bar while streaming.
+PROGRESS_BYTES = 64 << 20
+#: Traces with at least this many analysed events hand freed memory back to
+#: the OS after decoding (it costs about a millisecond).
+BIG_TRACE_EVENTS = 1 << 18
+
+
+_NO_RAW = msgspec.Raw()
+#: ``args`` members kept as raw JSON text (parsed once per distinct text).
+_RAW_ARGS = ("Input type", "Input Dims", "Input dims")
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields we read; all others are skipped. The input
+    types and shapes stay raw JSON (empty when absent): ops repeat a few
+    distinct ones, which are parsed once (:meth:`_Builder._itype_code`)."""
+
+    correlation: int | str | None = None
+    input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
+    input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    pg_name: str | int | None = msgspec.field(default=None, name="Process Group Name")
+    pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
+
+
+class Event(msgspec.Struct, gc=False):
+    """One trace event, reduced to the fields the collector uses."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | str | None = None
+    dur: float | str | None = None
+    args: Args | None = None
+
+
+class DistInfo(msgspec.Struct):
+    """``distributedInfo`` as written by torch.distributed-aware profiling."""
+
+    rank: int | str | None = None
+    world_size: int | str | None = None
+    backend: str | None = None
+
+
+class TraceDoc(msgspec.Struct):
+    """Top level of a Kineto trace object."""
+
+    traceEvents: list[Event] = []
+    distributedInfo: DistInfo | None = None
+    schemaVersion: int | str | None = None
+
+
+class _LooseDoc(msgspec.Struct):
+    """Fallback: events as untyped objects, converted one by one."""
+
+    traceEvents: list[Any] = []
+    distributedInfo: Any = None
+    schemaVersion: Any = None
+
+
+_BATCH = msgspec.json.Decoder(list[Event])
+_FIELDS = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
+_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc")
+_NO_EXTRAS = (_NO_RAW, None, None, None)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+#: Distinct (input types, shapes) texts remembered per trace, at most.
+_ITYPE_CACHE = 1 << 16
+_DOC = msgspec.json.Decoder(TraceDoc)
+_LOOSE = msgspec.json.Decoder(_LooseDoc)
+
+
+@dataclass
+class Events:
+    """Complete events of the analysed categories that the tables read, as
+    aligned columns (see :class:`_Builder` for which events are kept).
+
+    ``name``, ``thread`` and ``cat`` are integer codes into ``names`` /
+    ``threads`` / ``CATEGORIES``; ``kind`` is HOST, RUNTIME, KERNEL, MEMCPY
+    or MEMSET. ``input_type`` is a code into ``input_types`` (tuples of the
+    ``Input type`` strings of tensor inputs), ``collective`` into
+    ``collectives`` (``Collective name`` args) and ``group`` into ``groups``
+    (process-group labels); -1 means absent. Code columns use the smallest
+    integer type that holds their table's size.
+
+    Facts about every analysed event, also those not kept: ``span`` (first
+    start, last end) and ``op_time`` (per thread code, the summed duration
+    of its host ops -- ``cpu_op`` and 2021 ``Operator`` events that are not
+    annotations --, -inf for a thread without any).
+    """
+
+    kind: np.ndarray
+    cat: np.ndarray
+    name: np.ndarray
+    names: np.ndarray
+    thread: np.ndarray
+    threads: list[str]
+    ts: np.ndarray
+    dur: np.ndarray
+    corr: np.ndarray  # float correlation id, NaN when absent
+    input_type: np.ndarray
+    input_types: list[tuple]
+    collective: np.ndarray
+    collectives: list[str]
+    group: np.ndarray
+    groups: list[str]
+    span: tuple[float, float] = (np.nan, np.nan)
+    op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.ts + self.dur
+
+    def end_at(self, sel: np.ndarray) -> np.ndarray:
+        """``end[sel]`` without computing the end of every event."""
+        return self.ts[sel] + self.dur[sel]
+
+    def __len__(self) -> int:
+        return int(self.ts.size)
+
+    def cat_is(self, category: str) -> np.ndarray:
+        """Boolean mask of the events of one category."""
+        code = _CAT_CODE.get(category)
+        return self.cat == code if code is not None else np.zeros(len(self), dtype=bool)
+
+    def collective_of(self, i: int) -> str | None:
+        c = int(self.collective[i])
+        return self.collectives[c] if c >= 0 else None
+
+    def group_of(self, i: int) -> str | None:
+        c = int(self.group[i])
+        return self.groups[c] if c >= 0 else None
+
+
+@dataclass
+class Trace:
+    """A decoded trace: metadata plus the event columns."""
+
+    path: Path
+    events: Events | None  # None once the collector has built its tables
+    rank: int | None = None
+    world_size: int | None = None
+    backend: str | None = None
+    schema_version: str | None = None
+    old_vocabulary: bool = False
+    analysed: int = 0  # complete events of analysed categories, kept or not
+    dropped: int = 0  # events dropped for unusable fields
+    problems: list[str] = field(default_factory=list)
+
+
+def _open(path: Path):
+    """A binary file object over the (decompressed) file."""
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+@contextmanager
+def _reading(path: Path):
+    """Map gzip/OS errors while reading ``path`` to InputError."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(path, f"truncated or corrupt gzip file ({exc})") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
+
+
+@contextmanager
+def _gc_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free memory back to the OS (glibc ``malloc_trim``;
+    a no-op elsewhere): the many batch-sized arrays freed while streaming
+    leave holes that glibc would otherwise keep for the process's lifetime."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):  # no glibc (macOS, musl, Windows)
+        pass
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's (decompressed) bytes; InputError when unreadable."""
+    with _reading(path), _open(path) as fh:
+        return fh.read()
+
+
+def peek(path: Path, size: int = PEEK_BYTES) -> str:
+    """The first ``size`` bytes of the (decompressed) file as text, tolerant
+    of truncation; '' when unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(size if not path.name.endswith(".gz") else size // 2)
+    except OSError:
+        return ""
+    if path.name.endswith(".gz"):
+        try:
+            raw = zlib.decompressobj(wbits=47).decompress(raw, size)
+        except zlib.error:
+            return ""
+    return raw.decode("utf-8", errors="replace")
+
+
+def _convert_loose(raw_events: list) -> tuple[list[Event], int]:
+    """Convert untyped events one by one, dropping those that do not fit."""
+    good: list[Event] = []
+    dropped = 0
+    for raw in raw_events:
+        try:
+            good.append(msgspec.convert(_raw_args(raw), Event, strict=False))
+        except (msgspec.ValidationError, TypeError):
+            if isinstance(raw, dict) and raw.get("ph") == "X":
+                dropped += 1
+    return good, dropped
+
+
+def _raw_args(raw):
+    """An untyped event with the :data:`_RAW_ARGS` members of its ``args``
+    as raw JSON, as the typed decoder leaves them."""
+    args = raw.get("args") if isinstance(raw, dict) else None
+    if not isinstance(args, dict) or not any(k in args for k in _RAW_ARGS):
+        return raw
+    args = {k: msgspec.Raw(msgspec.json.encode(v)) if k in _RAW_ARGS else v for k, v in args.items()}
+    return dict(raw, args=args)
+
+
+def _decode_batch(text: bytes) -> tuple[list[Event], int]:
+    """One JSON array of events -> Structs (lenient when a field misfits);
+    msgspec.DecodeError when the text is not valid JSON."""
+    try:
+        return _BATCH.decode(text), 0
+    except msgspec.ValidationError:
+        pass
+    loose = msgspec.json.decode(text)
+    return _convert_loose(loose if isinstance(loose, list) else [])
+
+
+def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any]:
+    """distributedInfo and schemaVersion from the document without events."""
+    try:
+        doc = _DOC.decode(text)
+        return doc.distributedInfo, doc.schemaVersion
+    except msgspec.ValidationError:
+        pass
+    except msgspec.DecodeError as exc:
+        raise InputError(path, f"malformed JSON around traceEvents ({exc})") from None
+    try:
+        loose = _LOOSE.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InputError(path, f"malformed trace ({exc})") from None
+    try:
+        dist = msgspec.convert(loose.distributedInfo, DistInfo | None, strict=False)
+    except msgspec.ValidationError:
+        dist = None
+    sv = loose.schemaVersion if isinstance(loose.schemaVersion, (int, str)) else None
+    return dist, sv
+
+
+def _as_int(value) -> int | None:
+    """An int from an int or numeric string, else None."""
+    try:
+        return int(value) if value is not None and str(value).strip() != "" else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _numeric(values: list) -> np.ndarray:
+    """Numbers or numeric strings -> float64 (NaN when not numeric)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
+
+
+# Flags of a distinct event name: the names the tables look for.
+STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME = 1, 2, 4, 8, 16
+_WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME
+
+
+def name_flags(name: str) -> int:
+    """STEP_NAME | LOADER_NAME | ... for one event name, by the patterns of
+    :mod:`kineto_tables` (step markers, DataLoader spans, collective host
+    ops, blocking sync calls, 2021 annotations)."""
+    from advisor.collectors.kineto import tables as kt  # it imports this module
+
+    return (STEP_NAME * bool(kt.STEP_RE.search(name))
+            | LOADER_NAME * bool(kt.DATALOADER_RE.search(name))
+            | COMM_NAME * bool(kt.HOST_COMM_RE.search(name))
+            | SYNC_NAME * (name in kt.SYNC_CALLS)
+            | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name)))
+
+
+def _has_dtypes(types: tuple) -> bool:
+    """True when an ``Input type`` tuple names at least one tensor dtype."""
+    from advisor.collectors.kineto.tables import normalize_dtypes
+
+    return normalize_dtypes(types) is not None
+
+
+class _Table:
+    """Distinct values -> stable int codes, shared by all batches; with
+    ``flag``, also an int flag per distinct value, computed once."""
+
+    def __init__(self, key=lambda v: v, flag=None):
+        self.codes: dict = {}
+        self.values: list = []
+        self.key = key
+        self.flag = flag
+        self._flags = np.zeros(0, dtype=np.uint8)
+
+    def code(self, value) -> int:
+        k = self.key(value)
+        c = self.codes.get(k)
+        if c is None:
+            c = self.codes[k] = len(self.values)
+            self.values.append(k)
+        return c
+
+    def encode(self, values: list) -> np.ndarray:
+        """Codes for a list of values (factorized first: one dict lookup per
+        distinct value)."""
+        if not values:
+            return np.empty(0, dtype=np.int32)
+        local, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+        remap = np.fromiter((self.code(u) for u in uniques), dtype=np.int32, count=len(uniques))
+        return remap[local]
+
+    def flags(self, pad: int = 0) -> np.ndarray:
+        """``flag(value)`` per code, plus ``pad`` zeros (so that code -1
+        reads 0)."""
+        if self._flags.size < len(self.values):
+            new = np.fromiter((self.flag(v) for v in self.values[self._flags.size:]), dtype=np.uint8)
+            self._flags = np.concatenate([self._flags, new])
+        return np.concatenate([self._flags, np.zeros(pad, dtype=np.uint8)]) if pad else self._flags
+
+
+def _code_dtype(size: int) -> type:
+    """Smallest signed integer type holding codes -1 .. ``size``."""
+    for dt in (np.int8, np.int16, np.int32):
+        if size < np.iinfo(dt).max:
+            return dt
+    return np.int64
+
+
+_CODE_COLUMNS = ("name", "input_type", "collective", "group")
+_EMPTY_DTYPES = {"cat": np.int8, "pair": np.int32}
+
+
+@dataclass
+class _Builder:
+    """Accumulates per-batch columns with global codes, keeping only the
+    events some table may read (:meth:`_needed`, then :meth:`_gpu_needed`
+    once the whole trace is known to have device events)."""
+
+    names: _Table = field(default_factory=lambda: _Table(flag=name_flags))
+    pids: _Table = field(default_factory=lambda: _Table(lambda v: "" if v is None else str(v)))
+    tids: _Table = field(default_factory=lambda: _Table(lambda v: "" if v is None else str(v)))
+    pairs: _Table = field(default_factory=_Table)  # (pid code, tid code) of each thread
+    itypes: _Table = field(default_factory=lambda: _Table(flag=_has_dtypes))
+    colls: _Table = field(default_factory=_Table)
+    groups: _Table = field(default_factory=_Table)
+    parts: list = field(default_factory=list)
+    dropped: int = 0
+    analysed: int = 0
+    span: tuple[float, float] = (np.inf, -np.inf)
+    op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
+    op_seen: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
+    cats_seen: set = field(default_factory=set)
+    device_seen: bool = False
+    reduce: bool = True  # False keeps every analysed event (checks, debugging)
+    itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
+
+    def add(self, events: list[Event]) -> None:
+        """Reduce one batch of decoded events to columns of the needed ones."""
+        cols = _complete(events)
+        if cols is None:
+            return
+        cats, names, pids, tids, ts, dur, args, bad = cols
+        self.dropped += bad
+        n = ts.size
+        if n == 0:
+            return
+        self.analysed += n
+        self.span = (min(self.span[0], float(ts.min())), max(self.span[1], float((ts + dur).max())))
+        cat_local, cat_uniques = pd.factorize(pd.Series(cats, dtype=object))
+        self.cats_seen.update(cat_uniques)
+        corr, itype, coll, grp = self._args(args, n)
+        part = {
+            "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
+            "name": self.names.encode([nm or "" for nm in names]),
+            "pair": self._pairs(pids, tids),
+            "ts": ts, "dur": dur, "corr": corr,
+            "input_type": itype, "collective": coll, "group": grp,
+        }
+        if not self.device_seen and np.any(_CAT_KIND[part["cat"]] >= KERNEL):
+            self._now_gpu()
+        if self.reduce:
+            keep = self._needed(part)
+            part = {k: v[keep] for k, v in part.items()}
+        else:
+            op = (_CAT_KIND[part["cat"]] == HOST) & _oplike(part["cat"], self.names.flags()[part["name"]])
+            self._add_op_time(part["pair"][op], part["dur"][op])
+        self.parts.append(self._compact(part))
+
+    def _compact(self, part: dict) -> dict:
+        """The part with its code columns in the smallest integer type that
+        holds their table so far (concatenation widens them as needed)."""
+        sizes = {"name": self.names, "pair": self.pairs, "input_type": self.itypes,
+                 "collective": self.colls, "group": self.groups}
+        for k, table in sizes.items():
+            part[k] = part[k].astype(_code_dtype(len(table.values)), copy=False)
+        return part
+
+    def _now_gpu(self) -> None:
+        """The trace has device events: from now on keep only the host events
+        the GPU tables read, and drop the others already kept."""
+        self.device_seen = True
+        for i, part in enumerate(self.parts if self.reduce else []):
+            flags = self.names.flags()[part["name"]]
+            keep = (_CAT_KIND[part["cat"]] != HOST) | self._wanted_host(part, flags)
+            if not keep.all():
+                self.parts[i] = {k: v[keep] for k, v in part.items()}
+
+    def _pairs(self, pids: tuple, tids: tuple) -> np.ndarray:
+        """Thread codes (first seen (pid, tid) pairs, in no particular order)."""
+        key = (self.pids.encode(list(pids)).astype(np.int64) << 32) | self.tids.encode(list(tids))
+        uniq, inverse = np.unique(key, return_inverse=True)
+        codes = np.fromiter((self.pairs.code((int(k) >> 32, int(k) & 0xFFFFFFFF)) for k in uniq),
+                            dtype=np.int32, count=uniq.size)
+        return codes[inverse.ravel()]
+
+    def _args(self, args: tuple, n: int) -> tuple[np.ndarray, ...]:
+        """correlation, input-type, collective and group columns."""
+        corr = _numeric([None if a is None else a.correlation for a in args])
+        itype = np.full(n, -1, dtype=np.int32)
+        coll = np.full(n, -1, dtype=np.int32)
+        grp = np.full(n, -1, dtype=np.int32)
+        for i in [i for i, a in enumerate(args) if a is not None and _EXTRAS(a) != _NO_EXTRAS]:
+            a = args[i]
+            if a.input_type:
+                itype[i] = self._itype_code(a)
+            if a.collective is not None:
+                coll[i] = self.colls.code(a.collective)
+            g = _group(a)
+            if g is not None:
+                grp[i] = self.groups.code(g)
+        return corr, itype, coll, grp
+
+    def _itype_code(self, a: Args) -> int:
+        """Code of an op's tensor input types (-1 when it records none),
+        parsed once per distinct raw text."""
+        key = (bytes(a.input_type), bytes(a.input_dims), bytes(a.input_dims_lc))
+        code = self.itype_of.get(key)
+        if code is None:
+            if len(self.itype_of) >= _ITYPE_CACHE:
+                self.itype_of.clear()
+            types = _tensor_types(a)
+            code = self.itype_of[key] = -1 if types is None else self.itypes.code(types)
+        return code
+
+    def _wanted_host(self, part: dict, flags: np.ndarray) -> np.ndarray:
+        """Host events the GPU tables read: step markers, DataLoader spans,
+        collective ops, ops with tensor dtypes (the launch attribution
+        climbs to the nearest enclosing one)."""
+        has_dt = self.itypes.flags(pad=1).astype(bool)[part["input_type"]]
+        return ((flags & _WANTED_HOST_NAME) != 0) | has_dt
+
+    def _needed(self, part: dict) -> np.ndarray:
+        """Events of one batch that a table may read, the trace's kind (GPU or
+        CPU-only) being still unknown: device events; runtime calls with a
+        correlation id or that block; the host events :meth:`_wanted_host`
+        keeps; and the host ops (``cpu_op``, ...) that are top-level within
+        this batch -- an op nested in another op of the batch is nested in
+        the whole trace too, so it cannot be one of the top-level ops the
+        CPU tables read -- and their time per thread. Once a device event
+        has shown up (the trace is not CPU-only) those are not needed.
+        Marks the top-level ones in ``part["top"]``."""
+        kind = _CAT_KIND[part["cat"]]
+        flags = self.names.flags()[part["name"]]
+        host = kind == HOST
+        keep = kind >= KERNEL
+        keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & SYNC_NAME) != 0))
+        keep |= host & self._wanted_host(part, flags)
+        part["top"] = np.zeros(keep.size, dtype=bool)
+        if not self.device_seen:
+            part["top"] = self._top_level_ops(part, host & _oplike(part["cat"], flags))
+            keep |= part["top"]
+        return keep
+
+    def _top_level_ops(self, part: dict, oplike: np.ndarray) -> np.ndarray:
+        """Mask of the host ops not nested in another host op of this batch;
+        adds every host op's time to its thread's total."""
+        top = np.zeros(oplike.size, dtype=bool)
+        op = np.flatnonzero(oplike)
+        if op.size:
+            ts, dur, pair = part["ts"][op], part["dur"][op], part["pair"][op]
+            self._add_op_time(pair, dur)
+            top[op[iv.depth(pair, ts, ts + dur) == 0]] = True
+        return top
+
+    def _add_op_time(self, pair: np.ndarray, dur: np.ndarray) -> None:
+        """Sum host-op durations per thread (picks the CPU training thread)."""
+        size = len(self.pairs.values)
+        if self.op_time.size < size:
+            self.op_time = np.r_[self.op_time, np.zeros(size - self.op_time.size)]
+            self.op_seen = np.r_[self.op_seen, np.zeros(size - self.op_seen.size, dtype=bool)]
+        self.op_time += np.bincount(pair, weights=dur, minlength=size)
+        self.op_seen[pair] = True
+
+    def _gpu_needed(self, part: dict, dev_corr: np.ndarray) -> np.ndarray:
+        """Events of a GPU trace the tables read: device events, the host
+        events :meth:`_wanted_host` keeps, blocking runtime calls and the
+        runtime calls that launched a device event (same correlation id)."""
+        kind = _CAT_KIND[part["cat"]]
+        flags = self.names.flags()[part["name"]]
+        rt = kind == RUNTIME
+        keep = kind >= KERNEL
+        keep |= (kind == HOST) & self._wanted_host(part, flags)
+        keep |= rt & ((flags & SYNC_NAME) != 0)
+        keep[rt] |= _sorted_has(dev_corr, part["corr"][rt])
+        return keep
+
+    def _cpu_needed(self, part: dict) -> np.ndarray:
+        """Events of a CPU-only trace the tables read: the host events with
+        names they look for and the ops top-level within their batch."""
+        host = _CAT_KIND[part["cat"]] == HOST
+        wanted = (self.names.flags()[part["name"]] & _WANTED_HOST_NAME) != 0
+        return ~host | wanted | part["top"]
+
+    def _device_corr(self) -> np.ndarray | None:
+        """Correlation ids of the device events; None without device events."""
+        ids = [p["corr"][_CAT_KIND[p["cat"]] >= KERNEL] for p in self.parts]
+        if not any(np.any(_CAT_KIND[p["cat"]] >= KERNEL) for p in self.parts):
+            return None
+        ids = np.concatenate(ids)
+        return np.unique(ids[np.isfinite(ids)])
+
+    def feed(self, batches, advance=lambda: None) -> None:
+        """Add each decoded ``(events, dropped)`` batch; ``advance()`` after
+        each. A batch is let go before the next is decoded."""
+        for events, dropped in batches:
+            self.dropped += dropped
+            self.add(events)
+            del events
+            advance()
+
+    #: The code tables, in the order ``absorb`` remaps them.
+    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups")
+
+    def state(self) -> dict:
+        """What this builder holds, in plain picklable form (the code tables'
+        key functions are not), for :meth:`absorb` in another process."""
+        return {"values": {t: getattr(self, t).values for t in (*self._TABLES, "pairs")},
+                "parts": self.parts, "dropped": self.dropped, "analysed": self.analysed,
+                "span": self.span, "op_time": self.op_time, "op_seen": self.op_seen,
+                "cats_seen": self.cats_seen, "device_seen": self.device_seen}
+
+    def absorb(self, other: dict) -> None:
+        """Append the batches of another builder's ``state`` (the events that
+        follow this builder's in the trace), as if this builder had read
+        them: its distinct values get this builder's codes (new ones in
+        their first-seen order, as one builder would have numbered them),
+        counts and per-thread op time add up, and once either side has seen
+        a device event every batch is pruned as for a GPU trace."""
+        maps = {t: np.fromiter((getattr(self, t).code(v) for v in other["values"][t]), dtype=np.int64,
+                               count=len(other["values"][t])) for t in self._TABLES}
+        pairs = np.fromiter((self.pairs.code((int(maps["pids"][p]), int(maps["tids"][t])))
+                             for p, t in other["values"]["pairs"]), dtype=np.int64,
+                            count=len(other["values"]["pairs"]))
+        column_maps = {"name": maps["names"], "pair": pairs, "input_type": np.append(maps["itypes"], -1),
+                       "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1)}
+        for part in other["parts"]:
+            for column, codes in column_maps.items():
+                part[column] = codes[part[column]]  # -1 (none) reads the appended -1
+            self.parts.append(self._compact(part))
+        self.dropped += other["dropped"]
+        self.analysed += other["analysed"]
+        self.span = (min(self.span[0], other["span"][0]), max(self.span[1], other["span"][1]))
+        seen = np.flatnonzero(other["op_seen"])
+        self._add_op_time(pairs[seen], other["op_time"][seen])
+        self.cats_seen |= other["cats_seen"]
+        if other["device_seen"] or self.device_seen:
+            self.device_seen = False
+            self._now_gpu()
+
+    def events(self) -> Events:
+        """All batches as one Events, reduced to what the tables of a GPU or
+        of a CPU-only trace read."""
+        dev_corr = self._device_corr() if self.reduce else None
+        if not self.reduce:
+            keep = [None] * len(self.parts)
+        elif dev_corr is not None:
+            keep = [self._gpu_needed(p, dev_corr) for p in self.parts]
+        else:
+            keep = [self._cpu_needed(p) for p in self.parts]
+        sizes = {"name": len(self.names.values), "input_type": len(self.itypes.values),
+                 "collective": len(self.colls.values), "group": len(self.groups.values)}
+        cols = {}
+        big = self.analysed >= BIG_TRACE_EVENTS
+        # Column by column, freeing each part's column as it is copied (and,
+        # for a big trace, handing the freed heap back to the OS at once).
+        for k in ("cat", "pair", "ts", "dur", "corr", *_CODE_COLUMNS):
+            dtype = _code_dtype(sizes[k]) if k in sizes else None
+            pieces = [p.pop(k) if m is None else p.pop(k)[m] for p, m in zip(self.parts, keep)]
+            cols[k] = (np.concatenate(pieces, dtype=dtype) if pieces
+                       else np.empty(0, dtype=dtype or _EMPTY_DTYPES.get(k, np.float64)))
+            del pieces
+            if big:
+                release_free_memory()
+        self.parts = []
+        thread, threads, op_time = self._threads(cols.pop("pair"))
+        return Events(
+            kind=_CAT_KIND[cols["cat"]], cat=cols["cat"], name=cols["name"],
+            names=np.asarray(self.names.values, dtype=object), thread=thread, threads=threads,
+            ts=cols["ts"], dur=cols["dur"], corr=cols["corr"],
+            input_type=cols["input_type"], input_types=self.itypes.values,
+            collective=cols["collective"], collectives=self.colls.values,
+            group=cols["group"], groups=self.groups.values,
+            span=self.span if self.analysed else (np.nan, np.nan), op_time=op_time,
+        )
+
+    def _threads(self, pair: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """Thread codes of the kept events, ordered by (pid, tid) first
+        appearance and labelled 'pid/tid', and the host-op time per code."""
+        keys = np.array(self.pairs.values, dtype=np.int64).reshape(-1, 2)
+        present = np.unique(pair) if pair.size else np.empty(0, dtype=np.int64)
+        width = max(len(self.tids.values), 1)
+        order = np.argsort(keys[present, 0] * width + keys[present, 1], kind="stable")
+        code_of = np.full(len(keys), -1, dtype=np.int64)
+        code_of[present[order]] = np.arange(present.size)
+        pids, tids = self.pids.values, self.tids.values
+        labels = [f"{pids[p]}/{tids[t]}" for p, t in keys[present[order]]]
+        self._add_op_time(np.empty(0, dtype=np.int64), np.empty(0))  # one entry per thread
+        op_time = np.full(present.size, -np.inf)
+        if not self.device_seen:  # read for CPU-only traces only; a GPU trace's would depend on its batches
+            seen = present[self.op_seen[present]]
+            op_time[code_of[seen]] = self.op_time[seen]
+        return code_of[pair].astype(_code_dtype(present.size)), labels, op_time
+
+
+def _sorted_has(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.isin(values, table)`` for a sorted ``table``, without sorting it
+    again for every call."""
+    if table.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    pos = np.clip(np.searchsorted(table, values), 0, table.size - 1)
+    return table[pos] == values
+
+
+def _oplike(cat: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """Host ops proper: ``cpu_op`` events and 2021 ``Operator`` events that
+    are not annotations (ProfilerStep#, DataLoader, ``## ... ##``)."""
+    return (cat == _CAT_CODE["cpu_op"]) | ((cat == _CAT_CODE["Operator"])
+                                           & ((flags & ANNOTATION_NAME) == 0))
+
+
+def _complete(events: list[Event]) -> tuple | None:
+    """Field columns of the complete ("X") events of analysed categories;
+    events with unusable ts/dur are left out and counted (last item)."""
+    xs = [e for e in events if e.ph == "X" and e.cat in _CAT_CODE]
+    if not xs:
+        return None
+    cats, names, pids, tids, ts, dur, args = zip(*map(_FIELDS, xs))
+    ts = _numeric(ts)
+    dur = _numeric(dur)
+    dur = np.where(np.isnan(dur), 0.0, dur)
+    ok = np.isfinite(ts) & (dur >= 0)
+    if ok.all():
+        return cats, names, pids, tids, ts, dur, args, 0
+    keep = np.flatnonzero(ok)
+    cats, names, pids, tids, args = ([col[i] for i in keep] for col in (cats, names, pids, tids, args))
+    return cats, names, pids, tids, ts[keep], dur[keep], args, int((~ok).sum())
+
+
+def _tensor_types(a: Args) -> tuple | None:
+    """``Input type`` entries of tensor inputs: those whose ``Input Dims``
+    entry is a non-empty shape (scalars and 0-d tensors have ``[]``); None
+    when the op records no input types."""
+    types = _json(a.input_type)
+    if not isinstance(types, list) or not types:
+        return None
+    dims = _raw_list(a.input_dims)
+    if dims is None:
+        dims = _raw_list(a.input_dims_lc)
+    if dims is None or len(dims) != len(types):
+        return tuple(t if isinstance(t, str) else "" for t in types)
+    return tuple(t if isinstance(t, str) else "" for t, d in zip(types, dims) if _is_shape(d))
+
+
+def _json(raw: msgspec.Raw):
+    """The value of a raw JSON text (None when empty or malformed)."""
+    try:
+        return msgspec.json.decode(raw) if len(raw) else None
+    except msgspec.DecodeError:
+        return None
+
+
+def _raw_list(raw: msgspec.Raw) -> list[msgspec.Raw] | None:
+    """The entries of a raw JSON array, None when it is not one."""
+    try:
+        return _RAW_LIST.decode(raw) if len(raw) else None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _is_shape(dims: msgspec.Raw) -> bool:
+    """A non-empty ``Input Dims`` entry (not ``[]``, spaces aside)."""
+    return len(dims) > 2 and len(bytes(dims).replace(b" ", b"")) > 2
+
+
+def _group(a: Args | None) -> str | None:
+    """Process-group label from a collective's args, when present."""
+    if a is None:
+        return None
+    if a.pg_name is not None and str(a.pg_name) != "":
+        return str(a.pg_name) if not a.pg_desc else f"{a.pg_name}:{a.pg_desc}"
+    return a.pg_desc or None
+
+
+def _stream(path: Path, builder: _Builder) -> bytes:
+    """Stream the events into ``builder``; the document without events."""
+    rest = stream.Rest()
+    with _reading(path), _open(path) as fh, _gc_paused(), _progress(path) as advance:
+        raw = getattr(fh, "fileobj", fh)  # the compressed file under a gzip reader
+        try:
+            builder.feed(stream.iter_batches(fh, rest, _decode_batch), lambda: advance(raw.tell()))
+        except msgspec.DecodeError as exc:
+            raise InputError(path, f"malformed JSON in traceEvents ({exc})") from None
+        except ValueError as exc:
+            raise InputError(path, f"malformed or truncated JSON ({exc})") from None
+    return rest.document()
+
+
+@contextmanager
+def _progress(path: Path):
+    """A bar of the bytes of ``path`` read (``advisor.runtime.progress.bar``) for a
+    file of at least ``PROGRESS_BYTES``. Yields ``advance(bytes_read)``."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size < PROGRESS_BYTES:
+        yield lambda _pos: None
+        return
+    from advisor.runtime.progress import bar
+
+    with bar(f"reading {path.name}", size, in_bytes=True) as show:
+        yield show
+
+
+def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any]:
+    """Fallback for documents that cannot be streamed: decode at once
+    (typed, then leniently); distributedInfo and schemaVersion."""
+    data = read_bytes(path)
+    if not data.strip():
+        raise InputError(path, "empty file")
+    if data.lstrip()[:1] != b"{":
+        raise InputError(path, "not a Kineto trace (expected a JSON object with traceEvents)")
+    with _gc_paused():
+        try:
+            doc = _DOC.decode(data)
+        except msgspec.ValidationError:
+            doc = None
+        except msgspec.DecodeError as exc:
+            raise InputError(path, f"malformed or truncated JSON ({exc})") from None
+        if doc is not None:
+            del data
+            builder.add(doc.traceEvents)
+            return doc.distributedInfo, doc.schemaVersion
+        try:
+            loose = _LOOSE.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise InputError(path, f"malformed trace ({exc})") from None
+        del data
+        raw = loose.traceEvents if isinstance(loose.traceEvents, list) else []
+        events, dropped = _convert_loose(raw)
+        builder.dropped += dropped
+        builder.add(events)
+        loose.traceEvents = []
+    return _decode_meta(path, msgspec.json.encode(loose))
+
+
+def load_trace(path: Path, reduce: bool = True, helpers: int = 0, meanwhile=None) -> Trace:
+    """Decode one trace file; InputError when it is not usable. With
+    ``reduce=False`` every analysed event is kept (to check the reduction).
+    ``helpers``: extra processes that may decode parts of a large file
+    (``kineto_split``). ``meanwhile()`` runs once, while they work when
+    there are any."""
+    from advisor.collectors.kineto import split as kineto_split
+
+    ran = []
+
+    def once() -> None:
+        if meanwhile is not None and not ran:
+            ran.append(True)
+            meanwhile()
+
+    split = kineto_split.load_parts(path, helpers, reduce, once) if helpers else None
+    once()
+    if split is not None:
+        builder, document = split
+        dist, schema = _decode_meta(path, document)
+    else:
+        builder = _Builder(reduce=reduce)
+        try:
+            dist, schema = _decode_meta(path, _stream(path, builder))
+        except stream.NotStreamable:
+            builder = _Builder(reduce=reduce)
+            dist, schema = _whole(path, builder)
+    events = builder.events()
+    if builder.analysed >= BIG_TRACE_EVENTS:
+        release_free_memory()
+    return Trace(
+        path=path,
+        events=events,
+        rank=_as_int(dist.rank) if dist else None,
+        world_size=_as_int(dist.world_size) if dist else None,
+        backend=dist.backend if dist else None,
+        schema_version=None if schema is None else str(schema),
+        old_vocabulary=bool(builder.cats_seen & OLD_VOCAB_CATS),
+        analysed=builder.analysed,
+        dropped=builder.dropped,
+    )
+
+
+_RANK_IN_HEAD = re.compile(r'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*"?(\d+)')
+
+
+def head_rank(head: str) -> int | None:
+    """``distributedInfo.rank`` when it is in the file's first bytes."""
+    m = _RANK_IN_HEAD.search(head)
+    return int(m.group(1)) if m else None

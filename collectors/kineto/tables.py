@@ -1,0 +1,488 @@
+"""Kineto events -> the normalized ``steps``, ``ops`` and ``comm`` tables.
+
+The definitions are documented in :mod:`advisor.collectors.kineto.collector`; this
+module implements them with numpy interval math (:mod:`kineto_intervals`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
+# Device kernels that are collectives (NCCL/RCCL/MSCCL and the CamelCase
+# collective names kernels carry); case-sensitive for the CamelCase tokens so
+# compute kernels such as Eigen's ``TensorBroadcastingOp`` do not match.
+COMM_KERNEL_RE = re.compile(
+    r"(?i:nccl|rccl|msccl)|cross_device_reduce|"
+    r"(?<![A-Za-z])(?:AllReduce|AllGather|ReduceScatter|Broadcast|SendRecv|AllToAll)(?![a-z])"
+)
+# Host ops that are collectives (gloo on CPU-only traces, c10d front ends).
+HOST_COMM_RE = re.compile(r"^(?:c10d::|c10d_|gloo:|nccl:|record_param_comms$|ProcessGroup)")
+# Host annotations that are not ops (2021 traces put them in "Operator").
+ANNOTATION_RE = re.compile(r"^(?:ProfilerStep#|enumerate\(DataLoader\)#|## .* ##$)")
+SYNC_CALLS = frozenset({
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer",
+    "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+    "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpy",
+})
+_KIND_TOKENS = (
+    ("reducescatter", "reducescatter"), ("allgather", "allgather"),
+    ("allreduce", "allreduce"), ("alltoall", "alltoall"),
+    ("broadcast", "broadcast"), ("sendrecv", "other"), ("send", "send"),
+    ("recv", "receive"), ("receive", "receive"),
+)
+_DTYPES = {
+    "float": "FLOAT", "double": "DOUBLE", "c10::Half": "FLOAT16", "c10::BFloat16": "BF16",
+    "half": "FLOAT16", "bfloat16": "BF16", "long int": "INT64", "long": "INT64",
+    "int": "INT32", "short int": "INT16", "short": "INT16", "signed char": "INT8",
+    "unsigned char": "UINT8", "bool": "BOOL", "c10::complex<float>": "COMPLEX64",
+    "c10::complex<double>": "COMPLEX128", "c10::complex<c10::Half>": "COMPLEX32",
+    "c10::Float8_e4m3fn": "FLOAT8_E4M3FN", "c10::Float8_e5m2": "FLOAT8_E5M2",
+    "c10::Float8_e4m3fnuz": "FLOAT8_E4M3FNUZ", "c10::Float8_e5m2fnuz": "FLOAT8_E5M2FNUZ",
+}
+_NON_TENSOR = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList", "None", "String"})
+#: A kernel launch shorter than this (us) is "short": its launch costs about
+#: as much host time (5-10 us per launch in eager PyTorch) as it runs on the
+#: device. ``ops.short_count`` counts them.
+SHORT_KERNEL_US = 10.0
+#: A device-idle gap between two device ops no longer than this (us) is a
+#: kernel-to-kernel launch gap (``kernel_gap_us``): the cost of issuing the
+#: next op (eager dispatch of 10-30 us plus launch latency). Longer idle
+#: stretches are the device waiting for host work (``host_wait_us``).
+KERNEL_GAP_US = 50.0
+#: Memcpy event names -> ops ``type`` (direction), first match wins.
+MEMCPY_TYPES = (("HtoD", "memcpy_h2d"), ("DtoH", "memcpy_d2h"), ("DtoD", "memcpy_d2d"),
+                ("PtoP", "memcpy_p2p"), ("Peer", "memcpy_p2p"), ("HtoH", "memcpy_h2h"))
+
+
+@dataclass
+class Tables:
+    """What one trace yields."""
+
+    device: str
+    steps: pd.DataFrame
+    ops: pd.DataFrame | None
+    comm: pd.DataFrame | None
+    notes: list[str] = field(default_factory=list)
+
+
+def comm_kind(text: str | None) -> str:
+    """Collective kind from a kernel/op name or a ``Collective name`` arg."""
+    if not text:
+        return "other"
+    flat = re.sub(r"[^a-z0-9]", "", text.lower())
+    for token, kind in _KIND_TOKENS:
+        if token in flat:
+            return kind
+    return "other"
+
+
+def normalize_dtypes(types) -> str | None:
+    """Kineto ``Input type`` list -> ';'-joined upper-case tensor dtypes."""
+    if not types:
+        return None
+    out = []
+    for t in types:
+        if not isinstance(t, str) or t in _NON_TENSOR:
+            continue
+        out.append(_DTYPES.get(t) or re.sub(r"[^A-Z0-9]+", "_", t.upper()).strip("_"))
+    return ";".join(out) or None
+
+
+def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
+    """Per-event boolean: the event's name matches ``pattern`` (tested once
+    per distinct name)."""
+    hit = np.fromiter((bool(pattern.search(n)) for n in ev.names), dtype=bool, count=len(ev.names))
+    return hit[ev.name]
+
+
+def _steps(ev: Events) -> dict[str, np.ndarray] | None:
+    """ProfilerStep#N spans (deduplicated by N, longest kept), by start;
+    None without step markers. Rows are ordered as pandas' ``sort_values``
+    would (by duration, longest first, then by start), ties included."""
+    idx = np.flatnonzero(_name_mask(ev, STEP_RE) & (ev.kind == HOST))
+    if idx.size == 0:
+        return None
+    step = np.array([int(STEP_RE.match(ev.names[c]).group(1)) for c in ev.name[idx]], dtype=np.int64)
+    by_dur = _sort_order(ev.dur[idx], descending=True)
+    _, first = np.unique(step[by_dur], return_index=True)
+    kept = by_dur[np.sort(first)]
+    rows = idx[kept[_sort_order(ev.ts[idx[kept]])]]
+    return {"step": step[np.searchsorted(idx, rows)], "start": ev.ts[rows],
+            "end": ev.end_at(rows), "thread": ev.thread[rows]}
+
+
+def _sort_order(values: np.ndarray, descending: bool = False) -> np.ndarray:
+    """The row order ``DataFrame.sort_values`` gives a NaN-free column
+    (pandas' ``nargsort`` with quicksort: descending sorts the reversed
+    column and reverses the result)."""
+    if not descending:
+        return values.argsort(kind="quicksort")
+    rev = np.arange(values.size)[::-1]
+    return rev[values[::-1].argsort(kind="quicksort")][::-1]
+
+
+def _windows(ev: Events, notes: list[str]) -> pd.DataFrame:
+    """Step windows, or one whole-trace window (step NA) with a note."""
+    steps = _steps(ev)
+    if steps is not None:
+        # Keep windows disjoint (a step never runs past the next one's start).
+        nxt = np.r_[steps["start"][1:], np.inf]
+        return pd.DataFrame({"step": pd.array(steps["step"], dtype="Int64"), "start": steps["start"],
+                             "end": np.minimum(steps["end"], nxt), "thread": steps["thread"]})
+    notes.append("no ProfilerStep#N step markers found: the whole trace is reported "
+                 "as one window with step NA (use torch.profiler.profile with "
+                 "schedule and call prof.step() each iteration)")
+    return pd.DataFrame({
+        "step": pd.array([pd.NA], dtype="Int64"),
+        "start": [float(ev.span[0])],
+        "end": [float(ev.span[1])],
+        "thread": [-1],
+    })
+
+
+def _select(ev: Events, mask: np.ndarray) -> iv.Intervals:
+    """Merged intervals of the events selected by ``mask``."""
+    return iv.merge(ev.ts[mask], ev.end_at(mask))
+
+
+def _breakdown(win: pd.DataFrame, parts: dict[str, iv.Intervals]) -> dict[str, np.ndarray]:
+    """Per-window covered length of each interval set (steps columns)."""
+    lo, hi = win["start"].to_numpy(), win["end"].to_numpy()
+    out = {"step": win["step"].to_numpy(), "start_us": lo, "duration_us": hi - lo}
+    for col, ivs in parts.items():
+        out[col] = iv.covered_between(ivs, lo, hi)
+    return out
+
+
+def _nonneg(x: np.ndarray) -> np.ndarray:
+    """``x`` with negative values set to 0 (as ``Series.clip(lower=0)``)."""
+    return np.where(x < 0, 0.0, x)
+
+
+def _finish(out: dict[str, np.ndarray], **more: np.ndarray) -> pd.DataFrame:
+    """The steps frame: ``out`` plus exposed communication, free time and
+    the ``more`` columns."""
+    out["exposed_comm_us"] = _nonneg(out["communication_us"] - out["overlapped_us"])
+    out["free_us"] = _nonneg(out["duration_us"] - out.pop("_busy_cc_us"))
+    out.update(more)
+    return pd.DataFrame(out)
+
+
+def _nesting(ev: Events, mask: np.ndarray) -> tuple[np.ndarray, iv.Nesting]:
+    """Indices of the selected host events and their call-stack nesting."""
+    idx = np.flatnonzero(mask)
+    return idx, iv.Nesting(ev.thread[idx], ev.ts[idx], ev.end_at(idx))
+
+
+def _dtype_codes(ev: Events) -> tuple[np.ndarray, list[str]]:
+    """For each ``input_type`` code (and -1, last): a code into the distinct
+    normalized dtype strings (-1 when the op has no tensor inputs), and those
+    strings; each input-type tuple is normalized once."""
+    table: dict[str, int] = {}
+    norm = (normalize_dtypes(t) for t in ev.input_types)
+    codes = [-1 if d is None else table.setdefault(d, len(table)) for d in norm]
+    return np.array(codes + [-1], dtype=np.int64), list(table)
+
+
+class _Codes:
+    """Per-event values kept as codes into a small table (-1: None);
+    indexing gives the values (an object array for an index array)."""
+
+    def __init__(self, codes: np.ndarray, values):
+        self.codes = codes
+        self.values = np.array([*values, None], dtype=object)
+
+    def __getitem__(self, i):
+        return self.values[self.codes[i]]
+
+
+def memcpy_type(name: str) -> str:
+    """ops ``type`` of a memcpy event from its Kineto name, e.g.
+    ``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_h2d``."""
+    for token, typ in MEMCPY_TYPES:
+        if token in name:
+            return typ
+    return "memcpy"
+
+
+def kernel_gaps(busy: iv.Intervals) -> iv.Intervals:
+    """Idle gaps between consecutive device-busy intervals that are no
+    longer than ``KERNEL_GAP_US``."""
+    s, e = busy
+    gs, ge = e[:-1], s[1:]
+    keep = (ge > gs) & (ge - gs <= KERNEL_GAP_US)
+    return gs[keep], ge[keep]
+
+
+def gpu_tables(ev: Events, rank: int) -> Tables:
+    """GPU trace: device-side breakdown per step, kernel ops, collectives."""
+    notes: list[str] = []
+    win = _windows(ev, notes)
+    dev = ev.kind >= KERNEL
+    kern = ev.kind == KERNEL
+    is_comm = kern & _name_mask(ev, COMM_KERNEL_RE)
+    compute = _select(ev, kern & ~is_comm)
+    del kern
+    comm = _select(ev, is_comm)
+    steps = _gpu_steps(ev, win, dev, compute, comm)
+    launch = _launching_ops(ev)
+    ops = _gpu_ops(ev, dev, is_comm, launch)
+    comm_df = _gpu_comm(ev, is_comm, win, launch, iv.subtract(comm, compute))
+    steps.insert(0, "rank", rank)
+    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
+
+
+def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Intervals,
+               comm: iv.Intervals) -> pd.DataFrame:
+    """The steps table of a GPU trace (its interval sets are freed on return)."""
+    busy = _select(ev, dev)
+    sync = (ev.kind == RUNTIME) & np.isin(ev.names, list(SYNC_CALLS))[ev.name]
+    parts = {
+        "device_busy_us": busy,
+        "computing_us": compute,
+        "communication_us": comm,
+        "overlapped_us": iv.intersect(compute, comm),
+        "_busy_cc_us": iv.union(compute, comm),
+        "data_wait_us": _select(ev, (ev.kind == HOST) & _name_mask(ev, DATALOADER_RE)),
+        "kernel_gap_us": kernel_gaps(busy),
+        "sync_wait_us": _select(ev, sync),
+    }
+    out = _breakdown(win, parts)
+    idle = _nonneg(out["duration_us"] - out["device_busy_us"])
+    return _finish(out, host_wait_us=_nonneg(idle - out["kernel_gap_us"]))
+
+
+@dataclass
+class _Launch:
+    """For device events: the host op that launched them (via correlation)."""
+
+    dtypes: _Codes  # per event, normalized input dtypes or None when unknown
+    comm_op: _Codes  # per event, name of the enclosing collective host op or None
+
+
+#: Runtime calls matched to their host ops per block (bounds temporaries).
+LAUNCH_BLOCK = 1 << 18
+
+
+def _launching_ops(ev: Events) -> _Launch:
+    """Map each device event to its launching runtime call (same correlation
+    id, first such call) and that call to the innermost enclosing host op on
+    its thread; read the op's input dtypes (climbing to the nearest ancestor
+    that has them) and the nearest enclosing collective op name."""
+    dt_of, dt_values = _dtype_codes(ev)
+    dtypes = np.full(len(ev), -1, dtype=np.int32)
+    comm_op = np.full(len(ev), -1, dtype=np.int32)
+    rt = np.flatnonzero((ev.kind == RUNTIME) & np.isfinite(ev.corr))
+    dev = np.flatnonzero((ev.kind >= KERNEL) & np.isfinite(ev.corr))
+    if rt.size == 0 or dev.size == 0:
+        return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names))
+    rt_dt, rt_cm = _runtime_ops(ev, rt, dt_of)
+    ids, first = np.unique(ev.corr[rt], return_index=True)
+    del rt
+    pos = np.clip(np.searchsorted(ids, ev.corr[dev]), 0, ids.size - 1)
+    hit = ids[pos] == ev.corr[dev]
+    dtypes[dev[hit]] = rt_dt[first[pos[hit]]]
+    comm_op[dev[hit]] = rt_cm[first[pos[hit]]]
+    return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names))
+
+
+def _runtime_ops(ev: Events, rt: np.ndarray, dt_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the runtime calls ``rt``: the dtype code of the nearest enclosing
+    host op that has tensor inputs, and the name code of the nearest
+    enclosing collective host op (-1: none), in blocks of LAUNCH_BLOCK."""
+    host_idx, nest = _nesting(ev, ev.kind == HOST)
+    op_dt = dt_of[ev.input_type[host_idx]]
+    has_dt = op_dt >= 0
+    is_comm_op = _name_mask(ev, HOST_COMM_RE)[host_idx]
+    op_name = ev.name[host_idx]
+    rt_dt = np.full(rt.size, -1, dtype=np.int32)
+    rt_cm = np.full(rt.size, -1, dtype=np.int32)
+    for lo in range(0, rt.size if host_idx.size else 0, LAUNCH_BLOCK):
+        r = rt[lo:lo + LAUNCH_BLOCK]
+        encl = nest.enclosing(ev.thread[r], ev.ts[r], ev.end_at(r))
+        dt_at = nest.climb(encl, has_dt)
+        cm_at = nest.climb(encl, is_comm_op)
+        rt_dt[lo:lo + r.size] = np.where(dt_at >= 0, op_dt[np.clip(dt_at, 0, None)], -1)
+        rt_cm[lo:lo + r.size] = np.where(cm_at >= 0, op_name[np.clip(cm_at, 0, None)], -1)
+    return rt_dt, rt_cm
+
+
+def _gpu_ops(ev: Events, dev: np.ndarray, is_comm: np.ndarray, launch: _Launch) -> pd.DataFrame | None:
+    """Device events aggregated per (name, type, input dtypes)."""
+    idx = np.flatnonzero(dev)
+    if idx.size == 0:
+        return None
+    kind = ev.kind[idx]
+    types = ["memset", "communication", "compute"]
+    typ = np.where(kind == MEMSET, 0, np.where(is_comm[idx], 1, 2)).astype(np.int8)
+    copies = np.flatnonzero(kind == MEMCPY)
+    if copies.size:
+        codes, inverse = np.unique(ev.name[idx[copies]], return_inverse=True)
+        copy_types = [memcpy_type(ev.names[c]) for c in codes]
+        types += sorted(set(copy_types))
+        typ[copies] = np.array([types.index(t) for t in copy_types])[inverse]
+    keys = {"name": (ev.name[idx], ev.names), "type": (typ, types),
+            "input_dtypes": (launch.dtypes.codes[idx], launch.dtypes.values[:-1])}
+    return _aggregate(keys, "GPU", ev.dur[idx], ev.dur[idx] < SHORT_KERNEL_US)
+
+
+def _aggregate(keys: dict, core: str, dur: np.ndarray, short: np.ndarray | None = None) -> pd.DataFrame:
+    """count/total/max/min of ``dur`` per op key, by total time; drop an
+    all-null dtype column. ``keys`` maps the key columns (name, type,
+    input_dtypes) to (per-event codes, values; code -1 is None). Groups are
+    formed on one combined integer key, in order of first appearance;
+    strings are only built for the result rows."""
+    key, radix = _combined_key([codes for codes, _ in keys.values()])
+    groups = pd.Series(dur).groupby(key, sort=False)
+    total = groups.sum()
+    order = _sort_order(total.to_numpy(), descending=True)
+    codes = _split_key(total.index.to_numpy()[order], radix)
+    cols = {k: np.array([*values, None], dtype=object)[c] for (k, (_, values)), c in zip(keys.items(), codes)}
+    out = {"name": cols["name"], "type": cols["type"], "core": core}
+    if any(d is not None for d in cols["input_dtypes"]):
+        out["input_dtypes"] = pd.Series(cols["input_dtypes"], dtype=object)
+    out.update(count=groups.size().to_numpy(np.int64)[order], total_us=total.to_numpy()[order],
+               max_us=groups.max().to_numpy()[order], min_us=groups.min().to_numpy()[order])
+    if short is not None:
+        out["short_count"] = pd.Series(short).groupby(key, sort=False).sum().to_numpy(np.int64)[order]
+    return pd.DataFrame(out)
+
+
+def _combined_key(codes: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """One int64 key per row for several integer code columns (codes >= -1),
+    and the radix of each column."""
+    key = np.zeros(codes[0].size, dtype=np.int64)
+    radix = []
+    for c in codes:
+        radix.append(int(c.max(initial=-1)) + 2)
+        key *= radix[-1]
+        key += c
+        key += 1
+    return key, radix
+
+
+def _split_key(key: np.ndarray, radix: list[int]) -> list[np.ndarray]:
+    """The code columns of :func:`_combined_key` back from the keys."""
+    out = []
+    for r in reversed(radix):
+        key, c = np.divmod(key, r)
+        out.append(c - 1)
+    return out[::-1]
+
+
+def _gpu_comm(ev: Events, is_comm: np.ndarray, win: pd.DataFrame, launch: _Launch,
+              exposed: iv.Intervals) -> pd.DataFrame | None:
+    """One row per collective kernel; ``exposed`` is the communication time
+    not overlapped by compute (see :func:`_comm_frame`)."""
+    idx = np.flatnonzero(is_comm)
+    if idx.size == 0:
+        return None
+    names = ev.names[ev.name[idx]]
+    kinds = [_kernel_kind(n, ev.collective_of(i), launch.comm_op[i]) for n, i in zip(names, idx)]
+    return _comm_frame(ev, idx, names, kinds, win, exposed)
+
+
+def _kernel_kind(name: str, collective: str | None, host_op: str | None) -> str:
+    """Kind from the ``Collective name`` arg, else the kernel name, else the
+    launching host collective op (e.g. SendRecv kernels under all_to_all)."""
+    for text in (collective, name, host_op):
+        kind = comm_kind(text)
+        if kind != "other":
+            return kind
+    return "other"
+
+
+def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,
+                exposed: iv.Intervals) -> pd.DataFrame:
+    """The comm table rows for the selected events. ``exposed_us`` is the
+    time within each collective's span that is in ``exposed``: the rank's
+    communication time not overlapped by compute (the step's
+    ``exposed_comm_us`` is its total in the step window). Collectives in
+    flight at once each count the time they share."""
+    pos = iv.window_index(win["start"].to_numpy(), win["end"].to_numpy(), ev.ts[idx])
+    steps = win["step"].to_numpy(dtype=object)
+    return pd.DataFrame({
+        "name": names,
+        "kind": kinds,
+        "group": [ev.group_of(i) for i in idx],
+        "elapse_us": ev.dur[idx],
+        "start_us": ev.ts[idx],
+        "step": pd.array([steps[p] if p >= 0 else pd.NA for p in pos], dtype="Int64"),
+        "exposed_us": iv.covered_between(exposed, ev.ts[idx], np.maximum(ev.end_at(idx), ev.ts[idx])),
+    })
+
+
+def _with_rank(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
+    if df is None:
+        return None
+    df.insert(0, "rank", rank)
+    return df
+
+
+def _main_thread(ev: Events, win: pd.DataFrame, oplike: np.ndarray) -> int:
+    """The training thread: the one with the step markers, else the one with
+    the most op time (``ev.op_time`` sums every host op of the trace)."""
+    if (win["thread"] >= 0).any():
+        return int(win["thread"].mode().iloc[0])
+    if not oplike.any() or not np.isfinite(ev.op_time).any():
+        return -1
+    return int(np.argmax(ev.op_time))
+
+
+def cpu_tables(ev: Events, rank: int) -> Tables:
+    """CPU-only trace: host-side breakdown from the training thread's ops."""
+    notes: list[str] = []
+    win = _windows(ev, notes)
+    host = ev.kind == HOST
+    annotation = _name_mask(ev, ANNOTATION_RE)
+    named_comm = host & _name_mask(ev, HOST_COMM_RE)
+    oplike = host & (ev.cat_is("cpu_op") | (ev.cat_is("Operator") & ~annotation))
+    main = _main_thread(ev, win, oplike)
+    op_idx, nest = _nesting(ev, oplike)
+    top = op_idx[nest.top_level()]
+    cm_idx, cm_nest = _nesting(ev, named_comm)
+    comm_top = cm_idx[cm_nest.top_level()]
+    on_main = ev.thread[top] == main
+    comm_all = iv.merge(ev.ts[comm_top], ev.end_at(comm_top))
+    comm_main = _select(ev, named_comm & (ev.thread == main))
+    data = _select(ev, host & _name_mask(ev, DATALOADER_RE))
+    raw = iv.merge(ev.ts[top[on_main]], ev.end_at(top[on_main]))
+    compute = iv.subtract(raw, iv.union(comm_main, data))
+    parts = {
+        "computing_us": compute,
+        "communication_us": comm_all,
+        "overlapped_us": iv.intersect(compute, comm_all),
+        "_busy_cc_us": iv.union(compute, comm_all),
+        "data_wait_us": data,
+    }
+    steps = _finish(_breakdown(win, parts))
+    steps.insert(0, "rank", rank)
+    ops = _cpu_ops(ev, top, named_comm)
+    comm_df = None
+    if comm_top.size:
+        names = ev.names[ev.name[comm_top]]
+        kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(names, comm_top)]
+        comm_df = _comm_frame(ev, comm_top, names, kinds, win, iv.subtract(comm_all, compute))
+    return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
+
+
+def _cpu_ops(ev: Events, top: np.ndarray, named_comm: np.ndarray) -> pd.DataFrame | None:
+    """Top-level host ops (every thread) aggregated per name and dtypes."""
+    if top.size == 0:
+        return None
+    dt_of, dt_values = _dtype_codes(ev)
+    keys = {"name": (ev.name[top], ev.names),
+            "type": (np.where(named_comm[top], 0, 1), ["communication", "cpu_op"]),
+            "input_dtypes": (dt_of[ev.input_type[top]], dt_values)}
+    return _aggregate(keys, "CPU", ev.dur[top])

@@ -1,0 +1,438 @@
+"""The cluster engine: read a run's rank units in parallel and merge them.
+
+Each unit (one rank folder, one trace file, ...) is read on its own by the
+collector that discovered it, in a worker process (``concurrent.futures``
+process pool, ``jobs`` workers) or on an existing Dask cluster. Only the
+per-rank Profile (summary tables) comes back, so memory grows with the
+number of ranks, not with the number of raw events.
+
+Decisions, applied the same way whichever way the units are read:
+
+* Order: units are merged sorted by their lowest rank, then by discovery
+  order, so the Profile is identical for any ``jobs`` and for Dask.
+* A unit that cannot be read (InputError) becomes a ``skipped`` entry naming
+  its file; the rest is analyzed. Only when no unit is readable is the first
+  error raised.
+* Two units that are the same files (a symlink, a repeated path) are read
+  once. Two units claiming the same rank: the first (in that order) is kept
+  and the other is left out, with a skip naming both paths -- merging them
+  would double-count the rank's steps. Kineto is the exception: several
+  trace files of one rank are separate capture windows of that rank, which
+  its collector reads and notes on purpose.
+* Other formats in the same folder are not read (one format per run); the
+  report says what they were, e.g. "also found 3 Kineto traces".
+* Kernel files: above ``kernel_ranks`` units, a collector that can
+  (``SKIPS_KERNELS``) reads them on a sample of ranks only
+  (``kernel_sample``), and the report says on how many.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from pathlib import Path
+
+from advisor.collectors.parallel import arrow_frames, kernel_sample
+from advisor.errors import ConfigError, InputError, ReaderError
+from advisor.profile import Profile, RunMeta
+from advisor.runtime.cpus import usable_cpus
+
+#: Collectors whose units may legitimately share a rank (capture windows).
+MULTI_UNIT_RANKS = {"advisor.collectors.kineto.collector"}
+#: What to call another collector's units in the "also found" note.
+FORMAT_LABELS = {
+    "advisor.collectors.ascend.collector": "Ascend profiler folder(s)",
+    "advisor.collectors.mindinsight.collector": "MindInsight profiler output(s)",
+    "advisor.collectors.kineto.collector": "Kineto trace(s)",
+}
+#: Seconds to wait for a Dask scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT = 10
+
+
+# ------------------------------------------------------------------ workers
+
+def read_one(module_name: str, unit: str, kernels: bool = True) -> tuple:
+    """Read one unit in whatever process runs this: ("ok", Profile) or
+    ("error", path, problem). Plain tuples pickle the same for a process
+    pool and for Dask. A collector with ``read_arrow`` returns its tables
+    in Arrow form (``arrow_frames``); ``_merge`` converts them.
+    ``kernels=False``: leave the unit's kernel files out (``kernel_sample``)."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    if not kernels:
+        return _guard(lambda: module.read_arrow(Path(unit), kernels=False))
+    reader = getattr(module, "read_arrow", module.read)
+    return _guard(lambda: reader(Path(unit)))
+
+
+def _guard(read) -> tuple:
+    """("ok", ``read()``) or ("error", path, problem) for its InputError."""
+    try:
+        return ("ok", read())
+    except InputError as exc:
+        return ("error", exc.path, exc.problem)
+
+
+def read_batch(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> list[tuple]:
+    """``read_one`` for each of ``units`` (those in ``no_kernels`` without
+    their kernel files); through the collector's ``read_arrow_batch`` when
+    it has one (same results, per-call costs shared by the batch)."""
+    import importlib
+
+    batch = getattr(importlib.import_module(module_name), "read_arrow_batch", None)
+    if batch is None:
+        return [read_one(module_name, unit, unit not in no_kernels) for unit in units]
+    results = batch([Path(u) for u in units], kernels=[u not in no_kernels for u in units])
+    return [("error", r.path, r.problem) if isinstance(r, InputError) else ("ok", r) for r in results]
+
+
+def read_many(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> tuple:
+    """``read_batch``, packed (``arrow_frames.pack``): one task per chunk of
+    units keeps the pool's per-task and per-table costs (pickling,
+    scheduling) off small ranks."""
+    import gc
+
+    gc.disable()  # a chunk allocates many small JSON objects and frees them all: no cycles to find
+    try:
+        return arrow_frames.pack(read_batch(module_name, units, no_kernels))
+    finally:
+        gc.enable()
+
+
+def can_fork() -> bool:
+    """True where ``fork`` is safe: it exists, this is not macOS (whose
+    system libraries may run threads of their own; CPython defaults to
+    ``spawn`` there for that reason) and this process runs no other thread
+    (forking a threaded process can deadlock the child)."""
+    return (sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1)
+
+
+def _mp_context(module_name: str):
+    """``fork`` where ``can_fork`` (cheap: the workers inherit the imported
+    libraries), else ``forkserver`` with the collector preloaded (not on
+    macOS), else ``spawn``."""
+    if can_fork():
+        return multiprocessing.get_context("fork")
+    if "forkserver" in multiprocessing.get_all_start_methods() and sys.platform != "darwin":
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__, module_name])  # no effect once the server runs
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+@contextmanager
+def _progress(total: int):
+    """The per-rank bar (``advisor.runtime.progress.bar``) when there are several
+    units. Yields ``advance(n=1)``."""
+    if total < 2:
+        yield lambda n=1: None
+        return
+    from advisor.runtime.progress import bar
+
+    done = 0
+    with bar("reading ranks", total) as show:
+        def advance(n: int = 1) -> None:
+            nonlocal done
+            done += n
+            show(done)
+
+        yield advance
+
+
+#: Units per pool task: enough tasks for every worker to get several
+#: (load balance), few enough that each task amortizes its overhead.
+TASKS_PER_WORKER = 4
+MAX_CHUNK = 64
+
+
+def _chunks(units: list[str], jobs: int) -> list[list[str]]:
+    """Consecutive chunks of ``units`` for ``jobs`` workers."""
+    size = max(1, min(MAX_CHUNK, math.ceil(len(units) / (jobs * TASKS_PER_WORKER))))
+    return [units[i:i + size] for i in range(0, len(units), size)]
+
+
+def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile,
+               no_kernels: frozenset[str]) -> list[tuple]:
+    import importlib
+
+    alone = getattr(importlib.import_module(module_name), "read_alone", None)
+    if len(units) == 1 and jobs > 1 and alone is not None:
+        # one unit, several cores: the collector may spread its read over them
+        out = [_guard(lambda: alone(Path(units[0]), jobs, meanwhile))]
+        advance(1)
+        return out
+    if jobs == 1 or len(units) == 1:
+        meanwhile()
+        out = []
+        for chunk in _chunks(units, 1):
+            out.extend(read_batch(module_name, chunk, no_kernels & set(chunk)))
+            advance(len(chunk))
+        return out
+    chunks = _chunks(units, jobs)
+    results: list[list[tuple] | None] = [None] * len(chunks)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
+                             initializer=leave_interrupts_to_parent) as pool:
+        try:
+            index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
+                     for i, chunk in enumerate(chunks)}
+            meanwhile()
+            for future in as_completed(index):
+                i = index[future]
+                results[i] = arrow_frames.unpack(future.result())
+                advance(len(chunks[i]))
+        except BrokenProcessPool:
+            raise ReaderError(
+                "a reader process died or could not start (killed for memory? a script calling advisor "
+                "needs `if __name__ == \"__main__\":` where processes cannot fork); -j 1 / jobs=1 reads "
+                "in this process") from None
+        except BaseException:  # Ctrl-C or a failure: drop the queued chunks, finish the ones under way
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
+
+
+def _nothing() -> None:
+    pass
+
+
+def leave_interrupts_to_parent() -> None:
+    """Pool workers ignore Ctrl-C (SIGINT reaches the whole process group):
+    the parent cancels the queued chunks, and the workers end after the one
+    they are reading (terminating a worker while it sends its result would
+    hang the pool), with no traceback from each of them. Also spares
+    pyarrow's CSV reader a signal-handler swap per file (~1% of a rank).
+    The helpers of a split trace read (``kineto_split``) ignore it too."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:200]
+
+
+def _probe(address: str) -> None:
+    """Fail fast, in one line, on a malformed address or a closed TCP port
+    (the Dask client would retry until its timeout, then log a traceback)."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme != "tcp":
+            return  # tls://, ucx://, inproc://: let the client handle them
+        host, port = parse_host_port(loc, default_port=8786)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"--dask {address}: not a scheduler address ({_one_line(exc)})") from None
+    try:
+        socket.create_connection((host, port), timeout=DASK_CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConfigError(f"--dask {address}: cannot connect to a Dask scheduler "
+                          f"({exc.strerror or _one_line(exc)})") from None
+
+
+def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhile,
+              no_kernels: frozenset[str]) -> list[tuple]:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise ConfigError("--dask needs the 'distributed' package: pip install 'advisor[dask]'") from None
+    _probe(address)
+    try:
+        client = Client(address, timeout=DASK_CONNECT_TIMEOUT, set_as_default=False)
+    except Exception as exc:  # noqa: BLE001 -- OSError, TimeoutError, ValueError for a bad address
+        raise ConfigError(f"--dask {address}: cannot connect to a Dask scheduler ({_one_line(exc)})") from None
+    try:
+        futures = client.map(read_one, [module_name] * len(units), units,
+                             [u not in no_kernels for u in units], pure=False)
+        meanwhile()
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[tuple | None] = [None] * len(units)
+        for future in dask_completed(futures, loop=client.loop):
+            results[index[future.key]] = client.gather(future)
+            advance()
+        return results  # type: ignore[return-value]
+    finally:
+        client.close()
+
+
+# ------------------------------------------------------------------- merge
+
+def _dedupe_paths(units: list[Path]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Units with distinct real paths (symlinks resolved) + skips for repeats."""
+    seen: dict[str, str] = {}
+    keep: list[str] = []
+    skips: list[tuple[str, str]] = []
+    for unit in units:
+        real = os.path.realpath(unit)  # never raises on symlink loops
+        if real in seen:
+            skips.append((str(unit), f"same files as {seen[real]} (symlink or repeated path); read once"))
+            continue
+        seen[real] = str(unit)
+        keep.append(str(unit))
+    return keep, skips
+
+
+def _rank_key(item: tuple[int, str, Profile]) -> tuple:
+    index, _, profile = item
+    ranks = profile.meta.ranks
+    return (min(ranks) if ranks else math.inf, index)
+
+
+def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]]):
+    """(kept parts, skips) -- see the module docstring."""
+    if module_name in MULTI_UNIT_RANKS:
+        return parts, []
+    owner: dict[int, str] = {}
+    kept, skips = [], []
+    for item in parts:
+        _, unit, profile = item
+        clash = [r for r in profile.meta.ranks if r in owner]
+        if clash:
+            skips.append((unit, f"claims rank {clash[0]}, already read from {owner[clash[0]]}; "
+                                "kept the first, this duplicate is left out"))
+            continue
+        for r in profile.meta.ranks:
+            owner[r] = unit
+        kept.append(item)
+    return kept, skips
+
+
+def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
+               dask_address: str | None = None, others: list[tuple[str, str]] = (),
+               meanwhile: Callable[[], None] | None = None,
+               kernel_ranks: int | None = kernel_sample.DEFAULT_LIMIT) -> Profile:
+    """Read ``units`` with collector ``module_name`` and merge them (see
+    module doc). ``meanwhile()`` runs here while the units are read.
+    ``kernel_ranks``: read kernel files on at most this many units (None:
+    on all)."""
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs {jobs}: must be 1 or more")
+    if kernel_ranks is not None and kernel_ranks < 1:
+        raise ConfigError(f"--kernel-ranks {kernel_ranks}: must be 1 or more, or all")
+    paths, skips = _dedupe_paths(units)
+    no_kernels = _no_kernels(module_name, paths, kernel_ranks)
+    meanwhile = meanwhile or _nothing
+    with _progress(len(paths)) as advance:
+        if dask_address:
+            results = _run_dask(dask_address, module_name, paths, advance, meanwhile, no_kernels)
+        else:
+            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, meanwhile, no_kernels)
+    parts: list[tuple[int, str, Profile]] = []
+    failures: list[InputError] = []
+    for i, (unit, result) in enumerate(zip(paths, results)):
+        if result[0] == "ok":
+            parts.append((i, unit, result[1]))
+        else:
+            failures.append(InputError(result[1], result[2]))
+    if not parts:
+        raise failures[0]
+    parts.sort(key=_rank_key)
+    parts, dup_skips = _drop_duplicate_ranks(module_name, parts)
+    profile = _merge([p for _, _, p in parts], root)
+    if no_kernels:
+        ops = profile.table("ops")
+        read = 0 if ops is None else int(ops["rank"].nunique())
+        profile.meta.notes.append(kernel_sample.note(read, len(parts), kernel_ranks))
+    for exc in failures:
+        profile.skip(exc.path, exc.problem)
+    for what, reason in [*skips, *dup_skips, *others]:
+        profile.skip(what, reason)
+    return profile
+
+
+def _no_kernels(module_name: str, paths: list[str], kernel_ranks: int | None) -> frozenset[str]:
+    """The units whose kernel files are left out (``kernel_sample``): none
+    unless the collector can leave them out (``SKIPS_KERNELS``)."""
+    import importlib
+
+    if not getattr(importlib.import_module(module_name), "SKIPS_KERNELS", False):
+        return frozenset()
+    return frozenset(u for u, read in zip(paths, kernel_sample.chosen(len(paths), kernel_ranks)) if not read)
+
+
+def _merge(parts: list[Profile], root: Path) -> Profile:
+    first = parts[0].meta
+    meta = RunMeta(
+        framework=first.framework,
+        device=first.device,
+        source_format=first.source_format,
+        source_version=first.source_version,
+        source_path=str(root),
+        world_size=max((p.meta.world_size or 0 for p in parts), default=0) or None,
+        parallel=next((p.meta.parallel for p in parts if p.meta.parallel), {}),
+    )
+    if len(parts) > 1:
+        profile = arrow_frames.merge(parts, meta)
+    else:
+        profile = arrow_frames.profile_to_pandas(parts[0])
+    profile.meta.source_path = str(root)
+    return profile
+
+
+# ----------------------------------------------------------- other formats
+
+class _Chosen:
+    """The chosen units' real paths, for "is this path one of them, inside
+    one, or above one" in time proportional to the path's depth."""
+
+    def __init__(self, units: list[Path]):
+        self.paths = {os.path.realpath(u) for u in units}
+        self.above = {a for p in self.paths for a in _ancestors(p)}
+
+    def overlaps(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real in self.paths or real in self.above or any(a in self.paths for a in _ancestors(real))
+
+
+def _ancestors(path: str) -> list[str]:
+    """Every folder above ``path`` (an absolute real path), nearest first."""
+    out = []
+    parent = os.path.dirname(path)
+    while parent and parent != path:
+        out.append(parent)
+        path, parent = parent, os.path.dirname(parent)
+    return out
+
+
+def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]]:
+    """Skips naming what the other collectors would have found next to the
+    chosen units (files or folders directly under ``root``)."""
+    if not Path(root).is_dir():
+        return []
+    named = {str(u) for u in units}  # the common case, a child that is a unit itself: no path resolved
+    try:
+        children = [c for c in sorted(Path(root).iterdir()) if str(c) not in named]
+    except OSError:
+        return []
+    if not children:
+        return []
+    chosen = _Chosen(units)
+    children = [c for c in children if not chosen.overlaps(c)]
+    out = []
+    for module in others:
+        found: set[str] = set()
+        for child in children:
+            try:
+                hits = module.discover(child)
+            except (OSError, RuntimeError, RecursionError):
+                continue
+            found.update(os.path.realpath(h) for h in hits if not chosen.overlaps(h))
+        if found:
+            label = FORMAT_LABELS.get(module.__name__, module.__name__.rsplit(".", 1)[-1] + " unit(s)")
+            out.append((str(root), f"also found {len(found)} {label}; not read: one format per run"))
+    return out
+
+
+__all__ = ["read_units", "read_one", "other_formats"]

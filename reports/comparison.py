@@ -1,0 +1,161 @@
+"""Renderers for ``advisor compare``: compare.html, compare.md, compare.json.
+
+They lay out a :class:`advisor.regression.compare.Comparison`; numbers are formatted
+with the report renderers' helpers (``_view.fmt_num``) and profile strings
+escaped with ``markdown.escape`` / Jinja2 autoescaping. The HTML is one
+self-contained file: inline CSS (allowed by hash in its Content-Security-
+Policy), bars drawn as ``<meter>`` elements, no script, nothing fetched.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from advisor.errors import AdvisorError
+from advisor.regression.compare import Comparison
+from advisor.reports._view import fmt_num
+from advisor.reports.markdown import escape
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+FILES = {"html": "compare.html", "markdown": "compare.md", "json": "compare.json"}
+MD_METRICS = ("step.time_ms", "step.computing_ms", "step.data_wait_ms", "step.free_ms",
+              "step.exposed_comm_ms", "step.data_wait_ratio", "step.free_ratio", "step.computing_ratio")
+MD_GROWTH = 8
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{padding:.25rem .5rem;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.up{color:#b00020}.down{color:#1b7f3b}
+.tag{display:inline-block;padding:0 .4rem;border-radius:.6rem;font-size:.8rem;background:#eee}
+.new,.worse,.yes{background:#fde2e1}.resolved,.better{background:#dff3e4}
+td.bar,th.bar{width:22%}meter{width:100%}.name{word-break:break-all}
+.muted{color:#666;font-size:.9rem}
+"""
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.1f}%"
+
+
+def _num(v: float | None) -> str:
+    return fmt_num(v) if v is not None else "-"
+
+
+def key_metrics(c: Comparison) -> list:
+    """Metrics shown first: the step metrics, then any beyond noise."""
+    first = [m for mid in MD_METRICS for m in c.metrics if m.id == mid]
+    rest = [m for m in c.metrics if m.beyond_noise and m not in first]
+    return first + rest
+
+
+def view(c: Comparison) -> dict[str, Any]:
+    """Everything the HTML template shows, formatted (templates never compute)."""
+    top = max((g.change_ms for g in c.growth), default=0.0) or 1.0
+    metrics = [{
+        "id": m.id, "unit": m.unit, "baseline": _num(m.baseline), "current": _num(m.current),
+        "change": _pct(m.change_pct), "dir": "up" if (m.change or 0) > 0 else "down" if (m.change or 0) < 0 else "",
+        "noise": "-" if m.beyond_noise is None else ("yes" if m.beyond_noise else "no"),
+        "p": "-" if m.test is None else f"{m.test.p_value:.2g}",
+        "key": m in key_metrics(c),
+    } for m in c.metrics]
+    metrics.sort(key=lambda m: not m["key"])
+    return {
+        "c": c,
+        "metrics": metrics,
+        "findings": [{"rule": f.rule, "status": f.status, "title": f.title, "message": f.message,
+                      "before": f.baseline_severity or "-", "after": f.current_severity or "-"} for f in c.findings],
+        "growth": [{"kind": g.kind, "name": g.name, "type": g.type, "before": _num(g.baseline_ms),
+                    "after": _num(g.current_ms), "change": f"+{fmt_num(g.change_ms)}",
+                    "pct": _pct(g.change_pct), "frac": f"{g.change_ms / top:.3f}"}
+                   for g in c.growth],
+        "shrink": [{"kind": g.kind, "name": g.name, "type": g.type, "before": _num(g.baseline_ms),
+                    "after": _num(g.current_ms), "change": fmt_num(g.change_ms), "pct": _pct(g.change_pct)}
+                   for g in c.shrink[:MD_GROWTH]],
+    }
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_compare_html(c: Comparison) -> str:
+    digest = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
+    csp = f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    return _env().get_template("compare.html.j2").render(css=CSS, csp=csp, **view(c))
+
+
+def render_compare_json(c: Comparison) -> str:
+    return c.model_dump_json(indent=2)
+
+
+def growth_lines(c: Comparison, limit: int = MD_GROWTH) -> list[str]:
+    """Markdown table rows of the largest growth."""
+    lines = ["| | what | baseline ms/step | current ms/step | change |", "|---|---|--:|--:|--:|"]
+    for i, g in enumerate(c.growth[:limit], 1):
+        typ = f" ({escape(g.type, 40)})" if g.type else ""
+        lines.append(f"| {i} | {escape(g.kind)}: {escape(g.name, 120)}{typ} | {_num(g.baseline_ms)} | "
+                     f"{_num(g.current_ms)} | +{fmt_num(g.change_ms)} ({_pct(g.change_pct)}) |")
+    return lines
+
+
+def render_compare_markdown(c: Comparison) -> str:
+    out = [f"## advisor compare: {escape(c.current.label)} vs {escape(c.baseline.label)}", ""]
+    out += ["| metric | baseline | current | change | beyond noise | p |", "|---|--:|--:|--:|:-:|--:|"]
+    for m in key_metrics(c):
+        noise = "-" if m.beyond_noise is None else ("**yes**" if m.beyond_noise else "no")
+        p = "-" if m.test is None else f"{m.test.p_value:.2g}"
+        out.append(f"| `{m.id}` ({escape(m.unit)}) | {_num(m.baseline)} | {_num(m.current)} | "
+                   f"{_pct(m.change_pct)} | {noise} | {p} |")
+    out += ["", f"*Beyond noise: two-sided Mann-Whitney U on per-step samples, p < {c.alpha:g}, and a "
+            f"median change of at least {c.min_effect:.0%}.*", ""]
+    if c.growth:
+        out += ["### Where the time grew", ""] + growth_lines(c) + [""]
+    changed = [f for f in c.findings if f.status != "same"]
+    if changed:
+        out += ["### Findings", "", "| status | rule | baseline | current | message |", "|---|---|---|---|---|"]
+        for f in changed:
+            out.append(f"| {f.status} | `{escape(f.rule)}` | {f.baseline_severity or '-'} | "
+                       f"{f.current_severity or '-'} | {escape(f.message, 300)} |")
+        out.append("")
+    for note in c.notes:
+        out.append(f"> {escape(note, None)}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise AdvisorError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` atomically (creating the folder); AdvisorError on failure."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AdvisorError(f"{path.parent}: cannot create folder ({exc.strerror or exc})") from None
+    _write(path, text)
+    return path
+
+
+def write_compare(c: Comparison, out_dir: Path) -> dict[str, Path]:
+    """compare.html, compare.md and compare.json in ``out_dir``."""
+    texts = {"html": render_compare_html(c), "markdown": render_compare_markdown(c), "json": render_compare_json(c)}
+    return {k: write_text(Path(out_dir) / FILES[k], t) for k, t in texts.items()}

@@ -1,0 +1,169 @@
+"""Renderers for ``advisor gate`` and ``advisor history``.
+
+* :func:`render_gate_markdown` -- the summary for a pull-request comment:
+  verdict, failed checks with their statistics, what grew, then the rest;
+  at most ``MAX_CHARS`` characters (GitHub's limit is 65,536).
+* :func:`render_junit` -- JUnit XML, one test case per budget, per failing
+  rule (or one passing "findings" case) and for the anomaly model.
+* :func:`render_trend_svg` -- a self-contained SVG trend chart of one metric
+  over the history runs (no script, no external reference).
+* :func:`print_gate` / :func:`print_history` -- rich terminal output.
+"""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+from xml.sax.saxutils import escape as xml_escape
+
+import pandas as pd
+
+from advisor.regression.compare import Comparison
+from advisor.regression.gate import GateResult
+from advisor.reports._view import fmt_num
+from advisor.reports.comparison import growth_lines
+from advisor.reports.markdown import escape
+
+MAX_CHARS = 60_000
+ICON = {"pass": "\u2705", "fail": "\u274c", "skip": "\u2796"}
+SVG_W, SVG_H, SVG_PAD = 760, 300, 48
+
+
+def render_gate_markdown(result: GateResult, comparison: Comparison | None = None) -> str:
+    """The PR-comment summary (see module doc)."""
+    failed = result.failed
+    head = ("\u274c **advisor gate: regression**" if result.verdict == "regression"
+            else "\u2705 **advisor gate: pass**")
+    out = [f"### {head}", "",
+           f"`{escape(result.current, 200)}` vs baseline `{escape(result.baseline, 200)}`", ""]
+    if failed:
+        out.append("**What got slower**")
+        out += [f"- {escape(c.message, 600)}" for c in failed] + [""]
+    if result.growth and (failed or comparison is not None):
+        out += ["**Where the time grew**", ""]
+        out += growth_lines(comparison, 5) if comparison is not None else [
+            f"- {escape(g.kind)} {escape(g.name, 120)}: +{fmt_num(g.change_ms)} ms/step" for g in result.growth]
+        out.append("")
+    out += ["| check | result | baseline | current | change | limit | p |", "|---|:-:|--:|--:|--:|--:|--:|"]
+    for c in result.checks:
+        limit = "-"
+        if c.limit is not None:
+            limit = f"{c.limit:+.1%}" if c.relative else f"{fmt_num(c.limit)}"
+        p = "-" if c.p_value is None else f"{c.p_value:.2g}"
+        change = "-" if c.change_pct is None else f"{c.change_pct:+.1f}%"
+        out.append(f"| {escape(c.name, 120)} | {ICON[c.status]} {c.status} | {fmt_num(c.baseline) if c.baseline is not None else '-'} | "
+                   f"{fmt_num(c.current) if c.current is not None else '-'} | {change} | {limit} | {p} |")
+    out.append("")
+    reported = [c for c in result.checks if c.status == "pass" and c.kind in ("finding", "anomaly")
+                and c.name != "findings"]
+    if reported:
+        out.append("**Reported, not failed**")
+        out += [f"- {escape(c.message, 600)}" for c in reported] + [""]
+    caveats = [cv for c in result.checks for cv in c.caveats]
+    for text in dict.fromkeys(caveats + result.notes):
+        out.append(f"> {escape(text, None)}")
+    out += ["", f"<sub>Test: {escape(result.method, None)}. Config: {escape(result.config_source, 200)}.</sub>"]
+    text = "\n".join(out) + "\n"
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 40] + "\n\n\u2026 (summary cut)\n"
+
+
+def render_junit(result: GateResult) -> str:
+    """JUnit XML (see module doc)."""
+    suite = ET.Element("testsuite", name="advisor gate", tests=str(len(result.checks)),
+                       failures=str(len(result.failed)),
+                       skipped=str(sum(c.status == "skip" for c in result.checks)))
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("verdict", result.verdict), ("baseline", result.baseline), ("current", result.current),
+                 ("method", result.method)):
+        ET.SubElement(props, "property", name=k, value=v)
+    for c in result.checks:
+        case = ET.SubElement(suite, "testcase", classname=f"advisor.regression.gate.{c.kind}", name=c.name)
+        if c.status == "fail":
+            el = ET.SubElement(case, "failure", message=c.message, type=c.kind)
+            el.text = "\n".join([c.message, *c.caveats])
+        elif c.status == "skip":
+            ET.SubElement(case, "skipped", message=c.message)
+        else:
+            ET.SubElement(case, "system-out").text = "\n".join([c.message, *c.caveats])
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def print_gate(result: GateResult, console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    table = Table(title=f"advisor gate: {result.verdict}", title_style=style["fail" if result.failed else "pass"])
+    for col in ("check", "result", "detail"):
+        table.add_column(col, overflow="fold")
+    for c in result.checks:
+        table.add_row(Text(c.name), Text(c.status, style=style[c.status]), Text(c.message))
+    console.print(table)
+    for g in result.growth[:3]:
+        console.print(f"  grew: {g.kind} {g.name}: +{fmt_num(g.change_ms)} ms/step", markup=False)
+
+
+# ---------------------------------------------------------------- history
+
+
+def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str] | None = None) -> None:
+    """The trend table: one row per run, oldest first."""
+    from rich.table import Table
+    from rich.text import Text
+
+    flags = flags or {}
+    table = Table(title=f"history: {len(runs)} run(s)")
+    for col in ("#", "recorded", "commit", metric, "vs median", "findings", ""):
+        table.add_column(col, justify="right" if col in (metric, "vs median", "#") else "left", overflow="fold")
+    values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
+    median = values.dropna().median() if values.notna().any() else None
+    for i, (_, row) in enumerate(runs.iterrows()):
+        v = values.iloc[i]
+        vs = "-" if v is None or pd.isna(v) or not median else f"{100 * (v - median) / median:+.1f}%"
+        table.add_row(str(row["id"]), str(row["recorded_at"])[:16], str(row["commit"] or "-")[:10],
+                      "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs,
+                      Text(", ".join(row["findings"]) or "-"), Text(flags.get(int(row["id"]), ""), style="red"))
+    console.print(table)
+
+
+def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dict[int, str] | None = None) -> str:
+    """A line chart of ``metric`` over the runs with the median drawn dashed;
+    flagged runs (id -> reason) are red."""
+    flags = flags or {}
+    pts = [(int(r["id"]), str(r["commit"] or r["id"])[:8], float(r[metric]))
+           for _, r in runs.iterrows() if metric in runs.columns and pd.notna(r.get(metric))]
+    w, h, pad = SVG_W, SVG_H, SVG_PAD
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+             'font-family="sans-serif" font-size="11">',
+             f'<title>{xml_escape(metric)} over {len(pts)} run(s)</title>',
+             f'<rect width="{w}" height="{h}" fill="white"/>',
+             f'<text x="{pad}" y="20" font-size="14">{xml_escape(metric)}{" (" + xml_escape(unit) + ")" if unit else ""}'
+             f' over the last {len(pts)} run(s)</text>']
+    if pts:
+        vals = [p[2] for p in pts]
+        lo, hi = min(vals + [0.0]), max(vals) * 1.1 or 1.0
+        x = (lambda i: pad + (w - 2 * pad) * (i / max(len(pts) - 1, 1)))
+        y = (lambda v: h - pad - (h - 2 * pad) * ((v - lo) / ((hi - lo) or 1.0)))
+        med = float(pd.Series(vals).median())
+        for frac in (0.0, 0.5, 1.0):
+            v = lo + frac * (hi - lo)
+            parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>'
+                         f'<text x="{pad - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{fmt_num(v)}</text>')
+        parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(med):.1f}" y2="{y(med):.1f}" stroke="#888" '
+                     f'stroke-dasharray="4 3"/><text x="{pad + 4}" y="{y(med) - 4:.1f}" '
+                     f'fill="#555">median {fmt_num(med)}</text>')
+        line = " ".join(f"{x(i):.1f},{y(p[2]):.1f}" for i, p in enumerate(pts))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
+        for i, (run_id, label, v) in enumerate(pts):
+            flag = flags.get(run_id)
+            colour = "#d62728" if flag else "#1f77b4"
+            tip = f"run {run_id} {label}: {fmt_num(v)}" + (f" -- {flag}" if flag else "")
+            parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{5 if flag else 3.5}" fill="{colour}">'
+                         f'<title>{xml_escape(tip)}</title></circle>')
+            if len(pts) <= 30:
+                parts.append(f'<text x="{x(i):.1f}" y="{h - pad + 16}" text-anchor="middle" fill="#555">'
+                             f'{xml_escape(label)}</text>')
+    else:
+        parts.append(f'<text x="{pad}" y="{h / 2}">no run has {xml_escape(metric)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
