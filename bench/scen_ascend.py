@@ -26,14 +26,12 @@ Group ids in ``op@group`` are msprof-analyze's ``double_hash`` of the group
 name, so its cluster analysis can map local ranks back to global ones.
 
 Database layout: the same facts through the test writer
-``tests/cluster/ascend_writer.py`` (``ascend_pytorch_profiler_{rank}.db`` +
+``bench/ascend_writer.py`` (``ascend_pytorch_profiler_{rank}.db`` +
 ``analysis.db``).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -320,24 +318,10 @@ def write_text(sc: Scenario, parent: Path) -> list[Path]:
 
 # ----------------------------------------------------------------- database
 
-def _test_writer():
-    """tests/cluster/ascend_writer.py (the shared db writer), imported by path."""
-    name = "advisor_tests_ascend_writer"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parents[1] / "tests" / "cluster" / "ascend_writer.py"
-    if not path.is_file():
-        raise RuntimeError(f"database writer not found at {path}")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def write_db(sc: Scenario, parent: Path) -> list[Path]:
-    """The database layout of every rank (via tests/cluster/ascend_writer)."""
-    w = _test_writer()
+    """The database layout of every rank (via ``bench.ascend_writer``)."""
+    from bench import ascend_writer as w
+
     t0_us = w.T0_NS / 1000
     base = sc.start_us[0]
 

@@ -11,7 +11,7 @@ from advisor.collectors import load_profile
 from advisor.errors import InputError
 from advisor.metrics import evaluate
 
-from .ascend_writer import sample_rank, write_db, write_text
+from bench.ascend_writer import sample_rank, write_db, write_text
 
 TABLES = ("steps", "ops", "comm", "bandwidth", "links")
 
@@ -139,7 +139,7 @@ def test_tasks_through_adbc_equal_the_sqlite3_rows(tmp_path, monkeypatch):
 
     from advisor.profile import TABLES as ALL
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     if str(repo) not in sys.path:
         sys.path.insert(0, str(repo))
     from bench.scenarios import Spec, generate

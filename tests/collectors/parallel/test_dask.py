@@ -7,7 +7,7 @@ import pytest
 from advisor.collectors import load_profile
 from advisor.pipeline import analyze
 
-from .test_parallel import assert_same_profile, assert_same_report
+from .test_rank_reader import assert_same_profile, assert_same_report
 
 distributed = pytest.importorskip(
     "distributed", reason="the 'dask' extra (dask[distributed]) is not installed")

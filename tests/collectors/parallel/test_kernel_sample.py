@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -115,7 +115,7 @@ def test_the_pool_and_in_process_reads_sample_alike(slow_rank_run):
     data, _ = slow_rank_run
     one = load_profile(data, jobs=1, kernel_ranks=6)
     two = load_profile(data, jobs=2, kernel_ranks=6)
-    from .test_parallel import assert_same_profile
+    from .test_rank_reader import assert_same_profile
 
     assert_same_profile(one, two)
 

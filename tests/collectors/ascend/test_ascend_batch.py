@@ -13,7 +13,7 @@ from advisor.collectors.ascend import collector as ascend
 from advisor.errors import InputError
 from advisor.profile import TABLES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

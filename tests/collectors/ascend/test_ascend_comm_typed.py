@@ -14,7 +14,7 @@ import pytest
 from advisor.collectors.ascend import comm as ascend_comm
 from advisor.collectors.ascend import comm_typed as ascend_comm_typed
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

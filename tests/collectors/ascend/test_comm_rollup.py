@@ -21,7 +21,7 @@ from advisor.collectors.ascend.comm_keys import OP_INSTANCE_SUFFIX
 from advisor.metrics import evaluate
 from advisor.profile import Profile
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
