@@ -23,6 +23,12 @@ Variants for the advisor's cluster and communication rules:
   visible on gloo (default: a small model); ``--conv-channels`` adds a
   compute-heavy, parameter-light conv stem in front of it, which gives
   DDP's buckets backward work to overlap with.
+* ``--exchange alltoall``: a DLRM-style sparse part in front of the MLP.
+  Each rank owns an embedding table (model parallel, outside DDP); every
+  step the looked-up rows are sent to the ranks that own the samples with
+  an all-to-all (and their gradients back in backward), which forward and
+  backward must wait for. The exposed communication is that exchange, not
+  the gradient all-reduce.
 """
 
 from __future__ import annotations
@@ -56,13 +62,15 @@ def train(rank: int, world_size: int, args) -> None:
         sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True)
         loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True)
         model = _model(args)
+        exchange = _Exchange(args, world_size) if args.exchange == "alltoall" else None
         if args.allreduce == "ddp":
             kw = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
             model = DDP(model, **kw)
         else:                                          # one broadcast so ranks start equal
             for prm in model.parameters():
                 dist.broadcast(prm.data, src=0)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        params = list(model.parameters()) + (list(exchange.parameters()) if exchange else [])
+        opt = torch.optim.SGD(params, lr=0.01)
         loss_fn = nn.MSELoss()
         slow = args.slow_ms / 1000.0 if rank == args.slow_rank else 0.0
         t0 = time.perf_counter()
@@ -70,6 +78,8 @@ def train(rank: int, world_size: int, args) -> None:
             opt.zero_grad(set_to_none=True)
             if slow:
                 time.sleep(slow)                       # the straggler's extra host time
+            if exchange is not None:
+                xb = exchange(xb)
             loss = loss_fn(model(xb), yb)
             loss.backward()
             if args.allreduce == "after-backward":
@@ -108,6 +118,28 @@ def _model(args) -> nn.Module:
     return nn.Sequential(stem, _mlp(c * 16, args.hidden, args.layers))
 
 
+class _Exchange(nn.Module):
+    """The sparse half of a DLRM-style model: this rank's embedding table
+    looks up every sample of the global batch (ids hashed from the dense
+    features), and an all-to-all sends each rank the rows of its own
+    samples; the rows of all tables are added to the sample's features.
+    ``torch.distributed.nn`` carries the gradients back the same way."""
+
+    def __init__(self, args, world_size: int):
+        super().__init__()
+        self.world_size = world_size
+        self.table = nn.EmbeddingBag(args.embedding_rows, args.features, mode="mean")
+
+    def forward(self, xb: torch.Tensor) -> torch.Tensor:
+        from torch.distributed.nn.functional import all_gather, all_to_all_single
+
+        batch = xb.shape[0]
+        ids = torch.cat(all_gather((xb * 1000).long().abs() % self.table.num_embeddings))
+        rows = self.table(ids.view(batch * self.world_size, -1))   # every sample, this table
+        mine = all_to_all_single(torch.empty_like(rows), rows)     # my samples, every table
+        return xb + mine.view(self.world_size, batch, -1).sum(dim=0)
+
+
 def _allreduce_after_backward(model: nn.Module, world_size: int) -> None:
     """Average the gradients with one all-reduce per parameter, all of them
     after backward has finished (what DDP avoids by overlapping buckets)."""
@@ -140,6 +172,9 @@ def main(argv=None) -> int:
     ap.add_argument("--image-size", type=int, default=32)
     ap.add_argument("--allreduce", choices=("ddp", "after-backward"), default="ddp",
                     help="DDP's bucketed all-reduce, or a plain all-reduce loop after backward")
+    ap.add_argument("--exchange", choices=("none", "alltoall"), default="none",
+                    help="add an embedding exchange by all-to-all in front of the MLP (DLRM-style)")
+    ap.add_argument("--embedding-rows", type=int, default=4096, help="rows of each rank's embedding table")
     ap.add_argument("--bucket-cap-mb", type=float, default=None, help="DDP bucket size (default 25)")
     ap.add_argument("--slow-rank", type=int, default=-1, help="rank that sleeps --slow-ms every step")
     ap.add_argument("--slow-ms", type=float, default=0.0)
