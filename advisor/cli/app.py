@@ -17,10 +17,10 @@ import click
 
 from advisor import __version__
 from advisor.errors import AdvisorError, ConfigError
+from advisor.i18n import LANGS
 from advisor.runtime.stream_guard import guarded_output
 
 EXIT_BAD_INPUT = 2
-LANGS = ("en", "zh")
 #: ``--kernel-ranks``'s default as its help states it; the value is
 #: ``advisor.collectors.parallel.kernel_sample.DEFAULT_LIMIT`` (imported with pandas,
 #: which the CLI loads only for commands that analyze).
