@@ -231,7 +231,8 @@ def rules_explain(name: str, rule_paths, lang: str) -> None:
 @_LANG_OPTION
 def rules_docs(out, lang: str) -> None:
     """The built-in rules as a Markdown reference (docs/rules.md)."""
-    from advisor.engine.docs import rules_markdown, write_text
+    from advisor.engine.docs import rules_markdown
+    from advisor.runtime.files import write_text
 
     text = rules_markdown(lang)
     if out is None:

@@ -105,8 +105,9 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
     """
     from advisor.regression.compare import side_from_reports
     from advisor.regression.gate import run_gate
-    from advisor.reports.comparison import render_compare_html, write_text
+    from advisor.reports.comparison import render_compare_html
     from advisor.reports.gate_verdict import print_gate, render_gate_markdown, render_junit
+    from advisor.runtime.files import write_text
     from advisor.settings import load_config
 
     if bool(baselines) == (history_db is not None):
@@ -185,8 +186,8 @@ def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
     model flags (against the runs before them) are marked."""
     from advisor.regression.compare import side_from_reports
     from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, history_anomaly
-    from advisor.reports.comparison import write_text
     from advisor.reports.gate_verdict import print_history, render_trend_svg
+    from advisor.runtime.files import write_text
 
     if last < 1:
         raise ConfigError("--last must be at least 1")
