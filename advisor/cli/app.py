@@ -72,12 +72,11 @@ def cli() -> None:
 
 
 def _user_rules(rule_paths, overrides: tuple[str, ...]):
-    """Rule paths and overrides: the config file's (advisor.toml or
-    pyproject.toml [tool.advisor] in the current directory), then the
-    command line's on top."""
-    from advisor.user_rules import load_user_rules, merge
+    """Rule paths and overrides: the config file's (found from the current
+    folder, ``advisor.settings``), then the command line's on top."""
+    from advisor.settings import load_settings
 
-    return merge(load_user_rules(), rule_paths, _parse_overrides(overrides))
+    return load_settings().with_command_line(rule_paths, _parse_overrides(overrides))
 
 
 def _report_options(func):

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from advisor.errors import ConfigError
+from advisor.settings import CONFIG_FILES, Settings, load_settings
 
 DEFAULT_GATE_DIR = Path("advisor_gate")
 DEFAULT_CHART = Path("advisor-history.svg")
@@ -35,23 +36,19 @@ def _refuse_inside(out: Path, *sources: Path) -> None:
             raise ConfigError(f"{out}: the output is inside the input {src}; choose another -o")
 
 
-def _load(path: Path):
-    """A Report; profile folders are analyzed with the user's rule files and
-    thresholds from the config (as ``advisor report`` does)."""
+def _load(path: Path, settings: Settings):
+    """A Report; profile folders are analyzed with the rule files and
+    thresholds of ``settings`` (as ``advisor report`` does)."""
     from advisor.regression.compare import load_report
 
-    try:
-        from advisor.user_rules import load_user_rules
-    except ImportError:  # pragma: no cover - module not shipped
-        return load_report(path)
-    user = load_user_rules()
-    return load_report(path, rule_paths=user.rules, overrides=user.overrides)
+    rule_paths, overrides = settings.with_command_line()
+    return load_report(path, rule_paths=rule_paths, overrides=overrides)
 
 
-def _side(path: Path, label: str | None = None):
+def _side(path: Path, settings: Settings):
     from advisor.regression.compare import side_from_reports
 
-    return side_from_reports([_load(path)], label or str(path))
+    return side_from_reports([_load(path, settings)], str(path))
 
 
 @click.command()
@@ -63,14 +60,15 @@ def _side(path: Path, label: str | None = None):
 @click.option("--no-color", is_flag=True)
 def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
+    from advisor.regression.compare import DEFAULT_ALPHA
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
-    from advisor.settings import DEFAULT_ALPHA
 
     if alpha is not None and not 0 < alpha < 0.5:
         raise ConfigError(f"--alpha {alpha}: must be between 0 and 0.5")
     _refuse_inside(out_dir, baseline, current)
-    result = do_compare(_side(baseline), _side(current), alpha=alpha or DEFAULT_ALPHA)
+    settings = load_settings()
+    result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
     console = _console(no_color)
     for g in result.growth[:5]:
@@ -91,7 +89,7 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool)
 @click.option("--branch", default="main", show_default=True, help="History branch to gate against.")
 @click.option("--last", type=int, default=None, help="N for the history baseline (default: config baseline_runs, 10).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help="Config file (default: advisor.toml or pyproject.toml [tool.advisor] found from here).")
+              help=f"Config file (default: {CONFIG_FILES[0]} or {CONFIG_FILES[1]} [tool.advisor] found from here).")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_GATE_DIR,
               show_default=True, help="Folder for gate.md, junit.xml, gate.json and compare.html.")
 @click.option("--no-color", is_flag=True)
@@ -103,21 +101,22 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
     advisor gate out/ --baseline main1/ --baseline main2/ --baseline main3/
     advisor gate out/ --history .advisor/history.db --branch main
     """
+    from advisor.regression.budgets import gate_config
     from advisor.regression.compare import side_from_reports
     from advisor.regression.gate import run_gate
     from advisor.reports.comparison import render_compare_html
     from advisor.reports.gate_verdict import print_gate, render_gate_markdown, render_junit
     from advisor.runtime.files import write_text
-    from advisor.settings import load_config
 
     if bool(baselines) == (history_db is not None):
         raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
     if last is not None and last < 1:
         raise ConfigError("--last must be at least 1")
-    config = load_config(config_path)
+    settings = load_settings(config_path)
+    config = gate_config(settings)
     _refuse_inside(out_dir, current, *baselines)
     anomaly = None
-    cur_report = _load(current)
+    cur_report = _load(current, settings)
     cur = side_from_reports([cur_report], str(current))
     if history_db is not None:
         from advisor.regression.history import History, history_anomaly
@@ -126,7 +125,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
             base = hist.baseline_side(branch, last or config.baseline_runs)
         anomaly = history_anomaly(base, cur_report)
     else:
-        base = side_from_reports([_load(b) for b in baselines], " + ".join(map(str, baselines)))
+        base = side_from_reports([_load(b, settings) for b in baselines], " + ".join(map(str, baselines)))
     result, comparison = run_gate(base, cur, config, anomaly=anomaly)
     summary = render_gate_markdown(result, comparison)
     write_text(out_dir / "gate.md", summary)
@@ -167,7 +166,7 @@ def history_add(current: Path, branch, commit, when, db) -> None:
             raise ConfigError(f"--time {when!r}: not an ISO-8601 time") from None
     branch = branch or os.environ.get("GITHUB_REF_NAME") or os.environ.get("CI_COMMIT_REF_NAME") or "main"
     commit = commit or os.environ.get("GITHUB_SHA") or os.environ.get("CI_COMMIT_SHA")
-    report = _load(current)
+    report = _load(current, load_settings())
     with History(db or DEFAULT_DB, create=True) as hist:
         run_id = hist.add(report, branch=branch, commit=commit, recorded_at=when)
     click.echo(f"recorded run {run_id} on {branch}" + (f" ({commit})" if commit else "") + f" in {db or DEFAULT_DB}")
