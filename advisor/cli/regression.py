@@ -104,9 +104,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
     from advisor.regression.budgets import gate_config
     from advisor.regression.compare import side_from_reports
     from advisor.regression.gate import run_gate
-    from advisor.reports.comparison import render_compare_html
-    from advisor.reports.gate_verdict import print_gate, render_gate_markdown, render_junit
-    from advisor.runtime.files import write_text
+    from advisor.reports.gate_verdict import print_gate, write_gate
 
     if bool(baselines) == (history_db is not None):
         raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
@@ -127,13 +125,9 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
     else:
         base = side_from_reports([_load(b, settings) for b in baselines], " + ".join(map(str, baselines)))
     result, comparison = run_gate(base, cur, config, anomaly=anomaly)
-    summary = render_gate_markdown(result, comparison)
-    write_text(out_dir / "gate.md", summary)
-    write_text(out_dir / "junit.xml", render_junit(result))
-    write_text(out_dir / "gate.json", result.model_dump_json(indent=2))
-    write_text(out_dir / "compare.html", render_compare_html(comparison))
+    paths = write_gate(result, comparison, out_dir)
     print_gate(result, _console(no_color))
-    click.echo(f"summary: {out_dir / 'gate.md'}  junit: {out_dir / 'junit.xml'}")
+    click.echo(f"summary: {paths['markdown']}  junit: {paths['junit']}")
     if result.exit_code:
         sys.exit(result.exit_code)
 
@@ -183,8 +177,7 @@ def history_add(current: Path, branch, commit, when, db) -> None:
 def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
     """Trend table and chart of the last runs on a branch; runs the anomaly
     model flags (against the runs before them) are marked."""
-    from advisor.regression.compare import side_from_reports
-    from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, history_anomaly
+    from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, anomaly_flags
     from advisor.reports.gate_verdict import print_history, render_trend_svg
     from advisor.runtime.files import write_text
 
@@ -197,11 +190,7 @@ def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
         raise ConfigError(f"{db or DEFAULT_DB}: no runs recorded on branch {branch!r}")
     if metric not in runs.columns:
         raise ConfigError(f"no run on {branch!r} has the metric {metric!r}")
-    flags: dict[int, str] = {}
-    for i in range(MIN_ANOMALY_RUNS, len(reports)):
-        check = history_anomaly(side_from_reports(reports[:i], "history"), reports[i])
-        if check is not None and check.status == "fail":
-            flags[int(runs["id"].iloc[i])] = "anomaly: " + check.message
+    flags = anomaly_flags(runs, reports)
     console = _console(no_color)
     print_history(runs, metric, console, flags)
     unit = next((m.unit for r in reports[-1:] for k, m in r.metrics.items() if k == metric), "")
