@@ -1,5 +1,4 @@
-"""``advisor compare``, ``advisor gate`` and ``advisor history`` (registered
-on the main CLI by :func:`register`).
+"""``advisor compare``, ``advisor gate`` and ``advisor history``.
 
 Exit codes: 0 pass, 1 regression (``gate`` only), 2 bad input or config
 (one line on stderr, via ``advisor.cli.main``).
@@ -13,27 +12,14 @@ from pathlib import Path
 
 import click
 
+from advisor.cli.console import console
+from advisor.cli.options import refuse_inside
 from advisor.errors import ConfigError
 from advisor.settings import CONFIG_FILES, Settings, load_settings
 
 DEFAULT_GATE_DIR = Path("advisor_gate")
 DEFAULT_CHART = Path("advisor-history.svg")
 TREND_METRIC = "step.time_ms"
-
-
-def _console(no_color: bool):
-    from rich.console import Console
-
-    return Console(no_color=no_color or bool(os.environ.get("NO_COLOR")), highlight=False)
-
-
-def _refuse_inside(out: Path, *sources: Path) -> None:
-    """Never write into an input folder."""
-    o = out.resolve()
-    for src in sources:
-        s = Path(src).resolve()
-        if s.is_dir() and (o == s or s in o.parents):
-            raise ConfigError(f"{out}: the output is inside the input {src}; choose another -o")
 
 
 def _load(path: Path, settings: Settings):
@@ -66,17 +52,17 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool)
 
     if alpha is not None and not 0 < alpha < 0.5:
         raise ConfigError(f"--alpha {alpha}: must be between 0 and 0.5")
-    _refuse_inside(out_dir, baseline, current)
+    refuse_inside(out_dir, baseline, current)
     settings = load_settings()
     result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
-    console = _console(no_color)
+    out = console(no_color)
     for g in result.growth[:5]:
-        console.print(f"grew: {g.kind} {g.name}: +{g.change_ms:.4g} ms/step", markup=False)
+        out.print(f"grew: {g.kind} {g.name}: +{g.change_ms:.4g} ms/step", markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
-            console.print(f"{f.status}: {f.rule} [{f.current_severity or f.baseline_severity}]", markup=False)
-    console.print(f"comparison: {paths['html']}", markup=False)
+            out.print(f"{f.status}: {f.rule} [{f.current_severity or f.baseline_severity}]", markup=False)
+    out.print(f"comparison: {paths['html']}", markup=False)
 
 
 @click.command()
@@ -112,7 +98,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
         raise ConfigError("--last must be at least 1")
     settings = load_settings(config_path)
     config = gate_config(settings)
-    _refuse_inside(out_dir, current, *baselines)
+    refuse_inside(out_dir, current, *baselines)
     anomaly = None
     cur_report = _load(current, settings)
     cur = side_from_reports([cur_report], str(current))
@@ -126,7 +112,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
         base = side_from_reports([_load(b, settings) for b in baselines], " + ".join(map(str, baselines)))
     result, comparison = run_gate(base, cur, config, anomaly=anomaly)
     paths = write_gate(result, comparison, out_dir)
-    print_gate(result, _console(no_color))
+    print_gate(result, console(no_color))
     click.echo(f"summary: {paths['markdown']}  junit: {paths['junit']}")
     if result.exit_code:
         sys.exit(result.exit_code)
@@ -191,15 +177,8 @@ def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
     if metric not in runs.columns:
         raise ConfigError(f"no run on {branch!r} has the metric {metric!r}")
     flags = anomaly_flags(runs, reports)
-    console = _console(no_color)
-    print_history(runs, metric, console, flags)
+    out = console(no_color)
+    print_history(runs, metric, out, flags)
     unit = next((m.unit for r in reports[-1:] for k, m in r.metrics.items() if k == metric), "")
     write_text(chart, render_trend_svg(runs, metric, unit, flags))
-    console.print(f"trend chart: {chart}", markup=False)
-
-
-def register(cli: click.Group) -> None:
-    """Add the commands to the main ``advisor`` group."""
-    cli.add_command(compare)
-    cli.add_command(gate)
-    cli.add_command(history)
+    out.print(f"trend chart: {chart}", markup=False)
