@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.i18n import DEFAULT_LANG
 from advisor.model import Report
 from advisor.reports.html import render_html
 from advisor.reports.json_report import json_schema, render_json
@@ -28,7 +29,7 @@ __all__ = [
 FILES = {"html": "report.html", "markdown": "report.md", "json": "report.json"}
 
 
-def write_reports(report: Report, out_dir: Path, lang: str = "en") -> dict[str, Path]:
+def write_reports(report: Report, out_dir: Path, lang: str = DEFAULT_LANG) -> dict[str, Path]:
     """Write report.html, report.md and report.json into ``out_dir``
     (created if needed); returns ``{"html": path, "markdown": path, "json": path}``.
 
