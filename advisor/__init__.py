@@ -40,20 +40,20 @@ def analyze(
     on at most this many ranks of a large cluster, None on every rank
     (default ``"sample"``: ``advisor.collectors.parallel.kernel_sample``). With
     ``use_config`` the rules and
-    thresholds of ``advisor.toml`` / ``pyproject.toml [tool.advisor]`` in the
-    current directory apply first, as in the CLI. Raises
+    thresholds of the config file found from the current directory
+    (``advisor.settings``) apply first, as in the CLI. Raises
     ``advisor.errors.AdvisorError`` (InputError, ConfigError) with one-line
     messages.
     """
     from pathlib import Path
 
     from advisor.pipeline import analyze as _analyze
-    from advisor.user_rules import UserRules, load_user_rules, merge
+    from advisor.settings import Settings, load_settings
 
     if isinstance(rules, (str, Path)):
         rules = [rules]
-    config = load_user_rules() if use_config else UserRules()
-    rule_paths, merged = merge(config, list(rules), dict(overrides or {}))
+    settings = load_settings() if use_config else Settings()
+    rule_paths, merged = settings.with_command_line(list(rules), overrides)
     report = _analyze(
         path, rule_paths=rule_paths, overrides=merged, jobs=jobs, dask_address=dask_address, lang=lang,
         kernel_ranks=kernel_ranks,

@@ -1,226 +1,142 @@
-"""Gate configuration, read from the user's repository.
+"""The user's configuration: extra rule files, threshold overrides and the
+regression gate, from one file.
 
-Where: ``advisor.toml`` (table ``[gate]``) or ``pyproject.toml`` (table
-``[tool.advisor.gate]``), found in the current folder or the nearest parent
-up to the repository root (the folder holding ``.git``); ``--config PATH``
-names the file explicitly. Without a file, the defaults below apply.
+Which file: ``--config PATH`` where a command has it; otherwise the first of
+``CONFIG_FILES`` found in the current folder, then in each parent folder up
+to and including the repository root (the folder holding ``.git``), never
+above it; outside a git repository, in the current folder only. An
+``advisor.toml`` always counts; a ``pyproject.toml`` only with a
+``[tool.advisor]`` table. Without a file, nothing is overridden.
 
-::
+What it holds: in ``pyproject.toml`` the table ``[tool.advisor]``; in
+``advisor.toml`` the top level (or the same ``[tool.advisor]`` table when
+the file has one)::
 
-    [gate]
-    alpha = 0.01                 # significance level of the rank test
-    fail_on = ["high"]           # rule names and/or one severity ("high" = high or above)
-    ignore = ["step-outlier"]    # rules whose findings never fail the gate
-    baseline_runs = 10           # history baseline: median of the last N runs
-    run_noise = "0%"             # declared run-to-run noise of the runner
-    fail_on_anomaly = false      # also fail when the history anomaly model flags the run
+    rules = ["team_rules"]                        # rule files or folders, relative to the file
+    [thresholds]                                  # the same as --set rule.param=value
+    "input-bound.min_data_wait_ratio" = 0.2
+    [gate]                                        # advisor gate: advisor.regression.budgets
+    fail_on = ["high"]
 
-    [gate.budgets]               # metric id (or alias) = allowed change
-    step_time_ms = "+5%"         # slower by more than 5% fails
-    "step.data_wait_ms" = "+2ms" # absolute budgets in the metric's unit
-    "step.computing_ratio" = "-0.05"   # "-" : a drop is the regression
-
-Every threshold lives here once: ``DEFAULT_*`` below. A bad file raises
-``ConfigError`` with one line naming the file and the key.
+The command line goes on top: ``--rules`` adds files, ``--set`` wins over
+``thresholds``. A bad file raises ``ConfigError`` with one line naming the
+file and the entry.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomllib
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.errors import ConfigError
-from advisor.model import SEVERITY_ORDER
 
+#: Config file names, in the order they are looked for in each folder.
 CONFIG_FILES = ("advisor.toml", "pyproject.toml")
-#: Default budgets: a significant step-time regression of more than 5% fails.
-DEFAULT_BUDGETS = {"step_time_ms": "+5%"}
-#: Default findings that fail: new findings of high severity or above.
-DEFAULT_FAIL_ON = ["high"]
-#: Significance level of the one-sided Mann-Whitney U test.
-DEFAULT_ALPHA = 0.01
-#: History baseline: the median of the last N runs on the branch.
-DEFAULT_BASELINE_RUNS = 10
-
-#: Short names for budget keys (metric ids are accepted as they are).
-METRIC_ALIASES = {
-    "step_time_ms": "step.time_ms",
-    "computing_ms": "step.computing_ms",
-    "data_wait_ms": "step.data_wait_ms",
-    "free_ms": "step.free_ms",
-    "exposed_comm_ms": "step.exposed_comm_ms",
-}
-_BUDGET_RE = re.compile(r"^\s*([+-])?\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|ms)?\s*$")
+#: The table of ``pyproject.toml`` (and optionally ``advisor.toml``) that holds the settings.
+TOOL_TABLE = ("tool", "advisor")
 
 
-@dataclass(frozen=True)
-class Budget:
-    """One parsed budget: ``metric`` may change by ``amount`` in ``direction``
-    (+1: an increase is the regression, -1: a decrease); ``relative``
-    amounts are fractions of the baseline, absolute ones are in the
-    metric's unit."""
+@dataclass
+class Settings:
+    """What a config file says (empty without one). ``gate`` is the raw
+    ``[gate]`` table, read by ``advisor.regression.budgets``; ``gate_table``
+    is its dotted name in the file, for messages."""
 
-    key: str
-    metric: str
-    direction: int
-    amount: float
-    relative: bool
-    text: str
+    rules: list[Path] = field(default_factory=list)
+    overrides: dict[str, dict[str, float]] = field(default_factory=dict)
+    gate: dict[str, Any] = field(default_factory=dict)
+    gate_table: str = "gate"
+    source: Path | None = None
 
-
-def parse_budget(key: str, text: str) -> Budget:
-    """``"+5%"`` / ``"5%"`` / ``"+2ms"`` / ``"-0.05"`` -> Budget (ValueError if not)."""
-    m = _BUDGET_RE.match(str(text))
-    if not m:
-        raise ValueError(f"{text!r} is not a budget (expected e.g. '+5%', '+2ms' or '-0.05')")
-    sign, number, unit = m.groups()
-    amount = float(number)
-    relative = unit == "%"
-    if relative:
-        amount /= 100.0
-    metric = METRIC_ALIASES.get(key, key)
-    return Budget(key, metric, -1 if sign == "-" else 1, amount, relative, str(text).strip())
-
-
-class GateConfig(BaseModel):
-    """The ``[gate]`` table (see module doc)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    budgets: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_BUDGETS))
-    fail_on: list[str] = Field(default_factory=lambda: list(DEFAULT_FAIL_ON))
-    ignore: list[str] = Field(default_factory=list)
-    alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=0.5)
-    baseline_runs: int = Field(DEFAULT_BASELINE_RUNS, ge=1, le=1000)
-    run_noise: str = "0%"
-    fail_on_anomaly: bool = False
-    source: str = Field("defaults", exclude=True, description="where the config came from")
-
-    @field_validator("budgets")
-    @classmethod
-    def _budgets(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, text in value.items():
-            try:
-                parse_budget(key, text)
-            except ValueError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-        return value
-
-    @field_validator("run_noise")
-    @classmethod
-    def _noise(cls, value: str) -> str:
-        m = _BUDGET_RE.match(value)
-        if not m or m.group(1) == "-" or m.group(3) != "%":
-            raise ValueError(f"{value!r} is not a relative noise level (expected e.g. '10%')")
-        return value
-
-    def parsed_budgets(self) -> list[Budget]:
-        return [parse_budget(k, v) for k, v in self.budgets.items()]
-
-    @property
-    def run_noise_fraction(self) -> float:
-        return parse_budget("run_noise", self.run_noise).amount
-
-    @property
-    def fail_severity(self) -> str | None:
-        """The lowest severity that fails (None: only named rules fail)."""
-        sev = [s for s in self.fail_on if s in SEVERITY_ORDER]
-        return min(sev, key=SEVERITY_ORDER.__getitem__) if sev else None
-
-    @property
-    def fail_rules(self) -> set[str]:
-        return {s for s in self.fail_on if s not in SEVERITY_ORDER}
+    def with_command_line(self, rule_paths=(), overrides: dict[str, dict[str, float]] | None = None):
+        """The config's rule paths and overrides with the command line's on
+        top: (rule paths, {rule: {param: value}})."""
+        merged = {rule: dict(params) for rule, params in self.overrides.items()}
+        for rule, params in (overrides or {}).items():
+            merged.setdefault(rule, {}).update(params)
+        return [*self.rules, *[Path(p) for p in rule_paths]], merged
 
 
 def find_config(start: Path | None = None) -> Path | None:
-    """The nearest advisor.toml, or pyproject.toml with ``[tool.advisor]``,
-    from ``start`` (default: the current folder) up to the repository root."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
+    """The config file that applies in ``start`` (default: the current
+    folder), or None (see the module doc for where it is looked for)."""
+    here = Path(start or Path.cwd()).resolve()
+    chain = (here, *here.parents)
+    root = next((i for i, folder in enumerate(chain) if (folder / ".git").exists()), 0)
+    for folder in chain[: root + 1]:
         for name in CONFIG_FILES:
             path = folder / name
-            if path.is_file() and (name == "advisor.toml" or _has_tool_advisor(path)):
+            if path.is_file() and _advisor_table(path) is not None:
                 return path
-        if (folder / ".git").exists():
-            break
     return None
 
 
-def _has_tool_advisor(path: Path) -> bool:
-    try:
-        return "advisor" in _read_toml(path).get("tool", {})
-    except ConfigError:
-        return True  # let load_config report the broken file
+def load_settings(path: Path | None = None, *, start: Path | None = None) -> Settings:
+    """The settings of ``path`` (ConfigError when it does not exist), else of
+    the config file found from ``start``, else empty ones."""
+    if path is not None and not Path(path).is_file():
+        raise ConfigError(f"{path}: no such config file")
+    path = Path(path) if path is not None else find_config(start)
+    if path is None:
+        return Settings()
+    table, prefix = _advisor_table(path) or ({}, ".".join(TOOL_TABLE))
+    rules = table.get("rules", [])
+    if isinstance(rules, str):
+        rules = [rules]
+    if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+        raise ConfigError(f"{path}: {_key(prefix, 'rules')}: expected a list of paths")
+    thresholds = table.get("thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise ConfigError(f"{path}: {_key(prefix, 'thresholds')}: expected a table of \"rule.param\" = number")
+    gate = table.get("gate", {})
+    if not isinstance(gate, dict):
+        raise ConfigError(f"{path}: [{_key(prefix, 'gate')}] must be a table")
+    return Settings(
+        rules=[path.parent / r for r in rules],
+        overrides=parse_thresholds(thresholds, str(path)),
+        gate=gate,
+        gate_table=_key(prefix, "gate"),
+        source=path,
+    )
+
+
+def parse_thresholds(items: dict, where: str) -> dict[str, dict[str, float]]:
+    """``{"rule.param": value}`` -> ``{rule: {param: value}}``."""
+    out: dict[str, dict[str, float]] = {}
+    for key, value in items.items():
+        rule, dot, param = str(key).partition(".")
+        if not dot or not rule or not param:
+            raise ConfigError(f"{where}: thresholds key {key!r}: expected \"rule.param\"")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: thresholds {key!r}: {value!r} is not a number")
+        out.setdefault(rule, {})[param] = float(value)
+    return out
+
+
+def _key(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _advisor_table(path: Path) -> tuple[dict[str, Any], str] | None:
+    """The settings table of ``path`` and its dotted name ("" for the top
+    level); None for a ``pyproject.toml`` without ``[tool.advisor]``."""
+    data = _read_toml(path)
+    table: Any = data
+    for part in TOOL_TABLE:
+        table = table.get(part) if isinstance(table, dict) else None
+    if isinstance(table, dict):
+        return table, ".".join(TOOL_TABLE)
+    return None if path.name == "pyproject.toml" else (data, "")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-
-
-def user_rule_paths(folder: Path | None = None) -> list[Path]:
-    """Extra rule files the user's config declares (``rules = [...]``, read
-    by ``advisor.user_rules``), so their names are valid in ``fail_on``."""
-    try:
-        from advisor.user_rules import load_user_rules
-    except ImportError:  # pragma: no cover - module not shipped
-        return []
-    return list(load_user_rules(folder).rules)
-
-
-def load_config(path: Path | None = None, *, start: Path | None = None, known_rules: set[str] | None = None) -> GateConfig:
-    """The gate config from ``path``, else the nearest config file, else the
-    defaults. ``known_rules``: rule names accepted in ``fail_on``/``ignore``
-    (default: the shipped rules). Raises ConfigError (one line)."""
-    if path is not None and not Path(path).is_file():
-        raise ConfigError(f"{path}: no such config file")
-    path = Path(path) if path is not None else find_config(start)
-    if path is None:
-        return GateConfig()
-    data = _read_toml(path)
-    prefix = "gate" if path.name != "pyproject.toml" else "tool.advisor.gate"
-    if prefix == "gate" and "gate" not in data and isinstance(data.get("tool"), dict):
-        prefix = "tool.advisor.gate"   # advisor.toml may also use the pyproject layout
-    table: Any = data
-    for part in prefix.split("."):
-        table = table.get(part, {}) if isinstance(table, dict) else None
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [{prefix}] must be a table")
-    try:
-        config = GateConfig.model_validate(table)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in (prefix, *err["loc"]))
-        msg = err["msg"].removeprefix("Value error, ")
-        if tuple(err["loc"]) == ("budgets",) and ": " in msg:   # name the budget key itself
-            key, msg = msg.split(": ", 1)
-            loc = f"{loc}.{key}"
-        raise ConfigError(f"{path}: {loc}: {msg}") from None
-    if known_rules is None:
-        from advisor.engine.loader import load_rules
-
-        rules = load_rules(user_rule_paths(path.parent))
-        known_rules = {r.name for r in rules} | {r.id for r in rules}
-    for key in ("fail_on", "ignore"):
-        for name in getattr(config, key):
-            if name not in known_rules and not (key == "fail_on" and name in SEVERITY_ORDER):
-                hint = " or a severity (" + ", ".join(SEVERITY_ORDER) + ")" if key == "fail_on" else ""
-                raise ConfigError(f"{path}: {prefix}.{key}: unknown rule {name!r} (see `advisor rules list`{hint})")
-    from advisor.metrics import REGISTRY
-
-    for b in config.parsed_budgets():
-        if b.metric not in REGISTRY:
-            raise ConfigError(f"{path}: {prefix}.budgets.{b.key}: unknown metric {b.metric!r} "
-                              f"(see `advisor metrics list`; aliases: {', '.join(METRIC_ALIASES)})")
-    config.source = str(path)
-    return config

@@ -6,15 +6,16 @@ come from :mod:`advisor.reports.i18n`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.i18n import DEFAULT_LANG
 from advisor.model import Report
 from advisor.reports.html import render_html
 from advisor.reports.json_report import json_schema, render_json
 from advisor.reports.markdown import render_markdown
 from advisor.reports.terminal import print_summary
+from advisor.runtime.files import write_atomic
 
 __all__ = [
     "json_schema",
@@ -28,24 +29,7 @@ __all__ = [
 FILES = {"html": "report.html", "markdown": "report.md", "json": "report.json"}
 
 
-def _write(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, then rename, so a
-    reader never sees half a report."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        # a plain open honours the umask (mkstemp would force mode 0600)
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def write_reports(report: Report, out_dir: Path, lang: str = "en") -> dict[str, Path]:
+def write_reports(report: Report, out_dir: Path, lang: str = DEFAULT_LANG) -> dict[str, Path]:
     """Write report.html, report.md and report.json into ``out_dir``
     (created if needed); returns ``{"html": path, "markdown": path, "json": path}``.
 
@@ -66,7 +50,7 @@ def write_reports(report: Report, out_dir: Path, lang: str = "en") -> dict[str, 
     for kind, text in texts.items():
         path = out_dir / FILES[kind]
         try:
-            _write(path, text)
+            write_atomic(path, text)
         except OSError as e:
             raise AdvisorError(f"{path}: cannot write the report: {e.strerror or e}") from None
         paths[kind] = path

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from advisor.errors import AdvisorError
 from advisor.regression.compare import Comparison
 from advisor.reports._view import fmt_num
 from advisor.reports.markdown import escape
+from advisor.runtime.files import write_text
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FILES = {"html": "compare.html", "markdown": "compare.md", "json": "compare.json"}
@@ -129,30 +128,6 @@ def render_compare_markdown(c: Comparison) -> str:
     for note in c.notes:
         out.append(f"> {escape(note, None)}")
     return "\n".join(out).rstrip() + "\n"
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise AdvisorError(f"{path}: cannot write ({exc.strerror or exc})") from None
-
-
-def write_text(path: Path, text: str) -> Path:
-    """Write ``text`` atomically (creating the folder); AdvisorError on failure."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AdvisorError(f"{path.parent}: cannot create folder ({exc.strerror or exc})") from None
-    _write(path, text)
-    return path
 
 
 def write_compare(c: Comparison, out_dir: Path) -> dict[str, Path]:

@@ -8,10 +8,12 @@
 * :func:`render_trend_svg` -- a self-contained SVG trend chart of one metric
   over the history runs (no script, no external reference).
 * :func:`print_gate` / :func:`print_history` -- rich terminal output.
+* :func:`write_gate` -- gate.md, junit.xml, gate.json and compare.html in a folder.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import escape as xml_escape
 
@@ -20,12 +22,14 @@ import pandas as pd
 from advisor.regression.compare import Comparison
 from advisor.regression.gate import GateResult
 from advisor.reports._view import fmt_num
-from advisor.reports.comparison import growth_lines
+from advisor.reports.comparison import growth_lines, render_compare_html
 from advisor.reports.markdown import escape
+from advisor.runtime.files import write_text
 
 MAX_CHARS = 60_000
 ICON = {"pass": "\u2705", "fail": "\u274c", "skip": "\u2796"}
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
+FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
 
 
 def render_gate_markdown(result: GateResult, comparison: Comparison | None = None) -> str:
@@ -101,6 +105,14 @@ def print_gate(result: GateResult, console) -> None:
     console.print(table)
     for g in result.growth[:3]:
         console.print(f"  grew: {g.kind} {g.name}: +{fmt_num(g.change_ms)} ms/step", markup=False)
+
+
+def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dict[str, Path]:
+    """The gate's files in ``out_dir``: the summary, JUnit XML, the result
+    as JSON and the comparison it used as HTML."""
+    texts = {"markdown": render_gate_markdown(result, comparison), "junit": render_junit(result),
+             "json": result.model_dump_json(indent=2), "html": render_compare_html(comparison)}
+    return {k: write_text(Path(out_dir) / FILES[k], t) for k, t in texts.items()}
 
 
 # ---------------------------------------------------------------- history

@@ -28,9 +28,10 @@ from jinja2 import (
 )
 from markupsafe import Markup
 
+from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Report
 from advisor.reports import _view
-from advisor.reports.i18n import DEFAULT_LANG, MESSAGES, messages, t
+from advisor.reports.i18n import messages, t
 from advisor.runtime import cache
 
 HERE = Path(__file__).resolve().parent
@@ -160,7 +161,7 @@ OP_COLUMNS = (
 
 def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
     """The whole report as one HTML document (a str) that opens offline."""
-    lang = lang if lang in MESSAGES else DEFAULT_LANG
+    lang = lang if lang in LANGS else DEFAULT_LANG
     assets = _assets()
     charts = _view.charts(report, lang)
     chart_data = {

@@ -2,13 +2,16 @@
 
 Every heading, label and fixed phrase a renderer shows comes from here; texts
 that come from the profile or from rules (titles, messages, fixes) do not.
-To add a language, add a dict under its code (e.g. ``"zh"``) with the same
-keys; a key it lacks falls back to English, so a partial table still works.
+``MESSAGES`` has one table per language of ``advisor.i18n.LANGS``, with the
+same keys; a key a table lacks falls back to English, so a partial table
+still works.
 Placeholders use ``str.format`` syntax (``{n}``); numbers are formatted by
 the caller, never here.
 """
 
 from __future__ import annotations
+
+from advisor.i18n import DEFAULT_LANG
 
 EN: dict[str, str] = {
     # document
@@ -352,8 +355,6 @@ EN["term_report"] = "report: {path}"
 EN["term_reading"] = "reading the profile"
 
 MESSAGES: dict[str, dict[str, str]] = {"en": EN, "zh": ZH}
-LANGS = tuple(MESSAGES)
-DEFAULT_LANG = "en"
 
 
 def messages(lang: str = DEFAULT_LANG) -> dict[str, str]:

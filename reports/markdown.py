@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Finding, Report
 from advisor.reports import _view
-from advisor.reports.i18n import DEFAULT_LANG, MESSAGES, t
+from advisor.reports.i18n import t
 
 MAX_CHARS = 60_000
 CELL_LIMIT = 240  # characters of one table cell, before escaping
@@ -239,7 +240,7 @@ def _allocate(needs: list[int], shares: list[float], budget: int) -> list[int]:
 def render_markdown(report: Report, lang: str = DEFAULT_LANG, max_chars: int = MAX_CHARS) -> str:
     """The report as Markdown for a pull-request comment, at most
     ``max_chars`` characters."""
-    lang = lang if lang in MESSAGES else DEFAULT_LANG
+    lang = lang if lang in LANGS else DEFAULT_LANG
     findings = _view.ordered_findings(report)
     header = _header(report, lang)
     sections: list[_Section] = []

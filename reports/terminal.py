@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from advisor.i18n import DEFAULT_LANG
 from advisor.model import Report
 from advisor.reports import _view
-from advisor.reports.i18n import DEFAULT_LANG, t
+from advisor.reports.i18n import t
 
 MAX_ROWS = 10
 MAX_NOTES = 5

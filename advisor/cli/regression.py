@@ -1,5 +1,4 @@
-"""``advisor compare``, ``advisor gate`` and ``advisor history`` (registered
-on the main CLI by :func:`register`).
+"""``advisor compare``, ``advisor gate`` and ``advisor history``.
 
 Exit codes: 0 pass, 1 regression (``gate`` only), 2 bad input or config
 (one line on stderr, via ``advisor.cli.main``).
@@ -13,45 +12,29 @@ from pathlib import Path
 
 import click
 
+from advisor.cli.console import console
+from advisor.cli.options import refuse_inside
 from advisor.errors import ConfigError
+from advisor.settings import CONFIG_FILES, Settings, load_settings
 
 DEFAULT_GATE_DIR = Path("advisor_gate")
 DEFAULT_CHART = Path("advisor-history.svg")
 TREND_METRIC = "step.time_ms"
 
 
-def _console(no_color: bool):
-    from rich.console import Console
-
-    return Console(no_color=no_color or bool(os.environ.get("NO_COLOR")), highlight=False)
-
-
-def _refuse_inside(out: Path, *sources: Path) -> None:
-    """Never write into an input folder."""
-    o = out.resolve()
-    for src in sources:
-        s = Path(src).resolve()
-        if s.is_dir() and (o == s or s in o.parents):
-            raise ConfigError(f"{out}: the output is inside the input {src}; choose another -o")
-
-
-def _load(path: Path):
-    """A Report; profile folders are analyzed with the user's rule files and
-    thresholds from the config (as ``advisor report`` does)."""
+def _load(path: Path, settings: Settings):
+    """A Report; profile folders are analyzed with the rule files and
+    thresholds of ``settings`` (as ``advisor report`` does)."""
     from advisor.regression.compare import load_report
 
-    try:
-        from advisor.user_rules import load_user_rules
-    except ImportError:  # pragma: no cover - module not shipped
-        return load_report(path)
-    user = load_user_rules()
-    return load_report(path, rule_paths=user.rules, overrides=user.overrides)
+    rule_paths, overrides = settings.with_command_line()
+    return load_report(path, rule_paths=rule_paths, overrides=overrides)
 
 
-def _side(path: Path, label: str | None = None):
+def _side(path: Path, settings: Settings):
     from advisor.regression.compare import side_from_reports
 
-    return side_from_reports([_load(path)], label or str(path))
+    return side_from_reports([_load(path, settings)], str(path))
 
 
 @click.command()
@@ -63,22 +46,23 @@ def _side(path: Path, label: str | None = None):
 @click.option("--no-color", is_flag=True)
 def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
+    from advisor.regression.compare import DEFAULT_ALPHA
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
-    from advisor.settings import DEFAULT_ALPHA
 
     if alpha is not None and not 0 < alpha < 0.5:
         raise ConfigError(f"--alpha {alpha}: must be between 0 and 0.5")
-    _refuse_inside(out_dir, baseline, current)
-    result = do_compare(_side(baseline), _side(current), alpha=alpha or DEFAULT_ALPHA)
+    refuse_inside(out_dir, baseline, current)
+    settings = load_settings()
+    result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
-    console = _console(no_color)
+    out = console(no_color)
     for g in result.growth[:5]:
-        console.print(f"grew: {g.kind} {g.name}: +{g.change_ms:.4g} ms/step", markup=False)
+        out.print(f"grew: {g.kind} {g.name}: +{g.change_ms:.4g} ms/step", markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
-            console.print(f"{f.status}: {f.rule} [{f.current_severity or f.baseline_severity}]", markup=False)
-    console.print(f"comparison: {paths['html']}", markup=False)
+            out.print(f"{f.status}: {f.rule} [{f.current_severity or f.baseline_severity}]", markup=False)
+    out.print(f"comparison: {paths['html']}", markup=False)
 
 
 @click.command()
@@ -91,7 +75,7 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool)
 @click.option("--branch", default="main", show_default=True, help="History branch to gate against.")
 @click.option("--last", type=int, default=None, help="N for the history baseline (default: config baseline_runs, 10).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help="Config file (default: advisor.toml or pyproject.toml [tool.advisor] found from here).")
+              help=f"Config file (default: {CONFIG_FILES[0]} or {CONFIG_FILES[1]} [tool.advisor] found from here).")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_GATE_DIR,
               show_default=True, help="Folder for gate.md, junit.xml, gate.json and compare.html.")
 @click.option("--no-color", is_flag=True)
@@ -103,20 +87,20 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
     advisor gate out/ --baseline main1/ --baseline main2/ --baseline main3/
     advisor gate out/ --history .advisor/history.db --branch main
     """
+    from advisor.regression.budgets import gate_config
     from advisor.regression.compare import side_from_reports
     from advisor.regression.gate import run_gate
-    from advisor.reports.comparison import render_compare_html, write_text
-    from advisor.reports.gate_verdict import print_gate, render_gate_markdown, render_junit
-    from advisor.settings import load_config
+    from advisor.reports.gate_verdict import print_gate, write_gate
 
     if bool(baselines) == (history_db is not None):
         raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
     if last is not None and last < 1:
         raise ConfigError("--last must be at least 1")
-    config = load_config(config_path)
-    _refuse_inside(out_dir, current, *baselines)
+    settings = load_settings(config_path)
+    config = gate_config(settings)
+    refuse_inside(out_dir, current, *baselines)
     anomaly = None
-    cur_report = _load(current)
+    cur_report = _load(current, settings)
     cur = side_from_reports([cur_report], str(current))
     if history_db is not None:
         from advisor.regression.history import History, history_anomaly
@@ -125,15 +109,11 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
             base = hist.baseline_side(branch, last or config.baseline_runs)
         anomaly = history_anomaly(base, cur_report)
     else:
-        base = side_from_reports([_load(b) for b in baselines], " + ".join(map(str, baselines)))
+        base = side_from_reports([_load(b, settings) for b in baselines], " + ".join(map(str, baselines)))
     result, comparison = run_gate(base, cur, config, anomaly=anomaly)
-    summary = render_gate_markdown(result, comparison)
-    write_text(out_dir / "gate.md", summary)
-    write_text(out_dir / "junit.xml", render_junit(result))
-    write_text(out_dir / "gate.json", result.model_dump_json(indent=2))
-    write_text(out_dir / "compare.html", render_compare_html(comparison))
-    print_gate(result, _console(no_color))
-    click.echo(f"summary: {out_dir / 'gate.md'}  junit: {out_dir / 'junit.xml'}")
+    paths = write_gate(result, comparison, out_dir)
+    print_gate(result, console(no_color))
+    click.echo(f"summary: {paths['markdown']}  junit: {paths['junit']}")
     if result.exit_code:
         sys.exit(result.exit_code)
 
@@ -166,7 +146,7 @@ def history_add(current: Path, branch, commit, when, db) -> None:
             raise ConfigError(f"--time {when!r}: not an ISO-8601 time") from None
     branch = branch or os.environ.get("GITHUB_REF_NAME") or os.environ.get("CI_COMMIT_REF_NAME") or "main"
     commit = commit or os.environ.get("GITHUB_SHA") or os.environ.get("CI_COMMIT_SHA")
-    report = _load(current)
+    report = _load(current, load_settings())
     with History(db or DEFAULT_DB, create=True) as hist:
         run_id = hist.add(report, branch=branch, commit=commit, recorded_at=when)
     click.echo(f"recorded run {run_id} on {branch}" + (f" ({commit})" if commit else "") + f" in {db or DEFAULT_DB}")
@@ -183,10 +163,9 @@ def history_add(current: Path, branch, commit, when, db) -> None:
 def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
     """Trend table and chart of the last runs on a branch; runs the anomaly
     model flags (against the runs before them) are marked."""
-    from advisor.regression.compare import side_from_reports
-    from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, history_anomaly
-    from advisor.reports.comparison import write_text
+    from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, anomaly_flags
     from advisor.reports.gate_verdict import print_history, render_trend_svg
+    from advisor.runtime.files import write_text
 
     if last < 1:
         raise ConfigError("--last must be at least 1")
@@ -197,20 +176,9 @@ def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
         raise ConfigError(f"{db or DEFAULT_DB}: no runs recorded on branch {branch!r}")
     if metric not in runs.columns:
         raise ConfigError(f"no run on {branch!r} has the metric {metric!r}")
-    flags: dict[int, str] = {}
-    for i in range(MIN_ANOMALY_RUNS, len(reports)):
-        check = history_anomaly(side_from_reports(reports[:i], "history"), reports[i])
-        if check is not None and check.status == "fail":
-            flags[int(runs["id"].iloc[i])] = "anomaly: " + check.message
-    console = _console(no_color)
-    print_history(runs, metric, console, flags)
+    flags = anomaly_flags(runs, reports)
+    out = console(no_color)
+    print_history(runs, metric, out, flags)
     unit = next((m.unit for r in reports[-1:] for k, m in r.metrics.items() if k == metric), "")
     write_text(chart, render_trend_svg(runs, metric, unit, flags))
-    console.print(f"trend chart: {chart}", markup=False)
-
-
-def register(cli: click.Group) -> None:
-    """Add the commands to the main ``advisor`` group."""
-    cli.add_command(compare)
-    cli.add_command(gate)
-    cli.add_command(history)
+    out.print(f"trend chart: {chart}", markup=False)

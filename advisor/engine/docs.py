@@ -11,12 +11,12 @@ overlays) the engine evaluates. Regenerate the committed reference with::
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 from pathlib import Path
 
 from advisor.engine.schema import Rule
+from advisor.runtime.files import write_atomic
 
 HEADINGS = {
     "en": {
@@ -160,14 +160,6 @@ def rules_markdown(lang: str = "en") -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
 
@@ -175,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m advisor.engine.docs [PATH]``: write the rule reference."""
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0]) if args else DOC_PATH
-    write_text(path, rules_markdown("en"))
+    write_atomic(path, rules_markdown("en"))
     print(f"wrote {path}")
     return 0
 

@@ -22,9 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.engine.schema import Rule
 from advisor.errors import ConfigError
-
-DEFAULT_LANG = "en"
-LANGS = ("en", "zh")
+from advisor.i18n import DEFAULT_LANG, LANGS
 
 
 def builtin_rule_files() -> list[Path]:

@@ -45,6 +45,7 @@ MAX_STEPS_PER_RUN = 64
 MIN_EFFECT = 0.05
 EFFECT_Z = 2.0
 MIN_SAMPLES = 8
+#: Significance level of the Mann-Whitney U tests (compare, and the gate's default ``alpha``).
 DEFAULT_ALPHA = 0.01
 GROWTH_LIMIT = 15
 

@@ -1,6 +1,6 @@
 """The regression gate: pass (exit 0) or regression (exit 1), with reasons.
 
-**Budgets.** For each budget (``advisor.settings``), the limit is
+**Budgets.** For each budget (``advisor.regression.budgets``), the limit is
 
     limit = max(budget, dispersion floor, run-to-run floor, declared ``run_noise``)
 
@@ -62,8 +62,8 @@ from pydantic import BaseModel, Field
 from scipy.stats import mannwhitneyu
 
 from advisor.model import SEVERITY_ORDER
+from advisor.regression.budgets import Budget, GateConfig
 from advisor.regression.compare import EFFECT_Z, MIN_SAMPLES, Comparison, Contributor, Side, compare, dispersion_floor
-from advisor.settings import Budget, GateConfig
 
 NOISE_Z = 3.0
 MIN_NOISE_RUNS = 3

@@ -195,6 +195,17 @@ class History:
         return side_from_reports(reports, f"{self.path} ({branch}, median of last {len(reports)} run(s))")
 
 
+def anomaly_flags(runs: pd.DataFrame, reports: list[Report]) -> dict[int, str]:
+    """The runs of ``History.runs`` (with their ``reports``, oldest first)
+    that the anomaly model flags against the runs before them: id -> reason."""
+    flags: dict[int, str] = {}
+    for i in range(MIN_ANOMALY_RUNS, len(reports)):
+        check = history_anomaly(side_from_reports(reports[:i], "history"), reports[i])
+        if check is not None and check.status == "fail":
+            flags[int(runs["id"].iloc[i])] = "anomaly: " + check.message
+    return flags
+
+
 def history_anomaly(baseline: Side, current: Report):
     """The anomaly check of ``current`` against the history runs (see module
     doc); None when the history is too short."""

@@ -16,6 +16,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from advisor.runtime.files import write_atomic
+
 
 def cache_dir() -> Path:
     """The cache folder (see the module doc); it may not exist yet."""
@@ -44,13 +46,8 @@ def write(name: str, data: bytes) -> None:
     """Store ``data`` as entry ``name``, atomically (another process sees the
     old entry, or none, or the whole new one); silently nothing on failure."""
     path = cache_dir() / name
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
     except (OSError, ValueError):
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        pass

@@ -13,10 +13,10 @@ import pytest
 from gate_helpers import advisor
 
 from advisor.errors import ConfigError
+from advisor.regression.budgets import GateConfig, load_gate_config, parse_budget
 from advisor.regression.compare import MIN_SAMPLES, load_report, side_from_reports
 from advisor.regression.gate import run_gate
 from advisor.reports.gate_verdict import render_gate_markdown, render_junit
-from advisor.settings import GateConfig, load_config, parse_budget
 
 REPO = Path(__file__).resolve().parents[2]
 FP32 = REPO / "examples" / "vgg16_fp32"
@@ -70,11 +70,11 @@ def test_config_is_found_in_the_repo(tmp_path, monkeypatch):
     (repo / "pyproject.toml").write_text('[tool.advisor.gate]\nfail_on = ["input-bound", "critical"]\n'
                                          'ignore = ["step-outlier"]\n[tool.advisor.gate.budgets]\n'
                                          'step_time_ms = "+10%"\n"step.data_wait_ms" = "+2ms"\n')
-    config = load_config(start=repo / "sub")
+    config = load_gate_config(start=repo / "sub")
     assert config.source.endswith("pyproject.toml")
     assert config.fail_rules == {"input-bound"} and config.fail_severity == "critical"
     assert [b.metric for b in config.parsed_budgets()] == ["step.time_ms", "step.data_wait_ms"]
-    assert load_config(start=tmp_path).source == "defaults"   # no config above: defaults
+    assert load_gate_config(start=tmp_path).source == "defaults"   # no config above: defaults
     defaults = GateConfig()
     assert defaults.budgets == {"step_time_ms": "+5%"} and defaults.fail_severity == "high"
 
@@ -87,7 +87,7 @@ def test_budget_syntax():
     with pytest.raises(ValueError):
         parse_budget("x", "5 percent")
     with pytest.raises(ConfigError, match="no such config file"):
-        load_config(Path("/nonexistent/advisor.toml"))
+        load_gate_config(Path("/nonexistent/advisor.toml"))
 
 
 def test_missing_baseline(reports, tmp_path):

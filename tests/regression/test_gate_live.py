@@ -20,9 +20,9 @@ from xml.etree import ElementTree as ET
 import numpy as np
 from gate_helpers import advisor
 
+from advisor.regression.budgets import GateConfig
 from advisor.regression.compare import load_report, side_from_reports
 from advisor.regression.gate import run_gate
-from advisor.settings import GateConfig
 
 REPO = Path(__file__).resolve().parents[2]
 OTHER_MODEL = REPO / "examples" / "resnet50_8p_allreduce_tail"

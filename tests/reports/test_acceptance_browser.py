@@ -9,7 +9,7 @@
 2. The injection profile shows markup in names as text and runs no script.
 3. The Markdown of the largest profile stays under 60,000 characters, and
    the HTML of a 1024-rank cluster stays small.
-(4, zh: tests/i18n; 5, user rules: test_user_rules.py.)
+(4, zh: tests/i18n; 5, user rules: test_user_rules_and_api.py.)
 
 Screenshots go to $ADVISOR_SCREENSHOTS (default /tmp/advisor_screenshots).
 """

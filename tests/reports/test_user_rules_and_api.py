@@ -17,7 +17,7 @@ import pytest
 import advisor
 from advisor.cli import main
 from advisor.engine.docs import DOC_PATH, rules_markdown
-from advisor.user_rules import load_user_rules
+from advisor.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "vgg16_fp32"
@@ -102,7 +102,7 @@ def test_user_rule_validated_loaded_and_fires(user_folder: Path, run_cli) -> Non
     (user_folder / "advisor.toml").write_text(
         'rules = ["team_rules"]\n[thresholds]\n"long-step.max_step_ms" = 60.0\n"input-bound.min_interval_ratio" = 0.99\n',
         encoding="utf-8")
-    cfg = load_user_rules(user_folder)
+    cfg = load_settings(start=user_folder)
     assert cfg.rules == [rules] and cfg.overrides["long-step"] == {"max_step_ms": 60.0}
     done = _advisor("report", str(EXAMPLE), "-o", str(user_folder / "out"), "-j", "1", cwd=user_folder)
     assert done.returncode == 0, done.stderr
@@ -123,9 +123,9 @@ def test_user_rule_validated_loaded_and_fires(user_folder: Path, run_cli) -> Non
 
 def test_pyproject_tool_advisor(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.advisor]\nrules = ["r"]\n', encoding="utf-8")
-    assert load_user_rules(tmp_path).rules == [tmp_path / "r"]
+    assert load_settings(start=tmp_path).rules == [tmp_path / "r"]
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
-    assert load_user_rules(tmp_path).rules == []
+    assert load_settings(start=tmp_path).rules == []
 
 
 def test_python_api(user_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,3 +158,29 @@ def test_import_advisor_is_light() -> None:
 def test_rule_reference_is_current() -> None:
     assert DOC_PATH.read_text(encoding="utf-8") == rules_markdown("en"), (
         "docs/rules.md is stale: run `python -m advisor.engine.docs`")
+
+
+def test_root_config_applies_in_a_subfolder_of_the_repository(user_folder: Path, run_cli) -> None:
+    """One config for rules, thresholds and the gate: from a subfolder of a
+    git repository, the root advisor.toml's ``rules``, ``thresholds`` and
+    ``[gate]`` all apply."""
+    repo = user_folder
+    (repo / ".git").mkdir()
+    sub = repo / "src" / "train"
+    sub.mkdir(parents=True)
+    (repo / "advisor.toml").write_text(
+        'rules = ["team_rules"]\n[thresholds]\n"long-step.max_step_ms" = 60.0\n[gate]\nfail_on = ["long-step"]\n',
+        encoding="utf-8")
+    baseline = repo / "baseline.json"
+    baseline.write_text(advisor.analyze(EXAMPLE, jobs=1, use_config=False).model_dump_json(), encoding="utf-8")
+
+    done = run_cli("report", str(EXAMPLE), "-o", str(repo / "out"), "-j", "1", cwd=sub)
+    assert done.returncode == 0, done.stderr
+    fired = {f["rule"]: f for f in json.loads((repo / "out" / "report.json").read_text(encoding="utf-8"))["findings"]}
+    assert "long-step" in fired and "over the budget of 60.0 ms" in fired["long-step"]["message"]
+
+    done = run_cli("gate", str(EXAMPLE), "--baseline", str(baseline), "-o", str(repo / "gate"), cwd=sub)
+    verdict = json.loads((repo / "gate" / "gate.json").read_text(encoding="utf-8"))
+    assert done.returncode == 1, done.stderr
+    assert Path(verdict["config_source"]) == (repo / "advisor.toml").resolve()
+    assert [c["name"] for c in verdict["checks"] if c["status"] == "fail"] == ["finding long-step"]

@@ -87,10 +87,10 @@ def test_status_and_bar_draw_without_a_thread(terminal):
 def test_the_cli_reading_line_draws_without_a_thread(terminal):
     from rich.console import Console
 
-    from advisor.cli.app import _reading
+    from advisor.cli.console import reading
 
     drawn = terminal()
-    with _reading(Console(force_terminal=True), "en"):
+    with reading(Console(force_terminal=True), "en"):
         _free_to_fork()
     assert "reading the profile" in drawn()
 

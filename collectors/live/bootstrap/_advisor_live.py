@@ -229,6 +229,7 @@ def _write_status(**extra):
     try:
         os.makedirs(cfg.status_dir, exist_ok=True)
         path = os.path.join(cfg.status_dir, f"status-{os.getpid()}.json")
+        # the atomic write of advisor.runtime.files, spelled out: this module never imports advisor
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(data, fh)

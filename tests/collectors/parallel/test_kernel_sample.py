@@ -159,7 +159,7 @@ def test_the_cli_samples_and_the_reports_say_so(slow_rank_run, tmp_path):
 
 
 def test_the_cli_help_states_the_default():
-    from advisor.cli.app import KERNEL_RANKS_HELP
+    from advisor.cli.report import KERNEL_RANKS_HELP
 
     assert KERNEL_RANKS_HELP == str(DEFAULT_LIMIT)
 

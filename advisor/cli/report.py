@@ -1,0 +1,102 @@
+"""``advisor report`` and ``advisor run``: analyze a profile (or a training
+run recorded under the profiler) and write report.html, report.md and
+report.json, with a summary on the terminal."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from advisor.cli.console import console, reading
+from advisor.cli.options import refuse_inside, report_options, user_rules
+
+#: ``--kernel-ranks``'s default as its help states it; the value is
+#: ``advisor.collectors.parallel.kernel_sample.DEFAULT_LIMIT`` (imported with pandas,
+#: which the CLI loads only for commands that analyze).
+KERNEL_RANKS_HELP = "128"
+
+
+def _kernel_ranks(value: str | None) -> int | str | None:
+    """``--kernel-ranks``: "sample" when not given (``advisor.pipeline.analyze``'s
+    default), None for all, else the limit."""
+    if value is None:
+        return "sample"
+    if value.strip().lower() == "all":
+        return None
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise click.BadParameter(f"{value!r}: a number of ranks (1 or more) or all")
+    return limit
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_report"),
+              show_default=True, help="Folder that receives report.html, report.md and report.json.")
+@click.option("-j", "--jobs", type=int, default=None,
+              help="Worker processes for reading ranks, or the parts of one large trace "
+                   "(default: the CPUs this process may use, container limits included; 1 = in process).")
+@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
+              help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
+@click.option("--kernel-ranks", default=None, metavar="N|all", callback=lambda ctx, param, value: _kernel_ranks(value),
+              help="Read kernel files (operators, device idle) on at most N ranks of a larger "
+                   f"cluster, spread over hosts and stages (default: {KERNEL_RANKS_HELP}); all: on every "
+                   "rank. Step-trace and communication files are read on every rank.")
+@report_options
+def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,
+           no_color: bool) -> None:
+    """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
+    from advisor.pipeline import analyze
+
+    refuse_inside(out_dir, path)
+    rule_paths, parsed = user_rules(rule_paths, overrides)
+    with reading(console(no_color), lang):
+        result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
+                         dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
+    _emit(result, out_dir, lang, no_color)
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--steps", default=5, show_default=True, help="Steps to record.")
+@click.option("--warmup", default=3, show_default=True, help="Steps to skip before recording.")
+@click.option("--timeout", type=float, default=None, help="Kill the job after this many seconds.")
+@click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_run"),
+              show_default=True, help="Folder for the traces (trace/) and the report.")
+@report_options
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, command) -> None:
+    """Run a training script under the profiler and report on it.
+
+    \b
+    advisor run train.py --lr 0.1
+    advisor run --steps 20 -o out -- torchrun --nproc_per_node 4 train.py
+    """
+    from advisor.collectors.live.runner import run_profiled
+    from advisor.pipeline import analyze
+
+    rule_paths, parsed = user_rules(rule_paths, overrides)
+    result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
+    for note in result.notes:
+        click.echo(f"advisor: {note}", err=True)
+    report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
+    _emit(report_obj, out_dir, lang, no_color)
+    if result.exit_code != 0:
+        click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)
+        sys.exit(result.exit_code)
+
+
+def _emit(result, out_dir: Path, lang: str, no_color: bool) -> None:
+    """Write the report files and print the terminal summary."""
+    from advisor.reports import write_reports
+    from advisor.reports.i18n import t
+    from advisor.reports.terminal import print_summary
+
+    paths = write_reports(result, out_dir, lang=lang)
+    out = console(no_color)
+    print_summary(result, out, lang=lang)
+    out.print(t(lang, "term_report", path=paths["html"]), markup=False)
