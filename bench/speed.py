@@ -16,8 +16,8 @@ killed when it ends:
 * ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
   -d DIR`` on the Ascend layout;
 * the same three Ascend commands on the run's step-trace and kernel files
-  alone (``ascend-sk``: hard links, plus the metadata files), the input the
-  cluster issue's baseline was measured on;
+  alone (``ascend-sk``: hard links, plus the metadata files), the input of
+  the speed targets' msprof-analyze reference (docs/benchmarks.md);
 * and on the same run in the Ascend database layout (``ascend-db``:
   ``ascend_pytorch_profiler_{rank}.db`` and ``analysis.db`` per rank, as
   newer CANN writes with ``export_type=db``);
@@ -325,7 +325,7 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int, collectives: in
                   f"**shared, loaded machine** (2 cores, shared with several other jobs while this ran; "
                   f"{platform.platform()}, Python {platform.python_version()}): absolute times are "
                   "pessimistic and noisy; the ratios are the point.", "",
-                  f"Input: one healthy generated run per size (`bench/scenarios.py`, {steps} steps, "
+                  f"Input: one healthy generated run per size (`bench.scenarios`, {steps} steps, "
                   f"{kernels} compute kernels per step and rank"
                   + (f", the large all-reduce of each step as {collectives} gradient buckets" if collectives > 1 else "")
                   + "), the same run in the Ascend text layout "
