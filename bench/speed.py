@@ -44,7 +44,7 @@ fails shows its one-line reason in the table. No assertions on time.
 
     python -m bench.speed                    # 8 and 128 ranks, traces of 50 and 500 MB
     python -m bench.speed --traces ""        # no single-trace rows
-    python -m bench.speed --sizes 8,128,1024 --markdown > docs/benchmarks.md
+    python -m bench.speed --sizes 8,128,1024 --markdown > /tmp/speed.md
     python -m bench.speed --curve 8,64,512,1024,2048,4096 --markdown   # advisor alone
     python -m bench.speed --sizes 128 --traces "" --collectives 80    # communication-heavy ranks
 """
