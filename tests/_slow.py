@@ -14,8 +14,8 @@ A test is slow when
   take seconds.
 
 A test that is not marked slow and takes longer than ``QUICK_BUDGET_S`` is
-named at the end of a ``-m "not slow"`` run, so the list above stays true
-as tests are added.
+named at the end of the run, so the lists above stay true as tests are
+added.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ SLOW_FIXTURES = {
     "corpus": "reads real profiler outputs",
     "browser": "drives Chromium",
     "slow_rank_run": "a 24-rank generated cluster in two layouts, analyzed in full and sampled",
+    "cluster_1024": "a 1024-rank profile through the metrics and rules",
 }
 
 #: node ids (a module, a test function or one case) of slow tests no rule
@@ -64,6 +65,10 @@ MEASURED = {
     "tests/metrics/test_anomaly.py::test_false_positive_rate_on_healthy_runs",
     # hypothesis: hundreds of random metric values through every rule
     "tests/robustness/test_properties.py::test_engine_on_random_metric_values",
+    # hypothesis: each collector on many mutated copies of its files
+    "tests/robustness/test_properties.py::test_ascend_collector_on_mutated_files",
+    "tests/robustness/test_properties.py::test_mindinsight_collector_on_mutated_files",
+    "tests/robustness/test_properties.py::test_kineto_collector_on_mutated_traces",
     # 300 MinCovDet fits on near-degenerate data
     "tests/runtime/test_startup_and_cache.py::test_inputs_the_model_rejects_always_reach_it",
 }
