@@ -21,7 +21,7 @@ with ``advisor.pipeline.analyze`` and scored:
 Slow links are also generated in pipeline-parallel runs (pp = 2): each
 stage has its own data-parallel group, whose matrix files name a link's
 ends by their ranks within the group, so the call is right only when the
-reader has mapped them to global ranks (``collectors/link_ranks.py``).
+reader has mapped them to global ranks (``collectors/ascend/link_ranks.py``).
 
 A call of a rule in a scenario that does not expect it is a false positive
 (healthy runs count one per rule that fires). Precision = correct calls /
@@ -59,7 +59,7 @@ from bench.scenarios import Spec, generate
 WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "accuracy"
 KINDS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-nic", "slow-stage", "stall")
 RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
-#: Severities a healthy run must never get (the issue's bar for false alarms).
+#: Severities a healthy run must never get (the accuracy target's bar for false alarms).
 SEVERE = ("medium", "high", "critical")
 EXPECTS = {"slow-rank": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
            "slow-nic": "slow-link", "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
@@ -186,7 +186,7 @@ def render(results: list[dict], fp_results: list[dict], md: bool, seeds: int, fp
                   f"Measured {date.today().isoformat()} with `python -m bench.accuracy --markdown` "
                   f"({seeds} seeds per fault kind and size, {fp_seeds} per healthy size below; "
                   f"{wall / 60:.1f} min on a shared, loaded 2-core machine, {platform.python_version()}).",
-                  "", "Scenarios come from `bench/scenarios.py` (its docstring is the timing and fault "
+                  "", "Scenarios come from `bench/scenarios/model.py` (its docstring is the timing and fault "
                   "model); they are synthetic, in the real Ascend text layout, and every call below "
                   "is scored against the scenario's `labels.json`. Precision = correct calls / all "
                   "calls of the rule (healthy runs and other fault kinds included); recall = correct "

@@ -17,10 +17,10 @@ HTA is measured when importable, in this interpreter or in the one named by
 ``$ADVISOR_HTA_PYTHON`` (e.g. a separate venv with ``pip install
 holistictraceanalysis``); otherwise the report says it was not measured.
 
-    python bench/kineto_load.py --size-mb 300
-    python bench/kineto_load.py --size-mb 300 --gz      # gzipped input
-    python bench/kineto_load.py --size-mb 300 --source shapes --no-hta
-    python bench/kineto_load.py --baseline /tmp/old     # also an older checkout
+    python -m bench.kineto_load --size-mb 300
+    python -m bench.kineto_load --size-mb 300 --gz      # gzipped input
+    python -m bench.kineto_load --size-mb 300 --source shapes --no-hta
+    python -m bench.kineto_load --baseline /tmp/old     # also an older checkout
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ that process and the workers it waited for, from ``wait4``):
   steps, ``kernel_details.csv`` with K kernels per step,
   ``communication.json``), for N in ``--ranks`` (default 8, 64, 256);
 * Kineto traces of about M MB each, for M in ``--kineto-mb`` (default 50,
-  200), built by ``bench/kineto_load.py`` from a real corpus trace
+  200), built by ``bench.kineto_load`` from a real corpus trace
   (``--kineto-source``: ``nccl``, a GPU run without input shapes, by
   default; ``shapes``, a GPU run recorded with ``record_shapes``; ``cpu``,
   a CPU-only trace; several may be given).
@@ -17,10 +17,10 @@ that process and the workers it waited for, from ``wait4``):
 A bounded reader shows as peak memory growing far slower than input size.
 ``--huge`` adds a 1024-rank folder and a 2 GB trace (minutes, GBs of /tmp).
 
-    python bench/memory_vs_size.py
-    python bench/memory_vs_size.py --ranks 8 64 --kineto-mb 50 --jobs 2
-    python bench/memory_vs_size.py --huge
-    python bench/memory_vs_size.py --ranks --kineto-mb 200 1000 --kineto-source nccl shapes cpu
+    python -m bench.memory_vs_size
+    python -m bench.memory_vs_size --ranks 8 64 --kineto-mb 50 --jobs 2
+    python -m bench.memory_vs_size --huge
+    python -m bench.memory_vs_size --ranks --kineto-mb 200 1000 --kineto-source nccl shapes cpu
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
-OUT_DIR = Path(tempfile.gettempdir()) / "advisor_bench_memory"
-REPO = Path(__file__).resolve().parents[1]
+from bench.kineto_load import generate
+from bench.scenarios.ascend import KERNEL_HEADER_READ, OUT, STEP_TRACE_COLUMNS
 
-STEP_HEADER = "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free\n"
-KERNEL_HEADER = ("Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),"
-                 "Input Shapes,Input Data Types\n")
+OUT_DIR = Path(tempfile.gettempdir()) / "advisor_bench_memory"
+
+#: the step trace without the pipeline columns (Stage, Bubble, ...), as older torch_npu writes it
+STEP_HEADER = ",".join(STEP_TRACE_COLUMNS[:6]) + "\n"
 OPS = [("MatMul", "AI_CORE", "DT_BF16;DT_BF16", '"4096,4096;4096,4096"'),
        ("Add", "AI_VECTOR_CORE", "FLOAT;FLOAT", '"4096;4096"'),
        ("Cast", "AI_VECTOR_CORE", "FLOAT16", '"4096"'),
@@ -53,12 +54,12 @@ def ascend_cluster(ranks: int, steps: int = 20, kernels: int = 200) -> Path:
     if done.exists():
         return root
     for rank in range(ranks):
-        out = root / f"node{rank // 8}_{rank}_20240101_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        out = root / f"node{rank // 8}_{rank}_20240101_ascend_pt" / OUT
         out.mkdir(parents=True, exist_ok=True)
         (out.parent / f"profiler_info_{rank}.json").write_text(json.dumps({"rank_id": rank}))
         slow = 1.3 if rank == ranks // 2 else 1.0
         rows = [STEP_HEADER]
-        kern = [KERNEL_HEADER]
+        kern = [KERNEL_HEADER_READ]
         comm = {}
         for step in range(1, steps + 1):
             comp = 80000.0 * slow + (step % 3) * 50
@@ -85,9 +86,6 @@ def ascend_cluster(ranks: int, steps: int = 20, kernels: int = 200) -> Path:
 
 def kineto_trace(size_mb: float, source: str = "nccl") -> Path:
     """(or reuse) a Kineto trace of about ``size_mb`` MB built from ``source``."""
-    sys.path.insert(0, str(REPO))
-    from bench.kineto_load import generate
-
     return generate(size_mb, gz=False, source=source)
 
 
@@ -126,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranks", type=int, nargs="*", default=[8, 64, 256])
     ap.add_argument("--kineto-mb", type=float, nargs="*", default=[50, 200])
     ap.add_argument("--kineto-source", nargs="+", default=["nccl"], choices=["nccl", "shapes", "cpu"],
-                    help="corpus trace(s) the Kineto inputs repeat (bench/kineto_load.py)")
+                    help="corpus trace(s) the Kineto inputs repeat (bench.kineto_load)")
     ap.add_argument("--jobs", type=int, default=None, help="--jobs for advisor report (default: its own)")
     ap.add_argument("--huge", action="store_true", help="also 1024 ranks and a 2 GB trace")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")

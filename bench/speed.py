@@ -16,8 +16,8 @@ killed when it ends:
 * ``msprof-analyze cluster -d DIR -m all`` and ``msprof-analyze advisor all
   -d DIR`` on the Ascend layout;
 * the same three Ascend commands on the run's step-trace and kernel files
-  alone (``ascend-sk``: hard links, plus the metadata files), the input the
-  cluster issue's baseline was measured on;
+  alone (``ascend-sk``: hard links, plus the metadata files), the input of
+  the speed targets' msprof-analyze reference (docs/benchmarks.md);
 * and on the same run in the Ascend database layout (``ascend-db``:
   ``ascend_pytorch_profiler_{rank}.db`` and ``analysis.db`` per rank, as
   newer CANN writes with ``export_type=db``);
@@ -44,7 +44,7 @@ fails shows its one-line reason in the table. No assertions on time.
 
     python -m bench.speed                    # 8 and 128 ranks, traces of 50 and 500 MB
     python -m bench.speed --traces ""        # no single-trace rows
-    python -m bench.speed --sizes 8,128,1024 --markdown > docs/benchmarks.md
+    python -m bench.speed --sizes 8,128,1024 --markdown > /tmp/speed.md
     python -m bench.speed --curve 8,64,512,1024,2048,4096 --markdown   # advisor alone
     python -m bench.speed --sizes 128 --traces "" --collectives 80    # communication-heavy ranks
 """
@@ -325,7 +325,7 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int, collectives: in
                   f"**shared, loaded machine** (2 cores, shared with several other jobs while this ran; "
                   f"{platform.platform()}, Python {platform.python_version()}): absolute times are "
                   "pessimistic and noisy; the ratios are the point.", "",
-                  f"Input: one healthy generated run per size (`bench/scenarios.py`, {steps} steps, "
+                  f"Input: one healthy generated run per size (`bench.scenarios`, {steps} steps, "
                   f"{kernels} compute kernels per step and rank"
                   + (f", the large all-reduce of each step as {collectives} gradient buckets" if collectives > 1 else "")
                   + "), the same run in the Ascend text layout "

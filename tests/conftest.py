@@ -9,6 +9,8 @@ import pytest
 
 import _netguard
 
+pytest_plugins = ["_slow"]  # the `slow` marker, set by rule (tests/_slow.py)
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 CORPUS = Path(os.environ.get("ADVISOR_CORPUS", REPO.parent / "shared" / "corpus"))

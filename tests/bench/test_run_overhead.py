@@ -8,16 +8,11 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import orjson
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.run_overhead import SCRIPT, _window_slices  # noqa: E402
+from bench.run_overhead import SCRIPT, _window_slices
 
 
 def test_window_slices_match_the_recorded_profiler_steps(tmp_path):

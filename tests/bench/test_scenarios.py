@@ -3,19 +3,12 @@ labelled faults of clear cases are found. Small and fast; no timing asserts."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import orjson
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from advisor.collectors import load_profile  # noqa: E402
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, build, generate  # noqa: E402
+from advisor.collectors import load_profile
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, build, generate
 
 CLUSTER_RULES = {"slow-rank", "slow-link", "step-outlier"}
 

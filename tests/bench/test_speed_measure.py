@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.speed import measure  # noqa: E402
+from bench.speed import measure
 
 MARK = "advisor-bench-test-orphan"
 #: A process that sleeps for a minute, findable by ``MARK`` in its command line.

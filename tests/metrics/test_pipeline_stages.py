@@ -8,7 +8,7 @@ from advisor.collectors import load_profile
 from advisor.metrics import evaluate
 from advisor.pipeline import analyze
 
-from bench.ascend_writer import sample_rank, write_db, write_text
+from bench.scenarios.ascend import sample_rank, write_db, write_text
 
 #: Stage 0 (ranks 0, 1) waits 3 ms per 10 ms step in Receive; stage 1 (ranks 2, 3) 0.5 ms.
 RECEIVE_US = {0: 3000.0, 1: 3000.0, 2: 500.0, 3: 500.0}

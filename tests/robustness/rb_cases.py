@@ -305,10 +305,6 @@ CASES = {
 }
 
 
-#: Cases that fail because of a bug in a module this test suite does not own:
-#: name -> the bug. They run, and are reported as xfail until fixed.
-KNOWN_BUGS: dict[str, str] = {}
-
 #: Cases that need a non-root user (root reads files whatever their mode).
 NEEDS_NON_ROOT = {"mi: unreadable file (chmod 000)"}
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

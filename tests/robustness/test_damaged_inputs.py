@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from rb_cases import CASES, IS_ROOT, KNOWN_BUGS, NEEDS_NON_ROOT
+from rb_cases import CASES, IS_ROOT, NEEDS_NON_ROOT
 from rb_util import run_batch, run_cli, snapshot
 
 from advisor.model import Report
@@ -52,11 +52,9 @@ def _skips(out) -> list[str]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_damaged_input(outcomes, name, request):
+def test_damaged_input(outcomes, name):
     if name in NEEDS_NON_ROOT and IS_ROOT:
         pytest.skip("runs as root: root reads files whatever their permission bits")
-    if name in KNOWN_BUGS:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_BUGS[name], strict=False))
     result, target, in_dir, out, before, after = outcomes[name]
     expect = CASES[name][1]
     text = result.stdout + result.stderr

@@ -11,7 +11,7 @@ from advisor.collectors import load_profile
 from advisor.errors import InputError
 from advisor.metrics import evaluate
 
-from bench.ascend_writer import sample_rank, write_db, write_text
+from bench.scenarios.ascend import sample_rank, write_db, write_text
 
 TABLES = ("steps", "ops", "comm", "bandwidth", "links")
 

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import scen_ascend  # noqa: E402
+from bench.scenarios import ascend as scen_ascend  # noqa: E402
 from bench.scenarios import Spec, build, write  # noqa: E402
 
 OUT = "ASCEND_PROFILER_OUTPUT"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.ascend_writer import sample_rank, write_text
+from bench.scenarios.ascend import sample_rank, write_text
 
 RANKS = 8
 SLOW_RANK = 5

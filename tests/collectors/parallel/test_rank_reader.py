@@ -15,7 +15,7 @@ from advisor.errors import ConfigError, InputError
 from advisor.pipeline import analyze
 from advisor.profile import TABLES
 
-from bench.ascend_writer import sample_rank, write_text
+from bench.scenarios.ascend import sample_rank, write_text
 from .conftest import RANKS, SLOW_RANK
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.scenarios import Scenario
+from bench.scenarios.model import Scenario
 
 
 @dataclass(frozen=True)

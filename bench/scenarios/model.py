@@ -1,10 +1,8 @@
-"""Labelled synthetic cluster profiles: the scenario generator.
+"""The run model of the scenario generator: what a generated run is.
 
 ``build(Spec)`` draws one synchronous data-parallel (optionally pipeline-
 parallel) training run of N ranks and S steps as per-step, per-rank time
-arrays, with at most one injected fault; ``write(scenario, out, fmt)``
-writes it in a real profiler layout (see ``bench.scen_ascend`` and
-``bench.scen_kineto``) plus ``labels.json`` naming the fault.
+arrays, with at most one injected fault, and the labels that name it.
 
 Timing model (all times us, per step ``s`` and rank ``r``):
 
@@ -42,27 +40,16 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
   Receive (Bubble);
 * ``stall``: every K-th step (K = 4 or 5) all ranks stall 25-80% of the
   step in host time (a synchronous checkpoint, say).
-
-CLI::
-
-    python -m bench.scenarios --ranks 128 --steps 20 --fault slow-rank \\
-        --seed 3 --format ascend-text -o /tmp/x
 """
 
 from __future__ import annotations
 
-import argparse
-import shutil
-import sys
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
-import orjson
 
 #: Order matters: a fault's index seeds its draws, so new kinds go last.
 FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic")
-FORMATS = ("ascend-text", "ascend-db", "kineto")
 MICROBATCHES = 8
 
 
@@ -286,67 +273,3 @@ def _ring_links(R: int, rph: int, pp: int, rng: np.random.Generator) -> list[Lin
                                 float(1 + rng.normal(0, 0.04))))
     return out
 
-
-def write(scenario: Scenario, out: Path, fmt: str = "ascend-text") -> Path:
-    """Write ``scenario`` under ``out`` (created, must be empty or absent) in
-    ``fmt`` and ``labels.json`` beside the data; returns the data folder
-    (``out/data``: the path to analyze)."""
-    out = Path(out)
-    data = out / "data"
-    data.mkdir(parents=True, exist_ok=False)
-    if fmt == "ascend-text":
-        from bench import scen_ascend
-        scen_ascend.write_text(scenario, data)
-    elif fmt == "ascend-db":
-        from bench import scen_ascend
-        scen_ascend.write_db(scenario, data)
-    elif fmt == "kineto":
-        from bench import scen_kineto
-        scen_kineto.write(scenario, data)
-    else:
-        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    labels = {**scenario.labels, "format": fmt, "spec": asdict(scenario.spec)}
-    (out / "labels.json").write_bytes(orjson.dumps(labels, option=orjson.OPT_INDENT_2))
-    return data
-
-
-def generate(spec: Spec, out: Path, fmt: str = "ascend-text") -> tuple[Path, dict]:
-    """Build and write; returns (data folder, labels)."""
-    scenario = build(spec)
-    return write(scenario, out, fmt), scenario.labels
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.scenarios", description=__doc__.split("\n")[0])
-    ap.add_argument("--ranks", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--fault", choices=FAULTS, default="healthy")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--format", choices=FORMATS, default="ascend-text")
-    ap.add_argument("--pp", type=int, default=None, help="pipeline stages (default 1; 2/4 for slow-stage)")
-    ap.add_argument("--ranks-per-host", type=int, default=None)
-    ap.add_argument("--stall-every", type=int, default=None)
-    ap.add_argument("--severity", type=float, default=None)
-    ap.add_argument("--kernels-per-step", type=int, default=24)
-    ap.add_argument("--collectives", type=int, default=1,
-                    help="gradient buckets: the large all-reduce of a step as N operators")
-    ap.add_argument("-o", "--output", required=True, type=Path,
-                    help="folder to create (data/ and labels.json go in it); keep it under /tmp")
-    ap.add_argument("--force", action="store_true", help="replace the output folder")
-    args = ap.parse_args(argv)
-    if args.output.exists():
-        if not args.force:
-            print(f"scenarios: error: {args.output} exists (use --force)", file=sys.stderr)
-            return 2
-        shutil.rmtree(args.output)
-    spec = Spec(ranks=args.ranks, steps=args.steps, fault=args.fault, seed=args.seed,
-                ranks_per_host=args.ranks_per_host, pp=args.pp, stall_every=args.stall_every,
-                severity=args.severity, kernels_per_step=args.kernels_per_step,
-                collectives=args.collectives)
-    data, labels = generate(spec, args.output, args.format)
-    print(f"{data}  {orjson.dumps(labels).decode()}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,20 +15,19 @@ them, each a JSON object with ``schemaVersion``, ``distributedInfo``
   ``Collective name`` / ``Process Group`` args PyTorch 2.x writes; with
   pipeline stages a ``ncclDevKernel_SendRecv`` kernel for the bubble.
 
-Kernel placement is ``bench.scen_layout``'s, so the per-step compute,
+Kernel placement is ``bench.scenarios.layout``'s, so the per-step compute,
 communication, overlap and idle time match the Ascend variant.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from pathlib import Path
 
 import orjson
 
-from bench.scen_layout import OpTemplate, layout
-from bench.scenarios import Scenario
+from bench.scenarios.layout import OpTemplate, layout
+from bench.scenarios.model import Scenario
 
 
 def _dumps(obj) -> bytes:

@@ -1,0 +1,161 @@
+"""The ``slow`` marker, set by rule, so that ``pytest -m "not slow"`` is a
+quick loop and the full suite (``python -m pytest -q``) still runs everything.
+
+A test is slow when
+
+* it is an end-to-end test (under ``tests/e2e/``);
+* it uses one of ``SLOW_FIXTURES``: the real-profile corpus (``corpus``),
+  a browser (``browser``), or a large generated cluster;
+* it starts processes or the real profiler: its code, the code of a
+  fixture it uses, or of a function of the test suite they call names one
+  of ``PROCESS_NAMES`` (``subprocess``, ``os.fork``, a Dask
+  ``LocalCluster``, ``advisor run``'s ``run_profiled``);
+* or it is one of ``MEASURED``: tests that do none of the above and still
+  take seconds.
+
+A test that is not marked slow and takes longer than ``QUICK_BUDGET_S`` is
+named at the end of the run, so the lists above stay true as tests are
+added.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+E2E = TESTS / "e2e"
+
+#: names in a test's code (or what it calls) that start processes or the profiler
+PROCESS_NAMES = frozenset({"subprocess", "Popen", "fork", "LocalCluster", "run_profiled"})
+
+#: fixtures whose tests are slow, and why
+SLOW_FIXTURES = {
+    "corpus": "reads real profiler outputs",
+    "browser": "drives Chromium",
+    "slow_rank_run": "a 24-rank generated cluster in two layouts, analyzed in full and sampled",
+    "cluster_1024": "a 1024-rank profile through the metrics and rules",
+}
+
+#: node ids (a module, a test function or one case) of slow tests no rule
+#: above finds, with what they do; timed with ``--durations`` on a shared
+#: 2-core machine, where each took 1.5-7 s
+MEASURED = {
+    # pool workers started by a fork server and by spawning (fresh interpreters)
+    "tests/collectors/parallel/test_rank_reader.py::test_start_methods_other_than_fork_give_the_same_result",
+    # every damaged-index case against a depth-first search over the tree
+    "tests/collectors/ascend/test_ascend_meta.py::test_index_matches_depth_first_search",
+    # generated clusters written in two layouts and analyzed, fault by fault
+    "tests/collectors/ascend/test_layouts_agree.py",
+    # generated pipeline-parallel clusters in two layouts, analyzed
+    "tests/collectors/ascend/test_link_ranks.py::"
+    "test_a_slow_link_in_the_second_pipeline_stage_is_named_by_its_global_ranks",
+    "tests/metrics/test_late_rank.py::test_a_straggler_is_the_last_to_arrive_at_the_all_reduce",
+    # 64-rank generated clusters through the full analysis
+    "tests/metrics/test_slow_group.py::test_a_data_starved_host_is_named_whole",
+    "tests/metrics/test_slow_group.py::test_a_lone_straggler_stays_alone",
+    "tests/metrics/test_slow_group.py::test_healthy_hosts_have_no_slow_group",
+    "tests/metrics/test_slow_group.py::test_a_slow_port_is_named_not_one_link",
+    "tests/metrics/test_slow_group.py::test_one_slow_link_is_not_blamed_on_a_port",
+    "tests/metrics/test_slow_group.py::test_the_anomaly_model_flags_the_slow_ranks_and_why",
+    "tests/metrics/test_slow_group.py::test_the_anomaly_model_flags_no_rank_without_a_slow_one",
+    # the anomaly model on healthy runs of 10 to 100 steps, many seeds
+    "tests/metrics/test_anomaly.py::test_false_positive_rate_on_healthy_runs",
+    # hypothesis: hundreds of random metric values through every rule
+    "tests/robustness/test_properties.py::test_engine_on_random_metric_values",
+    # hypothesis: each collector on many mutated copies of its files
+    "tests/robustness/test_properties.py::test_ascend_collector_on_mutated_files",
+    "tests/robustness/test_properties.py::test_mindinsight_collector_on_mutated_files",
+    "tests/robustness/test_properties.py::test_kineto_collector_on_mutated_traces",
+    # 300 MinCovDet fits on near-degenerate data
+    "tests/runtime/test_startup_and_cache.py::test_inputs_the_model_rejects_always_reach_it",
+}
+
+#: seconds a test outside the slow set may take before it is named
+QUICK_BUDGET_S = 1.5
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With ``-m "not slow"``, tests/e2e is not even imported (every test
+    in it is slow; importing it loads torch)."""
+    if config.option.markexpr.strip() == "not slow" and collection_path == E2E:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+        return True
+    path = Path(str(item.path))
+    if path.is_relative_to(E2E):
+        return True
+    node = item.nodeid
+    if any(node == m or node.startswith(m + "::") or node.startswith(m + "[") for m in MEASURED):
+        return True
+    return _starts_processes(item)
+
+
+def _starts_processes(item: pytest.Item) -> bool:
+    """Whether the test function, its fixtures, or test-suite functions they
+    call (found by name, transitively) name a process-starting call."""
+    roots = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        roots += [d.func for d in defs]
+    seen: set = set()
+    todo = [f for f in roots if isinstance(f, types.FunctionType) and _in_tests(f)]
+    while todo:
+        func = todo.pop()
+        if func in seen:
+            continue
+        seen.add(func)
+        for code in _codes(func.__code__):
+            if PROCESS_NAMES & set(code.co_names):
+                return True
+            for name in code.co_names:
+                called = func.__globals__.get(name)
+                if isinstance(called, types.FunctionType) and _in_tests(called):
+                    todo.append(called)
+    return False
+
+
+def _codes(code: types.CodeType):
+    """A code object and the code of the functions nested in it."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _in_tests(func: types.FunctionType) -> bool:
+    source = func.__code__.co_filename
+    return Path(source).resolve().is_relative_to(TESTS)
+
+
+#: seconds each test outside the slow set took (setup, call and teardown)
+_quick_times: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "slow" not in report.keywords:
+        _quick_times[report.nodeid] = _quick_times.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    over = sorted(((t, node) for node, t in _quick_times.items() if t > QUICK_BUDGET_S), reverse=True)
+    if not over:
+        return
+    terminalreporter.section("tests outside the slow set over budget")
+    terminalreporter.write_line(
+        f"{len(over)} test(s) not marked slow took over {QUICK_BUDGET_S:g} s "
+        "(make them faster, or add them to MEASURED in tests/_slow.py):")
+    for seconds, node in over:
+        terminalreporter.write_line(f"  {seconds:6.2f} s  {node}")
