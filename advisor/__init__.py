@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.collectors import KERNEL_RANKS
+
 __version__ = "0.1.0"
 __all__ = ["__version__", "analyze"]
 
@@ -29,7 +31,7 @@ def analyze(
     use_config: bool = True,
     jobs: int | None = None,
     dask_address: str | None = None,
-    kernel_ranks: int | str | None = "sample",
+    kernel_ranks: int | None = KERNEL_RANKS,
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report, the
     same object ``advisor report`` renders.
@@ -37,8 +39,8 @@ def analyze(
     ``rules``: extra rule files or folders; ``overrides``: ``{rule: {param:
     value}}`` (like ``--set``); ``lang``: ``"en"`` or ``"zh"`` for the rule
     texts and the HTML shown in Jupyter. ``kernel_ranks``: read kernel files
-    on at most this many ranks of a large cluster, None on every rank
-    (default ``"sample"``: ``advisor.collectors.parallel.kernel_sample``). With
+    on at most this many ranks of a large cluster (default 128,
+    ``advisor.collectors.parallel.kernel_sample``), None on every rank. With
     ``use_config`` the rules and
     thresholds of the config file found from the current directory
     (``advisor.settings``) apply first, as in the CLI. Raises

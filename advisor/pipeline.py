@@ -25,25 +25,24 @@ def analyze(
     jobs: int | None = None,
     dask_address: str | None = None,
     lang: str = "en",
-    kernel_ranks: int | None | str = "sample",
+    kernel_ranks: int | None = KERNEL_RANKS,
 ) -> Report:
     """Analyze the profiler output at ``path`` and return the Report.
 
     ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
     {param: value}. ``jobs`` / ``dask_address``: how ranks are read in
     parallel (see ``advisor.collectors.load_profile``). ``kernel_ranks``:
-    read kernel files on at most this many ranks, None on all, ``"sample"``
-    the default sample (``advisor.collectors.parallel.kernel_sample``; the CLI and
-    ``advisor.analyze`` pass it on without importing that). ``lang``: language of
+    read kernel files on at most this many ranks, None on all
+    (``advisor.collectors.parallel.kernel_sample``). ``lang``: language of
     the rule texts in the findings (``en``, ``zh``). Raises InputError /
     ConfigError with one-line messages.
+
+    The rules are compiled before any rank is read, so a bad rule file or
+    override fails at once, with no reader process started.
     """
     check_lang(lang)
-    if kernel_ranks == "sample":
-        kernel_ranks = KERNEL_RANKS
-    compiled: list = []  # filled while the ranks are read: a bad rule stops the read
-    profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks,
-                           meanwhile=lambda: compiled.extend(compile_rules_for(rule_paths, overrides, lang)))
+    compiled = compile_rules_for(rule_paths, overrides, lang)
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks)
     return _report(profile, compiled, lang)
 
 

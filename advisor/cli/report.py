@@ -11,18 +11,14 @@ import click
 
 from advisor.cli.console import console, reading
 from advisor.cli.options import refuse_inside, report_options, user_rules
-
-#: ``--kernel-ranks``'s default as its help states it; the value is
-#: ``advisor.collectors.parallel.kernel_sample.DEFAULT_LIMIT`` (imported with pandas,
-#: which the CLI loads only for commands that analyze).
-KERNEL_RANKS_HELP = "128"
+from advisor.collectors import KERNEL_RANKS
 
 
-def _kernel_ranks(value: str | None) -> int | str | None:
-    """``--kernel-ranks``: "sample" when not given (``advisor.pipeline.analyze``'s
-    default), None for all, else the limit."""
+def _kernel_ranks(value: str | None) -> int | None:
+    """``--kernel-ranks``: ``KERNEL_RANKS`` when not given, None for all,
+    else the limit."""
     if value is None:
-        return "sample"
+        return KERNEL_RANKS
     if value.strip().lower() == "all":
         return None
     try:
@@ -45,7 +41,7 @@ def _kernel_ranks(value: str | None) -> int | str | None:
               help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
 @click.option("--kernel-ranks", default=None, metavar="N|all", callback=lambda ctx, param, value: _kernel_ranks(value),
               help="Read kernel files (operators, device idle) on at most N ranks of a larger "
-                   f"cluster, spread over hosts and stages (default: {KERNEL_RANKS_HELP}); all: on every "
+                   f"cluster, spread over hosts and stages (default: {KERNEL_RANKS}); all: on every "
                    "rank. Step-trace and communication files are read on every rank.")
 @report_options
 def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,

@@ -47,12 +47,14 @@ from advisor.collectors.ascend.trace_view import read_trace
 from advisor.collectors.io import listing
 from advisor.collectors.parallel import arrow_frames, batch_tables
 from advisor.collectors.parallel.batch_tables import PendingTable
+from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import TABLES, Profile, RunMeta
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
-#: The cluster engine may ask for a rank without its kernel files (``kernel_sample``).
-SKIPS_KERNELS = True
+#: Arrow tables, a chunk of ranks per call, and a rank without its kernel
+#: files when the engine samples them (``kernel_sample``).
+CAPABILITIES = Capabilities(label="Ascend profiler folder(s)", arrow=True, batch=True, skips_kernels=True)
 CLUSTER_DIR = "cluster_analysis_output"
 CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json")
 RANK_SUFFIXES = ("_ascend_pt", "_ascend_ms")

@@ -118,8 +118,13 @@ from pathlib import Path
 
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables
+from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
+
+#: Several trace files may be capture windows of one rank; one large trace
+#: may be decoded on several processes (``read_alone``).
+CAPABILITIES = Capabilities(label="Kineto trace(s)", splits_unit=True, shared_ranks=True)
 
 _ASCEND_DIR_RE = re.compile(r"(^ASCEND_PROFILER_OUTPUT$|_ascend_pt$|_ascend_ms$)")
 _RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])rank[-_]?(\d+)")
@@ -264,17 +269,15 @@ def _host(path: Path, rank: int) -> dict[int, str]:
     return {rank: m.group("host")} if m and not _RANK_IN_NAME.search(m.group("host")) else {}
 
 
-def read(unit: Path, helpers: int = 0, meanwhile=None) -> Profile:
-    """One trace file (or a folder of them) -> Profile. ``helpers`` and
-    ``meanwhile``: see ``read_alone``."""
+def read(unit: Path, helpers: int = 0) -> Profile:
+    """One trace file (or a folder of them) -> Profile. ``helpers``: see
+    ``read_alone``."""
     path = Path(unit)
     if path.is_dir():
-        if meanwhile is not None:
-            meanwhile()
         return _read_folder(path)
     if not path.is_file():
         raise InputError(path, "no such trace file")
-    trace = dec.load_trace(path, helpers=helpers, meanwhile=meanwhile)
+    trace = dec.load_trace(path, helpers=helpers)
     rank, notes = _resolve_rank(path, trace.rank)
     inferred = trace.rank is None and _RANK_IN_NAME.search(path.name) is None
     if trace.analysed == 0:
@@ -301,13 +304,12 @@ def read(unit: Path, helpers: int = 0, meanwhile=None) -> Profile:
     return profile
 
 
-def read_alone(unit: Path, jobs: int, meanwhile) -> Profile:
+def read_alone(unit: Path, jobs: int) -> Profile:
     """``read`` of the only unit of a run, with up to ``jobs`` processes: a
-    large trace is decoded in parts on several of them (``kineto_split``);
-    ``meanwhile()`` runs once, while the helpers work."""
+    large trace is decoded in parts on several of them (``kineto_split``)."""
     from advisor.collectors.kineto.split import usable_helpers
 
-    return read(unit, helpers=usable_helpers(jobs), meanwhile=meanwhile)
+    return read(unit, helpers=usable_helpers(jobs))
 
 
 def _tables(trace: dec.Trace, rank: int) -> Tables:

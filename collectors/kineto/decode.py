@@ -869,23 +869,14 @@ def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any]:
     return _decode_meta(path, msgspec.json.encode(loose))
 
 
-def load_trace(path: Path, reduce: bool = True, helpers: int = 0, meanwhile=None) -> Trace:
+def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
     """Decode one trace file; InputError when it is not usable. With
     ``reduce=False`` every analysed event is kept (to check the reduction).
     ``helpers``: extra processes that may decode parts of a large file
-    (``kineto_split``). ``meanwhile()`` runs once, while they work when
-    there are any."""
+    (``kineto_split``)."""
     from advisor.collectors.kineto import split as kineto_split
 
-    ran = []
-
-    def once() -> None:
-        if meanwhile is not None and not ran:
-            ran.append(True)
-            meanwhile()
-
-    split = kineto_split.load_parts(path, helpers, reduce, once) if helpers else None
-    once()
+    split = kineto_split.load_parts(path, helpers, reduce) if helpers else None
     if split is not None:
         builder, document = split
         dist, schema = _decode_meta(path, document)

@@ -32,8 +32,8 @@ from advisor.collectors.kineto import stream
 SPLIT_BYTES = 24 << 20
 #: Bytes searched after a nominal cut for the first event boundary.
 _WINDOW = 1 << 20
-#: This process's share of the file relative to a helper's: it also runs
-#: ``meanwhile`` (rule compilation) and merges the helpers' batches.
+#: This process's share of the file relative to a helper's: it also merges
+#: the helpers' batches.
 OWN_SHARE = 0.8
 
 
@@ -79,10 +79,9 @@ def usable_helpers(jobs: int) -> int:
     return min(jobs, usable_cpus()) - 1
 
 
-def load_parts(path: Path, helpers: int, reduce: bool, meanwhile=None):
+def load_parts(path: Path, helpers: int, reduce: bool):
     """``(builder, rest document)`` of ``path`` read in ``helpers + 1``
-    parts, or None (read it in one process). ``meanwhile()`` runs once the
-    helpers have started. On Ctrl-C (or any exception here) the helpers are
+    parts, or None (read it in one process). On Ctrl-C (or any exception here) the helpers are
     terminated at once: each is a plain forked process with a pipe, which
     nothing else waits on."""
     from advisor.collectors.kineto import decode as dec
@@ -100,8 +99,6 @@ def load_parts(path: Path, helpers: int, reduce: bool, meanwhile=None):
             proc.start()
             send.close()
             running.append((proc, receive))
-        if meanwhile is not None:
-            meanwhile()
         builder = dec._Builder(reduce=reduce)
         rest = stream.Rest()
         start, end = ranges[0]

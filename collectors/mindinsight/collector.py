@@ -49,8 +49,12 @@ import pandas as pd
 
 from advisor.collectors.io.csv_files import read_columns, read_header
 from advisor.collectors.io.files import load_json
+from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
+
+#: ``discover`` and ``read`` only.
+CAPABILITIES = Capabilities(label="MindInsight profiler output(s)")
 
 #: Ascend system counter: one tick is 10 ns, so ticks / 100 = microseconds.
 SYSCNT_PER_US = 100.0

@@ -16,14 +16,17 @@ Decisions, applied the same way whichever way the units are read:
 * Two units that are the same files (a symlink, a repeated path) are read
   once. Two units claiming the same rank: the first (in that order) is kept
   and the other is left out, with a skip naming both paths -- merging them
-  would double-count the rank's steps. Kineto is the exception: several
-  trace files of one rank are separate capture windows of that rank, which
-  its collector reads and notes on purpose.
+  would double-count the rank's steps. A collector whose units may share a
+  rank (``shared_ranks``: several Kineto traces of one rank are separate
+  capture windows of it) keeps them all and notes them itself.
 * Other formats in the same folder are not read (one format per run); the
   report says what they were, e.g. "also found 3 Kineto traces".
 * Kernel files: above ``kernel_ranks`` units, a collector that can
-  (``SKIPS_KERNELS``) reads them on a sample of ranks only
+  (``skips_kernels``) reads them on a sample of ranks only
   (``kernel_sample``), and the report says on how many.
+
+What a collector can do is what its ``CAPABILITIES`` declare
+(``advisor.collectors.protocol``).
 """
 
 from __future__ import annotations
@@ -34,25 +37,17 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 
+from advisor.collectors import protocol
 from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
 from advisor.runtime.cpus import usable_cpus
 
-#: Collectors whose units may legitimately share a rank (capture windows).
-MULTI_UNIT_RANKS = {"advisor.collectors.kineto.collector"}
-#: What to call another collector's units in the "also found" note.
-FORMAT_LABELS = {
-    "advisor.collectors.ascend.collector": "Ascend profiler folder(s)",
-    "advisor.collectors.mindinsight.collector": "MindInsight profiler output(s)",
-    "advisor.collectors.kineto.collector": "Kineto trace(s)",
-}
 #: Seconds to wait for a Dask scheduler to answer before giving up.
 DASK_CONNECT_TIMEOUT = 10
 
@@ -62,15 +57,14 @@ DASK_CONNECT_TIMEOUT = 10
 def read_one(module_name: str, unit: str, kernels: bool = True) -> tuple:
     """Read one unit in whatever process runs this: ("ok", Profile) or
     ("error", path, problem). Plain tuples pickle the same for a process
-    pool and for Dask. A collector with ``read_arrow`` returns its tables
-    in Arrow form (``arrow_frames``); ``_merge`` converts them.
-    ``kernels=False``: leave the unit's kernel files out (``kernel_sample``)."""
-    import importlib
-
-    module = importlib.import_module(module_name)
+    pool and for Dask. A collector with ``arrow`` returns its tables in
+    Arrow form (``arrow_frames``); ``_merge`` converts them.
+    ``kernels=False``: leave the unit's kernel files out (``kernel_sample``;
+    only asked of a collector that ``skips_kernels``)."""
+    module, caps = protocol.load(module_name)
     if not kernels:
         return _guard(lambda: module.read_arrow(Path(unit), kernels=False))
-    reader = getattr(module, "read_arrow", module.read)
+    reader = module.read_arrow if caps.arrow else module.read
     return _guard(lambda: reader(Path(unit)))
 
 
@@ -85,13 +79,11 @@ def _guard(read) -> tuple:
 def read_batch(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> list[tuple]:
     """``read_one`` for each of ``units`` (those in ``no_kernels`` without
     their kernel files); through the collector's ``read_arrow_batch`` when
-    it has one (same results, per-call costs shared by the batch)."""
-    import importlib
-
-    batch = getattr(importlib.import_module(module_name), "read_arrow_batch", None)
-    if batch is None:
+    it reads in ``batch`` (same results, per-call costs shared by the batch)."""
+    module, caps = protocol.load(module_name)
+    if not caps.batch:
         return [read_one(module_name, unit, unit not in no_kernels) for unit in units]
-    results = batch([Path(u) for u in units], kernels=[u not in no_kernels for u in units])
+    results = module.read_arrow_batch([Path(u) for u in units], kernels=[u not in no_kernels for u in units])
     return [("error", r.path, r.problem) if isinstance(r, InputError) else ("ok", r) for r in results]
 
 
@@ -161,18 +153,15 @@ def _chunks(units: list[str], jobs: int) -> list[list[str]]:
     return [units[i:i + size] for i in range(0, len(units), size)]
 
 
-def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile,
+def _run_local(module_name: str, units: list[str], jobs: int, advance,
                no_kernels: frozenset[str]) -> list[tuple]:
-    import importlib
-
-    alone = getattr(importlib.import_module(module_name), "read_alone", None)
-    if len(units) == 1 and jobs > 1 and alone is not None:
+    module, caps = protocol.load(module_name)
+    if len(units) == 1 and jobs > 1 and caps.splits_unit:
         # one unit, several cores: the collector may spread its read over them
-        out = [_guard(lambda: alone(Path(units[0]), jobs, meanwhile))]
+        out = [_guard(lambda: module.read_alone(Path(units[0]), jobs))]
         advance(1)
         return out
     if jobs == 1 or len(units) == 1:
-        meanwhile()
         out = []
         for chunk in _chunks(units, 1):
             out.extend(read_batch(module_name, chunk, no_kernels & set(chunk)))
@@ -185,7 +174,6 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile
         try:
             index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
                      for i, chunk in enumerate(chunks)}
-            meanwhile()
             for future in as_completed(index):
                 i = index[future]
                 results[i] = arrow_frames.unpack(future.result())
@@ -199,10 +187,6 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance, meanwhile
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
-
-
-def _nothing() -> None:
-    pass
 
 
 def leave_interrupts_to_parent() -> None:
@@ -241,7 +225,7 @@ def _probe(address: str) -> None:
                           f"({exc.strerror or _one_line(exc)})") from None
 
 
-def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhile,
+def _run_dask(address: str, module_name: str, units: list[str], advance,
               no_kernels: frozenset[str]) -> list[tuple]:
     try:
         from distributed import Client
@@ -256,7 +240,6 @@ def _run_dask(address: str, module_name: str, units: list[str], advance, meanwhi
     try:
         futures = client.map(read_one, [module_name] * len(units), units,
                              [u not in no_kernels for u in units], pure=False)
-        meanwhile()
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[tuple | None] = [None] * len(units)
         for future in dask_completed(futures, loop=client.loop):
@@ -292,7 +275,7 @@ def _rank_key(item: tuple[int, str, Profile]) -> tuple:
 
 def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]]):
     """(kept parts, skips) -- see the module docstring."""
-    if module_name in MULTI_UNIT_RANKS:
+    if protocol.load(module_name)[1].shared_ranks:
         return parts, []
     owner: dict[int, str] = {}
     kept, skips = [], []
@@ -311,24 +294,21 @@ def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
                dask_address: str | None = None, others: list[tuple[str, str]] = (),
-               meanwhile: Callable[[], None] | None = None,
                kernel_ranks: int | None = kernel_sample.DEFAULT_LIMIT) -> Profile:
     """Read ``units`` with collector ``module_name`` and merge them (see
-    module doc). ``meanwhile()`` runs here while the units are read.
-    ``kernel_ranks``: read kernel files on at most this many units (None:
-    on all)."""
+    module doc). ``kernel_ranks``: read kernel files on at most this many
+    units (None: on all)."""
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs {jobs}: must be 1 or more")
     if kernel_ranks is not None and kernel_ranks < 1:
         raise ConfigError(f"--kernel-ranks {kernel_ranks}: must be 1 or more, or all")
     paths, skips = _dedupe_paths(units)
     no_kernels = _no_kernels(module_name, paths, kernel_ranks)
-    meanwhile = meanwhile or _nothing
     with _progress(len(paths)) as advance:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance, meanwhile, no_kernels)
+            results = _run_dask(dask_address, module_name, paths, advance, no_kernels)
         else:
-            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, meanwhile, no_kernels)
+            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
@@ -354,10 +334,8 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
 
 def _no_kernels(module_name: str, paths: list[str], kernel_ranks: int | None) -> frozenset[str]:
     """The units whose kernel files are left out (``kernel_sample``): none
-    unless the collector can leave them out (``SKIPS_KERNELS``)."""
-    import importlib
-
-    if not getattr(importlib.import_module(module_name), "SKIPS_KERNELS", False):
+    unless the collector can leave them out (``skips_kernels``)."""
+    if not protocol.load(module_name)[1].skips_kernels:
         return frozenset()
     return frozenset(u for u, read in zip(paths, kernel_sample.chosen(len(paths), kernel_ranks)) if not read)
 
@@ -430,7 +408,7 @@ def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]
                 continue
             found.update(os.path.realpath(h) for h in hits if not chosen.overlaps(h))
         if found:
-            label = FORMAT_LABELS.get(module.__name__, module.__name__.rsplit(".", 1)[-1] + " unit(s)")
+            label = protocol.check(module).label
             out.append((str(root), f"also found {len(found)} {label}; not read: one format per run"))
     return out
 

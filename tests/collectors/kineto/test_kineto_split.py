@@ -93,14 +93,6 @@ def test_split_read_with_small_batches(corpus, tmp_path, split_small, monkeypatc
     _assert_same(dec.load_trace(path), dec.load_trace(path, helpers=2))
 
 
-def test_meanwhile_runs_once_while_split_or_not(corpus, tmp_path, split_small):
-    path = _plain(corpus, CORPUS_TRACES[1], tmp_path)
-    calls = []
-    dec.load_trace(path, helpers=1, meanwhile=lambda: calls.append("split"))
-    dec.load_trace(path, helpers=0, meanwhile=lambda: calls.append("alone"))
-    assert calls == ["split", "alone"]
-
-
 def test_files_not_split(tmp_path, corpus, split_small, monkeypatch):
     """Gzipped, below the size threshold, or without a boundary after a cut:
     read in one process, same result."""

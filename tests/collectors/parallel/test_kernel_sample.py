@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -158,10 +160,22 @@ def test_the_cli_samples_and_the_reports_say_so(slow_rank_run, tmp_path):
         assert not (tmp_path / "never").exists()
 
 
-def test_the_cli_help_states_the_default():
-    from advisor.cli.report import KERNEL_RANKS_HELP
-
-    assert KERNEL_RANKS_HELP == str(DEFAULT_LIMIT)
+def test_the_default_is_the_limit_everywhere_and_cheap_to_import():
+    """``advisor.analyze``, the pipeline and the CLI default to
+    ``DEFAULT_LIMIT``, and taking it does not import pandas (``import
+    advisor`` stays fast)."""
+    code = textwrap.dedent("""
+        import inspect, sys
+        import advisor, advisor.cli.app, advisor.cli.report
+        print(inspect.signature(advisor.analyze).parameters["kernel_ranks"].default, "pandas" in sys.modules)
+        import advisor.pipeline
+        print(inspect.signature(advisor.pipeline.analyze).parameters["kernel_ranks"].default)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(DEFAULT_LIMIT), "False", str(DEFAULT_LIMIT)]
+    help_text = subprocess.run([sys.executable, "-m", "advisor", "report", "--help"], capture_output=True,
+                               text=True, check=True).stdout
+    assert f"(default: {DEFAULT_LIMIT})" in " ".join(help_text.split())
 
 
 def test_the_public_api_takes_the_limit(slow_rank_run):

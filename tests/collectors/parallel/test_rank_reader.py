@@ -196,22 +196,23 @@ def test_bad_jobs_and_bad_dask_address_are_one_line_errors(cluster_dir, tmp_path
         assert len(lines) == 1 and lines[0].startswith(f"advisor: error: --dask {address}: "), lines
 
 
-def test_work_meanwhile_runs_while_the_workers_read_and_can_stop_them(cluster_dir):
+def test_a_bad_rule_fails_before_any_rank_is_read(cluster_dir, tmp_path, monkeypatch):
+    """The rules are compiled before the read: a broken rule file is a
+    ConfigError with no reader process started or left behind."""
     import multiprocessing
 
-    seen = []
-    load_profile(cluster_dir, jobs=2, meanwhile=lambda: seen.append(len(multiprocessing.active_children())))
-    assert seen == [2]  # once, with both workers up
+    from advisor.collectors.parallel import rank_reader
 
-    def bad_rule():
-        raise ConfigError("bad rule")
-
-    with pytest.raises(ConfigError, match="bad rule"):
-        load_profile(cluster_dir, jobs=2, meanwhile=bad_rule)
-    assert multiprocessing.active_children() == []
-    calls = []
-    load_profile(cluster_dir, jobs=1, meanwhile=lambda: calls.append(1))
-    assert calls == [1]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: ADV999\nname: broken-rule\ncondition: 'step.free_ratio >'\n")
+    reads = []
+    read_units = rank_reader.read_units
+    monkeypatch.setattr(rank_reader, "read_units", lambda *a, **k: reads.append(a) or read_units(*a, **k))
+    with pytest.raises(ConfigError, match="bad.yaml"):
+        analyze(cluster_dir, rule_paths=[bad], jobs=2)
+    assert reads == [] and multiprocessing.active_children() == []
+    analyze(cluster_dir, jobs=2)  # the same read without the bad rule goes through the engine
+    assert len(reads) == 1 and multiprocessing.active_children() == []
 
 
 def test_an_unknown_override_fails_with_the_rule_named(cluster_dir):
