@@ -23,10 +23,11 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm_typed as ascend_comm_typed
-from advisor.collectors.ascend.comm_keys import comm_kind, descend, is_summary, link_ends, matrix_entry, split_op_key
+from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, matrix_entry, split_op_key
 from advisor.collectors.io.files import parse_json, read_bytes
 from advisor.collectors.parallel import batch_tables
 from advisor.collectors.parallel.batch_tables import PendingTable
+from advisor.collectors.vocab import collective_kind
 from advisor.errors import InputError
 
 TIME_INFO = "Communication Time Info"
@@ -148,7 +149,7 @@ def comm_records(data) -> tuple[list[dict], list[dict]]:
         if op is None:
             continue
         name, group = split_op_key(op)
-        base = {"name": name, "kind": comm_kind(name), "group": group, "step": step, "rank": rank}
+        base = {"name": name, "kind": collective_kind(name), "group": group, "step": step, "rank": rank}
         info = node.get(TIME_INFO)
         if isinstance(info, dict):
             row = {**base, **_time_row(info)}

@@ -1,6 +1,6 @@
 """Keys of the Ascend communication JSON files: what each key on the way
-down to a record says (step, rank, category or operator), link ends
-(``"src-dst"``) and collective kinds of HCCL operator names. Shared by the
+down to a record says (step, rank, category or operator) and link ends
+(``"src-dst"``). Shared by the
 generic walk (``ascend_comm``) and the typed per-rank decoder
 (``ascend_comm_typed``) so both read keys the same way."""
 
@@ -23,26 +23,6 @@ def split_op_key(key: str) -> tuple[str, str | None]:
     """``"hcom_allReduce__123_0@6297...`` -> (name, group); no ``@`` -> no group."""
     name, sep, group = key.partition("@")
     return name, (group if sep else None)
-
-
-@functools.lru_cache(maxsize=4096)
-def comm_kind(name: str) -> str:
-    """Collective kind of an HCCL operator name (allreduce, send, ..., other)."""
-    n = name.lower().replace("_", "").replace("-", "")
-    for needle, kind in (
-        ("reducescatter", "reducescatter"),
-        ("allreduce", "allreduce"),
-        ("allgather", "allgather"),
-        ("alltoall", "alltoall"),
-        ("broadcast", "broadcast"),
-        ("batchsendrecv", "other"),
-        ("receive", "receive"),
-        ("recv", "receive"),
-        ("send", "send"),
-    ):
-        if needle in n:
-            return kind
-    return "other"
 
 
 # Roles of the keys on the way down to a record (see ``_key_role``).

@@ -22,7 +22,8 @@ import functools
 import msgspec
 from msgspec import Struct, field
 
-from advisor.collectors.ascend.comm_keys import comm_kind, descend, is_summary, link_ends, split_op_key
+from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, split_op_key
+from advisor.collectors.vocab import collective_kind
 
 _ABSENT = msgspec.Raw()  # fields we skip over: kept undecoded
 
@@ -166,7 +167,7 @@ def _upper(text: str) -> str:
 def _op_parts(op: str) -> tuple[str, str | None, str]:
     """(name, group, collective kind) of an operator key ``name@group``."""
     name, group = split_op_key(op)
-    return name, group, comm_kind(name)
+    return name, group, collective_kind(name)
 
 
 def link_columns(raw: bytes) -> Columns | None:

@@ -61,6 +61,7 @@ from advisor.collectors.ascend import comm as comm_io
 from advisor.collectors.ascend import tables
 from advisor.collectors.io import listing
 from advisor.collectors.parallel.batch_tables import PendingTable, select_rows
+from advisor.collectors.vocab import collective_kind
 from advisor.errors import InputError
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
@@ -237,7 +238,7 @@ def _upper_texts(values: list) -> list[str | None]:
 
 
 def _kinds(names: list[str | None]) -> list[str | None]:
-    return _per_value(names, lambda n: None if n is None else comm_io.comm_kind(n))
+    return _per_value(names, lambda n: None if n is None else collective_kind(n))
 
 
 def _text_array(values: list) -> pa.Array:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from advisor.collectors.io.csv_files import clean_text, read_columns, read_numbers, read_table, text_to_float
 from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.collectors.parallel.batch_tables import PendingTable, build_one
+from advisor.collectors.vocab import dtype_text
 from advisor.errors import InputError
 
 # --------------------------------------------------------------------- steps
@@ -140,36 +141,18 @@ _KERNELS = {
     "input_shapes": ("Input Shapes",),
     "input_dtypes": ("Input Data Types",),
 }
-_DTYPE_ALIASES = {
-    "BFLOAT16": "BF16", "FLOAT32": "FLOAT", "FP32": "FLOAT", "FP16": "FLOAT16",
-    "HALF": "FLOAT16", "DOUBLE": "FLOAT64", "FP64": "FLOAT64",
-}
-
-
-def _normalize_dtype_text(text: str | None) -> str | None:
-    """"DT_BF16;DT_BF16" -> "BF16;BF16"."""
-    if text is None:
-        return None
-    parts = []
-    for part in str(text).split(";"):
-        p = part.strip().upper()
-        p = p[3:] if p.startswith("DT_") else p
-        parts.append(_DTYPE_ALIASES.get(p, p))
-    return ";".join(parts)
-
-
 #: Kernel text columns that identify an operator: the ops table's keys.
 _OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
 
 
 def _finish_key(column: str, text: str | None) -> str | None:
     """A kernel text cell as reported: cleaned (``csvio.clean_text``); input
-    dtypes normalized; the accelerator core in upper case."""
+    dtypes in the Profile's spelling (``vocab.dtype_text``); the accelerator core in upper case."""
     text = clean_text(text)
     if text is None:
         return None
     if column == "input_dtypes":
-        return _normalize_dtype_text(text)
+        return dtype_text(text)
     return text.upper() if column == "core" else text
 
 

@@ -89,15 +89,16 @@ trace, and ``short_count``: launches shorter than ``SHORT_KERNEL_US``
 ``input_dtypes`` of a kernel are those of the host op that launched it:
 kernel ``correlation`` == runtime-call ``correlation``, the runtime call
 lies inside the op on the same thread (innermost op, climbing to the
-nearest ancestor that has tensor inputs). dtypes are normalized (float ->
-FLOAT, c10::Half -> FLOAT16, c10::BFloat16 -> BF16, long int -> INT64 ...;
-non-tensor inputs dropped). CPU-only traces: top-level host ops of every
+nearest ancestor that has tensor inputs). dtypes in the Profile's
+spelling (``advisor.collectors.vocab.dtype``: float -> FLOAT, c10::Half ->
+FLOAT16, long int -> INT64 ...; non-tensor inputs dropped). CPU-only traces: top-level host ops of every
 thread, ``core`` "CPU", ``type`` cpu_op / communication.
 
 ``comm``: one row per collective kernel (GPU) or outermost collective host
-op (CPU): ``name``, ``kind`` (from the ``Collective name`` arg, else the
-name, else the enclosing host collective op, e.g. ``nccl:all_to_all`` for
-a ``SendRecv`` kernel), ``group`` (``Process Group Name[:Description]``
+op (CPU): ``name``, ``kind`` (``advisor.collectors.vocab``: from the
+``Collective name`` arg, else the name, else the enclosing host collective
+op, e.g. ``nccl:all_to_all`` for a ``SendRecv`` kernel; ``sendrecv`` when
+none says more), ``group`` (``Process Group Name[:Description]``
 args, when present), ``elapse_us``, ``start_us``, ``step``.
 
 Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),

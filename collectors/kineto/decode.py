@@ -381,9 +381,9 @@ def name_flags(name: str) -> int:
 
 def _has_dtypes(types: tuple) -> bool:
     """True when an ``Input type`` tuple names at least one tensor dtype."""
-    from advisor.collectors.kineto.tables import normalize_dtypes
+    from advisor.collectors.vocab import dtype_list
 
-    return normalize_dtypes(types) is not None
+    return dtype_list(types) is not None
 
 
 class _Table:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from advisor.collectors import vocab
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
 
@@ -35,22 +36,6 @@ SYNC_CALLS = frozenset({
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
     "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpy",
 })
-_KIND_TOKENS = (
-    ("reducescatter", "reducescatter"), ("allgather", "allgather"),
-    ("allreduce", "allreduce"), ("alltoall", "alltoall"),
-    ("broadcast", "broadcast"), ("sendrecv", "other"), ("send", "send"),
-    ("recv", "receive"), ("receive", "receive"),
-)
-_DTYPES = {
-    "float": "FLOAT", "double": "DOUBLE", "c10::Half": "FLOAT16", "c10::BFloat16": "BF16",
-    "half": "FLOAT16", "bfloat16": "BF16", "long int": "INT64", "long": "INT64",
-    "int": "INT32", "short int": "INT16", "short": "INT16", "signed char": "INT8",
-    "unsigned char": "UINT8", "bool": "BOOL", "c10::complex<float>": "COMPLEX64",
-    "c10::complex<double>": "COMPLEX128", "c10::complex<c10::Half>": "COMPLEX32",
-    "c10::Float8_e4m3fn": "FLOAT8_E4M3FN", "c10::Float8_e5m2": "FLOAT8_E5M2",
-    "c10::Float8_e4m3fnuz": "FLOAT8_E4M3FNUZ", "c10::Float8_e5m2fnuz": "FLOAT8_E5M2FNUZ",
-}
-_NON_TENSOR = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList", "None", "String"})
 #: A kernel launch shorter than this (us) is "short": its launch costs about
 #: as much host time (5-10 us per launch in eager PyTorch) as it runs on the
 #: device. ``ops.short_count`` counts them.
@@ -74,29 +59,6 @@ class Tables:
     ops: pd.DataFrame | None
     comm: pd.DataFrame | None
     notes: list[str] = field(default_factory=list)
-
-
-def comm_kind(text: str | None) -> str:
-    """Collective kind from a kernel/op name or a ``Collective name`` arg."""
-    if not text:
-        return "other"
-    flat = re.sub(r"[^a-z0-9]", "", text.lower())
-    for token, kind in _KIND_TOKENS:
-        if token in flat:
-            return kind
-    return "other"
-
-
-def normalize_dtypes(types) -> str | None:
-    """Kineto ``Input type`` list -> ';'-joined upper-case tensor dtypes."""
-    if not types:
-        return None
-    out = []
-    for t in types:
-        if not isinstance(t, str) or t in _NON_TENSOR:
-            continue
-        out.append(_DTYPES.get(t) or re.sub(r"[^A-Z0-9]+", "_", t.upper()).strip("_"))
-    return ";".join(out) or None
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
@@ -190,7 +152,7 @@ def _dtype_codes(ev: Events) -> tuple[np.ndarray, list[str]]:
     normalized dtype strings (-1 when the op has no tensor inputs), and those
     strings; each input-type tuple is normalized once."""
     table: dict[str, int] = {}
-    norm = (normalize_dtypes(t) for t in ev.input_types)
+    norm = (vocab.dtype_list(t) for t in ev.input_types)
     codes = [-1 if d is None else table.setdefault(d, len(table)) for d in norm]
     return np.array(codes + [-1], dtype=np.int64), list(table)
 
@@ -395,12 +357,9 @@ def _gpu_comm(ev: Events, is_comm: np.ndarray, win: pd.DataFrame, launch: _Launc
 
 def _kernel_kind(name: str, collective: str | None, host_op: str | None) -> str:
     """Kind from the ``Collective name`` arg, else the kernel name, else the
-    launching host collective op (e.g. SendRecv kernels under all_to_all)."""
-    for text in (collective, name, host_op):
-        kind = comm_kind(text)
-        if kind != "other":
-            return kind
-    return "other"
+    launching host collective op (e.g. SendRecv kernels under all_to_all:
+    ``vocab.more_specific``)."""
+    return vocab.more_specific(collective, name, host_op)
 
 
 def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,

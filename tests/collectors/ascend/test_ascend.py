@@ -146,10 +146,10 @@ def test_new_kernel_details_tab_timestamps_and_bf16(corpus):
 
 
 def test_normalize_dtypes():
-    from advisor.collectors.ascend.tables import _normalize_dtype_text
+    from advisor.collectors.vocab import dtype_text
 
     written = ["DT_BF16;DT_BF16", "float16", "DT_FLOAT", "BFLOAT16;INT32", None]
-    assert [_normalize_dtype_text(t) for t in written] == ["BF16;BF16", "FLOAT16", "FLOAT", "BF16;INT32", None]
+    assert [dtype_text(t) for t in written] == ["BF16;BF16", "FLOAT16", "FLOAT", "BF16;INT32", None]
 
 
 # ------------------------------------------------------------- real: trace

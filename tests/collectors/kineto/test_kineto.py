@@ -13,7 +13,7 @@ import pytest
 from advisor.collectors import load_profile
 from advisor.collectors.kineto import collector as kineto
 from advisor.collectors.kineto import intervals as iv
-from advisor.collectors.kineto.tables import comm_kind, normalize_dtypes
+from advisor.collectors.vocab import collective_kind, dtype_list
 from advisor.errors import InputError
 
 # ---------------------------------------------------------------- helpers
@@ -257,12 +257,12 @@ def test_discover_skips_ascend_and_foreign_json(tmp_path):
 
 
 def test_helpers():
-    assert normalize_dtypes(["float", "c10::Half", "c10::BFloat16", "Scalar", ""]) == "FLOAT;FLOAT16;BF16"
-    assert comm_kind("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reducescatter"
-    assert comm_kind("_allgather_base") == "allgather"
-    assert comm_kind("nccl:all_to_all") == "alltoall"
-    assert comm_kind("nccl:recv 0<-1") == "receive"
-    assert comm_kind("record_param_comms") == "other"
+    assert dtype_list(["float", "c10::Half", "c10::BFloat16", "Scalar", ""]) == "FLOAT;FLOAT16;BF16"
+    assert collective_kind("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reducescatter"
+    assert collective_kind("_allgather_base") == "allgather"
+    assert collective_kind("nccl:all_to_all") == "alltoall"
+    assert collective_kind("nccl:recv 0<-1") == "receive"
+    assert collective_kind("record_param_comms") == "other"
 
 
 # ---------------------------------------------------------- interval math

@@ -286,15 +286,6 @@ def test_ops_of_the_2x_layout(tmp_path):
     assert ops.loc["Cast-op2", "core"] == "AI_VECTOR_CORE" and ops.loc["Cast-op2", "type"] == "Cast"
 
 
-@pytest.mark.parametrize(
-    "raw, norm",
-    [("NUMBER_TYPE_FLOAT32", "FLOAT"), ("DT_FLOAT", "FLOAT"), ("DT_FLOAT16", "FLOAT16"), ("float16", "FLOAT16"),
-     ("DTFLOAT16", "FLOAT16"), ("BFLOAT16", "BF16"), ("NUMBER_TYPE_INT32", "INT32"), ("DT_INT64", "INT64")],
-)
-def test_normalize_dtype(raw, norm):
-    assert mindinsight.normalize_dtype(raw) == norm
-
-
 # ------------------------------------------------------------- bad input
 
 

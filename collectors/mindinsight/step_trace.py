@@ -1,0 +1,94 @@
+"""``step_trace_raw_{rank}_detail_time.csv`` -> ``steps``.
+
+Values are Ascend system-counter ticks of 10 ns (``SYSCNT_PER_US``); the
+columns are described in ``advisor.collectors.mindinsight.collector``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from advisor.collectors.io.csv_files import read_columns, read_header
+from advisor.errors import InputError
+
+#: Ascend system counter: one tick is 10 ns, so ticks / 100 = microseconds.
+SYSCNT_PER_US = 100.0
+
+
+_STEP_COLS = {
+    "step_num": ("step_num",),
+    "start_point": ("start_point",),
+    "end_point": ("end_point",),
+    "total": ("total",),
+    "fp_point": ("fp_point",),
+    "bp_point": ("bp_point",),
+    "iteration_interval": ("iteration_interval",),
+    "fp_and_bp": ("fp_and_bp",),
+    "fp": ("fp",),
+    "tail": ("tail",),
+}
+
+
+def load(path: Path) -> pd.DataFrame:
+    """The step trace rows (average row dropped), raw tick values.
+
+    Reduce columns are kept under their own names. InputError when the file
+    is unusable or has no step rows.
+    """
+    header = read_header(path)
+    reduce_cols = _reduce_columns(header)
+    wanted = dict(_STEP_COLS)
+    for col in reduce_cols:
+        for suffix in ("", "_start_point", "_end_point"):
+            wanted[col + suffix] = (col + suffix,)
+    numeric = [c for c in wanted if c != "step_num"]
+    frame = read_columns(path, wanted, numeric=numeric, required=("step_num", "total"))
+    step = pd.to_numeric(frame["step_num"], errors="coerce")
+    frame = frame[step.notna()].copy()  # drops the '-' average row
+    frame["step_num"] = step[step.notna()].astype("int64")
+    if frame.empty:
+        raise InputError(path, "no step rows (only a header or the average row)")
+    if frame["total"].isna().all():
+        raise InputError(path, "column 'total' has no numeric values")
+    frame.attrs["reduce_cols"] = reduce_cols
+    frame.attrs["path"] = str(path)
+    return frame
+
+
+def _reduce_columns(header: list[str]) -> list[str]:
+    """Duration columns that have ``_start_point``/``_end_point`` siblings."""
+    names = set(header)
+    return [
+        h
+        for h in header
+        if not h.endswith("_point")
+        and f"{h}_start_point" in names
+        and f"{h}_end_point" in names
+        and h not in ("start", "end")
+    ]
+
+
+def steps_table(frame: pd.DataFrame, rank: int) -> pd.DataFrame:
+    """Normalized ``steps`` rows from the raw step-trace frame (ticks -> us)."""
+    us = lambda c: frame[c] / SYSCNT_PER_US  # noqa: E731 - tiny local helper
+    out = pd.DataFrame(
+        {
+            "rank": rank,
+            "step": pd.array(frame["step_num"].to_numpy(), dtype="Int64"),
+            "duration_us": us("total").to_numpy(),
+        }
+    )
+    if "start_point" in frame:
+        out["start_us"] = us("start_point").to_numpy()
+    if "iteration_interval" in frame:
+        out["iteration_interval_us"] = us("iteration_interval").to_numpy()
+    if "fp_and_bp" in frame:
+        out["fp_bp_us"] = us("fp_and_bp").to_numpy()
+    elif "fp" in frame:  # inference: forward only, tail folded in
+        out["fp_bp_us"] = us("fp").to_numpy()
+    if "tail" in frame and "fp_and_bp" in frame:
+        out["tail_us"] = us("tail").to_numpy()
+    return out
+
