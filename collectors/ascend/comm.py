@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm_typed as ascend_comm_typed
+from advisor.collectors.ascend import fields
 from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, matrix_entry, split_op_key
 from advisor.collectors.io.files import parse_json, read_bytes
 from advisor.collectors.parallel import batch_tables
@@ -30,19 +31,8 @@ from advisor.collectors.parallel.batch_tables import PendingTable
 from advisor.collectors.vocab import collective_kind
 from advisor.errors import InputError
 
-TIME_INFO = "Communication Time Info"
-BANDWIDTH_INFO = "Communication Bandwidth Info"
-
-# Communication Time Info field (name part, normalized) -> comm column.
-_TIME_FIELDS = {
-    "elapsetime": "elapse_us",
-    "transittime": "transit_us",
-    "waittime": "wait_us",
-    "synchronizationtime": "sync_us",
-    "idletime": "idle_us",
-    "ideltime": "idle_us",  # spelled so in some releases
-    "starttimestamp": "start_us",
-}
+TIME_INFO = fields.text("communication.json").raw("time")
+BANDWIDTH_INFO = fields.text("communication.json").raw("bandwidth")
 _UNIT_TO_US = {"us": 1.0, "μs": 1.0, "µs": 1.0, "ms": 1000.0, "ns": 0.001, "s": 1e6}
 
 
@@ -84,14 +74,17 @@ def _num(value) -> float | None:
     return None
 
 
-def _key_lookup(fields: dict[str, str], default_factor) -> "functools._lru_cache_wrapper":
+def _key_lookup(source: str, default_factor) -> "functools._lru_cache_wrapper":
     """A cached map: raw JSON key -> (column, factor to us) or None, for keys
-    whose normalized name is in ``fields``; ``default_factor(column)`` when
-    the key has no unit."""
+    whose name part, normalized (``_field``), is that of a spelling of
+    ``source``'s fields (``ascend.fields``), whatever its unit;
+    ``default_factor(column)`` when the key has no unit."""
+    names = {_field(raw)[0]: col for raw, col in fields.text(source).by_raw().items()}
+
     @functools.lru_cache(maxsize=1024)
     def lookup(key: str):
         base, factor = _field(key)
-        col = fields.get(base)
+        col = names.get(base)
         if col is None:
             return None
         return col, (default_factor(col) if factor is None else factor)
@@ -99,10 +92,8 @@ def _key_lookup(fields: dict[str, str], default_factor) -> "functools._lru_cache
 
 
 # Timestamps without a unit are us, spans ms.
-_time_key = _key_lookup(_TIME_FIELDS, lambda col: 1.0 if col == "start_us" else 1000.0)
-_bandwidth_key = _key_lookup({"transitsize": "size_mb", "transittime": "time_ms",
-                              "bandwidth": "bandwidth_gbps", "largepacketratio": "large_packet_ratio"},
-                             lambda col: 1.0)
+_time_key = _key_lookup(TIME_INFO, lambda col: 1.0 if col == "start_us" else 1000.0)
+_bandwidth_key = _key_lookup(BANDWIDTH_INFO, lambda col: 1.0)
 
 
 def _time_row(info: dict) -> dict:
@@ -189,8 +180,7 @@ def link_records(data) -> list[dict]:
     return rows
 
 
-_link_key = _key_lookup({"transporttype": "transport", "transitsize": "size_mb",
-                         "transittime": "time_ms", "bandwidth": "bandwidth_gbps"}, lambda col: 1.0)
+_link_key = _key_lookup("communication_matrix.json", lambda col: 1.0)
 
 
 def _link_row(info: dict, src: int, dst: int, name: str, group: str | None, step, rank) -> dict:

@@ -8,11 +8,12 @@ exactly that layout into structs in C, keeping only the fields we read;
 at 1024 ranks this is ~1 ms per rank less than the generic walk.
 
 The contract is strict so that results never depend on which path ran: any
-other nesting, an unknown field name (another unit, spelling or version), a
-text value where a number belongs, or a record without its time info makes
-these functions return None, and ``ascend_comm`` reads the file with its
-generic, shape-based walk instead. Values are the generic walk's: JSON null
-is "absent", times in microseconds, sizes/bandwidths as written.
+other nesting, a field name other than the first spelling of each field in
+``ascend.fields`` or one it lists as known (another unit, spelling or
+version), a text value where a number belongs, or a record without its time
+info makes these functions return None, and ``ascend_comm`` reads the file
+with its generic, shape-based walk instead. Values are the generic walk's:
+JSON null is "absent", times in microseconds, sizes/bandwidths as written.
 """
 
 from __future__ import annotations
@@ -20,45 +21,39 @@ from __future__ import annotations
 import functools
 
 import msgspec
-from msgspec import Struct, field
 
+from advisor.collectors.ascend import fields
 from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, split_op_key
 from advisor.collectors.vocab import collective_kind
 
 _ABSENT = msgspec.Raw()  # fields we skip over: kept undecoded
 
 
-class _TimeInfo(Struct, forbid_unknown_fields=True):
-    start: float | None = field(name="Start Timestamp(us)", default=None)
-    elapse: float | None = field(name="Elapse Time(ms)", default=None)
-    transit: float | None = field(name="Transit Time(ms)", default=None)
-    wait: float | None = field(name="Wait Time(ms)", default=None)
-    sync: float | None = field(name="Synchronization Time(ms)", default=None)
-    idle: float | None = field(name="Idle Time(ms)", default=None)
-    wait_ratio: msgspec.Raw = field(name="Wait Time Ratio", default=_ABSENT)
-    sync_ratio: msgspec.Raw = field(name="Synchronization Time Ratio", default=_ABSENT)
+def _record(name: str, source: str, required: dict[str, type] | None = None) -> type[msgspec.Struct]:
+    """A struct of ``source``'s fields (``ascend.fields``), each under its
+    first spelling, named as the Profile column it fills: a number or None
+    (absent or null), except the ``required`` ones, of the type given; plus
+    the source's known fields, kept undecoded. Any other field fails the
+    decode."""
+    spec = fields.text(source)
+    required = required or {}
+    rename = {column: spec.raw(column) for column in spec.fields}
+    members = [(column, required[column]) if column in required else (column, float | None, None)
+               for column in spec.fields]
+    for i, raw in enumerate(spec.known):
+        rename[f"_known{i}"] = raw
+        members.append((f"_known{i}", msgspec.Raw, _ABSENT))
+    return msgspec.defstruct(name, members, rename=rename, forbid_unknown_fields=True, kw_only=True)
 
 
-class _Transport(Struct, forbid_unknown_fields=True):
-    size: float | None = field(name="Transit Size(MB)", default=None)
-    time: float | None = field(name="Transit Time(ms)", default=None)
-    bandwidth: float | None = field(name="Bandwidth(GB/s)", default=None)
-    large_packets: float | None = field(name="Large Packet Ratio", default=None)
-    sizes: msgspec.Raw = field(name="Size Distribution", default=_ABSENT)
-
-
-class _OpRecord(Struct):
-    time: _TimeInfo | None = field(name="Communication Time Info", default=None)
-    bandwidth: dict[str, _Transport] | None = field(name="Communication Bandwidth Info", default=None)
-
-
-class _Link(Struct, forbid_unknown_fields=True):
-    transport: str = field(name="Transport Type")
-    size: float | None = field(name="Transit Size(MB)", default=None)
-    time: float | None = field(name="Transit Time(ms)", default=None)
-    bandwidth: float | None = field(name="Bandwidth(GB/s)", default=None)
-    op_name: msgspec.Raw = field(name="op_name", default=_ABSENT)  # a sample's operator (MindSpore)
-    op_name_torch: msgspec.Raw = field(name="Op Name", default=_ABSENT)  # the same, as torch_npu spells it
+_TimeInfo = _record("_TimeInfo", "Communication Time Info")
+_Transport = _record("_Transport", "Communication Bandwidth Info")
+_Link = _record("_Link", "communication_matrix.json", required={"transport": str})
+_OpRecord = msgspec.defstruct("_OpRecord", [
+    ("time", _TimeInfo | None, None),
+    ("bandwidth", dict[str, _Transport] | None, None),
+], rename={"time": fields.text("communication.json").raw("time"),
+           "bandwidth": fields.text("communication.json").raw("bandwidth")})
 
 
 _COMM_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, _OpRecord]]])
@@ -127,14 +122,14 @@ def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
             return None  # not a record, or a record with no operator key: the generic walk decides
         records += 1
         name, group, kind = _op_parts(op)
-        if info.elapse is not None:  # the generic walk keeps only timed operators
-            comm.append((name, kind, group, step, rank, info.start, info.elapse * 1000.0, _ms(info.transit),
-                         _ms(info.wait), _ms(info.sync), _ms(info.idle)))
+        if info.elapse_us is not None:  # the generic walk keeps only timed operators
+            comm.append((name, kind, group, step, rank, info.start_us, info.elapse_us * 1000.0,
+                         _ms(info.transit_us), _ms(info.wait_us), _ms(info.sync_us), _ms(info.idle_us)))
         for transport, t in (record.bandwidth or {}).items():
-            if (t.size or 0.0) == 0.0 and (t.time or 0.0) == 0.0:
+            if (t.size_mb or 0.0) == 0.0 and (t.time_ms or 0.0) == 0.0:
                 continue  # transport not used by this operator
-            bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size, t.time, t.bandwidth,
-                              t.large_packets))
+            bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size_mb, t.time_ms,
+                              t.bandwidth_gbps, t.large_packet_ratio))
     return (_columns(COMM_FIELDS, comm), _columns(BANDWIDTH_FIELDS, bandwidth)) if records else None
 
 
@@ -187,8 +182,8 @@ def link_columns(raw: bytes) -> Columns | None:
                 if ends is None:
                     return None  # something other than links below an operator
                 if ends is not _SUMMARY:
-                    rows.append((ends[0], ends[1], name, group, step, rank, _upper(link.transport), link.size,
-                                 link.time, link.bandwidth))
+                    rows.append((ends[0], ends[1], name, group, step, rank, _upper(link.transport), link.size_mb,
+                                 link.time_ms, link.bandwidth_gbps))
     except _OutsideLayout:
         return None
     return _columns(LINK_FIELDS, rows) if rows else None

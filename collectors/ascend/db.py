@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import tables
+from advisor.collectors.ascend import fields, tables
 from advisor.collectors.io import listing
 from advisor.collectors.parallel.batch_tables import PendingTable, select_rows
 from advisor.collectors.vocab import collective_kind
@@ -67,7 +67,6 @@ from advisor.errors import InputError
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
 ANALYSIS_DBS = ("analysis.db", "communication_analyzer.db")
 NS_PER_US = 1000.0
-US_PER_MS = 1000.0
 _RANK_IN_NAME = re.compile(r"_(\d+)\.db$")
 _DIGITS = re.compile(r"(\d+)")
 
@@ -251,17 +250,8 @@ def _text_array(values: list) -> pa.Array:
 
 # ------------------------------------------------------------------ steps
 
-_STEP_TRACE_COLUMNS = {
-    "step": "step",
-    "computing": "computing_us",
-    "communication_not_overlapped": "exposed_comm_us",
-    "overlapped": "overlapped_us",
-    "communication": "communication_us",
-    "free": "free_us",
-    "stage": "stage_us",
-    "bubble": "bubble_us",
-    "communication_not_overlapped_and_exclude_receive": "_exposed_no_recv",
-}
+#: StepTraceTime column -> steps column (``ascend.fields``).
+_STEP_TRACE_COLUMNS = fields.db("StepTraceTime").by_raw()
 
 
 def read_step_trace(con: _Con, rank: int) -> PendingTable | None:
@@ -272,10 +262,10 @@ def read_step_trace(con: _Con, rank: int) -> PendingTable | None:
         return None
     have = _columns(con, "StepTraceTime")
     cols = [c for c in _STEP_TRACE_COLUMNS if c in have]
-    if "computing" not in cols:
+    if "computing_us" not in {_STEP_TRACE_COLUMNS[c] for c in cols}:
         raise InputError(con.path, "StepTraceTime has no computing column")
-    raw = con.columns(f"SELECT {', '.join(cols)} FROM StepTraceTime")
-    col = {_STEP_TRACE_COLUMNS[c]: _floats(v) for c, v in raw.items() if c != "step"}
+    raw = {_STEP_TRACE_COLUMNS[c]: v for c, v in con.columns(f"SELECT {', '.join(cols)} FROM StepTraceTime").items()}
+    col = {c: _floats(v) for c, v in raw.items() if c != "step"}
     used = np.nansum(np.abs(np.vstack(list(col.values()))), axis=0) > 0
     if not used.any():
         return None
@@ -387,33 +377,25 @@ def steps_from_tasks(kernels: _Kernels, windows: _Windows, rank: int) -> Pending
 
 # -------------------------------------------------------------------- ops
 
-_KERNEL_SQL = """
-SELECT n.value AS name, ot.value AS type, tt.value AS core,
-       dt.value AS input_dtypes, sh.value AS input_shapes, t.startNs, t.endNs
-FROM COMPUTE_TASK_INFO c
-JOIN TASK t ON t.globalTaskId = c.globalTaskId
-LEFT JOIN STRING_IDS n ON n.id = c.name
-LEFT JOIN STRING_IDS ot ON ot.id = c.opType
-LEFT JOIN STRING_IDS tt ON tt.id = c.taskType
-LEFT JOIN STRING_IDS dt ON dt.id = c.inputDataTypes
-LEFT JOIN STRING_IDS sh ON sh.id = c.inputShapes
-"""
-_COMM_OP_SQL = """
-SELECT n.value AS name, ot.value AS type, g.value AS "group", o.startNs, o.endNs
-FROM COMMUNICATION_OP o
-LEFT JOIN STRING_IDS n ON n.id = o.opName
-LEFT JOIN STRING_IDS ot ON ot.id = o.opType
-LEFT JOIN STRING_IDS g ON g.id = o.groupName
-"""
+def _text_sql(table: str, alias: str, tail: str, strings: bool = True) -> str:
+    """``SELECT`` of ``table``'s text columns (``ascend.fields``), named as
+    the Profile's, then ``tail`` (more columns, ``FROM`` and joins); each
+    text looked up in STRING_IDS, or with ``strings=False`` left as its id."""
+    source = fields.db(table)
+    names = [f'{alias}.{source.raw(c)} AS "{c}"' if not strings else f's{i}.value AS "{c}"'
+             for i, c in enumerate(source.fields)]
+    joins = "".join(f"LEFT JOIN STRING_IDS s{i} ON s{i}.id = {alias}.{source.raw(c)}\n"
+                    for i, c in enumerate(source.fields)) if strings else ""
+    return f"SELECT {', '.join(names)}, {tail}\n{joins}"
+
+
+_TASKS_FROM = "t.startNs, t.endNs\nFROM COMPUTE_TASK_INFO c\nJOIN TASK t ON t.globalTaskId = c.globalTaskId"
+_KERNEL_SQL = _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM)
+_COMM_OP_SQL = _text_sql("COMMUNICATION_OP", "o", "o.startNs, o.endNs\nFROM COMMUNICATION_OP o")
 #: Kernel text columns, as ``kernel_details.csv`` names them.
-_KERNEL_TEXT = ("name", "type", "core", "input_dtypes", "input_shapes")
+_KERNEL_TEXT = tuple(fields.db("COMPUTE_TASK_INFO").fields)
 #: ``_KERNEL_SQL`` with the texts left as their STRING_IDS ids (``_compute_arrow``).
-_KERNEL_IDS_SQL = """
-SELECT c.name AS name, c.opType AS type, c.taskType AS core, c.inputDataTypes AS input_dtypes,
-       c.inputShapes AS input_shapes, t.startNs, t.endNs
-FROM COMPUTE_TASK_INFO c
-JOIN TASK t ON t.globalTaskId = c.globalTaskId
-"""
+_KERNEL_IDS_SQL = _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, strings=False)
 
 
 @dataclass(frozen=True)
@@ -546,7 +528,7 @@ def comm_from_ops(comm: dict[str, list] | None, windows: _Windows | None, rank: 
 
 def _not_total(cols: dict[str, list]) -> dict[str, list]:
     """Rows other than the "Total Op Info" summaries (sums of the others)."""
-    keep = _per_value(cols["hccl_op_name"], lambda n: not (isinstance(n, str) and n.startswith("Total")))
+    keep = _per_value(cols["name"], lambda n: not (isinstance(n, str) and n.startswith("Total")))
     return select_rows(cols, np.array(keep, dtype=bool))
 
 
@@ -559,13 +541,26 @@ def read_comm_analysis(con: _Con, rank: int):
             _matrix_columns(found["CommAnalyzerMatrix"], rank))
 
 
+def _as_columns(cols: dict[str, list] | None, table: str) -> dict[str, list] | None:
+    """A CommAnalyzer table's columns under the Profile's names
+    (``ascend.fields``; the first spelling present), values as stored."""
+    if cols is None:
+        return None
+    out = {}
+    for col, raws in fields.db(table).fields.items():
+        raw = next((r for r in raws if r in cols), None)
+        if raw is not None:
+            out[col] = cols[raw]
+    return out
+
+
 def _base(cols: dict[str, list]) -> dict[str, list]:
     """step, name, kind and group of CommAnalyzer rows."""
-    names = _texts(cols["hccl_op_name"])
+    names = _texts(cols["name"])
     n = len(names)
     return {"step": _step_numbers(cols["step"]) if "step" in cols else [None] * n,
             "name": names, "kind": _kinds(names),
-            "group": _texts(cols["group_name"]) if "group_name" in cols else [None] * n}
+            "group": _texts(cols["group"]) if "group" in cols else [None] * n}
 
 
 def _num(cols: dict[str, list], col: str, scale: float = 1.0) -> np.ndarray:
@@ -574,13 +569,13 @@ def _num(cols: dict[str, list], col: str, scale: float = 1.0) -> np.ndarray:
 
 
 def _time_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
-    if not cols or not cols.get("hccl_op_name"):
+    cols = _as_columns(cols, "CommAnalyzerTime")
+    if not cols or not cols.get("name"):
         return None
     cols = _not_total(cols)
-    out = {**_base(cols), "start_us": _num(cols, "start_timestamp"),
-           "elapse_us": _num(cols, "elapse_time", US_PER_MS), "transit_us": _num(cols, "transit_time", US_PER_MS),
-           "wait_us": _num(cols, "wait_time", US_PER_MS), "sync_us": _num(cols, "synchronization_time", US_PER_MS),
-           "idle_us": _num(cols, "idle_time", US_PER_MS)}
+    scale = fields.db("CommAnalyzerTime").scale
+    out = {**_base(cols), **{c: _num(cols, c, scale.get(c, 1.0))
+                             for c in ("start_us", "elapse_us", "transit_us", "wait_us", "sync_us", "idle_us")}}
     return comm_io.pending_columns(select_rows(out, ~np.isnan(out["elapse_us"])), rank, comm_io.COMM_COLUMNS)
 
 
@@ -596,32 +591,33 @@ def _first_of_each(keys: list[tuple]) -> np.ndarray:
 
 
 def _band_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
-    if not cols or not cols.get("hccl_op_name"):
+    cols = _as_columns(cols, "CommAnalyzerBandwidth")
+    if not cols or not cols.get("name"):
         return None
     cols = _not_total(cols)
-    key = [cols[c] for c in ("step", "hccl_op_name", "group_name", "transport_type") if c in cols]
+    key = [cols[c] for c in ("step", "name", "group", "transport") if c in cols]
     cols = select_rows(cols, _first_of_each(list(zip(*key))))  # a row per packet size: the first of each
-    out = {**_base(cols), "transport": _upper_texts(cols["transport_type"]),
-           "size_mb": _num(cols, "transit_size"), "time_ms": _num(cols, "transit_time"),
-           "bandwidth_gbps": _num(cols, "bandwidth"), "large_packet_ratio": _num(cols, "large_packet_ratio")}
+    out = {**_base(cols), "transport": _upper_texts(cols["transport"]),
+           **{c: _num(cols, c) for c in ("size_mb", "time_ms", "bandwidth_gbps", "large_packet_ratio")}}
     used = (np.nan_to_num(out["size_mb"]) != 0) | (np.nan_to_num(out["time_ms"]) != 0)
     return comm_io.pending_columns(select_rows(out, used), rank, comm_io.BANDWIDTH_COLUMNS)
 
 
 def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | None:
-    if not cols or not cols.get("hccl_op_name"):
+    cols = _as_columns(cols, "CommAnalyzerMatrix")
+    if not cols or not cols.get("name"):
         return None
     cols = _not_total(cols)
-    src, dst = _floats(cols["src_rank"]), _floats(cols["dst_rank"])
+    src, dst = _floats(cols["src"]), _floats(cols["dst"])
     ends = ~np.isnan(src) & ~np.isnan(dst)
     if not ends.any():
         return None
     cols = select_rows(cols, ends)
     base = _base(cols)
     out = {"step": base["step"], "src": src[ends].astype(np.int64), "dst": dst[ends].astype(np.int64),
-           "transport": _upper_texts(cols["transport_type"]),
-           "name": base["name"], "group": base["group"], "size_mb": _num(cols, "transit_size"),
-           "time_ms": _num(cols, "transit_time"), "bandwidth_gbps": _num(cols, "bandwidth")}
+           "transport": _upper_texts(cols["transport"]),
+           "name": base["name"], "group": base["group"],
+           **{c: _num(cols, c) for c in ("size_mb", "time_ms", "bandwidth_gbps")}}
     repeated = comm_io.repeated_links(out["name"], out["group"], out["step"], None)
     if repeated is not None:
         out = select_rows(out, ~np.array(repeated, dtype=bool))

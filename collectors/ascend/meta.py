@@ -15,6 +15,7 @@ from pathlib import Path
 
 import orjson
 
+from advisor.collectors.ascend import fields
 from advisor.collectors.ascend.link_ranks import global_ranks, group_ranks
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import load_json
@@ -23,17 +24,9 @@ from advisor.profile import Profile
 
 _INFO_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
 _RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)
-_VERSION_KEYS = {
-    "torch_npu": ("torch_npu_version", "torch_npu", "pta_version"),
-    "mindspore": ("mindspore_version", "ms_version", "mindspore"),
-}
-_PARALLEL_KEYS = {
-    "tp": ("tp", "tensor_model_parallel_size"),
-    "pp": ("pp", "pipeline_model_parallel_size"),
-    "dp": ("dp", "data_parallel_size"),
-    "cp": ("cp", "context_parallel_size"),
-    "ep": ("ep", "expert_model_parallel_size"),
-}
+_KEYS = fields.text("profiler_metadata.json").fields
+_VERSION_KEYS = fields.text("profiler_info.json versions").fields
+_PARALLEL_KEYS = {short: _KEYS[short] for short in ("tp", "pp", "dp", "cp", "ep")}
 
 
 def framework_of(folder: Path) -> tuple[str, str]:
@@ -194,9 +187,9 @@ def _merge(facts: MetaFacts, data) -> None:
     """Fill the MetaFacts fields still unknown from one JSON document."""
     doc = _Scalars(data)
     if facts.rank is None:
-        facts.rank = _int(doc.find(("rank_id", "rankId", "rank")))
+        facts.rank = _int(doc.find(_KEYS["rank"]))
     if facts.world_size is None:
-        facts.world_size = _int(doc.find(("world_size", "rank_size", "worldSize")))
+        facts.world_size = _int(doc.find(_KEYS["world_size"]))
         if facts.world_size == 0:
             facts.world_size = None
     if facts.version is None:

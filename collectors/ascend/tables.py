@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from advisor.collectors.ascend import fields
 from advisor.collectors.io.csv_files import clean_text, read_columns, read_numbers, read_table, text_to_float
 from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.collectors.parallel.batch_tables import PendingTable, build_one
@@ -24,17 +25,7 @@ from advisor.errors import InputError
 
 # --------------------------------------------------------------------- steps
 
-_STEP_TRACE = {
-    "step": ("Step", "Step ID", "Step Id"),
-    "computing_us": ("Computing",),
-    "exposed_comm_us": ("Communication(Not Overlapped)",),
-    "overlapped_us": ("Overlapped",),
-    "communication_us": ("Communication",),
-    "free_us": ("Free",),
-    "stage_us": ("Stage",),
-    "bubble_us": ("Bubble",),
-    "_exposed_no_recv": ("Communication(Not Overlapped and Exclude Receive)",),
-}
+_STEP_TRACE = fields.text("step_trace_time.csv").fields
 _STEP_NUMERIC = tuple(_STEP_TRACE)
 
 
@@ -107,7 +98,7 @@ def _step_array(values: np.ndarray | None, n: int) -> pa.Array:
     return pa.array(np.where(missing, 0, np.round(values)).astype(np.int64), mask=missing)
 
 
-_CLUSTER_STEP = {"type": ("Type",), "index": ("Index",), **_STEP_TRACE}
+_CLUSTER_STEP = fields.text("cluster_step_trace_time.csv").fields
 
 
 def read_cluster_step_trace(path: Path) -> pd.DataFrame:
@@ -130,17 +121,8 @@ def read_cluster_step_trace(path: Path) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------- ops
 
-_KERNELS = {
-    "step": ("Step Id", "Step ID"),
-    "name": ("Name", "Op Name"),
-    "type": ("Type", "OP Type"),
-    "core": ("Accelerator Core", "Task Type"),
-    "start_us": ("Start Time(us)",),
-    "duration_us": ("Duration(us)",),
-    "wait_us": ("Wait Time(us)",),
-    "input_shapes": ("Input Shapes",),
-    "input_dtypes": ("Input Data Types",),
-}
+_KERNELS = fields.text("kernel_details.csv").fields
+
 #: Kernel text columns that identify an operator: the ops table's keys.
 _OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
 
@@ -303,14 +285,7 @@ def busy_for_steps(step: np.ndarray, kernels: pa.Table) -> np.ndarray | None:
     return np.where(hit, values[pos], np.nan) if hit.any() else None
 
 
-_OP_STATISTIC = {
-    "type": ("OP Type",),
-    "core": ("Core Type",),
-    "count": ("Count",),
-    "total_us": ("Total Time(us)",),
-    "min_us": ("Min Time(us)",),
-    "max_us": ("Max Time(us)",),
-}
+_OP_STATISTIC = fields.text("op_statistic.csv").fields
 
 
 def read_op_statistic(path: Path, rank: int) -> pd.DataFrame:
@@ -328,26 +303,16 @@ def read_op_statistic(path: Path, rank: int) -> pd.DataFrame:
     return df.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
 
-_CPU_DETAIL = {
-    "name": ("full_op_name", "op_name"),
-    "type": ("op_type",),
-    "count": ("op_occurrences",),
-    "total_ms": ("op_total_time(ms)",),
-}
-_CPU_TYPE = {
-    "type": ("op_type",),
-    "count": ("type_occurrences",),
-    "total_ms": ("total_compute_time", "total_compute_time(ms)", "total_time(ms)"),
-}
+_CPU_DETAIL = fields.text("cpu_op_detail_info.csv")
+_CPU_TYPE = fields.text("cpu_op_type_info.csv")
 
 
 def read_cpu_ops(path: Path, rank: int) -> pd.DataFrame:
     """MindSpore ``FRAMEWORK/cpu_op_detail_info_*.csv`` (or ``cpu_op_type_info_*``)
     -> ops with core "CPU"; times there are milliseconds."""
-    detail = path.name.startswith("cpu_op_detail_info")
-    df = read_columns(path, _CPU_DETAIL if detail else _CPU_TYPE,
-                      numeric=("count", "total_ms"), required=("type", "count", "total_ms"))
-    df = require_rows(path, df.dropna(subset=["type", "total_ms"]), "operator")
+    source = _CPU_DETAIL if path.name.startswith("cpu_op_detail_info") else _CPU_TYPE
+    df = read_columns(path, source.fields, numeric=("count", "total_us"), required=("type", "count", "total_us"))
+    df = require_rows(path, df.dropna(subset=["type", "total_us"]), "operator")
     if "name" not in df:
         df.insert(0, "name", df["type"])
     out = pd.DataFrame({
@@ -356,19 +321,14 @@ def read_cpu_ops(path: Path, rank: int) -> pd.DataFrame:
         "type": df["type"],
         "core": "CPU",
         "count": df["count"].fillna(0).astype("int64"),
-        "total_us": df["total_ms"] * 1000.0,
+        "total_us": df["total_us"] * source.scale["total_us"],
     })
     return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
 
 # ------------------------------------------------------------------ data_ops
 
-_DATASET = {
-    "name": ("Operation",),
-    "stage": ("Stage",),
-    "count": ("Occurrences",),
-    "avg_time_us": ("Avg. time(us)", "Avg time(us)"),
-}
+_DATASET = fields.text("dataset.csv").fields
 
 
 def read_dataset(path: Path, rank: int) -> pd.DataFrame:

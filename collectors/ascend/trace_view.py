@@ -21,16 +21,13 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.ascend import fields
 from advisor.collectors.io.files import read_bytes
 from advisor.errors import InputError
 
 OVERLAP_PROCESS = "Overlap Analysis"
-LANES = {
-    "Computing": "computing_us",
-    "Communication": "communication_us",
-    "Communication(Not Overlapped)": "exposed_comm_us",
-    "Free": "free_us",
-}
+#: Thread name of an overlap lane -> steps column.
+LANES = fields.text("trace_view.json").by_raw()
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 _NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", "AI Core Freq")
 
