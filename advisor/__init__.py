@@ -39,8 +39,8 @@ def analyze(
     ``rules``: extra rule files or folders; ``overrides``: ``{rule: {param:
     value}}`` (like ``--set``); ``lang``: ``"en"`` or ``"zh"`` for the rule
     texts and the HTML shown in Jupyter. ``kernel_ranks``: read kernel files
-    on at most this many ranks of a large cluster (default 128,
-    ``advisor.collectors.parallel.kernel_sample``), None on every rank. With
+    on at most this many ranks of a large cluster (default
+    ``advisor.collectors.parallel.kernel_sample.DEFAULT_LIMIT``), None on every rank. With
     ``use_config`` the rules and
     thresholds of the config file found from the current directory
     (``advisor.settings``) apply first, as in the CLI. Raises

@@ -44,7 +44,8 @@ Tables and their columns (optional columns in brackets):
     ``hcom_allReduce_``; times summed; ``start_us`` the first start; ``ops``
     the operators summed). Columns: ``name`` (e.g. hcom_allReduce__123_0),
     ``kind`` (allreduce, allgather, broadcast, reducescatter, send, receive,
-    sendrecv, alltoall, other: ``advisor.collectors.vocab``), ``group``, ``elapse_us``. [``step``, ``start_us``,
+    sendrecv, alltoall, other: ``advisor.collectors.vocab``), ``group``,
+    ``elapse_us``. [``step``, ``start_us``,
     ``transit_us``, ``wait_us``, ``sync_us``, ``idle_us``, ``exposed_us``
     (time within the operator's span when the rank communicates without
     computing; operators in flight at once each count the time they
