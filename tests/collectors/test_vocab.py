@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.collectors import load_profile, vocab
-from bench.ascend_writer import sample_rank, write_db, write_text
+from bench.scenarios.ascend import sample_rank, write_db, write_text
 
 COLLECTORS = Path(vocab.__file__).parent
 
