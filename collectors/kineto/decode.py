@@ -371,11 +371,12 @@ def name_flags(name: str) -> int:
     :mod:`kineto_tables` (step markers, DataLoader spans, collective host
     ops, blocking sync calls, 2021 annotations)."""
     from advisor.collectors.kineto import tables as kt  # it imports this module
+    from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 
     return (STEP_NAME * bool(kt.STEP_RE.search(name))
-            | LOADER_NAME * bool(kt.DATALOADER_RE.search(name))
+            | LOADER_NAME * bool(DATALOADER_RE.search(name))
             | COMM_NAME * bool(kt.HOST_COMM_RE.search(name))
-            | SYNC_NAME * (name in kt.SYNC_CALLS)
+            | SYNC_NAME * (name in SYNC_CALLS)
             | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name)))
 
 

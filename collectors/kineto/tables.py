@@ -14,10 +14,10 @@ import pandas as pd
 
 from advisor.collectors import vocab
 from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
 # Device kernels that are collectives (NCCL/RCCL/MSCCL and the CamelCase
 # collective names kernels carry); case-sensitive for the CamelCase tokens so
 # compute kernels such as Eigen's ``TensorBroadcastingOp`` do not match.
@@ -29,13 +29,6 @@ COMM_KERNEL_RE = re.compile(
 HOST_COMM_RE = re.compile(r"^(?:c10d::|c10d_|gloo:|nccl:|record_param_comms$|ProcessGroup)")
 # Host annotations that are not ops (2021 traces put them in "Operator").
 ANNOTATION_RE = re.compile(r"^(?:ProfilerStep#|enumerate\(DataLoader\)#|## .* ##$)")
-SYNC_CALLS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer",
-    "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
-    "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpy",
-})
 #: A kernel launch shorter than this (us) is "short": its launch costs about
 #: as much host time (5-10 us per launch in eager PyTorch) as it runs on the
 #: device. ``ops.short_count`` counts them.

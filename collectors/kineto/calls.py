@@ -1,0 +1,69 @@
+"""What a host event in a PyTorch trace is doing, by its name.
+
+One home for the name classes the Kineto collector attributes time with:
+a device-idle gap is explained by what the launching host thread was doing
+in it, and one-time start-up is told from the steady state by the calls it
+makes. Names are CUDA runtime / driver API calls (``cuda_runtime`` /
+``cuda_driver`` events, ``Runtime`` in older traces; HIP's ``hip*`` for
+ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
+
+``SYNC_CALLS``
+    Calls that block the host until the device (a stream, an event, the
+    whole device) has finished queued work, synchronous copies included:
+    the host cannot launch anything while it waits.
+``SYNC_OPS``
+    PyTorch ops that synchronize to read a device value on the host
+    (``tensor.item()``, ``bool(tensor)``, ``.tolist()``); their time
+    includes the wait for every kernel queued before them.
+``ALLOC_CALLS``
+    Device and pinned-host allocation and release by the driver: the caching
+    allocator growing (first iterations), or churning when it cannot reuse
+    blocks (``empty_cache()``, fragmentation).
+``INIT_CALLS``
+    One-time start-up: context creation and device queries made when CUDA
+    is first used, module and library loading. Microseconds when the context
+    exists; seconds on the first use.
+``COMPILE_OPS``
+    Host ops that ``torch.compile`` (Dynamo, AOTAutograd, Inductor, Triton)
+    records while it compiles a graph: one-time work on the first calls,
+    not part of a steady step.
+``DATALOADER_RE``
+    The DataLoader's ``__next__`` as the profiler records it: the training
+    loop waiting for its next batch.
+"""
+
+from __future__ import annotations
+
+import re
+
+SYNC_CALLS = frozenset({
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer",
+    "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+    "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpy",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
+})
+SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::tolist"})
+ALLOC_CALLS = frozenset({
+    "cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc",
+    "cudaMallocAsync", "cudaFreeAsync", "cudaHostRegister", "cudaHostUnregister",
+    "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost",
+    "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
+    "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
+})
+INIT_CALLS = frozenset({
+    "cuInit", "cudaSetDevice", "cudaGetDeviceCount", "cudaDeviceGetStreamPriorityRange",
+    "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain", "cuCtxCreate_v2", "cuCtxCreate_v3",
+    "cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority",
+    "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary",
+    "cuLibraryLoadData", "cuLibraryLoadFromFile", "cudaFuncGetAttributes",
+    "hipInit", "hipSetDevice", "hipGetDeviceCount", "hipStreamCreateWithFlags",
+})
+COMPILE_OPS = re.compile(
+    r"^(?:dynamo|entire_frame_compile|backend_compile|compile_file|bytecode_tracing|build_guards"
+    r"|async_compile\.wait|inductor_\w+)$"
+    r"|\(dynamo_timed\)$|^(?:_compile\.|compile_fx|triton\.compile|AOTAutogradCache\.|PyCodeCache\.)"
+)
+DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
