@@ -81,6 +81,12 @@ class MetricSpec:
 REGISTRY: dict[str, MetricSpec] = {}
 
 
+def metric_namespaces() -> tuple[str, ...]:
+    """The metric namespaces: the first part of every registered metric id
+    (``step`` of ``step.free_ratio``), in registration order."""
+    return tuple(dict.fromkeys(mid.partition(".")[0] for mid in REGISTRY))
+
+
 def metric(id: str, *, unit: str, scope: str = "run", needs: tuple[str, ...] | list[str] = ()):
     """Register ``func`` as the definition of metric ``id``.
 
