@@ -9,7 +9,15 @@ import pytest
 
 from advisor.collectors import load_profile
 from advisor.metrics import REGISTRY, evaluate, registry
-from advisor.profile import SCHEMA, Profile, ProfileSchemaError, RunMeta, check_table, merge_profiles
+from advisor.profile import (
+    SCHEMA,
+    Profile,
+    ProfileSchemaError,
+    RunMeta,
+    check_table,
+    merge_profiles,
+    strict_mode,
+)
 from bench.scenarios import Spec, generate
 
 
@@ -82,6 +90,10 @@ CORPUS = [
     "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json",
     "mstt/test/resource/advisor/cluster_analysis_output",
 ]
+
+
+def test_corpus_tests_run_strict(corpus):
+    assert strict_mode()
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
