@@ -1,5 +1,5 @@
-"""Cross-rank metrics: which rank is slow, in which step component, and
-which link is slow.
+"""Cross-rank metrics: which rank is slow, in which step component, which
+link is slow, and which rank the others wait for in collectives.
 
 Spread statistics (per component, over per-rank *medians* of steady steps,
 so that one stalled step on a busy host does not make a rank "slow"; a
