@@ -46,6 +46,16 @@ def _step(doc: str = "the profiler's step id (NA when the source has none)") -> 
     return Column("int", doc, required=True)
 
 
+def _transfers(summed: str) -> dict[str, Column]:
+    """The columns of transfer sums (``bandwidth`` and ``links``)."""
+    return {
+        "ops": Column("int", f"{summed} summed", required=True),
+        "size_mb": Column("float", "data size", required=True),
+        "time_ms": Column("float", "transfer time in milliseconds, as the profilers write it", required=True),
+        "bandwidth_gbps": Column("float", "size_mb / time_ms", required=True),
+    }
+
+
 SCHEMA: dict[str, dict[str, Column]] = {
     "steps": {  # one row per (rank, step)
         "rank": _rank(),
@@ -115,10 +125,7 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "step": _step(),
         "kind": Column("text", "collective kind", required=True),
         "transport": Column("text", "SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...", required=True),
-        "ops": Column("int", "operator records summed", required=True),
-        "size_mb": Column("float", "data size", required=True),
-        "time_ms": Column("float", "transfer time in milliseconds, as the profilers write it", required=True),
-        "bandwidth_gbps": Column("float", "size_mb / time_ms", required=True),
+        **_transfers("operator records"),
         "large_packet_ratio": Column("float", "mean weighted by size"),
     },
     "links": {  # point-to-point links (the totals of communication_matrix.json), summed per
@@ -129,10 +136,7 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "dst": Column("int", "receiving global rank", required=True),
         "transport": Column("text", "link type", required=True),
         "size_class": Column("int", "floor(log2(MB)) of each record before summing", required=True),
-        "ops": Column("int", "records summed", required=True),
-        "size_mb": Column("float", "data size", required=True),
-        "time_ms": Column("float", "transfer time in milliseconds", required=True),
-        "bandwidth_gbps": Column("float", "size_mb / time_ms", required=True),
+        **_transfers("records"),
     },
     "data_queue": {  # samples of a data queue's fill level over time
         "rank": _rank(),
