@@ -1,7 +1,8 @@
 """The report data model: what analysis produces and every renderer reads.
 
 ``Report`` is the machine contract written to ``report.json``; its JSON
-Schema (``advisor schema``) is generated from these pydantic models.
+Schema (``advisor schema``) is generated from these pydantic models. It is
+data only: the renderers (``advisor.reports``) lay it out.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class Report(BaseModel):
     @property
     def lang(self) -> str:
         """Language the rule texts were rendered in (``en``, ``zh``); the
-        default for ``_repr_html_`` and ``to_html``. Not part of report.json."""
+        default language of a rendering. Not part of report.json."""
         return self._lang
 
     @lang.setter
@@ -138,21 +139,3 @@ class Report(BaseModel):
     def dataframes(self) -> dict:
         """Every table (plus ``metrics`` and ``findings``) as pandas DataFrames."""
         return {name: self.frame(name) for name in [*self.tables, "metrics", "findings"]}
-
-    def to_html(self, lang: str | None = None) -> str:
-        """The self-contained HTML report (what report.html holds)."""
-        from advisor.reports import render_html
-
-        return render_html(self, lang or self.lang)
-
-    def _repr_html_(self) -> str:
-        """Jupyter display: the HTML report in an iframe (``srcdoc``), so its
-        scripts and styles run isolated from the notebook's."""
-        from html import escape
-
-        doc = escape(self.to_html(), quote=True)
-        return (
-            f'<iframe srcdoc="{doc}" sandbox="allow-scripts allow-popups" '
-            'style="width:100%;height:900px;border:1px solid #e5e7eb;border-radius:8px" '
-            'title="advisor report"></iframe>'
-        )

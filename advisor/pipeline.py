@@ -17,6 +17,30 @@ from advisor.model import Report, RunInfo
 from advisor.profile import Profile
 
 
+class AnalysisReport(Report):
+    """The Report an analysis returns: the same data, and it renders itself
+    as the HTML report (``to_html``), which Jupyter shows. A Report read back
+    from report.json is plain data."""
+
+    def to_html(self, lang: str | None = None) -> str:
+        """The self-contained HTML report (what report.html holds)."""
+        from advisor.reports import render_html
+
+        return render_html(self, lang or self.lang)
+
+    def _repr_html_(self) -> str:
+        """Jupyter display: the HTML report in an iframe (``srcdoc``), so its
+        scripts and styles run isolated from the notebook's."""
+        from html import escape
+
+        doc = escape(self.to_html(), quote=True)
+        return (
+            f'<iframe srcdoc="{doc}" sandbox="allow-scripts allow-popups" '
+            'style="width:100%;height:900px;border:1px solid #e5e7eb;border-radius:8px" '
+            'title="advisor report"></iframe>'
+        )
+
+
 def analyze(
     path: str | Path,
     *,
@@ -26,7 +50,7 @@ def analyze(
     dask_address: str | None = None,
     lang: str = "en",
     kernel_ranks: int | None = KERNEL_RANKS,
-) -> Report:
+) -> AnalysisReport:
     """Analyze the profiler output at ``path`` and return the Report.
 
     ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
@@ -58,7 +82,7 @@ def analyze_profile(
     rule_paths: tuple[Path, ...] | list[Path] = (),
     overrides: Mapping[str, Mapping[str, float]] | None = None,
     lang: str = "en",
-) -> Report:
+) -> AnalysisReport:
     """Metrics, rules and report for an already loaded Profile."""
     check_lang(lang)
     return _report(profile, compile_rules_for(rule_paths, overrides, lang), lang)
@@ -75,7 +99,7 @@ def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] |
     return [compile_rule(r, overrides.get(r.name)) for r in rules]
 
 
-def _report(profile: Profile, compiled: list, lang: str) -> Report:
+def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
     """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
     metrics, metric_skips = evaluate_metrics(profile)
     meta = profile.meta
@@ -95,7 +119,7 @@ def _report(profile: Profile, compiled: list, lang: str) -> Report:
         advisor_version=__version__,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
-    report = Report(
+    report = AnalysisReport(
         run=run,
         findings=findings,
         metrics=metrics,

@@ -7,92 +7,204 @@ A table or column the source does not have is absent (None / missing
 column), never filled with invented zeros; metrics that need it are then
 "not evaluated" with the reason.
 
-Tables and their columns (optional columns in brackets):
-
-``steps`` -- one row per (rank, step). ``step`` is the profiler's step id
-    (nullable Int64: NA when the source has only per-rank totals, as in a
-    cluster summary). ``duration_us`` is the step's wall time.
-    [``start_us``, ``computing_us`` (device compute, union of compute kernels),
-    ``communication_us`` (all communication time), ``overlapped_us`` (compute
-    and communication at once), ``exposed_comm_us`` (communication not
-    overlapped by compute), ``free_us`` (device neither computing nor
-    communicating), ``stage_us``, ``bubble_us``, ``receive_us``,
-    ``iteration_interval_us`` (end of previous step's last device op to
-    start of this step's first: host/data wait, MindSpore step trace),
-    ``fp_bp_us`` (forward + backward), ``tail_us`` (end of backward to end
-    of step: gradient all-reduce and optimizer), ``data_wait_us`` (host time
-    inside the dataloader, e.g. ``enumerate(DataLoader)`` in Kineto),
-    ``device_busy_us`` (union of all device kernels, copies and sets),
-    ``host_wait_us`` (device idle in gaps longer than 50 us: waiting for the
-    host to issue work), ``kernel_gap_us`` (device idle in gaps of 50 us or
-    less between device operations: launch gaps), ``sync_wait_us`` (host
-    time blocked in synchronizing calls)]
-
-``ops`` -- device operators aggregated per rank: one row per (rank, name,
-    type, core, input_dtypes, input_shapes). Columns: ``name``, ``type``,
-    ``core`` (accelerator core: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC,
-    HCCL, GPU, CPU, ...), ``count``, ``total_us``. ``type`` of GPU copies
-    says their direction: memcpy_h2d, memcpy_d2h, memcpy_d2d, memcpy_p2p.
-    [``short_count`` (launches shorter than 10 us), ``input_dtypes``
-    (";"-joined, normalized upper-case: FLOAT, FLOAT16, BF16, INT32...),
-    ``input_shapes``, ``max_us``, ``min_us``, ``wait_us``]
-
-``comm`` -- communication operators per rank (``communication.json``, or
-    collective kernels in a trace). Kineto traces: one row per operator.
-    Ascend layouts: summed per (rank, step, kind, group, operator type)
-    (``comm_rollup``: ``name`` is the type, ``hcom_allReduce__123_0`` ->
-    ``hcom_allReduce_``; times summed; ``start_us`` the first start; ``ops``
-    the operators summed). Columns: ``name`` (e.g. hcom_allReduce__123_0),
-    ``kind`` (allreduce, allgather, broadcast, reducescatter, send, receive,
-    sendrecv, alltoall, other: ``advisor.collectors.vocab``), ``group``,
-    ``elapse_us``. [``step``, ``start_us``,
-    ``transit_us``, ``wait_us``, ``sync_us``, ``idle_us``, ``exposed_us``
-    (time within the operator's span when the rank communicates without
-    computing; operators in flight at once each count the time they
-    share), ``tensor_count``
-    (gradient tensors fused into one all-reduce, from its input list),
-    ``size_mb``]
-
-``bandwidth`` -- transfers per rank, step, collective kind and transport
-    type, summed over the communication operators (``comm_rollup``; a
-    per-operator row each step would be tens of millions at 1024 ranks):
-    ``rank``, ``step`` (NA when the file has none), ``kind``, ``transport``
-    (SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...), ``ops`` (operator records
-    summed), ``size_mb``, ``time_ms`` (milliseconds, as the profilers write
-    it), ``bandwidth_gbps`` (size_mb / time_ms). [``large_packet_ratio``
-    (mean weighted by size)]. Records with no size or no time are left out.
-
-``links`` -- point-to-point links (``communication_matrix.json``; of its
-    ``{type}-total`` and ``-top1`` / ``-middle`` / ``-bottomN`` entries only
-    the totals, the others repeat single operators) summed the same way per
-    ``rank`` (the file's rank), ``step``, ``src``, ``dst``
-    (global ranks: the files' group-local ones mapped, see
-    ``collectors/link_ranks.py``), ``transport`` and ``size_class`` (floor(log2(MB)) of each
-    record before summing): ``ops``, ``size_mb``, ``time_ms``
-    (milliseconds), ``bandwidth_gbps``.
-
-``data_queue`` -- samples of a data queue's fill level over time: ``queue``
-    (``device`` for the device data queue, ``host`` for the host queue),
-    ``index`` (sample number or step), ``size`` (elements in the queue).
-    [``capacity``, ``time_us``]
-
-``data_ops`` -- dataset-pipeline operators: ``name`` (e.g. MapOp),
-    [``op_id`` (pipeline id; absent in ``dataset.csv``), ``workers`` (num_parallel_workers), ``output_queue_usage``
-    (mean fill ratio 0..1 of the op's output connector queue),
-    ``output_queue_size``, ``output_queue_capacity``, ``parent_id`` (the op
-    that consumes this op's output; NA for the root), ``avg_time_us``,
-    ``stage``, ``count``]
+``SCHEMA`` is the column contract: table -> column -> kind (``int``,
+``float``, ``text``), whether every table of that kind has it, and what it
+holds. With ``ADVISOR_STRICT=1`` a Profile is checked against it where the
+collectors hand it over (:func:`merge_profiles`, and metric evaluation):
+an unknown column, a missing required one or values of the wrong kind
+raise ``ProfileSchemaError`` naming the table and column. A metric's
+``needs`` are checked against it when the metric is registered.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 import pandas as pd
+from pandas.api import types as pdtypes
 from pydantic import BaseModel, Field
 
-TABLES = ("steps", "ops", "comm", "bandwidth", "links", "data_queue", "data_ops")
+Kind = Literal["int", "float", "text"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a Profile table."""
+
+    kind: Kind
+    doc: str
+    required: bool = False
+
+
+def _rank() -> Column:
+    return Column("int", "rank id", required=True)
+
+
+def _step(doc: str = "the profiler's step id (NA when the source has none)") -> Column:
+    return Column("int", doc, required=True)
+
+
+def _transfers(summed: str) -> dict[str, Column]:
+    """The columns of transfer sums (``bandwidth`` and ``links``)."""
+    return {
+        "ops": Column("int", f"{summed} summed", required=True),
+        "size_mb": Column("float", "data size", required=True),
+        "time_ms": Column("float", "transfer time in milliseconds, as the profilers write it", required=True),
+        "bandwidth_gbps": Column("float", "size_mb / time_ms", required=True),
+    }
+
+
+SCHEMA: dict[str, dict[str, Column]] = {
+    "steps": {  # one row per (rank, step)
+        "rank": _rank(),
+        "step": _step(
+            "the profiler's step id (nullable; NA when the source has only per-rank totals, as in a "
+            "cluster summary, or no step markers)"),
+        "duration_us": Column("float", "the step's wall time", required=True),
+        "start_us": Column("float", "when the step starts"),
+        "computing_us": Column("float", "device compute: union of compute kernels"),
+        "communication_us": Column("float", "all communication time"),
+        "overlapped_us": Column("float", "compute and communication at once"),
+        "exposed_comm_us": Column("float", "communication not overlapped by compute"),
+        "free_us": Column("float", "device neither computing nor communicating"),
+        "stage_us": Column("float", "pipeline stage time: step time minus Receive time"),
+        "bubble_us": Column("float", "pipeline bubble"),
+        "receive_us": Column("float", "time only point-to-point Receive operators run"),
+        "iteration_interval_us": Column(
+            "float", "end of the previous step's last device op to the start of this step's first: "
+            "host/data wait (MindSpore step trace)"),
+        "fp_bp_us": Column("float", "forward + backward"),
+        "tail_us": Column("float", "end of backward to end of step: gradient all-reduce and optimizer"),
+        "data_wait_us": Column("float", "host time inside the dataloader (e.g. enumerate(DataLoader) in Kineto)"),
+        "device_busy_us": Column("float", "union of all device kernels, copies and sets"),
+        "host_wait_us": Column("float", "device idle in gaps longer than 50 us: waiting for the host to issue work"),
+        "kernel_gap_us": Column("float", "device idle in gaps of 50 us or less between device operations: "
+                                "launch gaps"),
+        "sync_wait_us": Column("float", "host time blocked in synchronizing calls"),
+    },
+    "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
+        "rank": _rank(),
+        "name": Column("text", "operator or kernel name", required=True),
+        "type": Column("text", "operator type; for GPU copies their direction: memcpy_h2d, memcpy_d2h, "
+                       "memcpy_d2d, memcpy_p2p", required=True),
+        "core": Column("text", "accelerator core: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, HCCL, GPU, CPU, ...",
+                       required=True),
+        "count": Column("int", "launches", required=True),
+        "total_us": Column("float", "total time over the profiled window", required=True),
+        "short_count": Column("int", "launches shorter than 10 us"),
+        "input_dtypes": Column("text", '";"-joined, normalized upper-case: FLOAT, FLOAT16, BF16, INT32 ...'),
+        "input_shapes": Column("text", '";"-joined input shapes'),
+        "max_us": Column("float", "longest launch"),
+        "min_us": Column("float", "shortest launch"),
+        "wait_us": Column("float", "time the operator waited before it ran"),
+    },
+    "comm": {  # communication operators per rank: one row per operator (Kineto), or summed per
+        # (rank, step, kind, group, operator type) on Ascend layouts, ``name`` then being the type
+        "rank": _rank(),
+        "name": Column("text", "operator name, e.g. hcom_allReduce__123_0", required=True),
+        "kind": Column("text", "allreduce, allgather, broadcast, reducescatter, send, receive, sendrecv, alltoall, other (advisor.collectors.vocab)",
+                       required=True),
+        "elapse_us": Column("float", "elapsed time", required=True),
+        "group": Column("text", "communication group"),
+        "step": Column("int", "step id"),
+        "start_us": Column("float", "start (the first start when summed)"),
+        "ops": Column("int", "operators summed into the row"),
+        "transit_us": Column("float", "transfer time"),
+        "wait_us": Column("float", "time waiting for the peers"),
+        "sync_us": Column("float", "synchronization time"),
+        "idle_us": Column("float", "idle time"),
+        "exposed_us": Column("float", "time within the operator's span when the rank communicates without "
+                             "computing; operators in flight at once each count the time they share"),
+        "tensor_count": Column("int", "gradient tensors fused into one all-reduce, from its input list"),
+        "size_mb": Column("float", "data size"),
+    },
+    "bandwidth": {  # transfers per rank, step, collective kind and transport, summed over operators
+        "rank": _rank(),
+        "step": _step(),
+        "kind": Column("text", "collective kind", required=True),
+        "transport": Column("text", "SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...", required=True),
+        **_transfers("operator records"),
+        "large_packet_ratio": Column("float", "mean weighted by size"),
+    },
+    "links": {  # point-to-point links (the totals of communication_matrix.json), summed per
+        # rank, step, src, dst, transport and size_class
+        "rank": _rank(),
+        "step": _step(),
+        "src": Column("int", "sending global rank", required=True),
+        "dst": Column("int", "receiving global rank", required=True),
+        "transport": Column("text", "link type", required=True),
+        "size_class": Column("int", "floor(log2(MB)) of each record before summing", required=True),
+        **_transfers("records"),
+    },
+    "data_queue": {  # samples of a data queue's fill level over time
+        "rank": _rank(),
+        "queue": Column("text", "device (the device data queue) or host (the host queue)", required=True),
+        "index": Column("int", "sample number or step", required=True),
+        "size": Column("float", "elements in the queue", required=True),
+        "capacity": Column("float", "queue capacity"),
+        "time_us": Column("float", "sample time"),
+    },
+    "data_ops": {  # dataset-pipeline operators
+        "rank": _rank(),
+        "name": Column("text", "operator name, e.g. MapOp", required=True),
+        "op_id": Column("int", "pipeline id (absent in dataset.csv)"),
+        "workers": Column("int", "num_parallel_workers"),
+        "output_queue_usage": Column("float", "mean fill ratio 0..1 of the op's output connector queue"),
+        "output_queue_size": Column("float", "mean elements in the output queue"),
+        "output_queue_capacity": Column("float", "output queue capacity"),
+        "parent_id": Column("int", "the op that consumes this op's output; NA for the root"),
+        "avg_time_us": Column("float", "mean time per call"),
+        "stage": Column("text", "pipeline stage"),
+        "count": Column("int", "calls"),
+    },
+}
+TABLES = tuple(SCHEMA)
+
+
+class ProfileSchemaError(ValueError):
+    """A Profile table that does not match ``SCHEMA`` (strict mode)."""
+
+
+def strict_mode() -> bool:
+    """``ADVISOR_STRICT=1`` (the test suite's mode): Profile tables are
+    checked against ``SCHEMA`` and unexpected metric errors propagate."""
+    return os.environ.get("ADVISOR_STRICT", "") not in ("", "0")
+
+
+def check_table(name: str, df: pd.DataFrame) -> None:
+    """Raise ProfileSchemaError unless table ``name`` has only known columns,
+    every required one, and values of each column's kind."""
+    columns = SCHEMA.get(name)
+    if columns is None:
+        raise ProfileSchemaError(f"unknown profile table {name!r} (known: {', '.join(SCHEMA)})")
+    for col in df.columns:
+        spec = columns.get(col)
+        if spec is None:
+            raise ProfileSchemaError(f"profile table {name}: unknown column {col!r}")
+        if not _is_kind(df[col], spec.kind):
+            raise ProfileSchemaError(f"profile table {name}, column {col}: {df[col].dtype} values, "
+                                     f"expected {spec.kind}")
+    missing = [c for c, spec in columns.items() if spec.required and c not in df.columns]
+    if missing:
+        raise ProfileSchemaError(f"profile table {name}: missing required column(s) {', '.join(missing)}")
+
+
+def _is_kind(values: pd.Series, kind: Kind) -> bool:
+    dtype = values.dtype
+    if pdtypes.is_bool_dtype(dtype):
+        return False
+    if kind == "text":
+        return pdtypes.is_string_dtype(dtype) or (
+            dtype == object and pdtypes.infer_dtype(values, skipna=True) in ("string", "empty"))
+    if kind == "float":
+        return pdtypes.is_numeric_dtype(dtype)
+    if pdtypes.is_integer_dtype(dtype):
+        return True
+    # ids read as floats (a column of NaN where a source has none): whole numbers only
+    return pdtypes.is_float_dtype(dtype) and bool((values.dropna() % 1 == 0).all())
+
 
 Framework = Literal["mindspore", "pytorch", "torch_npu", "unknown"]
 Device = Literal["ascend", "gpu", "cpu", "unknown"]
@@ -142,7 +254,8 @@ class RunMeta(BaseModel):
 
 @dataclass
 class Profile:
-    """Run metadata plus the normalized tables listed in the module docstring."""
+    """Run metadata plus the normalized tables ``SCHEMA`` describes (pandas
+    DataFrames; a collector may hold Arrow tables while it works)."""
 
     meta: RunMeta
     steps: pd.DataFrame | None = None
@@ -154,6 +267,14 @@ class Profile:
     data_ops: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def check(self) -> None:
+        """ProfileSchemaError unless every table matches ``SCHEMA`` (see
+        :func:`check_table`; Arrow tables a collector still holds are skipped)."""
+        for name in TABLES:
+            df = getattr(self, name)
+            if isinstance(df, pd.DataFrame):
+                check_table(name, df)
 
     def memo(self, key: str, compute):
         """``compute()`` once per profile (tables never change after collection);
@@ -203,4 +324,6 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
         for rank, stage in p.meta.stages.items():
             out.meta.stages.setdefault(rank, stage)
     out.meta.ranks = sorted(ranks)
+    if strict_mode():
+        out.check()
     return out

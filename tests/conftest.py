@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import _netguard
+from _strict import strict
 
 pytest_plugins = ["_slow"]  # the `slow` marker, set by rule (tests/_slow.py)
 
@@ -16,16 +18,18 @@ EXAMPLES = REPO / "examples"
 CORPUS = Path(os.environ.get("ADVISOR_CORPUS", REPO.parent / "shared" / "corpus"))
 
 
-@pytest.fixture(scope="session")
-def corpus() -> Path:
+@pytest.fixture(scope="module")
+def corpus() -> Iterator[Path]:
     """The read-only corpus of real profiler outputs (../shared/corpus).
 
     Tests that need it are skipped, with the reason, where it is absent
-    (a user's fresh clone); CI has it beside the checkout.
+    (a user's fresh clone); CI has it beside the checkout. A module that
+    reads it runs in strict mode (tests/_strict.py).
     """
     if not CORPUS.is_dir():
         pytest.skip(f"real-profile corpus not found at {CORPUS} (set ADVISOR_CORPUS)")
-    return CORPUS
+    with strict():
+        yield CORPUS
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,10 @@
 Checks, per file: YAML and schema (pydantic), CEL expressions and Jinja2
 templates compile, every metric id it names (requires, requires_any,
 examples, and ``namespace.name`` references in expressions) is a known
-metric, and each example fires or passes as it says. A rule's language
+metric, and each example fires or passes as it says, with every expression
+and template evaluating on it (checked evaluation: a misspelt parameter is
+an error, not a finding without its gain) and, where the example states
+them, the finding's severity and estimated gain. A rule's language
 overlays (``zh/<same name>.yaml`` next to it) are checked too: schema, keys
 that exist in the rule, unchanged code, no numbers of their own, and each
 firing example renders in that language. Built-in rules must have a
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.engine.evaluation import compile_rule, evaluate_rule, metric_refs
+from advisor.engine.evaluation import CompiledRule, ExpressionError, compile_rule, evaluate_rule, metric_refs
 from advisor.engine.loader import (
     DEFAULT_LANG,
     LANGS,
@@ -25,7 +28,7 @@ from advisor.engine.loader import (
     read_overlay,
     read_rule,
 )
-from advisor.engine.schema import Rule
+from advisor.engine.schema import Example, Rule
 from advisor.errors import ConfigError
 from advisor.metrics import REGISTRY
 
@@ -46,12 +49,30 @@ def check_rule(rule: Rule) -> list[str]:
         problems.append(f"unknown metric id(s): {', '.join(unknown)}")
     compiled = compile_rule(rule)
     for example in rule.examples:
-        finding, skip = evaluate_rule(compiled, example.metrics, framework=example.framework)
-        fired = finding is not None
-        if fired != (example.expect == "fire"):
-            why = f" ({skip.reason})" if skip else ""
-            problems.append(f"example {example.name!r}: expected {example.expect}, got "
-                            f"{'fire' if fired else 'pass'}{why}")
+        problems += [f"example {example.name!r}: {p}" for p in check_example(compiled, example)]
+    return problems
+
+
+def check_example(compiled: CompiledRule, example: Example) -> list[str]:
+    """Problems of one example of the compiled rule: an expression or
+    template that does not evaluate on it, the wrong outcome, or a severity
+    or gain other than the example states."""
+    try:
+        finding, skip = evaluate_rule(compiled, example.metrics, framework=example.framework, checked=True)
+    except ExpressionError as exc:
+        return [str(exc)]
+    fired = finding is not None
+    if fired != (example.expect == "fire"):
+        why = f" ({skip.reason})" if skip else ""
+        return [f"expected {example.expect}, got {'fire' if fired else 'pass'}{why}"]
+    problems = []
+    if finding is not None and example.severity is not None and finding.severity != example.severity:
+        problems.append(f"expected severity {example.severity}, got {finding.severity}")
+    if finding is not None and example.gain_ms is not None:
+        gain = finding.estimated_gain_ms
+        if gain is None or abs(gain - example.gain_ms) > example.gain_tolerance_ms:
+            problems.append(f"expected an estimated gain of {example.gain_ms:g} ms "
+                            f"(+- {example.gain_tolerance_ms:g}), got {'none' if gain is None else f'{gain:g} ms'}")
     return problems
 
 
@@ -74,7 +95,7 @@ def check_overlay(rule: Rule, rule_file: Path, lang: str, *, required: bool) -> 
         if example.expect != "fire":
             continue
         try:
-            finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework)
+            finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework, checked=True)
         except Exception as exc:  # a template error names the overlay
             problems.append(f"{path}: example {example.name!r}: {str(exc).splitlines()[0]}")
             continue

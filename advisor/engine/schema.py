@@ -2,9 +2,9 @@
 
 ``advisor schema --rules`` prints the generated JSON Schema. Conditions,
 gains, confidences and scopes are Google CEL expressions evaluated over the
-metric namespaces (``step``, ``comm``, ``data``, ``ops``, ``cluster``,
-``anomaly``) plus ``params``; messages and fix snippets are Jinja2 templates
-rendered in a sandbox over the same names.
+metric namespaces (the first part of each metric id, ``step.free_ratio``
+being the metric of that id) plus ``params``; messages and fix snippets are
+Jinja2 templates rendered in a sandbox over the same names.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Level = Literal["info", "low", "medium", "high", "critical"]
 FRAMEWORKS = ("mindspore", "pytorch", "torch_npu")
@@ -41,12 +41,24 @@ class Explanation(Strict):
 
 
 class Example(Strict):
-    """A named metric set on which the rule must fire or pass."""
+    """A named metric set on which the rule must fire or pass; a firing
+    example may also state the finding's severity and estimated gain."""
 
     name: str
     metrics: dict[str, Any] = Field(description="metric id -> value")
     framework: str = "unknown"
     expect: Literal["fire", "pass"]
+    severity: Level | None = Field(None, description="the finding's severity (fire examples only)")
+    gain_ms: float | None = Field(
+        None, description="the finding's estimated gain in ms per step (fire examples only)"
+    )
+    gain_tolerance_ms: float = Field(0.01, ge=0, description="how far the gain may be from gain_ms")
+
+    @model_validator(mode="after")
+    def _outcome_of_a_firing_example(self) -> Example:
+        if self.expect != "fire" and (self.severity is not None or self.gain_ms is not None):
+            raise ValueError("severity and gain_ms describe a finding: only a 'fire' example has one")
+        return self
 
 
 class AppliesTo(Strict):

@@ -8,8 +8,15 @@ anomaly model comes last, as it reads the steps the others describe.
 # Registration, in evaluation order.
 from advisor.metrics import cluster, comm, data, ops, step  # noqa: F401  isort: skip
 from advisor.metrics import pipeline  # noqa: F401  isort: skip
-from advisor.metrics import device  # noqa: F401  isort: skip
 from advisor.metrics import anomaly  # noqa: F401  isort: skip
-from advisor.metrics.registry import REGISTRY, MetricSpec, NotEvaluated, Value, evaluate, metric
+from advisor.metrics.registry import (
+    REGISTRY,
+    MetricSpec,
+    NotEvaluated,
+    Value,
+    evaluate,
+    metric,
+    metric_namespaces,
+)
 
-__all__ = ["REGISTRY", "MetricSpec", "NotEvaluated", "Value", "evaluate", "metric"]
+__all__ = ["REGISTRY", "MetricSpec", "NotEvaluated", "Value", "evaluate", "metric", "metric_namespaces"]

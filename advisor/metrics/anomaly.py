@@ -18,7 +18,9 @@ towards them. A step is anomalous when both
 
 The drivers of a call are the features whose robust z-score
 (0.6745 * (x - median) / MAD) in that step exceeds ``DRIVER_Z``. With
-fewer than ``MIN_STEPS`` steady steps nothing is evaluated. The model only
+fewer than ``MIN_STEPS`` steady steps nothing is evaluated, nor when
+``MinCovDet`` cannot fit the data (the typical rows all equal, so their
+covariance is 0; or a single feature over 4 or 5 rows). The model only
 produces metrics (``anomaly.*``); rules decide what is a finding.
 
 **Ranks** get the same model, one vector per rank: the medians over its
@@ -87,7 +89,7 @@ def _mcd_may_reject(x: np.ndarray) -> bool:
     """True when ``MinCovDet.fit(x)`` might raise rather than fit: non-finite
     values, or (its "covariance of the support data is equal to 0") as many
     rows as its support that are nearly equal in every feature. Such inputs
-    still go through the model, so that they fail as before."""
+    still go through the model, so that its refusal is reported."""
     if not np.isfinite(x).all():
         return True
     n, p = x.shape
@@ -101,14 +103,19 @@ def _mcd_may_reject(x: np.ndarray) -> bool:
 
 def _distances(x: np.ndarray) -> tuple[np.ndarray, float]:
     """Squared robust Mahalanobis distances of the rows of ``x`` (MinCovDet)
-    and the chi-square quantile ``1 - ALPHA`` they are compared with."""
+    and the chi-square quantile ``1 - ALPHA`` they are compared with;
+    NotEvaluated when MinCovDet cannot fit ``x``."""
     # imported here: together they take longer to import than the rest of advisor
     from scipy.stats import chi2
     from sklearn.covariance import MinCovDet
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
-        mcd = MinCovDet(random_state=SEED).fit(x)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
+            mcd = MinCovDet(random_state=SEED).fit(x)
+    except ValueError as exc:  # its input checks: a support of equal rows, no sample left to reweight
+        raise NotEvaluated(f"the robust covariance fit (MinCovDet) rejects these {x.shape[0]} rows of "
+                           f"{x.shape[1]} feature(s): {exc}") from None
     return mcd.mahalanobis(x), float(chi2.ppf(1 - ALPHA, df=x.shape[1]))
 
 

@@ -1,5 +1,5 @@
-"""Cross-rank metrics: which rank is slow, in which step component, and
-which link is slow.
+"""Cross-rank metrics: which rank is slow, in which step component, which
+link is slow, and which rank the others wait for in collectives.
 
 Spread statistics (per component, over per-rank *medians* of steady steps,
 so that one stalled step on a busy host does not make a rank "slow"; a
@@ -70,7 +70,7 @@ import pandas as pd
 
 from advisor.metrics.comm import peer_waits
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median, steady_steps
+from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median, steady_steps, steps_per_rank
 from advisor.profile import Profile
 
 #: Step components a rank can be slow in (the column, and what it means).
@@ -578,3 +578,45 @@ def component_spread(p: Profile) -> Value:
             "zscore": round(min(s["zscore"], 1e6), 2),
         }
     return Value(out)
+
+
+@metric("cluster.collective_straggler", unit="rank", scope="rank", needs=["comm.elapse_us"])
+def collective_straggler(p: Profile) -> Value:
+    """The rank the others wait for in collectives: in synchronous training
+    a collective completes only when the last rank joins, so the straggler
+    spends the *least* time in collectives and every other rank's collective
+    time grows by its delay. Per rank, collective time per step is the sum
+    of its collectives' elapsed time in each step (the whole window when
+    steps are unknown), summarized by the median over steps; the straggler
+    is the rank with the lowest value. Evidence: ``wait_ms``, how much longer
+    the median rank spends in collectives per step (what the others lose
+    waiting), the robust z-score 0.6745 * (median - min) / MAD (meaningful
+    from 3 ranks on; above 3.5 one rank stands out), and per-rank ms.
+    Not evaluated for a single rank, or when ranks were inferred from file
+    order (they may be captures of one worker)."""
+    if p.meta.ranks_inferred:
+        raise NotEvaluated("ranks were assigned to trace files without rank information; "
+                           "they may be captures of one worker, so they are not compared")
+    comm = p.table("comm")
+    comm = comm[comm["elapse_us"].notna()]
+    if comm["rank"].nunique() < MIN_RANKS:
+        raise NotEvaluated("collectives of a single rank: nothing to compare")
+    if "step" in comm.columns and comm["step"].notna().any():
+        comm = comm[comm["step"].notna()]
+        per_step = comm.groupby(["rank", "step"])["elapse_us"].sum()
+        per_rank = per_step.groupby(level="rank").median()
+    else:
+        per_rank = comm.groupby("rank")["elapse_us"].sum() / steps_per_rank(p).reindex(
+            comm["rank"].unique()).fillna(1)
+    median = float(per_rank.median())
+    low = float(per_rank.min())
+    mad = float((per_rank - median).abs().median())
+    z = 0.6745 * (median - low) / mad if mad > 0 else (1e6 if median > low else 0.0)
+    evidence = {
+        "wait_ms": (median - low) / US_PER_MS,
+        "zscore": min(z, 1e6),
+        "ranks": int(len(per_rank)),
+    }
+    if len(per_rank) <= 64:
+        evidence["per_rank_ms"] = {int(r): round(float(v) / US_PER_MS, 3) for r, v in per_rank.items()}
+    return Value(int(per_rank.idxmin()), evidence)

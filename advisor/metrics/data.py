@@ -65,7 +65,8 @@ def _bottleneck(p: Profile) -> dict:
 
 def _ops_by_rank(ops: pd.DataFrame):
     """(rank, op_id, own output-queue usage, frame, position of the op's row
-    in frame) of every dataset op, rank by rank in table order."""
+    in frame) of every dataset op, rank by rank in table order (an op id
+    listed twice in a rank has the usage of its first row)."""
     ranked = ops[ops["rank"].notna()].sort_values("rank", kind="stable")
     if not ranked.duplicated(["rank", "op_id"]).any():
         # one row per (rank, op): the op's own usage is its row's
@@ -74,6 +75,7 @@ def _ops_by_rank(ops: pd.DataFrame):
         return
     for rank, group in ops.groupby("rank"):
         by_id = group.set_index("op_id")["output_queue_usage"]
+        by_id = by_id[~by_id.index.duplicated()]
         for pos, op_id in enumerate(group["op_id"].tolist()):
             yield rank, op_id, by_id.get(op_id), group, pos
 
@@ -153,8 +155,10 @@ def suggested_workers(p: Profile) -> Value:
     ``num_parallel_workers`` or, when unknown, 1."""
     wait, source = _data_wait_ms(p)
     step = run_mean_ms(p, "duration_us")
+    if step is None or not math.isfinite(step - wait):
+        raise NotEvaluated("no finite step time and data wait")
     busy = step - wait
-    if step is None or busy <= 0:
+    if busy <= 0:
         raise NotEvaluated("data wait is not smaller than the step")
     try:
         workers = bottleneck_workers(p).value

@@ -1,34 +1,36 @@
-"""Operator metrics: hot operators, float32 matrix work, AI CPU time."""
+"""Operator metrics: hot operators, matrix work in float32 (with and
+without tensor cores), AI CPU time, host-to-device copies and short kernels.
+
+Which operator is matrix work, a kernel, communication or float32 is told
+by :mod:`advisor.metrics.op_classes`. Ratios are per rank, mean over ranks
+(every rank weighs the same); time per step is an operator class's total
+over the profiled window divided by the rank's number of steps.
+"""
 
 from __future__ import annotations
 
-import re
-
+import numpy as np
 import pandas as pd
 
+from advisor.metrics.op_classes import (
+    COMM_CORES,
+    COMM_NAME,
+    FP32_NAME,
+    KERNEL_TYPES,
+    MATRIX_KERNEL,
+    MATRIX_OPERATOR,
+    TENSOR_CORE,
+    first_input_fp32,
+    per_value,
+)
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS
+from advisor.metrics.steps_view import US_PER_MS, per_step_ms, rank_evidence
 from advisor.profile import Profile
 
-#: Cores whose operators are communication, not compute.
-COMM_CORES = {"HCCL", "COMMUNICATION", "NCCL"}
-#: Operator types / kernel names doing matrix multiply or convolution (cube work).
-MATRIX_OP = re.compile(
-    r"matmul|batchmatmul|gemm|gemv|conv|dense|linear|addmm|baddbmm|\bbmm\b|\bmm\b|cutlass|xmma|cudnn",
-    re.IGNORECASE,
-)
-FP32 = {"FLOAT", "FLOAT32", "FP32", "DT_FLOAT"}
-TOP_N = 10
-
-
-def _per_value(values: pd.Series, test) -> pd.Series:
-    """``test`` (a vectorized string test) applied once per distinct value
-    of ``values`` and mapped back: operator tables repeat a few names and
-    types over every rank."""
-    values = values.astype(str)
-    codes, distinct = values.factorize(use_na_sentinel=False)
-    found = test(pd.Series(distinct)).to_numpy()
-    return pd.Series(found[codes], index=values.index)
+#: Operators listed by ``ops.top``.
+TOP_OPS = 10
+#: Names listed in a metric's evidence.
+TOP_NAMES = 5
 
 
 def _compute_ops(p: Profile) -> pd.DataFrame:
@@ -43,8 +45,8 @@ def _compute_ops(p: Profile) -> pd.DataFrame:
 def _non_comm_ops(p: Profile) -> pd.DataFrame:
     ops = p.table("ops")
     if "core" in ops.columns:
-        ops = ops[~_per_value(ops["core"], lambda v: v.str.upper().isin(COMM_CORES))]
-    return ops[~_per_value(ops["name"], lambda v: v.str.contains(r"hcom|nccl|allreduce", case=False, regex=True))]
+        ops = ops[~per_value(ops["core"], lambda v: v.str.upper().isin(COMM_CORES))]
+    return ops[~per_value(ops["name"], lambda v: v.str.contains(COMM_NAME, case=False, regex=True))]
 
 
 def _is_matrix(p: Profile, ops: pd.DataFrame) -> pd.Series:
@@ -54,8 +56,8 @@ def _is_matrix(p: Profile, ops: pd.DataFrame) -> pd.Series:
 
 def _matrix(ops: pd.DataFrame) -> pd.Series:
     kind = ops["type"] if "type" in ops.columns else ops["name"]
-    return _per_value(kind, lambda v: v.str.contains(MATRIX_OP)) | _per_value(
-        ops["name"], lambda v: v.str.contains(MATRIX_OP)
+    return per_value(kind, lambda v: v.str.contains(MATRIX_OPERATOR)) | per_value(
+        ops["name"], lambda v: v.str.contains(MATRIX_OPERATOR)
     )
 
 
@@ -65,10 +67,7 @@ def _is_fp32(p: Profile, ops: pd.DataFrame) -> pd.Series:
 
 
 def _fp32(ops: pd.DataFrame) -> pd.Series:
-    def first_is_fp32(dtypes: pd.Series) -> pd.Series:
-        return dtypes.str.upper().str.split(";").str[0].str.strip().isin(FP32)
-
-    return _per_value(ops["input_dtypes"].fillna(""), first_is_fp32)
+    return per_value(ops["input_dtypes"].fillna(""), first_input_fp32)
 
 
 def _steps_in_window(p: Profile) -> int:
@@ -87,7 +86,7 @@ def top_ops(p: Profile) -> Value:
     keys = [c for c in ("name", "type", "core", "input_dtypes") if c in ops.columns]
     grouped = ops.groupby(keys, dropna=False)[["total_us", "count"]].sum().reset_index()
     total = grouped["total_us"].sum()
-    top = grouped.nlargest(TOP_N, "total_us")
+    top = grouped.nlargest(TOP_OPS, "total_us")
     rows = []
     for _, r in top.iterrows():
         row = {k: (None if pd.isna(r[k]) else str(r[k])) for k in keys}
@@ -116,7 +115,7 @@ def fp32_matrix_ratio(p: Profile) -> Value:
     ops = _compute_ops(p)
     mask = _is_matrix(p, ops) & _is_fp32(p, ops)
     names = (
-        ops[mask].groupby("type" if "type" in ops.columns else "name")["total_us"].sum().nlargest(5)
+        ops[mask].groupby("type" if "type" in ops.columns else "name")["total_us"].sum().nlargest(TOP_NAMES)
     )
     return Value(
         float(ops.loc[mask, "total_us"].sum() / ops["total_us"].sum()),
@@ -143,3 +142,149 @@ def aicpu_ratio(p: Profile) -> Value:
     ops = _compute_ops(p)
     aicpu = ops["core"].astype(str).str.upper().str.replace(" ", "_") == "AI_CPU"
     return Value(float(ops.loc[aicpu, "total_us"].sum() / ops["total_us"].sum()))
+
+
+# ---------------------------------------------------------------- device kernels and copies
+
+
+def _device_ops(p: Profile) -> pd.DataFrame:
+    """Operators that run on the device (host-side CPU rows dropped)."""
+    ops = p.table("ops")
+    if "core" in ops.columns:
+        ops = ops[ops["core"].astype(str).str.upper() != "CPU"]
+    if ops.empty:
+        raise NotEvaluated("no device operators")
+    return ops
+
+
+def _kernels(p: Profile) -> pd.DataFrame:
+    ops = _device_ops(p)
+    if "type" in ops.columns:
+        ops = ops[ops["type"].isin(KERNEL_TYPES)]
+    if ops.empty:
+        raise NotEvaluated("no device kernels")
+    return ops
+
+
+def _h2d(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    ops = _device_ops(p)
+    typ = ops["type"].astype(str)
+    if not typ.str.startswith("memcpy").any():
+        raise NotEvaluated("no memory copies with a known direction in this profile")
+    return ops, typ == "memcpy_h2d"
+
+
+@metric("ops.memcpy_h2d_ratio", unit="ratio", needs=["ops.type", "ops.total_us"])
+def memcpy_h2d_ratio(p: Profile) -> Value:
+    """Share of device-busy time spent copying host -> device: total time of
+    host-to-device memcpy operations / total time of all device operations
+    (kernels, copies, sets), per rank, mean over ranks. Evaluated when the
+    profile types copies by direction (Kineto ``Memcpy HtoD ...`` ->
+    ``memcpy_h2d``). The evidence gives the share of that copy time from
+    pageable (not pinned) host memory, which cannot overlap compute."""
+    ops, h2d = _h2d(p)
+    total = ops.groupby("rank")["total_us"].sum()
+    copy = ops[h2d].groupby("rank")["total_us"].sum().reindex(total.index, fill_value=0.0)
+    ratio = (copy / total)[total > 0]
+    if ratio.empty:
+        raise NotEvaluated("no device operator time")
+    h2d_time = float(ops.loc[h2d, "total_us"].sum())
+    pageable = ops.loc[h2d, "name"].astype(str).str.contains("Pageable", case=False)
+    evidence = {"pageable_share": float(ops.loc[h2d][pageable]["total_us"].sum() / h2d_time)
+                if h2d_time > 0 else None}
+    evidence.update(rank_evidence(ratio, scale=1.0))
+    return Value(float(ratio.mean()), evidence)
+
+
+@metric("ops.memcpy_h2d_ms", unit="ms", needs=["ops.type", "ops.total_us"])
+def memcpy_h2d_ms(p: Profile) -> Value:
+    """Host-to-device copy time per step: the H2D copies' total time over the
+    profiled window divided by the rank's number of steps, mean over ranks."""
+    ops, h2d = _h2d(p)
+    ranks = ops["rank"].unique()
+    per_rank = ops[h2d].groupby("rank")["total_us"].sum().reindex(ranks, fill_value=0.0)
+    return Value(per_step_ms(p, per_rank))
+
+
+@metric("ops.short_kernel_ratio", unit="ratio", needs=["ops.short_count", "ops.count"])
+def short_kernel_ratio(p: Profile) -> Value:
+    """Share of kernel launches that are short: launches shorter than the
+    collector's bound (Kineto ``SHORT_KERNEL_US``, 10 us, about the host cost
+    of one launch) / all kernel launches (compute and communication kernels;
+    copies and sets excluded), per rank, mean over ranks. A high share means
+    the device finishes kernels about as fast as the host can launch them."""
+    k = _kernels(p)
+    k = k[k["short_count"].notna()]
+    if k.empty:
+        raise NotEvaluated("no kernels with a short-launch count")
+    count = k.groupby("rank")["count"].sum()
+    short = k.groupby("rank")["short_count"].sum()
+    ratio = (short / count)[count > 0]
+    if ratio.empty:
+        raise NotEvaluated("no kernel launches")
+    top = k.groupby("name")["short_count"].sum().nlargest(TOP_NAMES)
+    evidence = {"short_launches": int(short.sum()), "launches": int(count.sum()),
+                "top_short": [str(n) for n, c in top.items() if c > 0]}
+    evidence.update(rank_evidence(ratio, scale=1.0))
+    return Value(float(ratio.mean()), evidence)
+
+
+def _fp32_no_tc(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    """Compute kernels, and the mask of float32 matrix kernels without a
+    tensor-core marker in their name."""
+    k = _kernels(p)
+    if "type" in k.columns:
+        k = k[k["type"] == "compute"]
+    if k.empty or k["total_us"].sum() <= 0:
+        raise NotEvaluated("no compute kernels with time")
+    names = k["name"].astype(str)
+    distinct = pd.Series(names.unique())
+    matrix = distinct.str.contains(MATRIX_KERNEL, regex=True)
+    tensor_core = distinct.str.contains(TENSOR_CORE)
+    fp32_name = distinct.str.contains(FP32_NAME)
+    lookup = pd.DataFrame({"matrix": matrix.to_numpy(), "tc": tensor_core.to_numpy(),
+                           "fp32": fp32_name.to_numpy()}, index=distinct.to_numpy())
+    hit = lookup.reindex(names.to_numpy())
+    if "input_dtypes" in k.columns:
+        dt = k["input_dtypes"]
+        fp32 = np.where(dt.notna().to_numpy(), first_input_fp32(dt).to_numpy(), hit["fp32"].to_numpy())
+    else:
+        fp32 = hit["fp32"].to_numpy()
+    mask = pd.Series(hit["matrix"].to_numpy() & ~hit["tc"].to_numpy() & fp32.astype(bool), index=k.index)
+    return k, mask
+
+
+@metric("ops.fp32_no_tensor_core_ratio", unit="ratio", needs=["ops.name", "ops.total_us"])
+def fp32_no_tensor_core_ratio(p: Profile) -> Value:
+    """Share of compute-kernel time in float32 matrix kernels (GEMM,
+    convolution) that do not use tensor cores, per rank, mean over ranks.
+
+    Heuristic on kernel names (the profile has no instruction counts): a
+    kernel is matrix work when its name matches ``MATRIX_KERNEL`` (gemm,
+    conv, dgrad/wgrad/fprop, winograd, cutlass, xmma, cublas); it uses
+    tensor cores when the name carries a ``TENSOR_CORE`` marker (tensorop,
+    xmma, wmma, hmma, 884/1688/16816 MMA shapes, h*gemm, bf16, fp16, tf32,
+    ...); it is float32 when the launching operator's first input dtype is
+    float32, or, when dtypes were not recorded, when the name says so
+    (sgemm, a ``float`` template argument). ``volta_sgemm_*``,
+    ``implicit_convolve_sgemm`` and ``cudnn::detail::dgrad_engine<float...>``
+    count; ``cutlass_80_tensorop_s1688gemm`` (TF32 on tensor cores) and
+    ``volta_h884gemm`` do not."""
+    k, mask = _fp32_no_tc(p)
+    total = k.groupby("rank")["total_us"].sum()
+    part = k[mask].groupby("rank")["total_us"].sum().reindex(total.index, fill_value=0.0)
+    ratio = (part / total)[total > 0]
+    top = k[mask].groupby("name")["total_us"].sum().nlargest(TOP_NAMES)
+    evidence = {"kernels": [str(n) for n in top.index]}
+    evidence.update(rank_evidence(ratio, scale=1.0))
+    return Value(float(ratio.mean()), evidence)
+
+
+@metric("ops.fp32_no_tensor_core_ms", unit="ms", needs=["ops.name", "ops.total_us"])
+def fp32_no_tensor_core_ms(p: Profile) -> Value:
+    """Time per step in float32 matrix kernels without tensor cores (see
+    ``ops.fp32_no_tensor_core_ratio``): their total time over the window /
+    the rank's number of steps, mean over ranks."""
+    k, mask = _fp32_no_tc(p)
+    per_rank = k[mask].groupby("rank")["total_us"].sum().reindex(k["rank"].unique(), fill_value=0.0)
+    return Value(per_step_ms(p, per_rank))

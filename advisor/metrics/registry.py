@@ -11,15 +11,18 @@ but does not support a value (e.g. a single rank for a cluster metric).
 Weird data (NaN, inf, negative durations, empty groups) must never crash an
 analysis: any other exception a metric function raises becomes a skipped
 entry ``metric X failed on this input: <one line>``, and a non-finite value
-is "no value". Set ``ADVISOR_STRICT=1`` to re-raise instead (the test suite
-does, where it checks metrics on clean data, so real bugs stay visible).
+is "no value". With ``ADVISOR_STRICT=1`` (:func:`advisor.profile.strict_mode`)
+they propagate instead: the corpus and end-to-end tests run so, and a
+metric that fails on real data fails the test.
+
+``needs`` entries name tables and columns of the Profile's ``SCHEMA``; an
+unknown one is an error when the metric is registered (at import).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from advisor.model import Metric, MetricValue
-from advisor.profile import Profile, Skip
+from advisor.profile import SCHEMA, Profile, Skip, strict_mode
 
 
 class NotEvaluated(Exception):
@@ -81,11 +84,22 @@ class MetricSpec:
 REGISTRY: dict[str, MetricSpec] = {}
 
 
+def metric_namespaces() -> tuple[str, ...]:
+    """The metric namespaces: the first part of every registered metric id
+    (``step`` of ``step.free_ratio``), in registration order."""
+    return tuple(dict.fromkeys(mid.partition(".")[0] for mid in REGISTRY))
+
+
 def metric(id: str, *, unit: str, scope: str = "run", needs: tuple[str, ...] | list[str] = ()):
     """Register ``func`` as the definition of metric ``id``.
 
-    ``needs`` lists ``table`` or ``table.column`` entries that must be present.
+    ``needs`` lists ``table`` or ``table.column`` entries that must be present
+    (ValueError for one the Profile's ``SCHEMA`` does not have).
     """
+    for need in needs:
+        table, _, column = need.partition(".")
+        if table not in SCHEMA or (column and column not in SCHEMA[table]):
+            raise ValueError(f"metric {id}: needs {need!r}, which is not a Profile table or column")
 
     def register(func: Callable[[Profile], Any]) -> Callable[[Profile], Any]:
         if id in REGISTRY:
@@ -99,7 +113,10 @@ def metric(id: str, *, unit: str, scope: str = "run", needs: tuple[str, ...] | l
 
 
 def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
-    """Compute every registered metric the profile supports."""
+    """Compute every registered metric the profile supports (in strict mode
+    after checking the profile's tables against its ``SCHEMA``)."""
+    if strict_mode():
+        profile.check()
     metrics: dict[str, Metric] = {}
     skipped: list[Skip] = []
     seen: dict[str, bool] = {}  # metrics share needs; each is checked once
@@ -115,7 +132,7 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
             except NotEvaluated as exc:
                 reason = str(exc)
             except Exception as exc:  # noqa: BLE001 -- bad data must not crash the report
-                if strict():
+                if strict_mode():
                     raise
                 reason = f"metric {spec.id} failed on this input: {_one_line(exc)}"
             else:
@@ -134,11 +151,6 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
                     continue
         skipped.append(Skip(what=f"metric {spec.id}", reason=reason))
     return metrics, skipped
-
-
-def strict() -> bool:
-    """``ADVISOR_STRICT=1``: unexpected metric errors propagate (for tests)."""
-    return os.environ.get("ADVISOR_STRICT", "") not in ("", "0")
 
 
 def _one_line(exc: BaseException) -> str:

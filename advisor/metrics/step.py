@@ -1,4 +1,8 @@
-"""Step-time metrics: how long a step takes and where the time goes."""
+"""Step-time metrics: how long a step takes and where the time goes.
+
+Run values are the mean over ranks of each rank's mean over steady-state
+steps (see ``steps_view``).
+"""
 
 from __future__ import annotations
 
@@ -191,3 +195,45 @@ def host_idle_ratio(p: Profile) -> Value:
     if ratio.empty:
         raise NotEvaluated("no steps with a positive duration")
     return Value(float(ratio.mean()), {"data_wait_known": wait_col is not None, "data_wait_from": wait_col})
+
+
+# ---------------------------------------------------------------- device idle split
+
+
+@metric("step.host_wait_ratio", unit="ratio", needs=["steps.host_wait_us", "steps.duration_us"])
+def host_wait_ratio(p: Profile) -> Value:
+    """Share of the step the device idles waiting for the host: device-idle
+    time (no kernel, copy or set running) in stretches longer than a launch
+    gap, i.e. the host had not issued the next device work (data loading,
+    Python and CPU operators, synchronizations such as ``.item()``).
+    Kineto: idle gaps longer than ``KERNEL_GAP_US`` (50 us); the time the
+    host was blocked in synchronizing calls is in the evidence
+    (``sync_wait_ratio``). ``step.host_wait_ratio + step.kernel_gap_ratio``
+    equals ``step.device_idle_ratio``."""
+    value = _ratio(p, "host_wait_us")
+    if p.has("steps", "sync_wait_us"):
+        value.evidence["sync_wait_ratio"] = run_ratio(p, "sync_wait_us")
+    return value
+
+
+@metric("step.host_wait_ms", unit="ms", needs=["steps.host_wait_us"])
+def host_wait_ms(p: Profile) -> Value:
+    """Device idle time per step spent waiting for the host (see
+    ``step.host_wait_ratio``)."""
+    return _ms(p, "host_wait_us")
+
+
+@metric("step.kernel_gap_ratio", unit="ratio", needs=["steps.kernel_gap_us", "steps.duration_us"])
+def kernel_gap_ratio(p: Profile) -> Value:
+    """Share of the step lost in launch gaps between kernels: the rest of
+    device idle time, in gaps between two consecutive device operations no
+    longer than the collector's launch-gap bound (Kineto ``KERNEL_GAP_US``,
+    50 us: eager dispatch plus launch latency). Many short kernels with
+    such gaps make a step launch-bound."""
+    return _ratio(p, "kernel_gap_us")
+
+
+@metric("step.kernel_gap_ms", unit="ms", needs=["steps.kernel_gap_us"])
+def kernel_gap_ms(p: Profile) -> Value:
+    """Launch-gap idle time per step (see ``step.kernel_gap_ratio``)."""
+    return _ms(p, "kernel_gap_us")

@@ -72,6 +72,22 @@ def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float
     return float((both["n"] / both["d"]).mean())
 
 
+def steps_per_rank(profile: Profile) -> pd.Series:
+    """Number of step rows of each rank, at least 1 (index: rank; empty
+    when the profile has no steps)."""
+    steps = profile.table("steps")
+    if steps is None:
+        return pd.Series(dtype=float)
+    return steps.groupby("rank").size().clip(lower=1)
+
+
+def per_step_ms(profile: Profile, per_rank_us: pd.Series) -> float:
+    """Per-rank totals over the profiled window (us) -> ms per step, mean
+    over ranks (a rank without steps counts its total as one step)."""
+    counts = steps_per_rank(profile).reindex(per_rank_us.index).fillna(1)
+    return float((per_rank_us / counts).mean()) / US_PER_MS
+
+
 def rank_evidence(series: pd.Series, scale: float = 1 / US_PER_MS, limit: int = 64) -> dict:
     """Per-rank values for a metric's evidence (at most ``limit`` ranks)."""
     if len(series) <= 1:

@@ -1,6 +1,6 @@
 """advisor's folder in the user's cache: things that take long to build and
 are quick to load, so that a short ``advisor report`` does not rebuild them
-in every process -- the CEL parser's tables (:mod:`advisor.engine.evaluation`) and the
+in every process -- the CEL parser's tables (:mod:`advisor.engine.cel`) and the
 compiled report template (:mod:`advisor.reports.html`).
 
 The folder is ``$XDG_CACHE_HOME/advisor``, else ``~/.cache/advisor``. Each

@@ -12,6 +12,7 @@ from advisor.engine.check import check_rules
 from advisor.engine.evaluation import compile_rule, evaluate_rule, namespaces
 from advisor.engine.loader import load_rules, read_rule
 from advisor.errors import ConfigError
+from advisor.metrics import REGISTRY, metric_namespaces
 
 BASE = {
     "id": "ADV900",
@@ -41,10 +42,10 @@ def _rule(tmp_path: Path, **changes) -> Path:
 
 
 def test_namespaces_nest_dotted_ids():
-    assert namespaces({"step.free_ratio": 0.2, "comm.bandwidth_gbps": {"HCCS": 3.0}}) == {
-        "step": {"free_ratio": 0.2}, "comm": {"bandwidth_gbps": {"HCCS": 3.0}},
-        "data": {}, "ops": {}, "cluster": {}, "anomaly": {},
-    }
+    tree = namespaces({"step.free_ratio": 0.2, "comm.bandwidth_gbps": {"HCCS": 3.0}})
+    assert tree["step"] == {"free_ratio": 0.2} and tree["comm"] == {"bandwidth_gbps": {"HCCS": 3.0}}
+    assert set(tree) == {mid.split(".")[0] for mid in REGISTRY}  # every namespace, empty or not
+    assert {"step", "comm", "data", "ops", "cluster", "pipeline", "anomaly"} <= set(tree)
 
 
 def test_fires_with_gain_clamped_to_time_at_stake(tmp_path):
@@ -113,3 +114,94 @@ def test_user_rule_loads_beside_builtins_and_duplicate_id_is_refused(tmp_path):
     _rule(tmp_path, name="other-name", id="ADV001")
     with pytest.raises(ConfigError, match="ADV001 is already used"):
         load_rules([tmp_path])
+
+
+# --- every namespace is checked (a pipeline.* typo was accepted) ------------------------
+
+@pytest.mark.parametrize("namespace", metric_namespaces())
+def test_validate_reports_a_misspelt_metric_in_any_namespace(tmp_path, namespace):
+    _rule(tmp_path, confidence=f"has({namespace}.no_such_metric) ? 0.8 : 0.5")
+    problems, _ = check_rules([tmp_path])
+    assert any(f"unknown metric id(s): {namespace}.no_such_metric" in p for p in problems), problems
+
+
+def test_validate_reports_the_misspelt_pipeline_metric(tmp_path):
+    _rule(tmp_path, confidence="has(pipeline.stage_spred_ratio) ? 0.8 : 0.5")
+    problems, _ = check_rules([tmp_path])
+    assert any("unknown metric id(s): pipeline.stage_spred_ratio" in p for p in problems), problems
+
+
+def test_slow_stage_evidence_holds_the_value_its_confidence_reads():
+    (rule,) = [r for r in load_rules() if r.name == "slow-pipeline-stage"]
+    assert "pipeline.stage_spread_ratio" in rule.confidence
+    example = next(e for e in rule.examples if e.expect == "fire")
+    finding, _ = evaluate_rule(compile_rule(rule), example.metrics)
+    assert finding.evidence["pipeline.stage_spread_ratio"] == example.metrics["pipeline.stage_spread_ratio"]
+    assert finding.confidence == 0.8
+
+
+# --- expressions that cannot evaluate on the rule's own examples ------------------------
+
+@pytest.mark.parametrize(
+    "changes,field",
+    [
+        ({"estimated_gain": "step.free_ratio * step.time_ms * params.expected_hiden_share"}, "estimated_gain"),
+        ({"time_at_stake": "step.free_ratio * step.time_ms * params.lmit"}, "time_at_stake"),
+        ({"confidence": "params.limt > 0.5 ? 0.9 : 0.5"}, "confidence"),
+        ({"scope": {"ranks": "params.rank"}}, "scope.ranks"),
+        ({"condition": "step.free_ratio > params.limt"}, "condition"),
+        ({"message": "free {{ step.free_ratio|pct }} over {{ params.limt }}"}, "message"),
+        ({"message": "free {{ stpe.free_ratio|pct }}"}, "message"),
+        ({"fix": {"default": {"text": "do less", "code": "x = {{ params.limt }}"}}}, "fix.default.code"),
+        ({"estimated_gain": "'fast'"}, "estimated_gain"),
+    ],
+)
+def test_validate_reports_an_expression_that_fails_on_an_example(tmp_path, changes, field):
+    rule = read_rule(_rule(tmp_path, **changes))
+    problems, _ = check_rules([tmp_path])
+    assert any(f"example 'fires': {field}: " in p for p in problems), problems
+    with pytest.raises(ConfigError, match=f"^{field}: "):
+        evaluate_rule(compile_rule(rule), BASE["examples"][0]["metrics"], checked=True)
+
+
+def test_analysis_keeps_a_finding_whose_gain_fails(tmp_path):
+    """Outside validation a failing expression only empties its part."""
+    rule = read_rule(_rule(tmp_path, estimated_gain="step.free_ratio * params.expected_hiden_share"))
+    finding, skip = evaluate_rule(compile_rule(rule), {"step.free_ratio": 0.6, "step.time_ms": 10.0})
+    assert skip is None and finding.estimated_gain_ms is None and finding.time_at_stake_ms == pytest.approx(6.0)
+
+
+def test_optional_metric_absent_from_an_example_is_not_an_error(tmp_path):
+    _rule(tmp_path, message="free {{ step.free_ratio|pct }}{% if step.host_wait_ratio is defined %}, "
+                            "host {{ step.host_wait_ratio|pct }}{% endif %}, data {{ step.data_wait_ratio|pct }}")
+    assert check_rules([tmp_path]) == ([], 1)
+
+
+# --- examples state the finding's severity and gain -------------------------------------
+
+def _examples(**fire_fields) -> list[dict]:
+    return [{**BASE["examples"][0], **fire_fields}, BASE["examples"][1]]
+
+
+def test_example_severity_and_gain_are_checked(tmp_path):
+    # free 0.5 of 10 ms: 5 ms at stake (50%: critical), gain 10 ms clamped to 5 ms
+    _rule(tmp_path, examples=_examples(severity="critical", gain_ms=5.0))
+    assert check_rules([tmp_path]) == ([], 1)
+    _rule(tmp_path, examples=_examples(severity="high", gain_ms=4.0))
+    problems, _ = check_rules([tmp_path])
+    assert any("expected severity high, got critical" in p for p in problems), problems
+    assert any("expected an estimated gain of 4 ms (+- 0.01), got 5 ms" in p for p in problems), problems
+    _rule(tmp_path, examples=_examples(gain_ms=4.0, gain_tolerance_ms=1.0))
+    assert check_rules([tmp_path]) == ([], 1)
+
+
+def test_example_gain_without_a_gain_estimate_is_a_problem(tmp_path):
+    _rule(tmp_path, estimated_gain=None, time_at_stake=None, examples=_examples(gain_ms=5.0))
+    problems, _ = check_rules([tmp_path])
+    assert any("expected an estimated gain of 5 ms (+- 0.01), got none" in p for p in problems), problems
+
+
+def test_only_a_firing_example_states_severity_or_gain(tmp_path):
+    path = _rule(tmp_path, examples=[BASE["examples"][0], {**BASE["examples"][1], "severity": "low"}])
+    with pytest.raises(ConfigError, match="only a 'fire' example"):
+        read_rule(path)

@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:
 
 from advisor.collectors import load_profile  # noqa: E402
 from advisor.collectors.ascend.meta import host_from_folder_name  # noqa: E402
-from advisor.engine.evaluation import _ranks_filter  # noqa: E402
+from advisor.engine.render import ranks_filter  # noqa: E402
 from advisor.pipeline import analyze  # noqa: E402
 from bench.scenarios import Spec, generate  # noqa: E402
 
@@ -95,8 +95,8 @@ def test_host_from_folder_name(name, host):
 
 
 def test_rank_runs_in_messages():
-    assert _ranks_filter([7, 0, 1, 2, 3]) == "0-3, 7"
-    assert _ranks_filter([5]) == "5" and _ranks_filter(5) == "5"
+    assert ranks_filter([7, 0, 1, 2, 3]) == "0-3, 7"
+    assert ranks_filter([5]) == "5" and ranks_filter(5) == "5"
 
 
 def test_a_slow_port_is_named_not_one_link(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 from advisor.collectors.io.csv_files import read_columns
 from advisor.collectors.mindinsight import collector as mindinsight
-from advisor.engine.evaluation import _JINJA
+from advisor.engine.render import SANDBOX as _JINJA
 from advisor.errors import InputError
 from advisor.metrics import registry
 from advisor.profile import Profile, RunMeta

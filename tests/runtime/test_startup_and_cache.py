@@ -99,15 +99,15 @@ def fresh_cache(tmp_path, monkeypatch):
     """An empty cache folder, and the engine's CEL parser not yet built."""
     from celpy.celparser import CELParser
 
-    from advisor.engine import evaluation as engine
+    from advisor.engine import cel
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     saved = CELParser.CEL_PARSER
     CELParser.CEL_PARSER = None
-    engine._cel.cache_clear()
+    cel.environment.cache_clear()
     yield tmp_path / "advisor"
     CELParser.CEL_PARSER = saved
-    engine._cel.cache_clear()
+    cel.environment.cache_clear()
 
 
 def _parse_all(rules) -> list:
@@ -120,16 +120,16 @@ def _parse_all(rules) -> list:
 def test_cel_parser_from_the_cache_parses_the_same(fresh_cache):
     from celpy.celparser import CELParser
 
-    from advisor.engine import evaluation as engine
+    from advisor.engine import cel
     from advisor.engine.loader import load_rules
 
     rules = load_rules()
-    engine._cel()
+    cel.environment()
     built = _parse_all(rules)
     assert next(p.name for p in fresh_cache.iterdir()).startswith("cel-parser-")
     CELParser.CEL_PARSER = None
-    engine._cel.cache_clear()
-    engine._cel()
+    cel.environment.cache_clear()
+    cel.environment()
     assert _parse_all(rules) == built
     finding = next(f for f in _analyze_stalls().findings if f.rule == "step-outlier")
     assert finding.scope.steps == [10, 20, 30, 40, 50, 60]

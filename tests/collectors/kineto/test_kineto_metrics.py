@@ -24,7 +24,8 @@ from advisor.engine.evaluation import compile_rule, evaluate_rule
 from advisor.engine.loader import load_rules
 from advisor.errors import InputError
 from advisor.metrics import evaluate
-from advisor.metrics.device import collective_straggler, fp32_no_tensor_core_ratio
+from advisor.metrics.cluster import collective_straggler
+from advisor.metrics.ops import fp32_no_tensor_core_ratio
 from advisor.metrics.registry import NotEvaluated
 from advisor.profile import Profile, RunMeta
 
