@@ -3,18 +3,13 @@ waits least inside the collective, and the others wait its lead for it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, build, generate  # noqa: E402
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, build, generate
 
 
 @pytest.mark.parametrize("fmt", ["ascend-text", "ascend-db"])

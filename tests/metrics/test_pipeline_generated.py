@@ -5,17 +5,12 @@ Receive waits are neither a slow stage nor exposed gradient sync."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, generate  # noqa: E402
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, generate
 
 
 def test_a_slow_stage_of_two_is_measured_against_the_other(tmp_path):

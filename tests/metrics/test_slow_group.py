@@ -7,20 +7,16 @@ file names, as the profilers write them), and a real MindSpore folder."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from advisor.collectors import load_profile  # noqa: E402
-from advisor.collectors.ascend.meta import host_from_folder_name  # noqa: E402
-from advisor.engine.render import ranks_filter  # noqa: E402
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, generate  # noqa: E402
+from advisor.collectors import load_profile
+from advisor.collectors.ascend.meta import host_from_folder_name
+from advisor.engine.render import ranks_filter
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, generate
 
 
 def _slow_rank(report):

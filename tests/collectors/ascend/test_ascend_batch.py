@@ -3,7 +3,6 @@ gives, for ranks whose kernel files differ in columns and spelling."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pyarrow.csv as pacsv
@@ -13,11 +12,8 @@ from advisor.collectors.ascend import collector as ascend
 from advisor.errors import InputError
 from advisor.profile import TABLES
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, generate  # noqa: E402
+from bench.scenarios import Spec, generate
 
 
 def _kernels(unit: Path) -> Path:

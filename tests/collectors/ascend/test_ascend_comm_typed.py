@@ -5,7 +5,6 @@ generic walk (results never depend on which path ran)."""
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import orjson
@@ -14,11 +13,8 @@ import pytest
 from advisor.collectors.ascend import comm as ascend_comm
 from advisor.collectors.ascend import comm_typed as ascend_comm_typed
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from bench.scenarios import Spec, generate  # noqa: E402
+from bench.scenarios import Spec, generate
 
 
 @pytest.fixture(scope="module")

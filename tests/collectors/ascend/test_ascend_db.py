@@ -135,13 +135,8 @@ def test_tasks_through_adbc_equal_the_sqlite3_rows(tmp_path, monkeypatch):
     WAL mode, which a writable open would check-point or lock)."""
     pytest.importorskip("adbc_driver_sqlite", reason="adbc-driver-sqlite is a dependency; not installed here")
     import sys
-    from pathlib import Path
 
     from advisor.profile import TABLES as ALL
-
-    repo = Path(__file__).resolve().parents[3]
-    if str(repo) not in sys.path:
-        sys.path.insert(0, str(repo))
     from bench.scenarios import Spec, generate
 
     data, _ = generate(Spec(ranks=4, steps=6, fault="slow-rank", seed=4, kernels_per_step=30), tmp_path, "ascend-db")

@@ -4,7 +4,6 @@ and the metrics read from them equal those read from the records."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +20,9 @@ from advisor.collectors.ascend.comm_keys import OP_INSTANCE_SUFFIX
 from advisor.metrics import evaluate
 from advisor.profile import Profile
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from bench.scenarios import ascend as scen_ascend  # noqa: E402
-from bench.scenarios import Spec, build, write  # noqa: E402
+from bench.scenarios import ascend as scen_ascend
+from bench.scenarios import Spec, build, write
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 LINK_KEYS = ["rank", "step", "src", "dst", "transport", "size_class"]

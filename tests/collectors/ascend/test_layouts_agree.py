@@ -4,17 +4,12 @@ two ways into one set of tables, whatever the fault."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, generate  # noqa: E402
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, generate
 
 
 def _findings(report) -> list[tuple]:

@@ -3,21 +3,18 @@ ends as ranks within its communication group."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from advisor.collectors import load_profile
+from advisor.collectors.ascend.comm import LINK_COLUMNS, pending_columns
+from advisor.collectors.ascend.link_ranks import double_hash, group_ranks, to_global
+from advisor.collectors.parallel.batch_tables import PendingTable, build_one
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, generate
 
-from advisor.collectors import load_profile  # noqa: E402
-from advisor.collectors.ascend.comm import LINK_COLUMNS, pending_columns  # noqa: E402
-from advisor.collectors.ascend.link_ranks import double_hash, group_ranks, to_global  # noqa: E402
-from advisor.collectors.parallel.batch_tables import PendingTable, build_one  # noqa: E402
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, generate  # noqa: E402
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("fmt", ["ascend-text", "ascend-db"])

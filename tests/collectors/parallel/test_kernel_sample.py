@@ -10,19 +10,15 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from advisor.collectors import load_profile  # noqa: E402
-from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT, chosen  # noqa: E402
-from advisor.errors import ConfigError  # noqa: E402
-from advisor.pipeline import analyze  # noqa: E402
-from bench.scenarios import Spec, generate  # noqa: E402
+from advisor.collectors import load_profile
+from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT, chosen
+from advisor.errors import ConfigError
+from advisor.pipeline import analyze
+from bench.scenarios import Spec, generate
 
 
 @pytest.mark.parametrize("count,limit", [(1024, 128), (1000, 128), (129, 128), (4096, 128), (37, 5), (10, 1)])
