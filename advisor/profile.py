@@ -26,7 +26,7 @@ import pandas as pd
 from pandas.api import types as pdtypes
 from pydantic import BaseModel, Field
 
-Kind = Literal["int", "float", "text"]
+Kind = Literal["int", "float", "text", "bool"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,15 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "kernel_gap_us": Column("float", "device idle in gaps of 50 us or less between device operations: "
                                 "launch gaps"),
         "sync_wait_us": Column("float", "host time blocked in synchronizing calls"),
+        "truncated": Column("bool", "the step's annotation lies mostly outside what the profiler recorded "
+                            "(e.g. a last step running past the end of the trace): its duration is clipped "
+                            "to the recorded span, and steady-state metrics leave it out when another step "
+                            "is whole"),
+        "warmup_us": Column("float", "one-time start-up inside the step: context creation and other start-up "
+                            "calls, torch.compile compiling, slow first calls (autotuning, lazy loading), "
+                            "first-use allocator growth (rows of the warmup table, overlaps counted once)"),
+        "device_ops": Column("int", "device events (kernels, copies, sets) starting in the step"),
+        "device_ops_launched": Column("int", "device_ops whose launching runtime call is in the trace"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),
@@ -146,6 +155,17 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "capacity": Column("float", "queue capacity"),
         "time_us": Column("float", "sample time"),
     },
+    "warmup": {  # one-time start-up work found in the profiled window, one row per call or op
+        "rank": _rank(),
+        "step": _step("the step the work starts in (NA before the first step or without step markers)"),
+        "name": Column("text", "the call or operator, e.g. cudaDeviceGetStreamPriorityRange, dynamo, "
+                       "aten::cudnn_convolution", required=True),
+        "kind": Column("text", "init (context creation, start-up calls), compile (torch.compile), first_call "
+                       "(an op's first call far slower than its repeats: autotuning, lazy loading), alloc "
+                       "(allocator growth later steps do not repeat)", required=True),
+        "start_us": Column("float", "when it starts", required=True),
+        "duration_us": Column("float", "how long it takes", required=True),
+    },
     "data_ops": {  # dataset-pipeline operators
         "rank": _rank(),
         "name": Column("text", "operator name, e.g. MapOp", required=True),
@@ -193,6 +213,9 @@ def check_table(name: str, df: pd.DataFrame) -> None:
 
 def _is_kind(values: pd.Series, kind: Kind) -> bool:
     dtype = values.dtype
+    if kind == "bool":  # bool, or object (a table concatenated with one lacking the column): bools or nulls
+        return pdtypes.is_bool_dtype(dtype) or (
+            dtype == object and pdtypes.infer_dtype(values, skipna=True) in ("boolean", "empty"))
     if pdtypes.is_bool_dtype(dtype):
         return False
     if kind == "text":
@@ -265,6 +288,7 @@ class Profile:
     links: pd.DataFrame | None = None
     data_queue: pd.DataFrame | None = None
     data_ops: pd.DataFrame | None = None
+    warmup: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -19,6 +19,11 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
     Device and pinned-host allocation and release by the driver: the caching
     allocator growing (first iterations), or churning when it cannot reuse
     blocks (``empty_cache()``, fragmentation).
+``GROW_CALLS``
+    The allocation calls among ``ALLOC_CALLS`` (not the releases): each one
+    grows what the process holds from the driver. The caching allocator makes
+    them on the first iterations and, in a steady state, only when it cannot
+    reuse a block.
 ``INIT_CALLS``
     One-time start-up: context creation and device queries made when CUDA
     is first used, module and library loading. Microseconds when the context
@@ -51,6 +56,10 @@ ALLOC_CALLS = frozenset({
     "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocHost_v2", "cuMemFreeHost",
     "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
     "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
+})
+GROW_CALLS = frozenset({
+    "cudaMalloc", "cudaMallocHost", "cudaHostAlloc", "cudaHostRegister",
+    "cuMemAlloc_v2", "cuMemAllocHost_v2", "cuMemCreate", "hipMalloc", "hipHostMalloc",
 })
 INIT_CALLS = frozenset({
     "cuInit", "cudaSetDevice", "cudaGetDeviceCount", "cudaDeviceGetStreamPriorityRange",

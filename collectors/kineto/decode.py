@@ -11,13 +11,15 @@ garbage collector paused and at once reduced to compact numpy columns
 distinct names, threads and input-type tuples) of the events some table
 reads (:class:`_Builder`); the Structs are dropped before the next chunk
 is read. Kept are the device events, runtime calls with a correlation id
-or that block, the host events the tables look for (step markers,
-DataLoader spans, collective ops, ops with tensor dtypes) and, until the
-first device event shows up (Kineto writes them after the host events),
-the host ops that are top-level within their batch (the CPU-only tables
-read top-level ops only). Once the whole trace is read, a GPU trace keeps
-only the runtime calls that launched a device event, a CPU-only trace only
-its top-level ops and the named host events. Memory therefore
+or that block, start up the device or allocate, the host events the
+tables look for (step markers, DataLoader spans, collective ops, ops with
+tensor dtypes, torch.compile's compile ops, host ops long enough to be a
+slow first call) and, until the first device event shows up (Kineto
+writes them after the host events), the host ops that are top-level
+within their batch (the CPU-only tables read top-level ops only). Once the
+whole trace is read, a GPU trace keeps only the runtime calls that
+launched a device event or that block, start up or allocate, a CPU-only
+trace only its top-level ops and the named or long host events. Memory therefore
 grows with the number of kept events (about 30 bytes each, a few per
 device event) and not with the size of the JSON text (see
 ``bench/memory_vs_size.py``). Documents that cannot be streamed (no
@@ -125,11 +127,14 @@ class DistInfo(msgspec.Struct):
 
 
 class TraceDoc(msgspec.Struct):
-    """Top level of a Kineto trace object."""
+    """Top level of a Kineto trace object. ``deviceProperties`` lists the
+    GPUs the profiler saw (an empty list on a machine without one); only
+    their number is read."""
 
     traceEvents: list[Event] = []
     distributedInfo: DistInfo | None = None
     schemaVersion: int | str | None = None
+    deviceProperties: list[msgspec.Raw] | None = None
 
 
 class _LooseDoc(msgspec.Struct):
@@ -138,6 +143,7 @@ class _LooseDoc(msgspec.Struct):
     traceEvents: list[Any] = []
     distributedInfo: Any = None
     schemaVersion: Any = None
+    deviceProperties: Any = None
 
 
 _BATCH = msgspec.json.Decoder(list[Event])
@@ -165,9 +171,14 @@ class Events:
     integer type that holds their table's size.
 
     Facts about every analysed event, also those not kept: ``span`` (first
-    start, last end) and ``op_time`` (per thread code, the summed duration
-    of its host ops -- ``cpu_op`` and 2021 ``Operator`` events that are not
-    annotations --, -inf for a thread without any).
+    start, last end), ``activity`` (the same over every event but the
+    ``ProfilerStep#N`` annotations: the span the profiler recorded work in),
+    ``op_time`` (per thread code, the summed duration of its host ops --
+    ``cpu_op`` and 2021 ``Operator`` events that are not annotations --,
+    -inf for a thread without any) and ``op_stats`` (per name code, over
+    those host ops: how many, their summed duration and the start of the
+    earliest; the one-time work of :mod:`kineto_window` compares an op's
+    first call with its repeats by them).
     """
 
     kind: np.ndarray
@@ -187,6 +198,8 @@ class Events:
     groups: list[str]
     span: tuple[float, float] = (np.nan, np.nan)
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
+    activity: tuple[float, float] = (np.nan, np.nan)
+    op_stats: OpStats = field(default_factory=lambda: OpStats.empty(0))
 
     @property
     def end(self) -> np.ndarray:
@@ -214,6 +227,50 @@ class Events:
 
 
 @dataclass
+class OpStats:
+    """Per event-name code: count, summed duration and earliest start of the
+    host ops (see :class:`Events`); merged across batches and processes."""
+
+    count: np.ndarray
+    total: np.ndarray
+    first: np.ndarray
+
+    @classmethod
+    def empty(cls, size: int) -> OpStats:
+        return cls(np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, np.inf))
+
+    def grow(self, size: int) -> None:
+        """Room for ``size`` name codes."""
+        extra = size - self.count.size
+        if extra > 0:
+            more = OpStats.empty(extra)
+            self.count = np.r_[self.count, more.count]
+            self.total = np.r_[self.total, more.total]
+            self.first = np.r_[self.first, more.first]
+
+    def add(self, codes: np.ndarray, ts: np.ndarray, dur: np.ndarray, size: int) -> None:
+        """Count the ops with name ``codes``, starts ``ts`` and durations ``dur``."""
+        self.grow(size)
+        if codes.size == 0:
+            return
+        codes = codes.astype(np.int64, copy=False)
+        self.count += np.bincount(codes, minlength=self.count.size)
+        self.total += np.bincount(codes, weights=dur, minlength=self.total.size)
+        np.minimum.at(self.first, codes, ts)
+
+    def merge(self, other: OpStats, codes: np.ndarray, size: int) -> None:
+        """Add ``other``'s entries, whose name codes map to ``codes`` here."""
+        self.grow(size)
+        seen = np.flatnonzero(other.count)
+        if seen.size == 0:
+            return
+        to = codes[seen]
+        np.add.at(self.count, to, other.count[seen])
+        np.add.at(self.total, to, other.total[seen])
+        np.minimum.at(self.first, to, other.first[seen])
+
+
+@dataclass
 class Trace:
     """A decoded trace: metadata plus the event columns."""
 
@@ -227,6 +284,9 @@ class Trace:
     analysed: int = 0  # complete events of analysed categories, kept or not
     dropped: int = 0  # events dropped for unusable fields
     problems: list[str] = field(default_factory=list)
+    devices: int = 0  # entries of deviceProperties (GPUs the profiler saw)
+    categories: frozenset = frozenset()  # the ``cat`` of every event, analysed or not
+    counters: bool = False  # the trace holds counter ("ph": "C") events
 
 
 def _open(path: Path):
@@ -324,11 +384,17 @@ def _decode_batch(text: bytes) -> tuple[list[Event], int]:
     return _convert_loose(loose if isinstance(loose, list) else [])
 
 
-def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any]:
-    """distributedInfo and schemaVersion from the document without events."""
+def _devices(listed) -> int:
+    """The number of ``deviceProperties`` entries (0 unless it is a list)."""
+    return len(listed) if isinstance(listed, list) else 0
+
+
+def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any, int]:
+    """distributedInfo, schemaVersion and the number of deviceProperties
+    entries from the document without events."""
     try:
         doc = _DOC.decode(text)
-        return doc.distributedInfo, doc.schemaVersion
+        return doc.distributedInfo, doc.schemaVersion, _devices(doc.deviceProperties)
     except msgspec.ValidationError:
         pass
     except msgspec.DecodeError as exc:
@@ -342,7 +408,7 @@ def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any]:
     except msgspec.ValidationError:
         dist = None
     sv = loose.schemaVersion if isinstance(loose.schemaVersion, (int, str)) else None
-    return dist, sv
+    return dist, sv, _devices(loose.deviceProperties)
 
 
 def _as_int(value) -> int | None:
@@ -363,21 +429,37 @@ def _numeric(values: list) -> np.ndarray:
 
 # Flags of a distinct event name: the names the tables look for.
 STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME = 1, 2, 4, 8, 16
-_WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME
+INIT_NAME, ALLOC_NAME, COMPILE_NAME = 32, 64, 128
+_WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME
+#: Runtime calls kept whatever they launched: they block, start up the
+#: device, or allocate (the one-time work of :mod:`kineto_window`).
+_WANTED_RUNTIME_NAME = SYNC_NAME | INIT_NAME | ALLOC_NAME
 
 
 def name_flags(name: str) -> int:
     """STEP_NAME | LOADER_NAME | ... for one event name, by the patterns of
-    :mod:`kineto_tables` (step markers, DataLoader spans, collective host
-    ops, blocking sync calls, 2021 annotations)."""
+    :mod:`kineto_tables` and :mod:`kineto_calls` (step markers, DataLoader
+    spans, collective host ops, blocking sync calls, 2021 annotations,
+    start-up and allocation calls, torch.compile's compile ops)."""
     from advisor.collectors.kineto import tables as kt  # it imports this module
-    from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
+    from advisor.collectors.kineto.calls import ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS
 
     return (STEP_NAME * bool(kt.STEP_RE.search(name))
             | LOADER_NAME * bool(DATALOADER_RE.search(name))
             | COMM_NAME * bool(kt.HOST_COMM_RE.search(name))
             | SYNC_NAME * (name in SYNC_CALLS)
-            | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name)))
+            | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name))
+            | INIT_NAME * (name in INIT_CALLS)
+            | ALLOC_NAME * (name in ALLOC_CALLS)
+            | COMPILE_NAME * bool(COMPILE_OPS.search(name)))
+
+
+def _long_op_us() -> float:
+    """Host ops at least this long are kept: the first call of an op can be
+    one-time work only when it is (``kineto_window.FIRST_CALL_MIN_EXCESS_US``)."""
+    from advisor.collectors.kineto.window import FIRST_CALL_MIN_EXCESS_US  # it imports this module
+
+    return FIRST_CALL_MIN_EXCESS_US
 
 
 def _has_dtypes(types: tuple) -> bool:
@@ -456,12 +538,18 @@ class _Builder:
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     op_seen: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
     cats_seen: set = field(default_factory=set)
+    all_cats: set = field(default_factory=set)  # categories of every event, analysed or not
+    phases: set = field(default_factory=set)  # "ph" of every event
+    activity: tuple[float, float] = (np.inf, -np.inf)
+    op_stats: OpStats = field(default_factory=lambda: OpStats.empty(0))
     device_seen: bool = False
     reduce: bool = True  # False keeps every analysed event (checks, debugging)
     itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
+        self.all_cats.update({e.cat for e in events})
+        self.phases.update({e.ph for e in events})
         cols = _complete(events)
         if cols is None:
             return
@@ -484,13 +572,26 @@ class _Builder:
         }
         if not self.device_seen and np.any(_CAT_KIND[part["cat"]] >= KERNEL):
             self._now_gpu()
+        flags = self.names.flags()[part["name"]]
+        self._add_facts(part, flags)
         if self.reduce:
             keep = self._needed(part)
             part = {k: v[keep] for k, v in part.items()}
         else:
-            op = (_CAT_KIND[part["cat"]] == HOST) & _oplike(part["cat"], self.names.flags()[part["name"]])
+            op = (_CAT_KIND[part["cat"]] == HOST) & _oplike(part["cat"], flags)
             self._add_op_time(part["pair"][op], part["dur"][op])
         self.parts.append(self._compact(part))
+
+    def _add_facts(self, part: dict, flags: np.ndarray) -> None:
+        """The whole-trace facts of one batch: the span of the events other
+        than step annotations, and the per-name host-op statistics."""
+        ts, end = part["ts"], part["ts"] + part["dur"]
+        work = (flags & STEP_NAME) == 0
+        if work.any():
+            self.activity = (min(self.activity[0], float(ts[work].min())),
+                             max(self.activity[1], float(end[work].max())))
+        op = (_CAT_KIND[part["cat"]] == HOST) & _oplike(part["cat"], flags)
+        self.op_stats.add(part["name"][op], ts[op], part["dur"][op], len(self.names.values))
 
     def _compact(self, part: dict) -> dict:
         """The part with its code columns in the smallest integer type that
@@ -551,9 +652,10 @@ class _Builder:
     def _wanted_host(self, part: dict, flags: np.ndarray) -> np.ndarray:
         """Host events the GPU tables read: step markers, DataLoader spans,
         collective ops, ops with tensor dtypes (the launch attribution
-        climbs to the nearest enclosing one)."""
+        climbs to the nearest enclosing one); and for the one-time work,
+        compile ops and host ops long enough to be a slow first call."""
         has_dt = self.itypes.flags(pad=1).astype(bool)[part["input_type"]]
-        return ((flags & _WANTED_HOST_NAME) != 0) | has_dt
+        return ((flags & _WANTED_HOST_NAME) != 0) | has_dt | _long_ops(part, flags)
 
     def _needed(self, part: dict) -> np.ndarray:
         """Events of one batch that a table may read, the trace's kind (GPU or
@@ -569,7 +671,7 @@ class _Builder:
         flags = self.names.flags()[part["name"]]
         host = kind == HOST
         keep = kind >= KERNEL
-        keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & SYNC_NAME) != 0))
+        keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & _WANTED_RUNTIME_NAME) != 0))
         keep |= host & self._wanted_host(part, flags)
         part["top"] = np.zeros(keep.size, dtype=bool)
         if not self.device_seen:
@@ -599,22 +701,25 @@ class _Builder:
 
     def _gpu_needed(self, part: dict, dev_corr: np.ndarray) -> np.ndarray:
         """Events of a GPU trace the tables read: device events, the host
-        events :meth:`_wanted_host` keeps, blocking runtime calls and the
-        runtime calls that launched a device event (same correlation id)."""
+        events :meth:`_wanted_host` keeps, blocking, start-up and allocation
+        runtime calls and the runtime calls that launched a device event
+        (same correlation id)."""
         kind = _CAT_KIND[part["cat"]]
         flags = self.names.flags()[part["name"]]
         rt = kind == RUNTIME
         keep = kind >= KERNEL
         keep |= (kind == HOST) & self._wanted_host(part, flags)
-        keep |= rt & ((flags & SYNC_NAME) != 0)
+        keep |= rt & ((flags & _WANTED_RUNTIME_NAME) != 0)
         keep[rt] |= _sorted_has(dev_corr, part["corr"][rt])
         return keep
 
     def _cpu_needed(self, part: dict) -> np.ndarray:
-        """Events of a CPU-only trace the tables read: the host events with
-        names they look for and the ops top-level within their batch."""
+        """Events of a CPU-only trace the tables read: the host events
+        the tables look for, the long ones that may be slow first calls and
+        the ops top-level within their batch."""
         host = _CAT_KIND[part["cat"]] == HOST
-        wanted = (self.names.flags()[part["name"]] & _WANTED_HOST_NAME) != 0
+        flags = self.names.flags()[part["name"]]
+        wanted = ((flags & _WANTED_HOST_NAME) != 0) | _long_ops(part, flags)
         return ~host | wanted | part["top"]
 
     def _device_corr(self) -> np.ndarray | None:
@@ -643,7 +748,9 @@ class _Builder:
         return {"values": {t: getattr(self, t).values for t in (*self._TABLES, "pairs")},
                 "parts": self.parts, "dropped": self.dropped, "analysed": self.analysed,
                 "span": self.span, "op_time": self.op_time, "op_seen": self.op_seen,
-                "cats_seen": self.cats_seen, "device_seen": self.device_seen}
+                "cats_seen": self.cats_seen, "device_seen": self.device_seen,
+                "all_cats": self.all_cats, "phases": self.phases, "activity": self.activity,
+                "op_stats": self.op_stats}
 
     def absorb(self, other: dict) -> None:
         """Append the batches of another builder's ``state`` (the events that
@@ -669,6 +776,10 @@ class _Builder:
         seen = np.flatnonzero(other["op_seen"])
         self._add_op_time(pairs[seen], other["op_time"][seen])
         self.cats_seen |= other["cats_seen"]
+        self.all_cats |= other["all_cats"]
+        self.phases |= other["phases"]
+        self.activity = (min(self.activity[0], other["activity"][0]), max(self.activity[1], other["activity"][1]))
+        self.op_stats.merge(other["op_stats"], maps["names"], len(self.names.values))
         if other["device_seen"] or self.device_seen:
             self.device_seen = False
             self._now_gpu()
@@ -707,7 +818,14 @@ class _Builder:
             collective=cols["collective"], collectives=self.colls.values,
             group=cols["group"], groups=self.groups.values,
             span=self.span if self.analysed else (np.nan, np.nan), op_time=op_time,
+            activity=self.activity if self.activity[0] <= self.activity[1] else (np.nan, np.nan),
+            op_stats=self._op_stats(),
         )
+
+    def _op_stats(self) -> OpStats:
+        """The per-name host-op statistics, one entry per name code."""
+        self.op_stats.grow(len(self.names.values))
+        return self.op_stats
 
     def _threads(self, pair: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
         """Thread codes of the kept events, ordered by (pid, tid) first
@@ -735,6 +853,11 @@ def _sorted_has(table: np.ndarray, values: np.ndarray) -> np.ndarray:
         return np.zeros(values.size, dtype=bool)
     pos = np.clip(np.searchsorted(table, values), 0, table.size - 1)
     return table[pos] == values
+
+
+def _long_ops(part: dict, flags: np.ndarray) -> np.ndarray:
+    """Host ops of a batch long enough to be a slow first call (:func:`_long_op_us`)."""
+    return _oplike(part["cat"], flags) & (part["dur"] >= _long_op_us())
 
 
 def _oplike(cat: np.ndarray, flags: np.ndarray) -> np.ndarray:
@@ -838,9 +961,10 @@ def _progress(path: Path):
         yield show
 
 
-def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any]:
+def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any, int]:
     """Fallback for documents that cannot be streamed: decode at once
-    (typed, then leniently); distributedInfo and schemaVersion."""
+    (typed, then leniently); distributedInfo, schemaVersion and the number
+    of deviceProperties entries."""
     data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "empty file")
@@ -856,7 +980,7 @@ def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any]:
         if doc is not None:
             del data
             builder.add(doc.traceEvents)
-            return doc.distributedInfo, doc.schemaVersion
+            return doc.distributedInfo, doc.schemaVersion, _devices(doc.deviceProperties)
         try:
             loose = _LOOSE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -880,14 +1004,14 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
     split = kineto_split.load_parts(path, helpers, reduce) if helpers else None
     if split is not None:
         builder, document = split
-        dist, schema = _decode_meta(path, document)
+        dist, schema, devices = _decode_meta(path, document)
     else:
         builder = _Builder(reduce=reduce)
         try:
-            dist, schema = _decode_meta(path, _stream(path, builder))
+            dist, schema, devices = _decode_meta(path, _stream(path, builder))
         except stream.NotStreamable:
             builder = _Builder(reduce=reduce)
-            dist, schema = _whole(path, builder)
+            dist, schema, devices = _whole(path, builder)
     events = builder.events()
     if builder.analysed >= BIG_TRACE_EVENTS:
         release_free_memory()
@@ -901,6 +1025,9 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
         old_vocabulary=bool(builder.cats_seen & OLD_VOCAB_CATS),
         analysed=builder.analysed,
         dropped=builder.dropped,
+        devices=devices,
+        categories=frozenset(builder.all_cats),
+        counters="C" in builder.phases,
     )
 
 

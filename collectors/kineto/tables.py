@@ -14,6 +14,7 @@ import pandas as pd
 
 from advisor.collectors import vocab
 from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto import window as kw
 from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
 
@@ -52,6 +53,7 @@ class Tables:
     ops: pd.DataFrame | None
     comm: pd.DataFrame | None
     notes: list[str] = field(default_factory=list)
+    warmup: pd.DataFrame | None = None  # the one-time work (kineto_window)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
@@ -88,22 +90,24 @@ def _sort_order(values: np.ndarray, descending: bool = False) -> np.ndarray:
 
 
 def _windows(ev: Events, notes: list[str]) -> pd.DataFrame:
-    """Step windows, or one whole-trace window (step NA) with a note."""
+    """Step windows (truncated ones clipped to the recorded span:
+    :func:`kineto_window.clip`), or one whole-trace window (step NA) with a
+    note."""
     steps = _steps(ev)
     if steps is not None:
         # Keep windows disjoint (a step never runs past the next one's start).
         nxt = np.r_[steps["start"][1:], np.inf]
-        return pd.DataFrame({"step": pd.array(steps["step"], dtype="Int64"), "start": steps["start"],
-                             "end": np.minimum(steps["end"], nxt), "thread": steps["thread"]})
+        return kw.clip(pd.DataFrame({"step": pd.array(steps["step"], dtype="Int64"), "start": steps["start"],
+                                     "end": np.minimum(steps["end"], nxt), "thread": steps["thread"]}), ev)
     notes.append("no ProfilerStep#N step markers found: the whole trace is reported "
                  "as one window with step NA (use torch.profiler.profile with "
                  "schedule and call prof.step() each iteration)")
-    return pd.DataFrame({
+    return kw.clip(pd.DataFrame({
         "step": pd.array([pd.NA], dtype="Int64"),
         "start": [float(ev.span[0])],
         "end": [float(ev.span[1])],
         "thread": [-1],
-    })
+    }), ev)
 
 
 def _select(ev: Events, mask: np.ndarray) -> iv.Intervals:
@@ -194,8 +198,31 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
     launch = _launching_ops(ev)
     ops = _gpu_ops(ev, dev, is_comm, launch)
     comm_df = _gpu_comm(ev, is_comm, win, launch, iv.subtract(comm, compute))
+    steps, warmup = _window_columns(ev, win, steps, rank, device=True)
+    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup)
+
+
+def _window_columns(ev: Events, win: pd.DataFrame, steps: pd.DataFrame, rank: int,
+                    device: bool) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``steps`` with the rank first and the measured-window columns of
+    :mod:`kineto_window` last, and the ``warmup`` table (None when empty)."""
+    cols, warmup = kw.columns(ev, win, device)
+    steps = steps.assign(**cols)
     steps.insert(0, "rank", rank)
-    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
+    return steps, _with_rank(warmup, rank) if len(warmup) else None
+
+
+def host_only_tables(ev: Events, rank: int, device: str) -> Tables:
+    """A trace whose device work was not recorded (``device`` is what the
+    trace shows it ran on): the host-side step windows only -- duration,
+    DataLoader wait, truncation, start-up --; no breakdown, operators or
+    collectives, which would describe the host's calls, not the device."""
+    notes: list[str] = []
+    win = _windows(ev, notes)
+    data = _select(ev, (ev.kind == HOST) & _name_mask(ev, DATALOADER_RE))
+    steps = pd.DataFrame(_breakdown(win, {"data_wait_us": data}))
+    steps, warmup = _window_columns(ev, win, steps, rank, device=False)
+    return Tables(device, steps, None, None, notes, warmup)
 
 
 def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Intervals,
@@ -418,15 +445,14 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
         "_busy_cc_us": iv.union(compute, comm_all),
         "data_wait_us": data,
     }
-    steps = _finish(_breakdown(win, parts))
-    steps.insert(0, "rank", rank)
+    steps, warmup = _window_columns(ev, win, _finish(_breakdown(win, parts)), rank, device=False)
     ops = _cpu_ops(ev, top, named_comm)
     comm_df = None
     if comm_top.size:
         names = ev.names[ev.name[comm_top]]
         kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(names, comm_top)]
         comm_df = _comm_frame(ev, comm_top, names, kinds, win, iv.subtract(comm_all, compute))
-    return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes)
+    return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup)
 
 
 def _cpu_ops(ev: Events, top: np.ndarray, named_comm: np.ndarray) -> pd.DataFrame | None:
