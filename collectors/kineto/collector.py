@@ -118,7 +118,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables
+from advisor.collectors.kineto import presence
+from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
@@ -297,11 +298,15 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         hosts=_host(path, rank) if not inferred else {},
         notes=notes + tables.notes,
     )
-    profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm)
+    profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
+    unrecorded = tables.ops is None and tables.device == "gpu"
+    if unrecorded:
+        profile.skip(f"{path.name}: ops", "no kernel, memcpy or memset events in this trace")
     if tables.comm is None:
-        profile.skip(f"{path.name}: comm", "no collective kernels or ops in this trace")
+        profile.skip(f"{path.name}: comm", "no kernel events: the device's collectives were not recorded"
+                     if unrecorded else "no collective kernels or ops in this trace")
     return profile
 
 
@@ -317,8 +322,13 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     """The GPU or CPU-only tables of a decoded trace. Takes the event
     columns off ``trace`` and frees them once the tables are built."""
     ev, trace.events = trace.events, None
-    has_device = bool((ev.kind >= dec.KERNEL).any())
-    tables = gpu_tables(ev, rank) if has_device else cpu_tables(ev, rank)
+    if (ev.kind >= dec.KERNEL).any():
+        tables = gpu_tables(ev, rank)
+    elif evidence := presence.gpu_evidence(trace):
+        tables = host_only_tables(ev, rank, "gpu")
+        tables.notes.append(presence.missing_device_note(evidence))
+    else:
+        tables = cpu_tables(ev, rank)
     del ev
     if trace.analysed >= dec.BIG_TRACE_EVENTS:
         dec.release_free_memory()
