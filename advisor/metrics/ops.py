@@ -25,6 +25,7 @@ from advisor.metrics.op_classes import (
 )
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, per_step_ms, rank_evidence
+from advisor.metrics.window import require_device_record
 from advisor.profile import Profile
 
 #: Operators listed by ``ops.top``.
@@ -167,6 +168,11 @@ def _kernels(p: Profile) -> pd.DataFrame:
 
 
 def _h2d(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    """Device operators and the mask of host-to-device copies; NotEvaluated
+    when the device record cannot support a per-step copy figure (start-up
+    copies such as the first weight upload, a toy or a cut trace:
+    ``window.device_record_gap``)."""
+    require_device_record(p)
     ops = _device_ops(p)
     typ = ops["type"].astype(str)
     if not typ.str.startswith("memcpy").any():

@@ -1,13 +1,17 @@
 """Step-time metrics: how long a step takes and where the time goes.
 
 Run values are the mean over ranks of each rank's mean over steady-state
-steps (see ``steps_view``).
+steps (see ``steps_view``). The device-utilisation figures (free, idle,
+host-wait and launch-gap shares) are not evaluated when the device record
+cannot support them, and the data-wait figures when the window is
+start-up (``window.device_record_gap`` / ``startup_gap``).
 """
 
 from __future__ import annotations
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import per_rank_mean, rank_evidence, run_mean_ms, run_ratio, steady_steps
+from advisor.metrics.window import require_device_record, require_steady_window
 from advisor.profile import Profile
 
 
@@ -98,12 +102,14 @@ def exposed_comm_ratio(p: Profile) -> Value:
 def free_ms(p: Profile) -> Value:
     """Free time per step: the device neither computes nor communicates
     (waiting on the host, the data pipeline, synchronization, launches)."""
+    require_device_record(p)
     return _ms(p, "free_us")
 
 
 @metric("step.free_ratio", unit="ratio", needs=["steps.free_us", "steps.duration_us"])
 def free_ratio(p: Profile) -> Value:
     """Share of the step the device is free (free / step time)."""
+    require_device_record(p)
     return _ratio(p, "free_us")
 
 
@@ -154,12 +160,14 @@ def tail_ratio(p: Profile) -> Value:
 def data_wait_ms(p: Profile) -> Value:
     """Time per step the training loop spends fetching the next batch
     (e.g. inside ``enumerate(DataLoader)`` in a PyTorch trace)."""
+    require_steady_window(p)
     return _ms(p, "data_wait_us")
 
 
 @metric("step.data_wait_ratio", unit="ratio", needs=["steps.data_wait_us", "steps.duration_us"])
 def data_wait_ratio(p: Profile) -> Value:
     """Share of the step spent waiting for the next batch."""
+    require_steady_window(p)
     return _ratio(p, "data_wait_us")
 
 
@@ -167,6 +175,7 @@ def data_wait_ratio(p: Profile) -> Value:
 def device_idle_ratio(p: Profile) -> Value:
     """Share of the step in which no kernel, copy or set runs on the device:
     1 - (union of all device activity) / step time."""
+    require_device_record(p)
     busy = run_ratio(p, "device_busy_us")
     if busy is None:
         raise NotEvaluated("no device activity with a positive step duration")
@@ -180,6 +189,7 @@ def host_idle_ratio(p: Profile) -> Value:
     time or, for MindSpore step traces, the iteration interval. When the
     profile measures no data wait at all, this equals the free ratio and the
     evidence says ``data_wait_known: false``."""
+    require_device_record(p)
     steps = steady_steps(p)
     wait_col = next(
         (c for c in ("data_wait_us", "iteration_interval_us") if c in steps and steps[c].notna().any()),
@@ -210,6 +220,7 @@ def host_wait_ratio(p: Profile) -> Value:
     host was blocked in synchronizing calls is in the evidence
     (``sync_wait_ratio``). ``step.host_wait_ratio + step.kernel_gap_ratio``
     equals ``step.device_idle_ratio``."""
+    require_device_record(p)
     value = _ratio(p, "host_wait_us")
     if p.has("steps", "sync_wait_us"):
         value.evidence["sync_wait_ratio"] = run_ratio(p, "sync_wait_us")
@@ -220,6 +231,7 @@ def host_wait_ratio(p: Profile) -> Value:
 def host_wait_ms(p: Profile) -> Value:
     """Device idle time per step spent waiting for the host (see
     ``step.host_wait_ratio``)."""
+    require_device_record(p)
     return _ms(p, "host_wait_us")
 
 
@@ -230,10 +242,12 @@ def kernel_gap_ratio(p: Profile) -> Value:
     longer than the collector's launch-gap bound (Kineto ``KERNEL_GAP_US``,
     50 us: eager dispatch plus launch latency). Many short kernels with
     such gaps make a step launch-bound."""
+    require_device_record(p)
     return _ratio(p, "kernel_gap_us")
 
 
 @metric("step.kernel_gap_ms", unit="ms", needs=["steps.kernel_gap_us"])
 def kernel_gap_ms(p: Profile) -> Value:
     """Launch-gap idle time per step (see ``step.kernel_gap_ratio``)."""
+    require_device_record(p)
     return _ms(p, "kernel_gap_us")

@@ -2,8 +2,14 @@
 
 Steady state: when a rank has at least ``WARMUP_MIN_STEPS`` steps, its first
 step is dropped (graph compilation, allocator and cache warm-up make it
-unrepresentative). Per-rank values are means over that rank's steady steps;
-run values are the mean of the per-rank values, so every rank weighs the same.
+unrepresentative). Where the source says more, a rank's steps that are
+truncated (``truncated``: cut by the profiler's recorded span) or warm-up
+steps (``warmup_us`` at least ``WARMUP_STEP_SHARE`` of the step: mostly
+one-time start-up) are dropped too, as long as the rank has another step;
+a rank whose every step is such keeps them (the window metrics and the
+``warmup-window`` rule say so). Per-rank values are means over that rank's
+steady steps; run values are the mean of the per-rank values, so every
+rank weighs the same.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ import pandas as pd
 from advisor.profile import Profile
 
 WARMUP_MIN_STEPS = 4
+#: A step at least this share of which is one-time start-up (``warmup_us``)
+#: is a warm-up step: most of its time says nothing about the steps after it.
+WARMUP_STEP_SHARE = 0.5
 US_PER_MS = 1000.0
 
 
@@ -30,7 +39,21 @@ def _steady_steps(profile: Profile) -> pd.DataFrame:
     ordered = steps.sort_values(["rank", "step"], kind="stable")
     counts = ordered.groupby("rank")["step"].transform("size")
     first = ordered.groupby("rank").cumcount() == 0
-    return ordered[~(first & (counts >= WARMUP_MIN_STEPS))]
+    keep = ~(first & (counts >= WARMUP_MIN_STEPS))
+    unsteady = unsteady_steps(ordered)
+    whole = (keep & ~unsteady).groupby(ordered["rank"]).transform("any")
+    return ordered[keep & ~(unsteady & whole)]
+
+
+def unsteady_steps(steps: pd.DataFrame) -> pd.Series:
+    """Per step row: truncated, or a warm-up step (module doc); False where
+    the source does not say."""
+    out = pd.Series(False, index=steps.index)
+    if "truncated" in steps.columns:
+        out |= steps["truncated"].fillna(False).astype(bool)
+    if "warmup_us" in steps.columns:
+        out |= steps["warmup_us"].fillna(0) >= WARMUP_STEP_SHARE * steps["duration_us"]
+    return out
 
 
 def per_rank_mean(profile: Profile, column: str) -> pd.Series:

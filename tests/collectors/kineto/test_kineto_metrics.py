@@ -209,6 +209,12 @@ def test_gap_split_and_ops_columns(tmp_path):
     assert ops.loc["k_tiny", "short_count"] == 1 and ops.loc["k_tiny", "count"] == 2
     assert ops.loc["Memcpy HtoD (Pageable -> Device)", "type"] == "memcpy_h2d"
     assert ops.loc["Memcpy DtoH (Device -> Pinned)", "type"] == "memcpy_d2h"
+    # six device operations, none with its launch: too sparse a record for utilisation figures
+    assert (r["device_ops"], r["device_ops_launched"]) == (6, 0)
+    _, reasons = metrics_of(p)
+    assert "too sparse" in reasons["step.kernel_gap_ms"] and "too sparse" in reasons["ops.memcpy_h2d_ratio"]
+    # the arithmetic, on the same steps without the device-record counts
+    p = Profile(meta=p.meta, steps=p.steps.drop(columns=["device_ops", "device_ops_launched"]), ops=p.ops)
     m, _ = metrics_of(p)
     assert m["ops.short_kernel_ratio"].value == pytest.approx(1 / 4)  # copies not counted
     assert m["ops.memcpy_h2d_ratio"].value == pytest.approx(10 / 94, abs=1e-6)
