@@ -21,6 +21,15 @@ On the same kernels the two disagree: FBGEMM embedding kernels and cuDNN's
 batch-norm and layout kernels are matrix operators but not matrix kernels;
 cuBLAS split-K reductions (``cublasLt::splitKreduce_kernel``) are matrix
 kernels but not matrix operators.
+
+Other vendors and libraries count at both grains: ROCm's Tensile and
+hipBLASLt GEMMs (named by their index order, ``Cijk_Ailk_Bljk_...``),
+Composable Kernel (``ck::kernel_gemm_xdl_cshuffle_v3<...>``,
+``device_gemm_...``: their names say gemm or conv), MIOpen's convolutions
+(``igemm_fwd_gtc_...``, ``MIOpenConv...``), CUTLASS and xmma. On AMD the
+matrix cores are MFMA: Tensile names their instruction shape
+(``_MI32x32x8x1``) and Composable Kernel its XDL path (``_xdl``); these
+count as a tensor-core path.
 """
 
 from __future__ import annotations
@@ -37,22 +46,28 @@ COMM_CORES = {"HCCL", "COMMUNICATION", "NCCL"}
 COMM_NAME = r"hcom|nccl|allreduce"
 #: Operator types / names doing matrix multiply or convolution (see the module doc).
 MATRIX_OPERATOR = re.compile(
-    r"matmul|batchmatmul|gemm|gemv|conv|dense|linear|addmm|baddbmm|\bbmm\b|\bmm\b|cutlass|xmma|cudnn",
+    r"matmul|batchmatmul|gemm|gemv|conv|dense|linear|addmm|baddbmm|\bbmm\b|\bmm\b|cutlass|xmma|cudnn"
+    r"|(?<![a-z])cijk_",
     re.IGNORECASE,
 )
 #: GPU kernel names doing matrix multiply or convolution (GEMM, implicit
-#: GEMM, cuDNN data/weight-gradient and forward-propagation engines, Winograd);
-#: not FBGEMM's embedding kernels (``fbgemm_gpu::...``) nor ``updateGradInput``.
+#: GEMM, cuDNN data/weight-gradient and forward-propagation engines, Winograd,
+#: ROCm Tensile / hipBLASLt ``Cijk_*``, Composable Kernel and MIOpen gemm and
+#: conv kernels); not FBGEMM's embedding kernels (``fbgemm_gpu::...``) nor
+#: ``updateGradInput``.
 MATRIX_KERNEL = re.compile(
     r"(?i:(?<!fb)gemm|gemv|matmul|conv(?!ert)|fprop|winograd|cutlass|xmma|cublas)|(?<![A-Za-z])[dw]grad"
+    r"|(?<![A-Za-z])Cijk_"
 )
 #: Markers of a tensor-core path in a kernel name: cuBLAS/cuDNN/CUTLASS name
 #: the MMA instruction shape (884 = Volta HMMA, 1688/16816/16832 = Turing and
 #: Ampere MMA, s1688gemm = TF32), the data type (h/hgemm, bf16, fp16, tf32),
-#: or the family (tensorop, xmma, wmma, hmma, imma, gmma/wgmma on Hopper).
+#: or the family (tensorop, xmma, wmma, hmma, imma, gmma/wgmma on Hopper);
+#: on AMD, MFMA: Tensile's matrix-instruction shape (``_MI16x16x1``) and
+#: Composable Kernel's XDL kernels (``_xdl``).
 TENSOR_CORE = re.compile(
     r"tensorop|xmma|wmma|hmma|imma|gmma|mma_|_mma|tf32|bf16|fp16|half|884|1688|16816|16832|"
-    r"\bh\w*gemm|_h\d*gemm|hgemm",
+    r"\bh\w*gemm|_h\d*gemm|hgemm|_MI\d+x\d+|_xdl",
     re.IGNORECASE,
 )
 #: Kernel names that say float32 when the launching op's input dtypes are
