@@ -36,6 +36,23 @@ microseconds, clipped to the step's host span ``[start_us, start_us +
 duration_us]`` (device work that spills past the step end counts in the
 next step, or nowhere for the last one).
 
+Every trace (:mod:`kineto_window`): ``truncated`` (the annotation lies
+mostly outside the span the profiler recorded work in; such a step is
+clipped to that span), ``warmup_us`` (one-time start-up in the step:
+start-up runtime calls, torch.compile compiling, slow first calls,
+allocator growth later steps do not repeat) and, for GPU traces,
+``device_ops`` / ``device_ops_launched`` (device events starting in the
+step, and those whose launch is recorded). The ``warmup`` table lists the
+one-time calls and ops themselves.
+
+Is there a device (:mod:`kineto_presence`)? A trace without kernel, memcpy
+or memset events that shows a GPU job all the same (``deviceProperties``
+listing GPUs, CUDA runtime or sync events, CUPTI profiler ranges) keeps
+``meta.device = "gpu"`` with host-side steps only (duration, DataLoader
+wait, the window columns), no ``ops`` or ``comm`` table, and a note saying
+what is missing and how to record it. Only a trace with none of that is a
+CPU-only trace.
+
 GPU traces (any kernel / memcpy / memset event; ``meta.device = "gpu"``):
 
 * ``device_busy_us``: union of all kernel, memcpy and memset intervals
@@ -67,7 +84,7 @@ GPU traces (any kernel / memcpy / memset event; ``meta.device = "gpu"``):
   ``cudaEventSynchronize``, synchronous ``cudaMemcpy*``, driver
   equivalents) on any host thread: time the host sat waiting for the GPU.
 
-CPU-only traces (no device events; ``meta.device = "cpu"``): the training
+CPU-only traces (no device events and no GPU; ``meta.device = "cpu"``): the training
 thread is the one carrying the step markers (else the one with most op
 time). ``communication_us`` is the union of outermost collective host ops
 on any thread (names starting ``c10d::``, ``gloo:``, ``nccl:``, ``c10d_``,
