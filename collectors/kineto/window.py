@@ -43,9 +43,11 @@ Work a process does once, and that later steps do not repeat:
 
 ``warmup_us`` of a window is the time in it covered by any of them (their
 union: nested calls count once). The ``warmup`` table lists them, one row
-each, except a slow first call that encloses another one (the innermost,
-most specific, is listed) or that is mostly one of the other kinds (a first
-``.to('cuda')`` holding the context creation is listed as that creation).
+each, except a compile op inside another (the outermost names the whole
+compile; its phases nest in it), a slow first call that encloses another
+one (the innermost, most specific, is listed) or that is mostly one of the
+other kinds (a first ``.to('cuda')`` holding the context creation is listed
+as that creation).
 
 Device record (GPU traces)
 --------------------------
@@ -200,18 +202,27 @@ def _growth(ev: dec.Events, win: pd.DataFrame) -> np.ndarray:
 
 
 def _listed(items: pd.DataFrame, win: pd.DataFrame) -> pd.DataFrame:
-    """The ``warmup`` table rows: the items but the slow first calls that
-    enclose another one or are mostly another kind of item (module doc),
-    with the step window each starts in."""
+    """The ``warmup`` table rows: the items but nested compile ops and the
+    slow first calls that enclose another one or are mostly another kind of
+    item (module doc), with the step window each starts in."""
     keep = np.ones(len(items), dtype=bool)
     s, e = items["start_us"].to_numpy(float), items["_end"].to_numpy(float)
     th, kind = items["thread"].to_numpy(), items["kind"].to_numpy()
     other = iv.merge(s[kind != "first_call"], e[kind != "first_call"])
+
+    def within(i: int, k: str) -> np.ndarray:
+        """Items of kind ``k`` on item ``i``'s thread inside it (``i`` aside)."""
+        inside = (kind == k) & (th == th[i]) & (s >= s[i]) & (e <= e[i])
+        inside[i] = False
+        return inside
+
+    compiles = np.flatnonzero(kind == "compile")
+    for i in compiles[np.argsort(s[compiles] - e[compiles], kind="stable")]:  # longest first
+        if keep[i]:
+            keep[within(i, "compile")] = False
     for i in np.flatnonzero(kind == "first_call"):
-        inner = (kind == "first_call") & (th == th[i]) & (s >= s[i]) & (e <= e[i])
-        inner[i] = False
         explained = iv.covered_between(other, s[i:i + 1], e[i:i + 1])[0] >= 0.5 * (e[i] - s[i])
-        keep[i] = not inner.any() and not explained
+        keep[i] = not within(i, "first_call").any() and not explained
     listed = items[keep].drop(columns=["thread", "_end"]).reset_index(drop=True)
     pos = iv.window_index(win["start"].to_numpy(float), win["end"].to_numpy(float), listed["start_us"].to_numpy(float))
     steps = win["step"].to_numpy(dtype=object)
