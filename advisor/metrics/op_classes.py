@@ -28,8 +28,9 @@ Composable Kernel (``ck::kernel_gemm_xdl_cshuffle_v3<...>``,
 ``device_gemm_...``: their names say gemm or conv), MIOpen's convolutions
 (``igemm_fwd_gtc_...``, ``MIOpenConv...``), CUTLASS and xmma. On AMD the
 matrix cores are MFMA: Tensile names their instruction shape
-(``_MI32x32x8x1``) and Composable Kernel its XDL path (``_xdl``); these
-count as a tensor-core path.
+(``_MI32x32x8x1``), Composable Kernel its XDL path (``_xdl``) and MIOpen's
+implicit GEMM its XDLOPS kernels (``igemm_fwd_gtcx_...``); these count as
+a tensor-core path.
 """
 
 from __future__ import annotations
@@ -63,11 +64,11 @@ MATRIX_KERNEL = re.compile(
 #: the MMA instruction shape (884 = Volta HMMA, 1688/16816/16832 = Turing and
 #: Ampere MMA, s1688gemm = TF32), the data type (h/hgemm, bf16, fp16, tf32),
 #: or the family (tensorop, xmma, wmma, hmma, imma, gmma/wgmma on Hopper);
-#: on AMD, MFMA: Tensile's matrix-instruction shape (``_MI16x16x1``) and
-#: Composable Kernel's XDL kernels (``_xdl``).
+#: on AMD, MFMA: Tensile's matrix-instruction shape (``_MI16x16x1``),
+#: Composable Kernel's XDL kernels (``_xdl``), MIOpen's XDLOPS iGEMM (``gtcx``).
 TENSOR_CORE = re.compile(
     r"tensorop|xmma|wmma|hmma|imma|gmma|mma_|_mma|tf32|bf16|fp16|half|884|1688|16816|16832|"
-    r"\bh\w*gemm|_h\d*gemm|hgemm|_MI\d+x\d+|_xdl",
+    r"\bh\w*gemm|_h\d*gemm|hgemm|_MI\d+x\d+|_xdl|_gtcx_",
     re.IGNORECASE,
 )
 #: Kernel names that say float32 when the launching op's input dtypes are

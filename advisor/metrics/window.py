@@ -84,8 +84,9 @@ def _items(p: Profile, limit: int = TOP_ITEMS) -> list[dict]:
 
 
 def _named_items(p: Profile) -> str:
-    """'cudaDeviceGetStreamPriorityRange 24.6 s (start-up call), ...'."""
-    return ", ".join(f"{i['name']} {_time(i['ms'] * US_PER_MS)} ({_kind(i['kind'])})" for i in _items(p, 3))
+    """': cudaDeviceGetStreamPriorityRange 24.6 s (start-up call), ...', or ''."""
+    named = ", ".join(f"{i['name']} {_time(i['ms'] * US_PER_MS)} ({_kind(i['kind'])})" for i in _items(p, 3))
+    return f": {named}" if named else ""
 
 
 def _share(steps: pd.DataFrame) -> float | None:
@@ -119,10 +120,10 @@ def startup_gap(p: Profile) -> str | None:
     if share is None:
         return None
     if share >= WARMUP_STEP_SHARE:
-        return f"the window is mostly start-up ({share:.0%}: {_named_items(p)}); {PROFILE_LATER}"
+        return f"the window is mostly start-up ({share:.0%}{_named_items(p)}); {PROFILE_LATER}"
     if share >= UNMARKED_WARMUP_SHARE and _unmarked(p):
-        return (f"the window has no step markers and {share:.0%} of it is start-up ({_named_items(p)}): "
-                f"no steady state can be told apart; {PROFILE_LATER}, calling prof.step() every step")
+        return (f"the window has no step markers and {share:.0%} of it is start-up{_named_items(p)}: no "
+                f"steady state can be told apart; {PROFILE_LATER}, calling prof.step() every step")
     return None
 
 

@@ -48,6 +48,8 @@ CASES = _load()
 
 def _column(table: str, column: str, values: list) -> pd.api.extensions.ExtensionArray | np.ndarray:
     kind = SCHEMA[table][column].kind
+    if kind == "bool":
+        return np.array(values, dtype=bool)
     if kind == "int":
         return pd.array(values, dtype="Int64") if None in values else np.array(values, dtype="int64")
     if kind == "float":
