@@ -254,7 +254,7 @@ def truncated_steps(p: Profile) -> Value:
     cut = steps[steps["truncated"].fillna(False).astype(bool)]
     per_rank = {int(r): sorted(int(s) for s in g["step"].dropna()) for r, g in cut.groupby("rank")}
     left_out = cut.index.difference(steady_steps(p).index)
-    return Value(int(len(cut)), {"steps": per_rank, "left_out": int(len(left_out))})
+    return Value(len(cut), {"steps": per_rank, "left_out": len(left_out)})
 
 
 @metric("window.device_ops_per_step", unit="count", needs=["steps.device_ops"])

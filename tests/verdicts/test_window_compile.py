@@ -77,7 +77,6 @@ def test_compile_in_the_window_is_startup_not_a_slow_step(tmp_path, compile_cach
 
 def test_with_the_warmup_steps_skipped_there_is_no_startup(tmp_path, compile_cache):
     report = _run(tmp_path, compile_cache, warmup=3)
-    m = {k: v["value"] for k, v in report["metrics"].items()}
     assert "warmup-window" not in {f["rule"] for f in report["findings"]}
     evidence = report["metrics"]["window.warmup_ms"]["evidence"]
     assert "compile" not in evidence.get("by_kind_ms", {}), evidence

@@ -5,10 +5,8 @@ with the event categories and call names a real profiler writes."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from test_kineto_reduce import X, write
 
 from advisor.collectors.kineto import collector as kineto
 from advisor.collectors.kineto import window as kw
@@ -16,18 +14,6 @@ from advisor.collectors.kineto.calls import ALLOC_CALLS, GROW_CALLS, INIT_CALLS
 from advisor.pipeline import analyze
 
 MS = 1000.0
-
-
-def X(cat, name, ts, dur, pid=1, tid=1, **args):
-    ev = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
-    if args:
-        ev["args"] = args
-    return ev
-
-
-def write(path: Path, events, **top) -> Path:
-    path.write_text(json.dumps({"schemaVersion": 1, **top, "traceEvents": events}))
-    return path
 
 
 class Trace:
