@@ -446,17 +446,11 @@ def evaluate_run(
     return Evaluation(findings=rank_findings(merged), skipped=skipped, outcomes=outcomes)
 
 
-def evaluate(
-    rules: list[CompiledRule],
-    metrics: dict[str, Metric],
-    *,
-    framework: str = "unknown",
-    device: str = "unknown",
-    lang: str = "en",
-) -> tuple[list[Finding], list[Skip]]:
+def evaluate(rules: list[CompiledRule], metrics: dict[str, Metric], **options: str) -> tuple[list[Finding], list[Skip]]:
     """All rules over all metrics -> (ranked findings, skips): the findings
-    and skips of :func:`evaluate_run`."""
-    run = evaluate_run(rules, metrics, framework=framework, device=device, lang=lang)
+    and skips of :func:`evaluate_run` (``options``: its ``framework``,
+    ``device`` and ``lang``)."""
+    run = evaluate_run(rules, metrics, **options)
     return run.findings, run.skipped
 
 
