@@ -83,6 +83,7 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "rule_reason": "{rule}: {reason}",
         "not_evaluated": "not evaluated",
         "warmup_missing": "steady-state steps: {pct} of the window is start-up",
+        "sep": ", ",
     },
     "zh": {
         "group_data": "数据输入",
@@ -105,6 +106,7 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "rule_reason": "{rule}：{reason}",
         "not_evaluated": "未评估",
         "warmup_missing": "稳定阶段的迭代：窗口的 {pct} 是启动阶段",
+        "sep": "、",
     },
 }
 #: Severity names inside the verdict's sentences, per language.
@@ -213,7 +215,7 @@ def judge(
         return Verdict(status="inconclusive", reason=_t(lang, key, j=len(judged), m=len(checks), **where),
                        missing=missing, checks=checks)
     reason = _t(lang, "clean", j=len(judged), m=len(checks), sev=sev_word,
-                groups=", ".join(group_label(c.group, lang) for c in judged))
+                groups=_t(lang, "sep").join(group_label(c.group, lang) for c in judged))
     if every:
         reason += _t(lang, "clean_minor", n=len(every))
     return Verdict(status="clean", reason=reason, missing=missing, checks=checks)
