@@ -68,6 +68,44 @@ class Finding(BaseModel):
     evidence: dict[str, MetricValue] = Field(default_factory=dict)
     fix: Fix | None = None
     caveats: list[str] = Field(default_factory=list)
+    claims: str | None = Field(
+        None,
+        description="the time pool the finding's time comes from (the rule's `claims`, else its name); "
+        "findings of one pool are one finding",
+    )
+    direct_evidence: bool | None = Field(
+        None,
+        description="whether the profile holds the direct evidence of the cause (rules with a `confirm` "
+        "check); false: the cause is inferred, its confidence is lowered and the message says "
+        "what would confirm it",
+    )
+    contributing: list[Finding] = Field(
+        default_factory=list,
+        description="other causes claiming the same time (same `claims` pool), each a finding of its own "
+        "rule; their gains are not added to this one's",
+    )
+
+
+class CheckGroup(BaseModel):
+    """One kind of check (a rule group: what its rules judge) that matters for this run."""
+
+    group: str = Field(description="rule group: data, host, compute, communication, cluster")
+    judged: bool = Field(description="at least one of its rules was evaluated")
+    evaluated: list[str] = Field(default_factory=list, description="its rules that were evaluated")
+    skipped: list[str] = Field(default_factory=list, description="its rules that could not be evaluated")
+
+
+class Verdict(BaseModel):
+    """The run's verdict, shown before the findings (see advisor.engine.verdict)."""
+
+    status: Literal["problems", "clean", "inconclusive"]
+    reason: str = Field(description="one line")
+    missing: list[str] = Field(
+        default_factory=list, description="what could not be judged, and why (one line each)"
+    )
+    checks: list[CheckGroup] = Field(
+        default_factory=list, description="the kinds of checks that matter for this run, judged or not"
+    )
 
 
 class RunInfo(BaseModel):
@@ -90,7 +128,15 @@ class Report(BaseModel):
 
     schema_version: int = 1
     run: RunInfo
-    findings: list[Finding] = Field(default_factory=list)
+    verdict: Verdict | None = Field(
+        None, description="problems, clean or inconclusive, with what could not be judged (null in "
+        "reports written before verdicts existed)"
+    )
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="primary findings, largest estimated gain first; causes of the same time are in "
+        "each one's `contributing`",
+    )
     metrics: dict[str, Metric] = Field(default_factory=dict)
     skipped: list[Skip] = Field(default_factory=list)
     tables: dict[str, list[dict[str, Any]]] = Field(
@@ -104,6 +150,13 @@ class Report(BaseModel):
     _lang: str = PrivateAttr(default="en")
 
     # ------------------------------------------------------------ Python API
+
+    def all_findings(self) -> list[Finding]:
+        """Every rule that fired: each primary finding followed by its
+        contributing causes. A rule that fired is a finding whether it
+        leads its time pool or contributes to it (the gate and history
+        count both)."""
+        return [g for f in self.findings for g in (f, *f.contributing)]
 
     @property
     def lang(self) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 from advisor import __version__
 from advisor.chart_tables import build_tables
 from advisor.collectors import KERNEL_RANKS, load_profile
-from advisor.engine.evaluation import compile_rule, evaluate
+from advisor.engine.evaluation import compile_rule, evaluate_run
 from advisor.engine.loader import LANGS, load_rules
+from advisor.engine.verdict import judge
 from advisor.errors import ConfigError
 from advisor.metrics import evaluate as evaluate_metrics
 from advisor.model import Report, RunInfo
@@ -103,8 +104,15 @@ def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
     """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
     metrics, metric_skips = evaluate_metrics(profile)
     meta = profile.meta
-    findings, rule_skips = evaluate(
-        compiled, metrics, framework=meta.framework, device=meta.device, lang=lang
+    rules = evaluate_run(compiled, metrics, framework=meta.framework, device=meta.device, lang=lang)
+    verdict = judge(
+        rules.outcomes,
+        rules.findings,
+        meta=meta,
+        collectives=profile.has("comm"),
+        metric_values={mid: m.value for mid, m in metrics.items()},
+        metric_reasons={s.what.removeprefix("metric "): s.reason for s in metric_skips},
+        lang=lang,
     )
     steps_found = int(metrics["step.count"].value) if "step.count" in metrics else 0
     run = RunInfo(
@@ -121,9 +129,10 @@ def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
     )
     report = AnalysisReport(
         run=run,
-        findings=findings,
+        verdict=verdict,
+        findings=rules.findings,
         metrics=metrics,
-        skipped=[*profile.skipped, *metric_skips, *rule_skips],
+        skipped=[*profile.skipped, *metric_skips, *rules.skipped],
         tables=build_tables(profile, metrics),
     )
     report.lang = lang

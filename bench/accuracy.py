@@ -90,7 +90,7 @@ def run_one(job: tuple) -> dict:
                 "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:160]}
     elapsed = time.perf_counter() - t
     shutil.rmtree(out, ignore_errors=True)
-    fired = {f.rule: f for f in report.findings}
+    fired = {f.rule: f for f in report.all_findings()}
     metric = report.metrics
 
     def value(mid):
@@ -103,7 +103,7 @@ def run_one(job: tuple) -> dict:
             calls[rule] = _judge(kind, rule, fired[rule], labels, value)
     outliers = value("anomaly.step_outliers")
     rank_outliers = value("anomaly.rank_outliers")
-    severe = sorted(f.rule for f in report.findings if f.severity in SEVERE)
+    severe = sorted(f.rule for f in report.all_findings() if f.severity in SEVERE)
     return {"kind": kind, "ranks": ranks, "steps": steps, "seed": seed, "pp": pp, "calls": calls, "severe": severe,
             "expects": EXPECTS.get(kind), "outliers": outliers,
             "outlier_steps": len(outliers) if isinstance(outliers, list) else None,

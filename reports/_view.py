@@ -533,7 +533,15 @@ def bound(shares: list[dict[str, Any]], lang: str) -> str | None:
     return t(lang, BOUND_KEYS[kind], pct=fmt_pct(pct[kind]))
 
 
+#: Class of the verdict box for a status without a leading finding.
+STATUS_STYLE = {"clean": "ok", "inconclusive": "inconclusive"}
+
+
 def verdict(report: Report, lang: str) -> dict[str, Any]:
+    """The verdict box: the run's status (``report.verdict``; a report
+    written before verdicts had none), its one-line reason and what could
+    not be judged, the leading finding's title, what bounds the step, the
+    finding count and the largest gain."""
     findings = ordered_findings(report)
     n = len(findings)
     counts = t(lang, "findings_count_one") if n == 1 else t(lang, "findings_count", n=n)
@@ -552,10 +560,21 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
             gain = t(lang, "gain_up_to_ms", ms=fmt_num(best.estimated_gain_ms))
     top = findings[0] if findings else None
     shares = step_shares(report, lang)
+    v = report.verdict
+    status = v.status if v is not None else ("problems" if top else "clean")
+    if status == "problems" and top is not None:
+        title, style = top.title, top.severity
+    else:
+        title, style = t(lang, f"verdict_{status}_title"), STATUS_STYLE.get(status, "ok")
     return {
         "top": top,
-        "title": top.title if top else t(lang, "verdict_none"),
+        "status": status,
+        "status_label": t(lang, f"verdict_{status}"),
+        "reason": v.reason if v is not None else None,
+        "missing": list(v.missing) if v is not None else [],
+        "title": title,
         "severity": top.severity if top else None,
+        "style": style,
         "bound": bound(shares, lang),
         "shares": shares,
         "counts": counts,

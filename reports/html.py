@@ -140,9 +140,13 @@ def _env() -> Environment:
     return env
 
 
-def _finding_view(f: Any, report: Report, lang: str) -> dict[str, Any]:
+def _finding_view(f: Any, report: Report, lang: str, index: int = 0) -> dict[str, Any]:
+    """What the template shows of one finding (and, nested, of each of its
+    contributing causes); ``index`` numbers primary findings from 1."""
     return {
         "f": f,
+        "index": index,
+        "contributing": [_finding_view(c, report, lang) for c in f.contributing],
         "gain": _view.gain_text(f, lang),
         "stake": _view.stake_text(f, report, lang),
         "fix_label": _view.fix_label(f.fix.framework, lang) if f.fix else "",
@@ -181,7 +185,7 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
         report=report,
         run=report.run,
         verdict=_view.verdict(report, lang),
-        findings=[_finding_view(f, report, lang) for f in _view.ordered_findings(report)],
+        findings=[_finding_view(f, report, lang, i) for i, f in enumerate(_view.ordered_findings(report), 1)],
         open_findings=5,
         counts=_view.severity_counts(report),
         charts=charts,

@@ -1,8 +1,10 @@
 """The Markdown report: the findings, short enough for a pull-request comment.
 
-GitHub/GitLab-flavoured: a title, the verdict, a findings table, each
-finding's fix in a fenced code block, key metrics, skipped items and the
-run's notes (what was read and how, e.g. a sample of ranks). The
+GitHub/GitLab-flavoured: a title, the verdict (problems, clean or
+inconclusive, its reason and what could not be judged), a findings table
+(each primary finding followed by its contributing causes, numbered 1.1,
+1.2, ...), each finding's fix in a fenced code block, key metrics, skipped
+items and the run's notes (what was read and how, e.g. a sample of ranks). The
 whole text stays under ``MAX_CHARS`` (GitHub rejects comments over 65,536
 characters): when it would not, lower-priority sections are cut first and
 each cut section ends with a note saying how much was left out.
@@ -30,6 +32,11 @@ KEY_METRICS_LIMIT = 40
 # inline markup that can start anywhere in a line; line-start markup (#, +,
 # -, >) cannot occur because every escaped text is inside a line
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_STATUS_ICON = {
+    "problems": "\u274c",  # cross mark
+    "clean": "\u2705",  # check mark
+    "inconclusive": "\u2754",  # white question mark
+}
 _SEV_ICON = {
     "critical": "\U0001f7e5",  # red square
     "high": "\U0001f534",  # red circle
@@ -115,6 +122,15 @@ class _Section:
         return self.render(n, note_for(n))
 
 
+def _numbered(findings: list[Finding]) -> list[tuple[str, Finding]]:
+    """(number, finding): each primary, then its contributing causes (1.1, ...)."""
+    rows = []
+    for i, f in enumerate(findings, 1):
+        rows.append((str(i), f))
+        rows += [(f"{i}.{j}", c) for j, c in enumerate(f.contributing, 1)]
+    return rows
+
+
 def _findings_section(findings: list[Finding], lang: str) -> _Section:
     head = (
         f"| | {t(lang, 'md_col_severity')} | {t(lang, 'md_col_rule')} | "
@@ -122,11 +138,12 @@ def _findings_section(findings: list[Finding], lang: str) -> _Section:
         "|---|---|---|---|---:|\n"
     )
     rows = []
-    for i, f in enumerate(findings, 1):
+    for num, f in _numbered(findings):
         sev = t(lang, f"sev_{f.severity}")
+        sub = f"{escape(t(lang, 'md_contributing'), 40)}: " if "." in num else ""
         rows.append(
-            f"| {i} | {_SEV_ICON.get(f.severity, '')} {sev} | {code_span(f.rule, 80)} "
-            f"{escape(f.id, 20)} | **{escape(f.title, 160)}**<br>{escape(f.message)} | "
+            f"| {num} | {_SEV_ICON.get(f.severity, '')} {sev} | {code_span(f.rule, 80)} "
+            f"{escape(f.id, 20)} | {sub}**{escape(f.title, 160)}**<br>{escape(f.message)} | "
             f"{escape(_view.gain_text(f, lang), 60)} |\n"
         )
     return _Section(t(lang, "md_findings_heading"), rows, head=head, noun=t(lang, "md_noun_findings"))
@@ -134,10 +151,10 @@ def _findings_section(findings: list[Finding], lang: str) -> _Section:
 
 def _fixes_section(findings: list[Finding], lang: str) -> _Section:
     blocks = []
-    for i, f in enumerate(findings, 1):
+    for num, f in _numbered(findings):
         if f.fix is None:
             continue
-        text = f"**{i}. {escape(f.title, 160)}** ({escape(_view.fix_label(f.fix.framework, lang), 60)}): "
+        text = f"**{num}. {escape(f.title, 160)}** ({escape(_view.fix_label(f.fix.framework, lang), 60)}): "
         text += escape(f.fix.text, 600) + "\n"
         if f.fix.code:
             text += "\n" + fence(f.fix.code, _code_lang(f.fix.framework)) + "\n"
@@ -149,7 +166,7 @@ def _key_metric_ids(report: Report) -> list[str]:
     """Metrics named in the findings' evidence first, then run-scoped ones,
     then the rest, in id order within each group."""
     cited = []
-    for f in report.findings:
+    for f in report.all_findings():
         for k in f.evidence:
             if k in report.metrics and k not in cited:
                 cited.append(k)
@@ -190,12 +207,22 @@ def _header(report: Report, lang: str) -> str:
     run = report.run
     v = _view.verdict(report, lang)
     lines = [f"## {t(lang, 'md_title')}", ""]
-    icon = _SEV_ICON.get(v["severity"] or "", "\u2705")
-    verdict = f"{icon} **{escape(v['title'], 300)}**"
-    if v["bound"]:
-        verdict += f": {escape(v['bound'], 200)}"
-    lines.append(verdict)
-    lines.append("")
+    if v["reason"]:
+        lines.append(f"{_STATUS_ICON.get(v['status'], '')} **{escape(t(lang, 'verdict_label'), 40)}: "
+                     f"{escape(v['status_label'], 40)}**: {escape(v['reason'], 400)}")
+        lines.append("")
+        if v["missing"]:
+            lines.append(f"{escape(t(lang, 'verdict_missing'), 60)}:")
+            lines.append("")
+            lines += [f"- {escape(m, 400)}" for m in v["missing"]]
+            lines.append("")
+    if v["status"] == "problems" or not v["reason"]:
+        verdict = f"{_SEV_ICON.get(v['severity'] or '', chr(0x2705))} **{escape(v['title'], 300)}**"
+        if v["bound"]:
+            verdict += f": {escape(v['bound'], 200)}"
+        lines += [verdict, ""]
+    elif v["bound"]:
+        lines += [escape(v["bound"], 200), ""]
     facts = [v["counts"]]
     if v["gain"]:
         facts.append(v["gain"])

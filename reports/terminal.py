@@ -1,6 +1,9 @@
-"""A short ranked summary of the findings for the terminal, then the run's
-notes (what was read and how: a sample of ranks, a missing rank id, steps
-that could not be split), at most ``MAX_NOTES`` of them, one line each.
+"""A short summary for the terminal: the verdict first (problems, clean or
+inconclusive, its reason, and what could not be judged, at most
+``MAX_MISSING`` lines), then the ranked findings, each primary followed by
+its contributing causes, then the run's notes (what was read and how: a
+sample of ranks, a missing rank id, steps that could not be split), at most
+``MAX_NOTES`` of them, one line each.
 
 Coloured with rich on a terminal; plain lines (no colour, no box drawing)
 when the console is not a TTY or colour is off (``NO_COLOR``,
@@ -14,12 +17,13 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.i18n import DEFAULT_LANG
-from advisor.model import Report
+from advisor.model import Finding, Report
 from advisor.reports import _view
 from advisor.reports.i18n import t
 
 MAX_ROWS = 10
 MAX_NOTES = 5
+MAX_MISSING = 5
 PLAIN_NOTE_WIDTH = 240
 MESSAGE_WIDTH = 100
 SEV_STYLE = {
@@ -29,6 +33,7 @@ SEV_STYLE = {
     "low": "blue",
     "info": "dim",
 }
+STATUS_STYLE = {"problems": "bold red", "clean": "bold green", "inconclusive": "bold yellow"}
 
 
 def _one_line(text: str, width: int = MESSAGE_WIDTH) -> str:
@@ -36,19 +41,46 @@ def _one_line(text: str, width: int = MESSAGE_WIDTH) -> str:
     return s if len(s) <= width else s[: width - 1] + "\u2026"
 
 
+def _verdict_lines(report: Report, lang: str) -> list[tuple[str, str]]:
+    """(text, rich style) lines of the verdict; a report without a verdict
+    (written before verdicts) says only whether anything fired."""
+    v = report.verdict
+    if v is None:
+        return [] if report.findings else [(t(lang, "term_none"), "bold green")]
+    lines = [(t(lang, "term_verdict", status=t(lang, f"verdict_{v.status}").upper(), reason=v.reason),
+              STATUS_STYLE.get(v.status, "bold"))]
+    for text in v.missing[:MAX_MISSING]:
+        lines.append((t(lang, "term_missing", text=_one_line(text, PLAIN_NOTE_WIDTH)), "dim"))
+    if len(v.missing) > MAX_MISSING:
+        lines.append((t(lang, "term_more_missing", n=len(v.missing) - MAX_MISSING), "dim"))
+    return lines
+
+
+def _rows(findings: list[Finding]) -> list[tuple[str, Finding]]:
+    """(number, finding) rows: each primary, then its contributing causes
+    numbered under it (1.1, 1.2, ...)."""
+    rows = []
+    for i, f in enumerate(findings, 1):
+        rows.append((str(i), f))
+        rows += [(f"{i}.{j}", c) for j, c in enumerate(f.contributing, 1)]
+    return rows
+
+
 def _plain(console: Console, report: Report, lang: str) -> None:
     findings = _view.ordered_findings(report)
     v = _view.verdict(report, lang)
+    for text, _ in _verdict_lines(report, lang):
+        console.out(text, highlight=False)
     if not findings:
-        console.out(t(lang, "term_none"), highlight=False)
         return
     console.out(t(lang, "term_title", n=len(findings)), highlight=False)
     if v["bound"]:
         console.out(f"  {v['bound']}", highlight=False)
-    for i, f in enumerate(findings[:MAX_ROWS], 1):
+    for num, f in _rows(findings[:MAX_ROWS]):
         sev = t(lang, f"sev_{f.severity}").upper()
+        lead = f"{num:>2}. " if "." not in num else f"    {t(lang, 'term_contributing', n=num)} "
         console.out(
-            f"{i:>2}. [{sev}] {f.rule} ({f.id}): {_one_line(f.message)}  "
+            f"{lead}[{sev}] {f.rule} ({f.id}): {_one_line(f.message)}  "
             f"[{_view.gain_text(f, lang)}]",
             highlight=False,
         )
@@ -59,20 +91,21 @@ def _plain(console: Console, report: Report, lang: str) -> None:
 def _rich(console: Console, report: Report, lang: str) -> None:
     findings = _view.ordered_findings(report)
     v = _view.verdict(report, lang)
+    for text, style in _verdict_lines(report, lang):
+        console.print(Text(text, style=style))
     if not findings:
-        console.print(Text(t(lang, "term_none"), style="bold green"))
         return
     title = Text(t(lang, "term_title", n=len(findings)), style="bold")
     if v["bound"]:
         title.append("  " + v["bound"], style="dim")
     console.print(title)
-    shown = findings[:MAX_ROWS]
-    sevs = [t(lang, f"sev_{f.severity}") for f in shown]
-    rules = [_one_line(f.rule, 32) for f in shown]
-    gains = [_view.gain_text(f, lang) for f in shown]
+    shown = _rows(findings[:MAX_ROWS])
+    sevs = [t(lang, f"sev_{f.severity}") for _, f in shown]
+    rules = [_one_line(f.rule if "." not in num else "+ " + f.rule, 32) for num, f in shown]
+    gains = [_view.gain_text(f, lang) for _, f in shown]
     heads = [t(lang, k) for k in ("md_col_severity", "md_col_rule", "md_col_gain")]
     fixed = (
-        len(str(len(shown)))
+        max(len(num) for num, _ in shown)
         + max(len(heads[0]), *(len(x) for x in sevs))
         + max(len(heads[1]), *(len(x) for x in rules))
         + max(len(heads[2]), *(len(x) for x in gains))
@@ -86,13 +119,14 @@ def _rich(console: Console, report: Report, lang: str) -> None:
     table.add_column(t(lang, "md_col_rule"), no_wrap=True)
     table.add_column(t(lang, "md_col_message"), no_wrap=True, overflow="ellipsis", max_width=width)
     table.add_column(t(lang, "md_col_gain"), justify="right", no_wrap=True)
-    for i, f in enumerate(shown):
+    for i, (num, f) in enumerate(shown):
+        sub = "." in num
         table.add_row(
-            str(i + 1),
+            num,
             Text(sevs[i], style=SEV_STYLE.get(f.severity, "")),
-            Text(rules[i]),
-            Text(_one_line(f.message, width)),
-            Text(gains[i], style="green" if f.estimated_gain_ms else "dim"),
+            Text(rules[i], style="dim" if sub else ""),
+            Text(_one_line(f.message, width), style="dim" if sub else ""),
+            Text(gains[i], style="dim" if sub or not f.estimated_gain_ms else "green"),
         )
     console.print(table)
     if len(findings) > MAX_ROWS:
@@ -116,8 +150,9 @@ def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
 
 
 def print_summary(report: Report, console: Console, lang: str = DEFAULT_LANG) -> None:
-    """Print the ranked findings (at most ``MAX_ROWS``) with their gains,
-    then the run's notes."""
+    """Print the verdict, the ranked findings (at most ``MAX_ROWS`` primary
+    ones, each with its contributing causes) with their gains, then the
+    run's notes."""
     rich = console.is_terminal and not console.no_color and console.color_system is not None
     (_rich if rich else _plain)(console, report, lang)
     _notes(console, report, lang, rich)

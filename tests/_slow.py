@@ -49,6 +49,13 @@ MEASURED = {
     "tests/collectors/ascend/test_ascend_meta.py::test_index_matches_depth_first_search",
     # generated clusters written in two layouts and analyzed, fault by fault
     "tests/collectors/ascend/test_layouts_agree.py",
+    # the examples and generated runs of every kind and layout analyzed, and random metric sets
+    "tests/robustness/test_gains_and_evidence.py",
+    # the MindSpore guide's example profiles through the full analysis
+    "tests/engine/test_verdict.py::test_the_guide_cases_after_their_fix_are_not_problems",
+    "tests/engine/test_verdict.py::test_the_guide_cases_have_problems",
+    "tests/engine/test_pools.py::test_resnet50_data_bound_claims_its_data_wait_once",
+    "tests/engine/test_direct_evidence.py::test_exposed_allreduce_from_the_step_tail_is_inferred",
     # generated pipeline-parallel clusters in two layouts, analyzed
     "tests/collectors/ascend/test_link_ranks.py::"
     "test_a_slow_link_in_the_second_pipeline_stage_is_named_by_its_global_ranks",

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from advisor.engine.schema import Rule
+from advisor.engine.schema import INFERRED_CONFIDENCE, Rule
 from advisor.runtime.files import write_atomic
 
 HEADINGS = {
@@ -34,7 +34,8 @@ HEADINGS = {
         "examples": "Examples",
         "fire": "fires",
         "pass": "passes",
-        "meta": "group {group}, status {status}, severity {severity}",
+        "meta": "group {group}, status {status}, severity {severity}, time pool {pool}",
+        "direct": "Direct evidence (without it the finding is inferred: confidence at most {cap:g}, and it says)",
         "requires": "Needs metrics",
         "references": "References",
         "doc_title": "Rules",
@@ -60,7 +61,8 @@ HEADINGS = {
         "examples": "示例",
         "fire": "触发",
         "pass": "不触发",
-        "meta": "分组 {group}，状态 {status}，严重程度 {severity}",
+        "meta": "分组 {group}，状态 {status}，严重程度 {severity}，时间池 {pool}",
+        "direct": "直接依据（缺少时结论为推断：置信度至多 {cap:g}，并在说明中注明）",
         "requires": "所需指标",
         "references": "参考资料",
         "doc_title": "规则",
@@ -90,7 +92,8 @@ def explain_rule(r: Rule, lang: str = "en") -> str:
     """The terminal text of ``advisor rules explain``."""
     h = _h(lang)
     wrap = lambda s: textwrap.fill(_one(s), 78, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
-    lines = [f"{r.id} {r.name}: {r.title}", h["meta"].format(group=r.group, status=r.status, severity=r.severity), ""]
+    lines = [f"{r.id} {r.name}: {r.title}",
+             h["meta"].format(group=r.group, status=r.status, severity=r.severity, pool=r.pool), ""]
     for key, text in (("what", r.explanation.what), ("why", r.explanation.why), ("how", r.explanation.how)):
         lines += [h[key], wrap(text), ""]
     if r.params:
@@ -99,6 +102,8 @@ def explain_rule(r: Rule, lang: str = "en") -> str:
             lines.append(f"  {r.name}.{key} = {p.default:g}   {_one(p.description)}")
         lines.append("")
     lines += [h["condition"], wrap(r.condition), ""]
+    if r.confirm is not None:
+        lines += [h["direct"].format(cap=INFERRED_CONFIDENCE), wrap(r.confirm.direct), wrap(r.confirm.text), ""]
     lines.append(h["fixes"])
     for fw, fx in r.fix.items():
         lines.append(f"  [{fw}] {_one(fx.text)}")
@@ -122,7 +127,7 @@ def rule_markdown(r: Rule, lang: str = "en") -> str:
     """One rule's section of ``docs/rules.md``."""
     h = _h(lang)
     out = [f"## `{r.name}` ({r.id}): {_one(r.title)}", ""]
-    out += [f"*{h['meta'].format(group=r.group, status=r.status, severity=r.severity)}*", ""]
+    out += [f"*{h['meta'].format(group=r.group, status=r.status, severity=r.severity, pool=r.pool)}*", ""]
     for key, text in (("what", r.explanation.what), ("why", r.explanation.why), ("how", r.explanation.how)):
         out += [f"**{h[key]}.** {_one(text)}", ""]
     needs = sorted(set(r.requires)) + [f"{m}?" for m in r.requires_any]
@@ -134,6 +139,9 @@ def rule_markdown(r: Rule, lang: str = "en") -> str:
         out += [f"| `{r.name}.{k}` | {p.default:g} | {_md(p.description)} |" for k, p in r.params.items()]
         out.append("")
     out += [f"**{h['condition']}:** `{_one(r.condition)}`", ""]
+    if r.confirm is not None:
+        out += [f"**{h['direct'].format(cap=INFERRED_CONFIDENCE)}:** `{_one(r.confirm.direct)}`. "
+                f"{_one(r.confirm.text)}", ""]
     out += [f"**{h['fixes']}**", ""]
     for fw, fx in r.fix.items():
         out.append(f"- *{h['fix_for'].format(framework=fw)}*: {_one(fx.text)}")

@@ -24,19 +24,37 @@ finding empty (no gain, no scope); a condition that fails is a skip with the
 reason. Checked evaluation (``checked=True``: rule validation on the rule's
 own examples) raises :class:`ExpressionError` instead.
 
+Direct evidence (a rule's ``confirm``): when its ``direct`` expression is
+false (or cannot be evaluated) the cause is inferred from its symptom: the
+finding's confidence is capped at ``INFERRED_CONFIDENCE`` (schema), its
+``confirm.text`` (what it is inferred from, what would confirm it) is
+appended to the message, and templates see ``inferred`` true so the
+message can leave out what only the direct evidence would show.
+
+Evidence: a finding's ``evidence`` holds the value of every metric its rule
+reads (:func:`metric_refs`: condition, time at stake, gain, confidence,
+scope, direct-evidence check, message, confirm text, fixes) that the
+profile has, plus ``step.time_ms`` when the engine read it to express the
+gain and time at stake as shares of the step.
+
+One cause, one finding (:mod:`advisor.engine.pools`): findings whose rules
+claim the same time pool are merged into one, and the primary findings'
+gains are clamped to the step time together.
+
 Language: a rule's texts arrive already translated (``load_rules(lang=)``
 applies the overlay); ``lang`` here only picks the language of the engine's
-own skip reasons (:data:`SKIP_REASONS`).
+own texts (:data:`SKIP_REASONS`, :data:`ENGINE_NOTES`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from advisor.engine import cel, render
-from advisor.engine.schema import Rule
+from advisor.engine import cel, pools, render
+from advisor.engine.schema import INFERRED_CONFIDENCE, Rule
 from advisor.errors import ConfigError
 from advisor.metrics import metric_namespaces
 from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Fix, Metric
@@ -44,6 +62,8 @@ from advisor.profile import Skip
 
 SEVERITY_BY_GAIN = ((50.0, "critical"), (25.0, "high"), (10.0, "medium"), (3.0, "low"))
 SCOPE_FIELDS = ("ranks", "steps", "ops")
+#: Metric the engine reads for every finding: shares of the step, clamping.
+STEP_TIME = "step.time_ms"
 
 #: The engine's own texts (why a rule was not evaluated), per language.
 SKIP_REASONS: dict[str, dict[str, str]] = {
@@ -62,6 +82,26 @@ SKIP_REASONS: dict[str, dict[str, str]] = {
         "rule": "规则 {name}",
     },
 }
+
+
+#: The engine's own texts on findings, per language.
+ENGINE_NOTES: dict[str, dict[str, str]] = {
+    "en": {
+        "gain_clamped": "The estimated gain was lowered from {was} to {now} ms per step: the findings' gains "
+                        "together may not exceed the {step} ms step, and this finding's confidence is among "
+                        "the lowest.",
+    },
+    "zh": {
+        "gain_clamped": "预计收益已从每步 {was} ms 下调为 {now} ms：各问题的预计收益之和不能超过 {step} ms 的迭代时间，"
+                        "而该问题的置信度较低。",
+    },
+}
+
+
+def engine_note(lang: str, key: str, **kw: object) -> str:
+    """One of the engine's texts (:data:`ENGINE_NOTES`) in ``lang``."""
+    table = ENGINE_NOTES.get(lang, ENGINE_NOTES["en"])
+    return table[key].format(**kw)
 
 
 class ExpressionError(ConfigError):
@@ -109,6 +149,8 @@ def _expressions(rule: Rule) -> dict[str, str]:
         expr = getattr(rule.scope, field)
         if expr:
             exprs[f"scope.{field}"] = expr
+    if rule.confirm is not None:
+        exprs["confirm.direct"] = rule.confirm.direct
     return exprs
 
 
@@ -125,7 +167,7 @@ def compile_rule(rule: Rule, overrides: dict[str, float] | None = None) -> Compi
             programs[field] = cel.compile_program(expr)
         except Exception as exc:  # celpy raises its own parse errors
             raise ConfigError(f"rule {rule.name}: {field}: invalid CEL ({str(exc).splitlines()[0]})") from None
-    for template in [rule.message] + [f.code or "" for f in rule.fix.values()]:
+    for template in [rule.message, rule.confirm.text if rule.confirm else ""] + [f.code or "" for f in rule.fix.values()]:
         try:
             render.check(template)
         except Exception as exc:
@@ -175,7 +217,7 @@ def evaluate_rule(
 
 def _finding(compiled: CompiledRule, values, tree, activation, framework: str, checked: bool) -> Finding:
     rule = compiled.rule
-    step_ms = values.get("step.time_ms")
+    step_ms = values.get(STEP_TIME)
     gain_pct = None
     stake_ms = _ms(compiled, "time_at_stake", activation, step_ms, checked)
     gain_ms = _ms(compiled, "estimated_gain", activation, step_ms, checked)
@@ -185,8 +227,13 @@ def _finding(compiled: CompiledRule, values, tree, activation, framework: str, c
         gain_pct = round(100.0 * gain_ms / float(step_ms), 2)
     stake_pct = round(100.0 * stake_ms / float(step_ms), 2) if stake_ms is not None and step_ms else None
     confidence = _number(compiled, "confidence", activation, checked)
+    direct = _direct_evidence(compiled, activation, checked)
     if confidence is not None:
-        confidence = round(min(1.0, max(0.0, confidence)), 3)
+        confidence = min(1.0, max(0.0, confidence))
+    if direct is False:
+        confidence = INFERRED_CONFIDENCE if confidence is None else min(confidence, INFERRED_CONFIDENCE)
+    if confidence is not None:
+        confidence = round(confidence, 3)
     scope = FindingScope()
     for field in SCOPE_FIELDS:
         items = _scope_items(compiled, field, activation, checked)
@@ -199,8 +246,11 @@ def _finding(compiled: CompiledRule, values, tree, activation, framework: str, c
         "gain_pct": gain_pct,
         "stake_ms": stake_ms,
         "stake_pct": stake_pct,
+        "inferred": direct is False,
     }
     message = _render(rule.message, context, "message", checked).strip()
+    if direct is False:
+        message = f"{message} {_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
     fix = _pick_fix(rule, framework)
     fix_model = None
     if fix is not None:
@@ -208,7 +258,8 @@ def _finding(compiled: CompiledRule, values, tree, activation, framework: str, c
         code = _render(text.code, context, f"fix.{key}.code", checked).rstrip() if text.code else None
         fix_model = Fix(framework=key, text=_render(text.text, context, f"fix.{key}.text", checked).strip(),
                         code=code)
-    evidence = {m: values[m] for m in sorted(metric_refs(rule)) if values.get(m) is not None}
+    read = metric_refs(rule) | ({STEP_TIME} if stake_pct is not None or gain_pct is not None else set())
+    evidence = {m: values[m] for m in sorted(read) if values.get(m) is not None}
     return Finding(
         rule=rule.name,
         id=rule.id,
@@ -223,7 +274,23 @@ def _finding(compiled: CompiledRule, values, tree, activation, framework: str, c
         evidence=evidence,
         fix=fix_model,
         caveats=list(rule.caveats),
+        claims=rule.pool,
+        direct_evidence=direct,
     )
+
+
+def _direct_evidence(compiled: CompiledRule, activation: dict, checked: bool) -> bool | None:
+    """Whether the profile holds the rule's direct evidence (its
+    ``confirm.direct``); None for a rule without one. An expression that
+    fails counts as false: what cannot be checked is not evidence."""
+    if "confirm.direct" not in compiled.programs:
+        return None
+    try:
+        return compiled.run("confirm.direct", activation) is True
+    except Exception as exc:
+        if checked:
+            raise ExpressionError(f"confirm.direct: {_one_line(exc)}") from None
+        return False
 
 
 def _number(compiled: CompiledRule, field: str, activation: dict, checked: bool) -> float | None:
@@ -286,9 +353,10 @@ def _metric_ref_pattern() -> re.Pattern:
 
 def metric_refs(rule: Rule) -> set[str]:
     """Metric ids a rule reads: requires, requires_any, and ``namespace.name``
-    references in its expressions, message and fixes. These are a finding's
-    evidence."""
-    texts = [rule.message, *_expressions(rule).values()]
+    references in its expressions (condition, time at stake, gain,
+    confidence, scope, direct-evidence check), message, confirm text and
+    fixes. These are a finding's evidence."""
+    texts = [rule.message, *_expressions(rule).values(), rule.confirm.text if rule.confirm else ""]
     texts += [part for f in rule.fix.values() for part in (f.text, f.code or "")]
     pattern = _metric_ref_pattern()
     return {f"{a}.{b}" for text in texts for a, b in pattern.findall(text)} | rule.metric_ids()
@@ -315,29 +383,82 @@ def _severity(rule: Rule, share_pct: float | None) -> str:
     return "info"
 
 
-def evaluate(
+@dataclass
+class RuleOutcome:
+    """What became of one rule on a run: ``fired``, ``passed`` (its
+    condition was evaluated and is false), ``skipped`` (metrics it needs are
+    missing, or its condition failed) or ``not_applicable`` (framework or
+    device)."""
+
+    rule: Rule
+    status: Literal["fired", "passed", "skipped", "not_applicable"]
+    missing: list[str] = dataclasses.field(default_factory=list)
+    reason: str | None = None
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status in ("fired", "passed")
+
+
+@dataclass
+class Evaluation:
+    """All rules over one run's metrics: the findings (merged by time pool,
+    their gains clamped together, ranked), the skip reasons, and each
+    rule's outcome (what the verdict weighs)."""
+
+    findings: list[Finding]
+    skipped: list[Skip]
+    outcomes: list[RuleOutcome]
+
+
+def evaluate_run(
     rules: list[CompiledRule],
     metrics: dict[str, Metric],
     *,
     framework: str = "unknown",
     device: str = "unknown",
     lang: str = "en",
-) -> tuple[list[Finding], list[Skip]]:
-    """All rules over all metrics -> ranked findings (see module doc); skip
-    reasons in ``lang``."""
+) -> Evaluation:
+    """All rules over all metrics (see module doc); skip reasons in ``lang``."""
     values = {mid: m.value for mid, m in metrics.items()}
     findings: list[Finding] = []
     skipped: list[Skip] = []
+    outcomes: list[RuleOutcome] = []
     for compiled in rules:
+        rule = compiled.rule
         finding, skip = evaluate_rule(compiled, values, framework=framework, device=device, lang=lang)
         if finding:
             findings.append(finding)
+            outcomes.append(RuleOutcome(rule, "fired"))
+        elif skip is None:
+            outcomes.append(RuleOutcome(rule, "passed"))
+        elif not _applies(rule, framework, device):
+            outcomes.append(RuleOutcome(rule, "not_applicable", reason=skip.reason))
+        else:
+            missing = [m for m in rule.requires if values.get(m) is None]
+            if not missing and rule.requires_any and all(values.get(m) is None for m in rule.requires_any):
+                missing = list(rule.requires_any)
+            outcomes.append(RuleOutcome(rule, "skipped", missing=missing, reason=skip.reason))
         if skip:
             skipped.append(skip)
-    return rank_findings(findings), skipped
+    merged = pools.merge(findings, rank_key=_rank_key)
+    pools.clamp_total(merged, values.get(STEP_TIME), note=lambda **kw: engine_note(lang, "gain_clamped", **kw))
+    return Evaluation(findings=rank_findings(merged), skipped=skipped, outcomes=outcomes)
+
+
+def evaluate(rules: list[CompiledRule], metrics: dict[str, Metric], **options: str) -> tuple[list[Finding], list[Skip]]:
+    """All rules over all metrics -> (ranked findings, skips): the findings
+    and skips of :func:`evaluate_run` (``options``: its ``framework``,
+    ``device`` and ``lang``)."""
+    run = evaluate_run(rules, metrics, **options)
+    return run.findings, run.skipped
+
+
+def _rank_key(f: Finding) -> tuple:
+    return (f.estimated_gain_ms is None, -(f.estimated_gain_ms or 0.0),
+            -SEVERITY_ORDER[f.severity], -(f.confidence or 0.0), f.rule)
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:
     """``findings`` in report order (see module doc)."""
-    return sorted(findings, key=lambda f: (f.estimated_gain_ms is None, -(f.estimated_gain_ms or 0.0),
-                                           -SEVERITY_ORDER[f.severity], -(f.confidence or 0.0), f.rule))
+    return sorted(findings, key=_rank_key)

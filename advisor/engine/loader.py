@@ -5,10 +5,11 @@ file of the same name in a folder named for the language next to it
 (``rules/zh/input_bound.yaml`` for ``rules/input_bound.yaml``; the same for
 user rule folders). An overlay holds only texts -- ``title``, ``message``,
 ``explanation``, ``fix`` texts (and code, to translate its comments),
-``caveats`` and ``params`` descriptions -- as templates over the same metric
-and parameter names. Thresholds, conditions and examples live in the English
-file only; :func:`overlay_problems` checks that an overlay adds no keys the
-rule lacks, changes no code, and writes no number of its own.
+``caveats``, ``params`` descriptions and the ``confirm`` text -- as
+templates over the same metric and parameter names. Thresholds, conditions
+and examples live in the English file only; :func:`overlay_problems` checks
+that an overlay adds no keys the rule lacks, changes no code, and writes no
+number of its own.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ class ParamOverlay(_Strict):
     description: str
 
 
+class ConfirmOverlay(_Strict):
+    text: str
+
+
 class RuleOverlay(_Strict):
     """The translated texts of one rule (see the module doc)."""
 
@@ -108,6 +113,7 @@ class RuleOverlay(_Strict):
     fix: dict[str, FixOverlay] = Field(default_factory=dict)
     caveats: list[str] = Field(default_factory=list)
     params: dict[str, ParamOverlay] = Field(default_factory=dict)
+    confirm: ConfirmOverlay | None = Field(None, description="the text of the rule's direct-evidence check")
 
 
 def overlay_path(rule_file: Path, lang: str) -> Path:
@@ -153,6 +159,8 @@ def overlay_problems(rule: Rule, overlay: RuleOverlay, *, complete: bool = True)
         problems.append(f"fix.{key}: the rule has no fix for {key}")
     for key in sorted(set(overlay.params) - set(rule.params)):
         problems.append(f"params.{key}: the rule has no parameter {key}")
+    if overlay.confirm is not None and rule.confirm is None:
+        problems.append("confirm: the rule has no confirm text")
     if overlay.caveats and len(overlay.caveats) != len(rule.caveats):
         problems.append(f"caveats: {len(overlay.caveats)} given, the rule has {len(rule.caveats)}")
     if complete:
@@ -162,6 +170,8 @@ def overlay_problems(rule: Rule, overlay: RuleOverlay, *, complete: bool = True)
             problems.append(f"params.{key}: description not translated")
         if rule.caveats and not overlay.caveats:
             problems.append("caveats: not translated")
+        if rule.confirm is not None and overlay.confirm is None:
+            problems.append("confirm.text: not translated")
     pairs = [
         ("title", rule.title, overlay.title),
         ("message", rule.message, overlay.message),
@@ -178,6 +188,8 @@ def overlay_problems(rule: Rule, overlay: RuleOverlay, *, complete: bool = True)
             if _code_body(fx.code) != _code_body(base.code):
                 problems.append(f"fix.{key}.code: differs from the rule's code beyond comments and <placeholders>")
             pairs.append((f"fix.{key}.code", base.code or "", fx.code))
+    if overlay.confirm is not None and rule.confirm is not None:
+        pairs.append(("confirm.text", rule.confirm.text, overlay.confirm.text))
     if len(overlay.caveats) == len(rule.caveats):
         pairs += [(f"caveats.{i}", a, b) for i, (a, b) in enumerate(zip(rule.caveats, overlay.caveats))]
     for key, p in overlay.params.items():
@@ -206,8 +218,12 @@ def apply_overlay(rule: Rule, overlay: RuleOverlay) -> Rule:
         for key, p in rule.params.items()
     }
     caveats = overlay.caveats if len(overlay.caveats) == len(rule.caveats) else rule.caveats
+    confirm = rule.confirm
+    if confirm is not None and overlay.confirm is not None:
+        confirm = confirm.model_copy(update={"text": overlay.confirm.text})
     return rule.model_copy(
         update={
+            "confirm": confirm,
             "title": overlay.title,
             "message": overlay.message,
             "explanation": rule.explanation.model_copy(update=overlay.explanation.model_dump()),

@@ -15,6 +15,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Level = Literal["info", "low", "medium", "high", "critical"]
+#: Highest confidence of a finding whose direct evidence the profile lacks
+#: (its ``confirm.direct`` is false): the symptom it rests on has other
+#: causes the profile cannot rule out, so the call is no better than even.
+INFERRED_CONFIDENCE = 0.5
 FRAMEWORKS = ("mindspore", "pytorch", "torch_npu")
 
 
@@ -72,11 +76,32 @@ class Scope(Strict):
     ops: str | None = Field(None, description="CEL: op name or list of names")
 
 
+class Confirm(Strict):
+    """How sure the rule's story is: whether the profile holds the direct
+    evidence of the cause, and what would confirm it when it does not."""
+
+    direct: str = Field(
+        description="CEL: true when the profile holds the direct evidence of the cause (e.g. the data "
+        "queue's samples for a data wait); false: the cause is inferred from its symptom"
+    )
+    text: str = Field(
+        description="Jinja2 template appended to the message when `direct` is false: what the finding "
+        "is inferred from and which recorded data would confirm it"
+    )
+
+
 class Rule(Strict):
     id: str = Field(pattern=r"^ADV\d{3}$", description="stable code, never reused")
     name: str = Field(description="kebab-case, names the problem")
     title: str
     group: Literal["data", "compute", "communication", "cluster", "host", "stability"]
+    claims: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="the time pool the finding's time comes from (e.g. data_wait, host_idle, "
+        "fp32_matrix): findings of rules claiming the same pool are one finding, the one with the "
+        "largest gain leading the others (its contributing causes); default: the rule's own pool",
+    )
     status: Literal["preview", "stable", "deprecated"] = "stable"
     severity: Level | Literal["auto"] = Field(
         "auto", description="auto: from the estimated gain's share of the step"
@@ -95,6 +120,11 @@ class Rule(Strict):
         None, description="CEL: ms per step a fix is expected to save (<= time at stake)"
     )
     confidence: str | None = Field(None, description="CEL: 0..1")
+    confirm: Confirm | None = Field(
+        None,
+        description="the direct evidence of the cause; without it the finding is inferred: its "
+        "confidence is capped and its message says what would confirm it",
+    )
     scope: Scope = Field(default_factory=Scope)
     message: str
     explanation: Explanation
@@ -129,3 +159,8 @@ class Rule(Strict):
 
     def metric_ids(self) -> set[str]:
         return set(self.requires) | set(self.requires_any)
+
+    @property
+    def pool(self) -> str:
+        """The time pool this rule's findings claim (``claims``, else its own name)."""
+        return self.claims or self.name

@@ -224,7 +224,7 @@ def side_from_reports(reports: list[Report], label: str) -> Side:
             side.samples[metric] = np.concatenate([_even(s, cap) if cap else s for s in runs])
             side.run_values[metric + "#median"] = [float(np.median(s)) for s in runs]
     for rep in reports:
-        for f in rep.findings:
+        for f in rep.all_findings():  # contributing causes are findings of their rules too
             old = side.findings.get(f.rule)
             if old is None or SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[old.severity]:
                 side.findings[f.rule] = f

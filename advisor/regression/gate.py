@@ -45,7 +45,11 @@ time it puts at stake per step is beyond noise: larger than the step-time
 noise band (the step-time noise floors above, excluding the budget, times
 the baseline median step). A finding inside the band is reported, not
 failed: on a busy host, load alone makes rules such as ``host-bound`` or
-``step-outlier`` come and go.
+``step-outlier`` come and go. A contributing cause (a finding merged under
+the primary finding of the same time pool, ``Finding.contributing``)
+counts as a finding of its own rule with its own severity and time at
+stake: merging decides how a report shows causes of one time, not whether
+a rule fired, so ``fail_on`` and ``ignore`` lists keep their meaning.
 
 **Anomaly** (history baselines of ``advisor.regression.history.MIN_ANOMALY_RUNS`` runs
 or more): see ``advisor.regression.history.history_anomaly``; reported, and failing

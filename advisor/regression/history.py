@@ -150,7 +150,7 @@ class History:
             self.db.executemany(
                 "INSERT INTO findings (run_id, rule, rule_id, severity, time_at_stake_ms, message)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                [(run_id, f.rule, f.id, f.severity, f.time_at_stake_ms, f.message) for f in report.findings])
+                [(run_id, f.rule, f.id, f.severity, f.time_at_stake_ms, f.message) for f in report.all_findings()])
         return run_id
 
     def runs(self, branch: str, last: int | None = None) -> pd.DataFrame:

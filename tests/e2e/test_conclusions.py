@@ -14,11 +14,11 @@ from advisor.pipeline import analyze
 
 
 def _by_rule(report):
-    return {f.rule: f for f in report.findings}
+    return {f.rule: f for f in report.all_findings()}
 
 
 def _serious(report):
-    return [f.rule for f in report.findings if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
+    return [f.rule for f in report.all_findings() if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["medium"]]
 
 
 # --- the MindSpore tuning guide's three cases -------------------------------------------

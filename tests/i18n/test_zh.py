@@ -116,7 +116,7 @@ def test_validate_checks_overlays(tmp_path: Path, capsys):
 def zh_reports():
     reports = [analyze_profile(load_profile(ROOT / "examples" / name, jobs=1), lang="zh") for name in EXAMPLES]
     reports.append(analyze_profile(cluster_profile(ranks=8, steps=40), lang="zh"))
-    assert {f.rule for r in reports for f in r.findings} >= {
+    assert {f.rule for r in reports for f in r.all_findings()} >= {
         "input-bound", "slow-dataset-op", "exposed-allreduce", "slow-rank", "slow-link", "step-outlier"}
     return reports
 
@@ -126,7 +126,7 @@ def test_zh_report_has_no_english_rule_text(zh_reports):
     assert len(english) > 50
     for report in zh_reports:
         strings = []
-        for f in report.findings:
+        for f in report.all_findings():
             strings += [f.title, f.message, *f.caveats]
             if f.fix:
                 strings.append(f.fix.text)

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from advisor.model import Finding, FindingScope, Fix, Metric, Report, RunInfo
+from advisor.model import CheckGroup, Finding, FindingScope, Fix, Metric, Report, RunInfo, Verdict
 from advisor.profile import Skip
 
 from xss_names import XSS_FLAG_SCRIPT, XSS_IMG, XSS_SCRIPT  # noqa: E402
@@ -142,6 +142,25 @@ def _findings() -> list[Finding]:
                 code=TORCH_DATALOADER_FIX,
             ),
             caveats=["Gains assume the dataset fits the page cache.", f"Op {XSS_IMG} was excluded."],
+            claims="data_wait",
+            contributing=[
+                Finding(
+                    rule="slow-dataset-op",
+                    id="ADV002",
+                    title="One dataset operation starves the input pipeline",
+                    severity="medium",
+                    message=f"{XSS_SCRIPT} is the slowest stage of the dataset pipeline; try 8 workers.",
+                    estimated_gain_ms=30.0,
+                    estimated_gain_pct=16.2,
+                    time_at_stake_ms=36.9,
+                    confidence=0.7,
+                    scope=FindingScope(ops=[XSS_SCRIPT]),
+                    evidence={"data.bottleneck_op": XSS_SCRIPT, "data.bottleneck_usage_drop": 0.93},
+                    fix=Fix(framework="mindspore", text="Raise num_parallel_workers of the slow map.",
+                            code=MS_DATASET_FIX),
+                    claims="data_wait",
+                ),
+            ],
         ),
         Finding(
             rule="exposed-communication",
@@ -231,6 +250,13 @@ def make_report(
         )
     return Report(
         run=_run(rank_ids, steps),
+        verdict=Verdict(
+            status="problems",
+            reason="3 finding(s) of medium severity or above, led by: The input pipeline stalls the device",
+            missing=[f"compute: ops.fp32_matrix_ratio: the ops table has no input_dtypes values ({XSS_IMG})"],
+            checks=[CheckGroup(group="data", judged=True, evaluated=["input-bound"]),
+                    CheckGroup(group="compute", judged=False, skipped=["fp32-compute"])],
+        ),
         findings=findings,
         metrics=_metrics(extra_metrics, rng),
         skipped=[

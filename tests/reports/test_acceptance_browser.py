@@ -87,6 +87,38 @@ def test_cluster_example_report(browser, example_profile, tmp_path: Path, lang: 
         page.close()
 
 
+def test_verdicts_of_the_guide_cases(browser, tmp_path: Path) -> None:
+    """The data-bound guide case: the verdict, then one finding holding both
+    causes of the same data wait; the fixed case, whose step trace has no
+    operators or device-idle times: inconclusive, with what is missing."""
+    report = analyze_profile(load_profile(ROOT / "examples" / "resnet50_data_bound", jobs=1))
+    page = Page(browser, write_reports(report, tmp_path / "bound")["html"])
+    try:
+        assert page.page.locator("#verdict-status").inner_text().lower() == "problems"
+        _first_screen(page, "Training waits for input data")
+        cause = page.page.locator("#finding-1 #finding-1-1")
+        assert cause.locator(".rule code").inner_text() == "slow-dataset-op"
+        assert "MapOp_3" in cause.locator(".message").inner_text()
+        assert page.page.locator("details.finding").count() == 1
+        cause.scroll_into_view_if_needed()
+        assert cause.is_visible()
+        page.screenshot("data_bound_contributing.png")
+        assert page.errors == [] and page.requests == [page.url]
+    finally:
+        page.close()
+    report = analyze_profile(load_profile(ROOT / "examples" / "resnet50_data_fixed", jobs=1))
+    page = Page(browser, write_reports(report, tmp_path / "fixed")["html"])
+    try:
+        assert page.page.locator("#verdict-status").inner_text().lower() == "inconclusive"
+        items = page.page.locator("#verdict-missing li")
+        assert items.count() == len(report.verdict.missing) == 2 and items.first.is_visible()
+        assert page.page.locator("#verdict-title").inner_text().startswith("Inconclusive")
+        page.screenshot("data_fixed_inconclusive.png")
+        assert page.errors == [] and page.requests == [page.url]
+    finally:
+        page.close()
+
+
 def test_synthetic_cluster_charts_and_zoom(browser, synthetic) -> None:
     report, html = synthetic
     page = Page(browser, html)

@@ -58,7 +58,35 @@ def test_top_finding_on_first_screen(opened: Page, report: Report) -> None:
     assert card.is_visible()
     box = card.bounding_box()
     assert box is not None and box["y"] + box["height"] <= VIEWPORT["height"]
-    assert page.locator("#finding-1 .badge").inner_text().lower() == "high"
+    assert page.locator("#finding-1 > summary .badge").inner_text().lower() == "high"
+
+
+def test_verdict_first_and_contributing_cause_in_its_primary(opened: Page, report: Report) -> None:
+    """The verdict (status, reason, what could not be judged) opens the page;
+    a contributing cause is shown inside its primary finding's card."""
+    page = opened.page
+    status = page.locator("#verdict-status")
+    assert status.inner_text().lower() == "problems" and status.is_visible()
+    reason = page.locator("#verdict-reason")
+    assert reason.inner_text() == report.verdict.reason
+    missing = page.locator("#verdict-missing li")
+    assert missing.count() == 1 and missing.first.inner_text() == report.verdict.missing[0]  # markup as text
+    for loc in (status, reason):
+        box = loc.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= VIEWPORT["height"]
+    assert page.evaluate(
+        "() => document.getElementById('verdict').compareDocumentPosition("
+        "document.getElementById('findings')) & Node.DOCUMENT_POSITION_FOLLOWING") > 0
+    cause = page.locator("#finding-1 #finding-1-1")
+    cause.scroll_into_view_if_needed()
+    assert cause.is_visible()
+    c = report.findings[0].contributing[0]
+    assert cause.locator(".cause-title").inner_text() == c.title
+    assert cause.locator(".rule code").inner_text() == c.rule
+    assert cause.locator(".message").inner_text() == c.message
+    assert page.locator("details.finding").count() == len(report.findings)  # one block, not a card of its own
+    page.locator("#finding-1 > summary").click()  # closing the primary hides its causes with it
+    assert not cause.is_visible()
 
 
 def test_charts_are_drawn_and_interactive(opened: Page) -> None:
@@ -125,10 +153,14 @@ def test_metrics_table_sorts_and_filters(opened: Page, report: Report) -> None:
 
 def test_copy_button(opened: Page) -> None:
     page = opened.page
-    button = page.locator("#finding-1 button.copy")
-    button.click()
-    page.wait_for_function("b => b.textContent !== 'Copy'", arg=button.element_handle(), timeout=2000)
-    assert button.inner_text() in ("Copied", "Select and copy")
+    buttons = page.locator("#finding-1 button.copy")
+    assert buttons.count() == 2  # the primary's fix and its contributing cause's
+    for i in range(2):
+        button = buttons.nth(i)
+        button.scroll_into_view_if_needed()
+        button.click()
+        page.wait_for_function("b => b.textContent !== 'Copy'", arg=button.element_handle(), timeout=2000)
+        assert button.inner_text() in ("Copied", "Select and copy")
     assert opened.errors == []
 
 

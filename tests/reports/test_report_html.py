@@ -129,13 +129,20 @@ def test_layout_order_and_contents(report: Report) -> None:
     verdict = html[html.index('id="verdict"') : html.index('id="findings"')]
     assert top.title in verdict
     assert "compute-bound" in verdict
+    assert '<span class="status status-problems" id="verdict-status">Problems</span>' in verdict
+    assert report.verdict.reason in verdict
+    assert "Could not be judged" in verdict and "&lt;img src=x" in verdict  # escaped
     findings = html[html.index('id="findings"'):html.index('id="charts"')]
     assert "Largest estimated gain first" in findings  # a HIGH may stand above a CRITICAL
     assert "Largest estimated gain first" not in render_html(report.model_copy(update={"findings": [top]}))
-    for f in report.findings:
+    for f in report.all_findings():
         assert f.rule in html and f.id in html
     assert "38.5 ms" in html and "20.8%" in html
-    assert html.count('class="copy"') == 3
+    assert html.count('class="copy"') == 4  # the contributing cause's fix too
+    # the contributing cause inside its primary's card, after the primary's own fix
+    card = findings[findings.index('id="finding-1"'):findings.index('id="finding-2"')]
+    assert card.index("num_workers=8") < card.index('id="finding-1-1"') < card.index("slow-dataset-op")
+    assert "Contributing causes" in card and "30.0 ms / 16.2%" in card
     assert "num_workers=8" in html
     for m in report.metrics:
         assert m in html

@@ -19,14 +19,36 @@ def _cells(row: str) -> list[str]:
     return re.split(r"(?<!\\)\|", row.strip())[1:-1]
 
 
+def test_verdict_first(report: Report) -> None:
+    md = render_markdown(report)
+    head = md.split("### Findings", 1)[0]
+    lines = [line for line in head.splitlines() if line]
+    assert lines[1] == ("\u274c **Verdict: Problems**: 3 finding(s) of medium severity or above, led by: "
+                        "The input pipeline stalls the device")
+    assert lines[2] == "Could not be judged:"
+    assert lines[3].startswith("- compute: ops.fp32\\_matrix\\_ratio:") and "&lt;img" in lines[3]
+
+
+def test_inconclusive_has_no_finding_title(report: Report) -> None:
+    verdict = report.verdict.model_copy(update={"status": "inconclusive", "reason": "only 1 of 3 kinds"})
+    md = render_markdown(report.model_copy(update={"verdict": verdict, "findings": []}))
+    assert "\u2754 **Verdict: Inconclusive**: only 1 of 3 kinds" in md
+    assert "No problems found" not in md and "### Findings" not in md
+
+
 def test_contents(report: Report) -> None:
     md = render_markdown(report)
     assert md.startswith("## advisor: performance report")
     assert "**The input pipeline stalls the device**" in md
     rows = _table_rows(md, "Findings")
-    assert len(rows) == 2 + len(report.findings)
+    assert len(rows) == 2 + len(report.all_findings())
     assert all(len(_cells(r)) == 5 for r in rows)
     assert "38.5 ms / 20.8%" in rows[2]
+    # the contributing cause right under its primary, numbered under it, its gain not added
+    assert _cells(rows[3])[0].strip() == "1.1" and "`slow-dataset-op`" in rows[3]
+    assert "Contributing: **One dataset operation starves the input pipeline**" in rows[3]
+    assert "30.0 ms / 16.2%" in rows[3] and _cells(rows[4])[0].strip() == "2"
+    assert "**1.1. One dataset operation starves the input pipeline**" in md  # its fix too
     assert "```python\nloader = torch.utils.data.DataLoader(" in md
     assert "### Key metrics" in md and "`step.free_ratio`" in md
     assert "memory\\_record.csv not found" in md

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 from rich.text import Text
 
-from advisor.model import Report
+from advisor.model import Report, Verdict
 from advisor.reports import print_summary
 
 
@@ -17,9 +17,14 @@ def test_plain_when_not_a_tty(report: Report) -> None:
     out = buf.getvalue()
     assert "\x1b[" not in out
     lines = out.splitlines()
-    assert lines[0] == "advisor: 4 finding(s), largest estimated gain first"
-    assert lines[2].startswith(" 1. [HIGH] input-bound (ADV001):")
-    assert "[38.5 ms / 20.8%]" in lines[2]
+    assert lines[0] == ("advisor: verdict PROBLEMS: 3 finding(s) of medium severity or above, led by: "
+                        "The input pipeline stalls the device")
+    assert lines[1].startswith("  not judged: compute: ops.fp32_matrix_ratio:")
+    assert lines[2] == "advisor: 4 finding(s), largest estimated gain first"
+    assert lines[4].startswith(" 1. [HIGH] input-bound (ADV001):")
+    assert "[38.5 ms / 20.8%]" in lines[4]
+    assert lines[5].startswith("    1.1 also: [MEDIUM] slow-dataset-op (ADV002):") and "[30.0 ms / 16.2%]" in lines[5]
+    assert lines[6].startswith(" 2. [MEDIUM] exposed-communication")
     # profile strings are printed as text, not read as rich markup
     assert "<script>alert(1)</script>" in out
 
@@ -42,10 +47,21 @@ def test_rich_on_a_tty(big_report: Report) -> None:
 
 
 def test_no_findings(report: Report) -> None:
+    """A report written before verdicts says only that nothing fired; one
+    with a verdict says which, and why."""
     buf = io.StringIO()
     print_summary(Report(run=report.run), Console(file=buf))
     assert buf.getvalue().splitlines() == ["advisor: no problems found", "note: rank 3 has no memory table",
                                            "note: times converted from us to ms"]
+    buf = io.StringIO()
+    verdict = Verdict(status="inconclusive", reason="none of the 2 kinds of checks could be evaluated",
+                      missing=[f"input data: no steps table {i}" for i in range(7)])
+    print_summary(Report(run=report.run, verdict=verdict), Console(file=buf))
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "advisor: verdict INCONCLUSIVE: none of the 2 kinds of checks could be evaluated"
+    assert lines[1:6] == [f"  not judged: input data: no steps table {i}" for i in range(5)]
+    assert lines[6] == "  ... and 2 more not judged (see the report)"
+    assert "no problems found" not in buf.getvalue()
 
 
 def test_notes_are_one_line_each_and_capped(report: Report) -> None:
