@@ -58,9 +58,17 @@ def _op_label(row) -> str:
 
 
 def _bottleneck(p: Profile) -> dict:
-    """The dataset op with the largest drop in queue usage across it: its
-    inputs' output queues are full while its own output queue is empty."""
+    """The dataset op that starves the ones after it: the op with the
+    largest drop in queue usage across it (its inputs' output queues full,
+    its own empty) or, where every queue of a rank's pipeline drains, the
+    sources (see ``SOURCES_DRAIN``)."""
     return p.memo("data_bottleneck", lambda: _find_bottleneck(p))
+
+
+#: A pipeline whose fullest recorded queue is below this share of its
+#: capacity drains everywhere: no op is held up by a full input, so the ops
+#: that read from storage (the sources, which have no inputs) set its pace.
+SOURCES_DRAIN = 0.5
 
 
 def _ops_by_rank(ops: pd.DataFrame):
@@ -78,6 +86,37 @@ def _ops_by_rank(ops: pd.DataFrame):
         by_id = by_id[~by_id.index.duplicated()]
         for pos, op_id in enumerate(group["op_id"].tolist()):
             yield rank, op_id, by_id.get(op_id), group, pos
+
+
+def _workers(op) -> int | None:
+    return None if pd.isna(op.get("workers")) else int(op.get("workers"))
+
+
+def _draining_sources(ops: pd.DataFrame) -> dict | None:
+    """The sources of the rank whose whole pipeline drains most (fullest
+    recorded queue below ``SOURCES_DRAIN``), or None when none drains."""
+    best: dict | None = None
+    for rank, group in ops.dropna(subset=["output_queue_usage"]).groupby("rank"):
+        fullest = float(group["output_queue_usage"].max())
+        if fullest >= SOURCES_DRAIN:
+            continue
+        parents = set(ops.loc[ops["rank"] == rank, "parent_id"].dropna().tolist())
+        sources = group[~group["op_id"].isin(parents)]
+        if sources.empty:
+            continue
+        drop = 1.0 - float(sources["output_queue_usage"].max())
+        if best is None or drop > best["drop"]:
+            workers = [w for w in (_workers(op) for _, op in sources.iterrows()) if w is not None]
+            best = {
+                "rank": int(rank),
+                "op": ", ".join(_op_label(op) for _, op in sources.iterrows()),
+                "drop": drop,
+                "input_usage": 1.0,
+                "output_usage": float(sources["output_queue_usage"].max()),
+                "workers": min(workers) if workers else None,
+                "sources": True,
+            }
+    return best
 
 
 def _find_bottleneck(p: Profile) -> dict:
@@ -103,8 +142,11 @@ def _find_bottleneck(p: Profile) -> dict:
                 "drop": drop,
                 "input_usage": float(inputs_min),
                 "output_usage": float(own),
-                "workers": None if pd.isna(op.get("workers")) else int(op.get("workers")),
+                "workers": _workers(op),
             }
+    sources = _draining_sources(ops)
+    if sources is not None and (best is None or sources["drop"] > best["drop"]):
+        best = sources
     if best is None:
         raise NotEvaluated("no dataset op with both input and output queue usage")
     return best
@@ -114,7 +156,9 @@ def _find_bottleneck(p: Profile) -> dict:
 def bottleneck_op(p: Profile) -> Value:
     """The dataset-pipeline operator that starves the ones after it: the op
     with the largest drop from its inputs' output-queue usage (the fullest
-    input) to its own output-queue usage. Named as type_id, e.g. MapOp_3."""
+    input) to its own output-queue usage; or, when a rank's whole pipeline
+    drains, its sources (input usage 1: storage is always ready). Named as
+    type_id, e.g. MapOp_3 (sources joined by commas)."""
     b = _bottleneck(p)
     return Value(b["op"], b)
 

@@ -59,6 +59,10 @@ def _data_ops_from_csv(path: Path, rank: int) -> pd.DataFrame:
     usage = frame.get("usage")
     if usage is None and "avg" in frame and "length" in frame:
         usage = frame["avg"] / frame["length"].where(frame["length"] > 0)
+    elif usage is not None and "length" in frame:
+        # The root op feeds the training loop, not a connector queue: its
+        # queue cells are empty and its usage rate a placeholder 0.
+        usage = usage.where(frame["length"].notna())
     put_float(out, "output_queue_usage", usage)
     put_float(out, "output_queue_size", frame.get("avg"))
     put_float(out, "output_queue_capacity", frame.get("length"))
