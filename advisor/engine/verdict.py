@@ -21,7 +21,10 @@ its rules was evaluated (fired or passed).
 
 1. ``inconclusive`` when the window is mostly start-up
    (``window.warmup_ratio`` >= :data:`WARMUP_RATIO`): whatever fired
-   describes start-up, not training.
+   describes start-up, not training; or when the device record is too
+   sparse to be a training step (``window.device_ops_per_step`` below
+   ``MIN_DEVICE_OPS_PER_STEP`` of ``advisor.metrics.window``): a toy, a
+   micro-benchmark or a cut trace gets no verdict on training.
 2. ``problems`` when a finding (primary or contributing) has severity
    :data:`PROBLEM_SEVERITY` or above, even where other kinds of checks
    could not be judged (they are listed as missing).
@@ -40,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.engine.evaluation import RuleOutcome
+from advisor.metrics.window import MIN_DEVICE_OPS_PER_STEP
 from advisor.model import SEVERITY_ORDER, CheckGroup, Finding, Verdict
 from advisor.profile import RunMeta
 
@@ -56,6 +60,7 @@ MIN_JUDGED_SHARE = 0.5
 #: (the same bound that makes a single step a warm-up step).
 WARMUP_RATIO = 0.5
 WARMUP_METRIC = "window.warmup_ratio"
+SPARSE_METRIC = "window.device_ops_per_step"
 
 #: The verdict's texts, per language.
 VERDICT_TEXTS: dict[str, dict[str, str]] = {
@@ -83,6 +88,10 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "rule_reason": "{rule}: {reason}",
         "not_evaluated": "not evaluated",
         "warmup_missing": "steady-state steps: {pct} of the window is start-up",
+        "sparse": "the device record is too sparse to be a training step ({n:g} device operations per step; "
+                  "a training step launches at least {min}): a toy, a micro-benchmark or a cut trace; "
+                  "profile whole training steps",
+        "sparse_missing": "training steps: {n:g} device operations per step",
         "sep": ", ",
     },
     "zh": {
@@ -106,6 +115,9 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "rule_reason": "{rule}：{reason}",
         "not_evaluated": "未评估",
         "warmup_missing": "稳定阶段的迭代：窗口的 {pct} 是启动阶段",
+        "sparse": "设备记录过于稀疏，不像一个训练迭代（每个迭代 {n:g} 个设备操作；训练迭代至少下发 {min} 个）："
+                  "这是玩具示例、微基准或被截断的 trace；请采集完整的训练迭代",
+        "sparse_missing": "训练迭代：每个迭代 {n:g} 个设备操作",
         "sep": "、",
     },
 }
@@ -196,6 +208,12 @@ def judge(
     if isinstance(warmup, (int, float)) and not isinstance(warmup, bool) and warmup >= WARMUP_RATIO:
         missing.insert(0, _t(lang, "warmup_missing", pct=_pct(warmup)))
         return Verdict(status="inconclusive", reason=_t(lang, "warmup", pct=_pct(warmup)),
+                       missing=missing, checks=checks)
+
+    sparse = metric_values.get(SPARSE_METRIC)
+    if isinstance(sparse, (int, float)) and not isinstance(sparse, bool) and sparse < MIN_DEVICE_OPS_PER_STEP:
+        missing.insert(0, _t(lang, "sparse_missing", n=sparse))
+        return Verdict(status="inconclusive", reason=_t(lang, "sparse", n=sparse, min=MIN_DEVICE_OPS_PER_STEP),
                        missing=missing, checks=checks)
 
     every = [g for f in findings for g in (f, *f.contributing)]
