@@ -33,6 +33,13 @@ def _steady_steps(profile: Profile) -> pd.DataFrame:
     return ordered[~(first & (counts >= WARMUP_MIN_STEPS))]
 
 
+def require_device_record(profile: Profile) -> None:
+    """Where every idle-cause metric checks that the profiled window can
+    support device-idle figures (a steady window, enough device activity
+    per step, launches recorded): the window metrics' sufficiency check is
+    called here, the one place; without one, every window passes."""
+
+
 def per_rank_mean(profile: Profile, column: str) -> pd.Series:
     """Mean of ``column`` per rank over steady steps (index: rank), NaNs dropped."""
     return profile.memo(f"per_rank_mean:{column}", lambda: _per_rank(profile, column, "mean"))

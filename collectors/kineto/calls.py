@@ -30,6 +30,13 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
 ``DATALOADER_RE``
     The DataLoader's ``__next__`` as the profiler records it: the training
     loop waiting for its next batch.
+``QUERY_CALLS``
+    Calls that only ask whether device work has finished and return at
+    once; CUPTI writes a synchronization record (``Event Sync``) for
+    ``cudaEventQuery`` too, yet the host never waits in it.
+``STREAM_WAIT_RECORD``
+    The cuda_sync record of ``cudaStreamWaitEvent``: a stream (the record's
+    row) waits on an event recorded on another stream; the host goes on.
 """
 
 from __future__ import annotations
@@ -67,3 +74,6 @@ COMPILE_OPS = re.compile(
     r"|\(dynamo_timed\)$|^(?:_compile\.|compile_fx|triton\.compile|AOTAutogradCache\.|PyCodeCache\.)"
 )
 DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
+QUERY_CALLS = frozenset({"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "cuStreamQuery",
+                         "hipEventQuery", "hipStreamQuery"})
+STREAM_WAIT_RECORD = "Stream Wait Event"
