@@ -194,9 +194,11 @@ SCHEMA: dict[str, dict[str, Column]] = {
                         "init, data, host_ops", required=True),
         "name": Column("text", "what the time went to: a host op or call (a call inside a top-level op as "
                        "'op > call'), with what a sync waits on when the trace records it; for dependency "
-                       "the waiting stream and what it waited on", required=True),
+                       "the waiting stream and the stream it waited on", required=True),
         "idle_us": Column("float", "device idle time of that cause during it, in the step (the largest few "
                           "per step and cause)", required=True),
+        "event_record": Column("int", "correlation id of the cudaEventRecord whose event the call or stream "
+                               "waits on, where the trace's cuda_sync records give it"),
     },
 }
 TABLES = tuple(SCHEMA)

@@ -107,7 +107,9 @@ NAMES_PER_STEP = 5
 #: Label of host-ops time between ops (the Python between them).
 BETWEEN_OPS = "(Python between host ops)"
 
-Labeler = Callable[[tuple[int, ...]], str]
+#: A label key (int columns) -> (the name shown, the correlation id of the
+#: event record waited on or -1).
+Labeler = Callable[[tuple[int, ...]], tuple[str, int]]
 
 
 def columns() -> tuple[str, ...]:
@@ -265,7 +267,7 @@ def _record_wait(ev: Events, idx: np.ndarray) -> np.ndarray:
 
 class _Pieces:
     """Disjoint spans, each attributed to a label key (int columns) that
-    ``label`` turns into the name shown."""
+    ``label`` turns into the name shown and the event record waited on."""
 
     def __init__(self, keys: list[np.ndarray], start: np.ndarray, end: np.ndarray, label: Labeler):
         self.keys, self.start, self.end, self.label = keys, start, end, label
@@ -348,24 +350,21 @@ def _host_pieces(ev: Events, host: _HostView, idx: np.ndarray, drain: bool = Fal
     top = host.enclosing_top(idx) if enclosing else np.full(idx.size, -1, dtype=np.int64)
     wait = _record_wait(ev, idx)
 
-    def label(key: tuple[int, ...]) -> str:
+    def label(key: tuple[int, ...]) -> tuple[str, int]:
         top_code, code, wait_code = key
         text = str(ev.names[code])
         if top_code >= 0 and top_code != code:
             text = f"{ev.names[top_code]} > {text}"
-        if wait_code >= 0:
-            text += f" ({_wait_text(ev.waits[wait_code])})"
-        return text
+        if wait_code < 0:
+            return text, -1
+        stream, record = ev.waits[wait_code]
+        return f"{text} ({_waits_on(stream)})", record
 
     return _pieces(start, end, [top, name, wait], label)
 
 
-def _wait_text(wait: tuple[int, int]) -> str:
-    stream, record = wait
-    if stream < 0 and record < 0:
-        return "waits on an unknown stream"
-    text = f"waits on stream {stream}" if stream >= 0 else "waits"
-    return text + (f", event recorded by correlation {record}" if record >= 0 else "")
+def _waits_on(stream: int) -> str:
+    return f"waits on stream {stream}" if stream >= 0 else "waits on an event of an unknown stream"
 
 
 def _waits(ev: Events, launch: _Launch, held: np.ndarray, held_from: np.ndarray,
@@ -388,11 +387,12 @@ def _waits(ev: Events, launch: _Launch, held: np.ndarray, held_from: np.ndarray,
         k = np.searchsorted(ev.ts[r], issued[mine], side="right") - 1
         wait[mine[k >= 0]] = ev.wait[r[k[k >= 0]]]
 
-    def label(key: tuple[int, ...]) -> str:
+    def label(key: tuple[int, ...]) -> tuple[str, int]:
         s, w = key
         if w < 0:
-            return f"stream {s} (no recorded wait)"
-        return f"stream {s} ({_wait_text(ev.waits[w])})"
+            return f"stream {s} (no recorded wait)", -1
+        on, record = ev.waits[w]
+        return f"stream {s} ({_waits_on(on)})", record
 
     return _pieces(held_from[held], held_to[held], [stream.astype(np.int64), wait], label)
 
@@ -429,16 +429,17 @@ def _name_rows(cause: str, pieces: _Pieces, cover: iv.Intervals, lo: np.ndarray,
         return None
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     total = np.bincount(inverse.ravel(), weights=us[ok])
-    names = [pieces.label(tuple(int(x) for x in row[1:])) for row in uniq]
-    frame = pd.DataFrame({"window": uniq[:, 0], "name": names, "idle_us": total})
+    names, records = zip(*(pieces.label(tuple(int(x) for x in row[1:])) for row in uniq))
+    frame = pd.DataFrame({"window": uniq[:, 0], "name": names, "idle_us": total, "event_record": records})
     if cause == "host_ops":
         rest = iv.covered_between(cover, lo, hi) - np.bincount(uniq[:, 0], weights=total, minlength=lo.size)
         between = np.flatnonzero(rest > 1e-6)
-        frame = pd.concat([frame, pd.DataFrame({"window": between, "name": BETWEEN_OPS,
-                                                "idle_us": rest[between]})], ignore_index=True)
+        frame = pd.concat([frame, pd.DataFrame({"window": between, "name": BETWEEN_OPS, "idle_us": rest[between],
+                                                "event_record": -1})], ignore_index=True)
     frame = frame.sort_values(["window", "idle_us"], ascending=[True, False], kind="stable")
     frame = frame.groupby("window", sort=False).head(NAMES_PER_STEP)
     frame.insert(1, "cause", cause)
+    frame["event_record"] = frame["event_record"].astype("Int64").mask(frame["event_record"] < 0)
     return frame.reset_index(drop=True)
 
 
