@@ -170,6 +170,18 @@ class KinetoTrace:
                  "device": 0, "context": 1})
         return end
 
+    def query_event(self, ts: float, record: int, tid: int = MAIN) -> float:
+        """``cudaEventQuery`` (``event.query()``): returns at once; CUPTI
+        still writes an ``Event Sync`` record for it."""
+        stream, _ = self.records[record]
+        corr = self._corr()
+        self._runtime("cudaEventQuery", 138, ts, 3.0, corr, tid)
+        self._x("cuda_sync", "Event Sync", 0, -1, ts + 1.0, 2.0,
+                {"External id": corr, "cuda_sync_kind": "Event Sync", "wait_on_stream": stream,
+                 "wait_on_cuda_event_record_corr_id": record, "stream": -1, "correlation": corr,
+                 "device": 0, "context": 1})
+        return ts + 3.0
+
     def stream_wait(self, ts: float, stream: int, record: int, done: float | None = None,
                     tid: int = MAIN) -> float:
         """``cudaStreamWaitEvent``: ``stream`` waits on the event of

@@ -317,7 +317,7 @@ def _causes(ev: Events, idle: iv.Intervals, busy: iv.Intervals, launch: _Launch,
              "alloc": _host_pieces(ev, host, host.alloc),
              "init": _host_pieces(ev, host, host.init),
              "data": _host_pieces(ev, host, host.data),
-             "host_ops": _host_pieces(ev, host, np.r_[host.top, host.calls], enclosing=False)}
+             "host_ops": _host_pieces(ev, host, np.r_[host.top, host.calls], enclosing=False, waits=False)}
     return sets, named
 
 
@@ -338,17 +338,18 @@ def _drained(busy: iv.Intervals, blocked: iv.Intervals) -> iv.Intervals:
 
 
 def _host_pieces(ev: Events, host: _HostView, idx: np.ndarray, drain: bool = False,
-                 enclosing: bool = True) -> _Pieces:
-    """Pieces of the host events ``idx``, labelled by name (a runtime call
-    also by the top-level op it is in and by what its cuda_sync record
-    waits on). ``drain``: each one's span extended by its own length (the
-    idle after a sync that emptied the queue, see :func:`_drained`)."""
+                 enclosing: bool = True, waits: bool = True) -> _Pieces:
+    """Pieces of the host events ``idx``, labelled by name, a runtime call
+    also by the top-level op it is in (``enclosing``) and by what its
+    cuda_sync record waits on (``waits``: not for calls that do not wait).
+    ``drain``: each one's span extended by its own length (the idle after a
+    sync that emptied the queue, see :func:`_drained`)."""
     start, end = ev.ts[idx], ev.end_at(idx)
     if drain:
         end = end + (end - start)
     name = ev.name[idx].astype(np.int64)
     top = host.enclosing_top(idx) if enclosing else np.full(idx.size, -1, dtype=np.int64)
-    wait = _record_wait(ev, idx)
+    wait = _record_wait(ev, idx) if waits else np.full(idx.size, -1, dtype=np.int64)
 
     def label(key: tuple[int, ...]) -> tuple[str, int]:
         top_code, code, wait_code = key
