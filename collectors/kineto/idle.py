@@ -72,7 +72,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import (
     ALLOC_CALLS,

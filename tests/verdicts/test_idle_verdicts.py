@@ -71,7 +71,7 @@ def test_pinned_copies_overlapped_by_compute_get_no_copy_finding(tmp_path):
 
 
 def test_exposed_pageable_copies_are_h2d_copy_bound(tmp_path):
-    report, found = verdict(kt.copies(pinned=False, overlapped=False), tmp_path)
+    _, found = verdict(kt.copies(pinned=False, overlapped=False), tmp_path)
     assert set(found) & IDLE_RULES == {"h2d-copy-bound"}
     f = found["h2d-copy-bound"]
     assert f.time_at_stake_ms == pytest.approx(2.0, abs=0.01)  # the 2 ms copy the step waits on
