@@ -72,6 +72,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import (
     ALLOC_CALLS,
@@ -109,12 +110,6 @@ BETWEEN_OPS = "(Python between host ops)"
 #: A label key (int columns) -> (the name shown, the correlation id of the
 #: event record waited on or -1).
 Labeler = Callable[[tuple[int, ...]], tuple[str, int]]
-
-
-def columns() -> tuple[str, ...]:
-    """The steps columns :func:`attribute` fills, in order."""
-    return (*(f"idle_{c}_us" for c in CAUSES), "dependency_recorded_us", "launch_queue_us",
-            "copy_h2d_us", "copy_h2d_exposed_us", "copy_h2d_pageable_us")
 
 
 def attribute(ev: Events, win: pd.DataFrame, busy: iv.Intervals,
@@ -186,7 +181,6 @@ def _launch_queue(ev: Events, launch: _Launch, lo: np.ndarray, hi: np.ndarray) -
 
 
 # ---------------------------------------------------------------- the host side
-
 
 
 def _named(ev: Events, pred) -> np.ndarray:

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from advisor.collectors.kineto import collector as kineto
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import idle
 from advisor.collectors.kineto.tables import gpu_tables
-
 from bench.scenarios import kineto_trace as kt
 
 CAUSE_COLUMNS = [f"idle_{c}_us" for c in idle.CAUSES]
