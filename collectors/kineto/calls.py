@@ -37,11 +37,17 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
 ``STREAM_WAIT_RECORD``
     The cuda_sync record of ``cudaStreamWaitEvent``: a stream (the record's
     row) waits on an event recorded on another stream; the host goes on.
+:func:`program_frame`
+    A Python frame of the profiled program (``with_stack=True`` writes one
+    ``python_function`` event per frame, ``train.py(57): train_step``), not
+    one of the framework (``torch/...``, ``nn.Module: ...``), of the standard
+    library or a built-in: the frames a user can change.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
@@ -77,3 +83,26 @@ DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
 QUERY_CALLS = frozenset({"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "cuStreamQuery",
                          "hipEventQuery", "hipStreamQuery"})
 STREAM_WAIT_RECORD = "Stream Wait Event"
+
+#: ``file.py(line): function`` as the profiler names a Python frame; the
+#: profiler writes files under an import path relative to it (``torch/nn/...``,
+#: ``logging/__init__.py``) and others as given.
+FRAME_RE = re.compile(r"^(?P<file>[^<(][^()]*\.py)\(\d+\): ")
+#: Top-level packages of the framework's own frames.
+FRAMEWORK_PACKAGES = frozenset({"torch", "torch_npu", "torchvision", "torchaudio", "torchtext", "triton",
+                                "mindspore"})
+
+
+def program_frame(name: str) -> bool:
+    """True for a Python frame of the profiled program (see the module doc):
+    not built-in, not under ``site-packages`` / ``dist-packages`` or a
+    ``lib/python3*`` folder, not in a framework package or the standard
+    library (``sys.stdlib_module_names``)."""
+    m = FRAME_RE.match(name)
+    if m is None:
+        return False
+    path = m.group("file").replace("\\", "/")
+    if "-packages/" in path or re.search(r"/lib/python3[.\d]*/", path):
+        return False
+    top = path.split("/", 1)[0].removesuffix(".py") if not path.startswith("/") else ""
+    return top not in FRAMEWORK_PACKAGES and top not in sys.stdlib_module_names

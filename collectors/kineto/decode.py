@@ -12,7 +12,8 @@ distinct names, threads and input-type tuples) of the events some table
 reads (:class:`_Builder`); the Structs are dropped before the next chunk
 is read. Kept are the device events, runtime calls with a correlation id
 or that block, start up the device or allocate, the cuda_sync records,
-the host events the tables look for (step markers, DataLoader spans,
+the Python frames of the profiled program (``with_stack=True``), the
+host events the tables look for (step markers, DataLoader spans,
 collective ops, ops with tensor dtypes, torch.compile's compile ops) and
 the host ops that are top-level within their batch (the CPU-only tables
 read top-level ops only; a GPU trace's idle attribution reads what the
@@ -69,19 +70,23 @@ MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
 #: stream's row); ``wait_on_stream`` / ``wait_on_cuda_event_record_corr_id``
 #: name what is waited for.
 SYNC_CATS = frozenset({"cuda_sync"})
+#: Python frames (``with_stack=True``); only the profiled program's are kept.
+PYTHON_CATS = frozenset({"python_function"})
 DEVICE_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 WANTED_CATS = HOST_OP_CATS | RUNTIME_CATS | DEVICE_CATS
 OLD_VOCAB_CATS = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
 
-# Event kinds stored in ``Events.kind``. SYNC (cuda_sync records) is below
-# HOST so that ``kind >= KERNEL`` still means "device activity".
-SYNC, HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = -1, 0, 1, 2, 3, 4
+# Event kinds stored in ``Events.kind``. PYTHON (python_function frames) and
+# SYNC (cuda_sync records) are below HOST so that ``kind >= KERNEL`` still
+# means "device activity".
+PYTHON, SYNC, HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = -2, -1, 0, 1, 2, 3, 4
 _KIND = {c: HOST for c in HOST_OP_CATS}
 _KIND.update({c: RUNTIME for c in RUNTIME_CATS})
 _KIND.update({c: KERNEL for c in KERNEL_CATS})
 _KIND.update({c: MEMCPY for c in MEMCPY_CATS})
 _KIND.update({c: MEMSET for c in MEMSET_CATS})
 _KIND.update({c: SYNC for c in SYNC_CATS})
+_KIND.update({c: PYTHON for c in PYTHON_CATS})
 CATEGORIES = tuple(sorted(_KIND))
 _CAT_CODE = {c: i for i, c in enumerate(CATEGORIES)}
 _CAT_KIND = np.array([_KIND[c] for c in CATEGORIES], dtype=np.int8)
@@ -177,7 +182,8 @@ class Events:
     wait_on_cuda_event_record_corr_id)`` of cuda_sync records, -1 where the
     trace says unknown); -1 means absent. Code columns use the smallest
     integer type that holds their table's size. ``kind`` SYNC marks the
-    cuda_sync records.
+    cuda_sync records, PYTHON the Python frames of the profiled program
+    (``calls.program_frame``; other frames are not kept).
 
     Facts about every analysed event, also those not kept: ``span`` (first
     start, last end) and ``op_time`` (per thread code, the summed duration
@@ -492,6 +498,7 @@ class _Builder:
     device_seen: bool = False
     reduce: bool = True  # False keeps every analysed event (checks, debugging)
     itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
+    program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -504,8 +511,10 @@ class _Builder:
         if n == 0:
             return
         self.analysed += n
-        self.span = (min(self.span[0], float(ts.min())), max(self.span[1], float((ts + dur).max())))
         cat_local, cat_uniques = pd.factorize(pd.Series(cats, dtype=object))
+        work = _CAT_KIND[[_CAT_CODE[c] for c in cat_uniques]][cat_local] != PYTHON  # frames outlast the work
+        if work.any():
+            self.span = (min(self.span[0], float(ts[work].min())), max(self.span[1], float((ts + dur)[work].max())))
         self.cats_seen.update(cat_uniques)
         corr, itype, coll, grp, wait = self._args(args, n)
         part = {
@@ -607,10 +616,21 @@ class _Builder:
         keep = kind >= KERNEL
         keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & _WANTED_RUNTIME_NAME) != 0))
         keep |= host & self._wanted_host(part, flags)
-        keep |= kind == SYNC
+        keep |= (kind == SYNC) | self._program_frames(part)
         part["top"] = self._top_level_ops(part, host & _oplike(part["cat"], flags))
         keep |= part["top"]
         return keep
+
+    def _program_frames(self, part: dict) -> np.ndarray:
+        """Mask of the Python frames of the profiled program
+        (``calls.program_frame``, tested once per distinct name)."""
+        from advisor.collectors.kineto.calls import program_frame
+
+        names = self.names.values
+        if self.program.size < len(names):
+            more = np.fromiter((program_frame(n) for n in names[self.program.size:]), dtype=bool)
+            self.program = np.r_[self.program, more]
+        return (_CAT_KIND[part["cat"]] == PYTHON) & self.program[part["name"]]
 
     def _top_level_ops(self, part: dict, oplike: np.ndarray) -> np.ndarray:
         """Mask of the host ops not nested in another host op of this batch;
@@ -646,7 +666,7 @@ class _Builder:
         keep |= (kind == HOST) & self._wanted_host(part, flags)
         keep |= rt & ((flags & _WANTED_RUNTIME_NAME) != 0)
         keep[rt] |= _sorted_has(dev_corr, part["corr"][rt])
-        keep |= part["top"] | (kind == SYNC)
+        keep |= part["top"] | (kind == SYNC) | (kind == PYTHON)
         return keep
 
     def _only_top_level(self, keep: list[np.ndarray]) -> list[np.ndarray]:
