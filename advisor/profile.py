@@ -199,6 +199,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                           "per step and cause)", required=True),
         "event_record": Column("int", "correlation id of the cudaEventRecord whose event the call or stream "
                                "waits on, where the trace's cuda_sync records give it"),
+        "frame": Column("text", "the innermost Python frame of the profiled program (not the framework's or "
+                        "the standard library's) the op or call ran in, when the trace has Python stacks "
+                        "(with_stack=True), e.g. 'train.py(57): train_step'"),
     },
 }
 TABLES = tuple(SCHEMA)

@@ -22,8 +22,9 @@ to ``duration_us - device_busy_us``):
     Nothing queued, and a thread that launches device work was blocked in a
     synchronizing call (``calls.SYNC_CALLS``; a runtime call that a cuda_sync
     record other than ``Stream Wait Event`` shows blocking, except the
-    queries ``calls.QUERY_CALLS``; ``calls.SYNC_OPS`` such as ``aten::item``)
-    -- or had just left one that emptied the queue: when the device runs
+    queries ``calls.QUERY_CALLS``; ``calls.SYNC_OPS`` such as ``aten::item``
+    called from Python, a top-level op: one nested in another op blocks in
+    a runtime call of the first kind) -- or had just left one that emptied the queue: when the device runs
     out of work while the host waits in a sync, the idle right after it is
     the sync's too, up to the time the host sat blocked before the device
     ran dry (had it not blocked, it would have prepared that much of the
@@ -48,8 +49,11 @@ several launch, an instant gets the first cause that holds on any of them.
 
 Beside the columns, :func:`attribute` returns the ``idle_causes`` rows: per
 step and cause the host ops, calls or waits the time went to (at most
-``NAMES_PER_STEP`` each), the evidence a finding names. A host op or call
-that runs across a step boundary counts in the step it starts in.
+``NAMES_PER_STEP`` each), the evidence a finding names; with the event
+record a wait is on, and, when the trace has Python stacks
+(``with_stack=True``), the innermost frame of the program the op or call
+ran in (``calls.program_frame``). A host op or call that runs across a
+step boundary counts in the step it starts in.
 
 ``dependency_recorded_us``: the part of ``idle_dependency_us`` whose wait
 the trace records (a ``Stream Wait Event`` record on the waiting stream).
@@ -83,8 +87,9 @@ from advisor.collectors.kineto.calls import (
     STREAM_WAIT_RECORD,
     SYNC_CALLS,
     SYNC_OPS,
+    program_frame,
 )
-from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, RUNTIME, SYNC, Events
+from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, PYTHON, RUNTIME, SYNC, Events
 
 #: The causes, in the order they are tried; column ``idle_<cause>_us`` each.
 CAUSES = ("dependency", "turnaround", "sync", "alloc", "init", "data", "host_ops", "unrecorded")
@@ -122,7 +127,7 @@ def attribute(ev: Events, win: pd.DataFrame, busy: iv.Intervals,
     windows = iv.merge(lo, hi)
     launch = _launches(ev)
     threads = np.unique(ev.thread[launch.call])
-    host = _HostView(ev, threads)
+    host = _HostView(ev, threads, launch.call)
     idle = iv.subtract(windows, busy)
     sets, named = _causes(ev, idle, busy, launch, host)
     out = {f"idle_{c}_us": iv.covered_between(sets[c], lo, hi) for c in CAUSES}
@@ -190,9 +195,13 @@ def _named(ev: Events, pred) -> np.ndarray:
 
 
 class _HostView:
-    """The launching threads' host events by class (indices into ``ev``)."""
+    """The launching threads' host events by class (indices into ``ev``).
+    The runtime calls read are those that launched device work (``launches``),
+    that have a cuda_sync record, or that fall in a class (sync, allocation,
+    start-up): the ones a reduced read keeps (:mod:`kineto_decode`), so that
+    the causes do not depend on it."""
 
-    def __init__(self, ev: Events, threads: np.ndarray):
+    def __init__(self, ev: Events, threads: np.ndarray, launches: np.ndarray):
         from advisor.collectors.kineto import tables as kt  # it imports this module
 
         self.ev = ev
@@ -202,12 +211,19 @@ class _HostView:
         ops = np.flatnonzero(oplike)
         self.top = ops[iv.Nesting(ev.thread[ops], ev.ts[ops], ev.end_at(ops)).top_level()]
         self._top_nest = iv.Nesting(ev.thread[self.top], ev.ts[self.top], ev.end_at(self.top))
-        self.sync = np.flatnonzero((rt & (_named(ev, SYNC_CALLS.__contains__) | _blocking_records(ev)))
-                                   | (oplike & _named(ev, SYNC_OPS.__contains__)))
+        sync_ops = self.top[_named(ev, SYNC_OPS.__contains__)[self.top]]
+        self.sync = np.union1d(np.flatnonzero(rt & (_named(ev, SYNC_CALLS.__contains__) | _blocking_records(ev))),
+                               sync_ops)
         self.alloc = np.flatnonzero(rt & _named(ev, ALLOC_CALLS.__contains__))
         self.init = np.flatnonzero((rt & _named(ev, INIT_CALLS.__contains__)) | (host & _named(ev, COMPILE_OPS.search)))
         self.data = np.flatnonzero(host & _named(ev, DATALOADER_RE.search))
-        self.calls = np.flatnonzero(rt)
+        recorded = np.flatnonzero(rt & _with_record(ev, lambda name: np.ones(name.size, dtype=bool)))
+        self.calls = np.unique(np.r_[launches, recorded,
+                                     self.sync[ev.kind[self.sync] == RUNTIME], self.alloc,
+                                     self.init[ev.kind[self.init] == RUNTIME]])
+        frames = np.flatnonzero(on & (ev.kind == PYTHON) & _named(ev, program_frame))
+        self._frames = frames
+        self._frame_nest = iv.Nesting(ev.thread[frames], ev.ts[frames], ev.end_at(frames))
 
     def union(self, idx: np.ndarray) -> iv.Intervals:
         return iv.merge(self.ev.ts[idx], self.ev.end_at(idx))
@@ -225,6 +241,15 @@ class _HostView:
             ends += [e, s[1:][gap]]
         return iv.merge(np.concatenate(starts), np.concatenate(ends)) if starts else iv.EMPTY
 
+    def frame_of(self, idx: np.ndarray) -> np.ndarray:
+        """Name code of the innermost Python frame of the program enclosing
+        each event (-1: none, or the trace has no Python stacks)."""
+        ev = self.ev
+        if self._frames.size == 0:
+            return np.full(idx.size, -1, dtype=np.int64)
+        at = self._frame_nest.enclosing(ev.thread[idx], ev.ts[idx], ev.end_at(idx))
+        return np.where(at >= 0, ev.name[self._frames[np.clip(at, 0, None)]], -1).astype(np.int64)
+
     def enclosing_top(self, idx: np.ndarray) -> np.ndarray:
         """Name code of the top-level op enclosing each event (-1: none)."""
         ev = self.ev
@@ -232,13 +257,20 @@ class _HostView:
         return np.where(at >= 0, ev.name[self.top[np.clip(at, 0, None)]], -1).astype(np.int64)
 
 
+def _with_record(ev: Events, which) -> np.ndarray:
+    """Runtime calls with a cuda_sync record of the same correlation id
+    whose name (a code array) passes ``which``."""
+    rec = (ev.kind == SYNC) & np.isfinite(ev.corr)
+    rec[rec] = which(ev.name[rec])
+    return (ev.kind == RUNTIME) & np.isin(ev.corr, np.unique(ev.corr[rec]))
+
+
 def _blocking_records(ev: Events) -> np.ndarray:
     """Runtime calls a cuda_sync record shows blocking: one of the same
     correlation id other than ``Stream Wait Event``, unless the call only
     queries (``cudaEventQuery`` writes an ``Event Sync`` record too)."""
-    rec = (ev.kind == SYNC) & np.isfinite(ev.corr) & (ev.names[ev.name] != STREAM_WAIT_RECORD)
-    calls = (ev.kind == RUNTIME) & np.isin(ev.corr, np.unique(ev.corr[rec]))
-    return calls & ~_named(ev, QUERY_CALLS.__contains__)
+    waits = _with_record(ev, lambda name: ev.names[name] != STREAM_WAIT_RECORD)
+    return waits & ~_named(ev, QUERY_CALLS.__contains__)
 
 
 def _record_wait(ev: Events, idx: np.ndarray) -> np.ndarray:
@@ -260,10 +292,14 @@ def _record_wait(ev: Events, idx: np.ndarray) -> np.ndarray:
 
 class _Pieces:
     """Disjoint spans, each attributed to a label key (int columns) that
-    ``label`` turns into the name shown and the event record waited on."""
+    ``label`` turns into the name shown and the event record waited on,
+    and to the Python frame of the program it ran in (``frame``: codes into
+    ``frame_names``, -1 for none)."""
 
-    def __init__(self, keys: list[np.ndarray], start: np.ndarray, end: np.ndarray, label: Labeler):
+    def __init__(self, keys: list[np.ndarray], start: np.ndarray, end: np.ndarray, label: Labeler,
+                 frame: np.ndarray, frame_names: np.ndarray):
         self.keys, self.start, self.end, self.label = keys, start, end, label
+        self.frame, self.frame_names = frame, frame_names  # name code of the program frame, -1: none
 
 
 def _first_cover(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -278,9 +314,11 @@ def _first_cover(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nda
     return order[ok], ps[ok], e[ok]
 
 
-def _pieces(start: np.ndarray, end: np.ndarray, keys: list[np.ndarray], label: Labeler) -> _Pieces:
+def _pieces(ev: Events, start: np.ndarray, end: np.ndarray, keys: list[np.ndarray], label: Labeler,
+            frame: np.ndarray | None = None) -> _Pieces:
     at, ps, pe = _first_cover(start, end)
-    return _Pieces([k[at] for k in keys], ps, pe, label)
+    frame = np.full(start.size, -1, dtype=np.int64) if frame is None else frame
+    return _Pieces([k[at] for k in keys], ps, pe, label, frame[at], ev.names)
 
 
 def _causes(ev: Events, idle: iv.Intervals, busy: iv.Intervals, launch: _Launch,
@@ -354,7 +392,7 @@ def _host_pieces(ev: Events, host: _HostView, idx: np.ndarray, drain: bool = Fal
         stream, record = ev.waits[wait_code]
         return f"{text} ({_waits_on(stream)})", record
 
-    return _pieces(start, end, [top, name, wait], label)
+    return _pieces(ev, start, end, [top, name, wait], label, host.frame_of(idx))
 
 
 def _waits_on(stream: int) -> str:
@@ -388,7 +426,7 @@ def _waits(ev: Events, launch: _Launch, held: np.ndarray, held_from: np.ndarray,
         on, record = ev.waits[w]
         return f"stream {s} ({_waits_on(on)})", record
 
-    return _pieces(held_from[held], held_to[held], [stream.astype(np.int64), wait], label)
+    return _pieces(ev, held_from[held], held_to[held], [stream.astype(np.int64), wait], label)
 
 
 # ---------------------------------------------------------------- names per step
@@ -418,22 +456,26 @@ def _name_rows(cause: str, pieces: _Pieces, cover: iv.Intervals, lo: np.ndarray,
     us = iv.covered_between(cover, s, e)
     w = iv.window_index(lo, hi, s)
     ok = (w >= 0) & (us > 0)
-    keys = np.column_stack([w[ok]] + [k[src[ok]] for k in pieces.keys])
+    keys = np.column_stack([w[ok], pieces.frame[src[ok]]] + [k[src[ok]] for k in pieces.keys])
     if keys.size == 0:
         return None
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     total = np.bincount(inverse.ravel(), weights=us[ok])
-    names, records = zip(*(pieces.label(tuple(int(x) for x in row[1:])) for row in uniq))
-    frame = pd.DataFrame({"window": uniq[:, 0], "name": names, "idle_us": total, "event_record": records})
+    names, records = zip(*(pieces.label(tuple(int(x) for x in row[2:])) for row in uniq))
+    frames = [str(pieces.frame_names[f]) if f >= 0 else None for f in uniq[:, 1]]
+    frame = pd.DataFrame({"window": uniq[:, 0], "name": names, "idle_us": total, "event_record": records,
+                          "frame": pd.Series(frames, dtype=object)})
     if cause == "host_ops":
         rest = iv.covered_between(cover, lo, hi) - np.bincount(uniq[:, 0], weights=total, minlength=lo.size)
         between = np.flatnonzero(rest > 1e-6)
         frame = pd.concat([frame, pd.DataFrame({"window": between, "name": BETWEEN_OPS, "idle_us": rest[between],
-                                                "event_record": -1})], ignore_index=True)
+                                                "event_record": -1, "frame": None})], ignore_index=True)
     frame = frame.sort_values(["window", "idle_us"], ascending=[True, False], kind="stable")
     frame = frame.groupby("window", sort=False).head(NAMES_PER_STEP)
     frame.insert(1, "cause", cause)
     frame["event_record"] = frame["event_record"].astype("Int64").mask(frame["event_record"] < 0)
+    if frame["frame"].isna().all():
+        frame = frame.drop(columns="frame")
     return frame.reset_index(drop=True)
 
 
