@@ -267,7 +267,9 @@ def _idle(p: Profile, cause: str, ratio: bool) -> Value:
 def _idle_names(p: Profile, cause: str) -> Value:
     """The ``TOP_IDLE_NAMES`` names (``idle_causes`` table) with the most
     device idle time of ``cause`` per steady step: ``{"name", "ms"}``, ms
-    per step, the mean over ranks (a rank without the name counts 0)."""
+    per step, the mean over ranks (a rank without the name counts 0); with
+    ``"frame"``, the program's Python frame that holds most of its time,
+    when the trace has Python stacks."""
     require_device_record(p)
     table = p.table("idle_causes")
     steady = steady_steps(p)
@@ -276,10 +278,16 @@ def _idle_names(p: Profile, cause: str) -> Value:
     rows = table[table["cause"] == cause].merge(steady[["rank", "step"]], on=["rank", "step"])
     if rows.empty:
         return Value([])
-    per_rank = rows.groupby(["rank", "name"])["idle_us"].sum() / steady.groupby("rank").size()
     ranks = steady["rank"].nunique()
-    top = (per_rank.groupby("name").sum() / ranks).nlargest(TOP_IDLE_NAMES)
-    return Value([{"name": str(n), "ms": round(float(v) / US_PER_MS, 3)} for n, v in top.items()])
+    per_step = steady.groupby("rank").size()
+    top = (rows.groupby(["rank", "name"])["idle_us"].sum() / per_step).groupby("name").sum() / ranks
+    out = [{"name": str(n), "ms": round(float(v) / US_PER_MS, 3)} for n, v in top.nlargest(TOP_IDLE_NAMES).items()]
+    if "frame" in rows.columns and rows["frame"].notna().any():
+        by_frame = rows.dropna(subset=["frame"]).groupby(["name", "frame"])["idle_us"].sum()
+        for entry in out:
+            if entry["name"] in by_frame.index.get_level_values(0):
+                entry["frame"] = str(by_frame.loc[entry["name"]].idxmax())
+    return Value(out)
 
 
 @metric("step.idle_causes_ms", unit="map",
@@ -386,8 +394,9 @@ def idle_sync_calls(p: Profile) -> Value:
     """The synchronizations the device idled on (``step.idle_sync_ms``), the
     5 with the most time, ``{"name", "ms"}`` with ms per step: the call or
     op (a call inside a top-level op as ``op > call``, e.g. ``aten::to >
-    cudaStreamSynchronize`` for ``.cpu()``), and the stream and event it
-    waits on where the trace's cuda_sync records say."""
+    cudaStreamSynchronize`` for ``.cpu()``), and the stream it waits on
+    where the trace's cuda_sync records say; ``"frame"``: the program's
+    Python frame it ran in, when the trace has Python stacks."""
     return _idle_names(p, "sync")
 
 
@@ -395,7 +404,9 @@ def idle_sync_calls(p: Profile) -> Value:
 def idle_host_ops_top(p: Profile) -> Value:
     """The host work the device idled on (``step.idle_host_ops_ms``), the 5
     with the most time, ``{"name", "ms"}`` with ms per step: top-level host
-    ops, runtime calls outside any op, and ``(Python between host ops)``."""
+    ops, runtime calls outside any op, and ``(Python between host ops)``;
+    ``"frame"``: the program's Python frame they ran in, when the trace has
+    Python stacks."""
     return _idle_names(p, "host_ops")
 
 
@@ -403,6 +414,6 @@ def idle_host_ops_top(p: Profile) -> Value:
 def idle_dependency_waits(p: Profile) -> Value:
     """The streams whose launched work waited while the device idled
     (``step.idle_dependency_ms``), the 5 with the most time, ``{"name",
-    "ms"}`` with ms per step: the stream and what it waits on (the stream
-    and the correlation id of the event record) where the trace records it."""
+    "ms"}`` with ms per step: the stream and the stream it waits on, where
+    the trace records the wait."""
     return _idle_names(p, "dependency")
