@@ -68,6 +68,12 @@ class KinetoTrace:
         self._x("user_annotation", DATALOADER, PID, MAIN, ts, dur, {})
         return ts + dur
 
+    def frame(self, name: str, ts: float, dur: float, tid: int = MAIN) -> None:
+        """A Python frame (``with_stack=True``): ``python_function``."""
+        self.ext += 1
+        self._x("python_function", name, PID, tid, ts, dur,
+                {"Python parent id": None, "Python id": self.ext, "Ev Idx": self.ext})
+
     def op(self, name: str, ts: float, dur: float, tid: int = MAIN) -> float:
         """A host op (``cpu_op``) that launches nothing."""
         self._x("cpu_op", name, PID, tid, ts, dur, {"External id": self._ext(), "Ev Idx": self.ext})
@@ -266,22 +272,36 @@ def _step_loop(tr: KinetoTrace, steps: int, body) -> KinetoTrace:
     return tr
 
 
-def sync_every_step(steps: int = 8, sync: str = "item") -> KinetoTrace:
+def sync_every_step(steps: int = 8, sync: str = "item", with_stack: bool = False) -> KinetoTrace:
     """The host launches 60 kernels of 200 us (40 us of host time each: the
     queue fills), then blocks in ``loss.item()`` (``sync="item"``) or
     ``torch.cuda.synchronize()`` (``"device"``) until the device has drained
     it, then does 6 ms of CPU bookkeeping before the next step launches
-    anything: the device idles after every synchronization."""
+    anything: the device idles after every synchronization. ``with_stack``:
+    the Python frames too -- ``train.py(22): train_step`` calls
+    ``train.py(35): log_loss`` (the sync, under the built-in ``item``) and
+    ``train.py(48): update_metrics`` (the bookkeeping, under ``torch/``
+    frames)."""
     tr = KinetoTrace()
 
     def body(t: float) -> float:
+        begin = t
         t = tr.dataloader(t + 20.0, 150.0)
         t = tr.copy_h2d(t + 10.0, 300.0, pinned=True)
         for _ in range(60):
             t = tr.kernel("aten::linear", t + 30.0, 200.0)
+        at = t + 10.0
         t = tr.item(t + 20.0) if sync == "item" else tr.synchronize(t + 20.0)
+        if with_stack:
+            tr.frame("train.py(35): log_loss", at, t + 5.0 - at)
+            tr.frame("<built-in method item of Tensor object at 0x7f3a2c1d9e40>", at + 8.0, t - at - 6.0)
+        at = t + 10.0
         for k in range(20):
             t = tr.op(CPU_OPS[k % len(CPU_OPS)], t + 20.0, 280.0)
+        if with_stack:
+            tr.frame("train.py(48): update_metrics", at, t + 5.0 - at)
+            tr.frame("torch/utils/_contextlib.py(116): decorate_context", at + 2.0, t + 2.0 - at)
+            tr.frame("train.py(22): train_step", begin + 10.0, t + 10.0 - begin)
         return t
 
     return _step_loop(tr, steps, body)

@@ -38,6 +38,11 @@ def test_item_every_step_is_a_sync_stall_not_host_bound(tmp_path):
     assert f.time_at_stake_ms == pytest.approx(report.metrics["step.idle_sync_ms"].value, abs=1e-3)
 
 
+def test_sync_stall_names_the_python_frame_with_stacks(tmp_path):
+    _, found = verdict(kt.sync_every_step(with_stack=True), tmp_path)
+    assert "aten::item in train.py(35): log_loss" in found["sync-stall"].message
+
+
 def test_cuda_synchronize_every_step_is_a_sync_stall(tmp_path):
     _, found = verdict(kt.sync_every_step(sync="device"), tmp_path)
     assert set(found) & IDLE_RULES == {"sync-stall"}

@@ -52,6 +52,7 @@ def assert_causes_add_up(steps: pd.DataFrame) -> None:
 LOOPS = {
     "sync_item": lambda: kt.sync_every_step(),
     "sync_device": lambda: kt.sync_every_step(sync="device"),
+    "sync_with_stack": lambda: kt.sync_every_step(with_stack=True),
     "deep_queue": lambda: kt.deep_queue_sync_copy(),
     "host_busy": lambda: kt.host_busy(),
     "copies_overlapped": lambda: kt.copies(),
@@ -92,6 +93,17 @@ def test_device_synchronize_is_named(tmp_path):
     profile, _ = read(kt.sync_every_step(sync="device"), tmp_path)
     assert (steady(profile)["idle_sync_us"] >= 6000).all()
     assert names(profile, "sync") == {"cudaDeviceSynchronize"}
+
+
+def test_python_frames_name_where_the_sync_is(tmp_path):
+    """With Python stacks, each name gets the innermost frame of the
+    program it ran in (not the built-in ``item`` or ``torch/`` frames)."""
+    profile, _ = read(kt.sync_every_step(with_stack=True), tmp_path)
+    t = profile.idle_causes
+    assert set(t.loc[t["cause"] == "sync", "frame"]) == {"train.py(35): log_loss"}
+    assert set(t.loc[t["cause"] == "data", "frame"]) == {"train.py(22): train_step"}
+    # without stacks there is no frame column
+    assert "frame" not in read(kt.sync_every_step(), tmp_path, "plain.pt.trace.json")[0].idle_causes
 
 
 def test_deep_queue_idle_is_dependency_not_the_host(tmp_path):
