@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import re
 import sys
+import sysconfig
+from pathlib import Path
 
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
@@ -93,16 +95,29 @@ FRAMEWORK_PACKAGES = frozenset({"torch", "torch_npu", "torchvision", "torchaudio
                                 "mindspore"})
 
 
+#: This interpreter's standard library folder: which standard modules are
+#: packages (``logging/``) and which single files (``enum.py``).
+_STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
 def program_frame(name: str) -> bool:
     """True for a Python frame of the profiled program (see the module doc):
     not built-in, not under ``site-packages`` / ``dist-packages`` or a
     ``lib/python3*`` folder, not in a framework package or the standard
-    library (``sys.stdlib_module_names``)."""
+    library (``sys.stdlib_module_names``). A script named like a standard
+    package (``test.py``, ``json.py``) is the program's: a package's frames
+    are written under its folder (``test/support/__init__.py``). Packages
+    installed elsewhere are written relative to their import path like the
+    program's own (``transformers/trainer.py``) and count as the program's."""
     m = FRAME_RE.match(name)
     if m is None:
         return False
     path = m.group("file").replace("\\", "/")
-    if "-packages/" in path or re.search(r"/lib/python3[.\d]*/", path):
-        return False
-    top = path.split("/", 1)[0].removesuffix(".py") if not path.startswith("/") else ""
-    return top not in FRAMEWORK_PACKAGES and top not in sys.stdlib_module_names
+    if path.startswith("/"):
+        return "-packages/" not in path and re.search(r"/lib/python3[.\d]*/", path) is None
+    top, sep, _ = path.partition("/")
+    if sep:
+        return top not in FRAMEWORK_PACKAGES and top not in sys.stdlib_module_names
+    module = top.removesuffix(".py")
+    return module not in FRAMEWORK_PACKAGES and (module not in sys.stdlib_module_names
+                                                  or (_STDLIB / module).is_dir())

@@ -11,12 +11,17 @@ that hold the time.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from advisor.collectors.kineto import calls
 from advisor.collectors.kineto import collector as kineto
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import idle
@@ -179,6 +184,60 @@ def test_copies_exposed_and_pageable(tmp_path, pinned, overlapped, exposed, page
     assert (s["copy_h2d_us"] == 2000).all()
     np.testing.assert_allclose(s["copy_h2d_exposed_us"], exposed, atol=10)  # a launch's start-up at most
     assert (s["copy_h2d_pageable_us"] == pageable).all()
+
+
+
+# ---------------------------------------------------------------- a real trace with Python stacks
+
+STACK_SCRIPT = textwrap.dedent("""
+    import sys, torch
+    from torch.profiler import profile, ProfilerActivity
+    model = torch.nn.Linear(64, 64)
+    def train_step(x):
+        loss = model(x).sum()
+        loss.backward()
+        return loss.item()
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        for _ in range(3):
+            train_step(torch.randn(32, 64))
+    prof.export_chrome_trace(sys.argv[1])
+""")
+
+
+def test_real_trace_keeps_only_the_programs_frames(tmp_path):
+    """torch.profiler on CPU with ``with_stack=True`` writes frames of the
+    script, of torch, of the standard library and built-ins; the read keeps
+    the script's frames only (``calls.program_frame``)."""
+    pytest.importorskip("torch")
+    script, out = tmp_path / "train.py", tmp_path / "stack.pt.trace.json"
+    script.write_text(STACK_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    raw = json.loads(out.read_text())["traceEvents"]
+    written = {e["name"] for e in raw if e.get("cat") == "python_function"}
+    ours = {n for n in written if n.startswith("train.py(")}  # written relative to sys.path
+    assert {n.split(": ", 1)[1] for n in ours} == {"train_step", "<module>"}
+    assert any(n.startswith("torch/") for n in written) and any(n.startswith("<built-in") for n in written)
+    ev = dec.load_trace(out).events
+    kept = set(ev.names[ev.name[ev.kind == dec.PYTHON]])
+    assert kept == ours
+
+
+@pytest.mark.parametrize("name, ours", [
+    ("train.py(35): log_loss", True),
+    ("/home/user/project/train.py(9): main", True),
+    ("mypkg/model.py(40): forward", True),
+    ("test.py(12): main", True),               # the standard library's test is a package: test/...
+    ("enum.py(1230): __hash__", False),        # a standard single-file module
+    ("logging/__init__.py(1720): getEffectiveLevel", False),
+    ("torch/nn/modules/module.py(1782): _call_impl", False),
+    ("/usr/lib/python3.12/threading.py(1010): run", False),
+    ("/opt/venv/lib/python3.11/site-packages/numpy/core/numeric.py(8): f", False),
+    ("<built-in method item of Tensor object at 0x7f3a2c1d9e40>", False),
+    ("nn.Module: Linear_0", False),
+])
+def test_program_frames(name, ours):
+    assert calls.program_frame(name) is ours
 
 
 # ---------------------------------------------------------------- the corpus
