@@ -92,6 +92,34 @@ SCHEMA: dict[str, dict[str, Column]] = {
                             "first-use allocator growth (rows of the warmup table, overlaps counted once)"),
         "device_ops": Column("int", "device events (kernels, copies, sets) starting in the step"),
         "device_ops_launched": Column("int", "device_ops whose launching runtime call is in the trace"),
+        # What the host was doing while the device idled (GPU traces; collectors/kineto/idle.py):
+        # disjoint parts of the device idle time duration_us - device_busy_us, summing to it.
+        "idle_dependency_us": Column("float", "device idle while work launched earlier had not started, in "
+                                     "idle stretches longer than the device's turnaround: waiting on another "
+                                     "stream or an event (or on work the trace does not show)"),
+        "idle_turnaround_us": Column("float", "device idle in short stretches (<= 20 us) while launched work was "
+                                     "queued: the device's own step from one operation to the next"),
+        "idle_sync_us": Column("float", "device idle, nothing queued, while a launching host thread was blocked "
+                               "in a synchronizing call or op (cudaStreamSynchronize, aten::item, ...), or "
+                               "right after one that emptied the queue, up to the time it had blocked"),
+        "idle_alloc_us": Column("float", "device idle, nothing queued, while a launching thread was in an "
+                                "allocation call (cudaMalloc, cudaFree, cudaHostAlloc, ...)"),
+        "idle_init_us": Column("float", "device idle, nothing queued, while a launching thread was in start-up "
+                               "calls (context creation, module loading) or torch.compile compilation"),
+        "idle_data_us": Column("float", "device idle, nothing queued, while a launching thread was fetching "
+                               "the next batch (enumerate(DataLoader))"),
+        "idle_host_ops_us": Column("float", "device idle, nothing queued, while a launching thread ran other host "
+                                   "ops or runtime calls, or the Python between them (gaps up to 100 us)"),
+        "idle_unrecorded_us": Column("float", "device idle, nothing queued, with nothing recorded on the launching "
+                                     "threads: the trace cannot say what the host did"),
+        "dependency_recorded_us": Column("float", "the part of idle_dependency_us whose wait the trace records "
+                                         "(a Stream Wait Event record names the stream and event waited on)"),
+        "launch_queue_us": Column("float", "median over the step's kernels of kernel start minus the end of its "
+                                  "launch call: how far the host runs ahead of the device"),
+        "copy_h2d_us": Column("float", "host-to-device copy time (union of Memcpy HtoD)"),
+        "copy_h2d_exposed_us": Column("float", "host-to-device copy time during which no kernel runs"),
+        "copy_h2d_pageable_us": Column("float", "host-to-device copy time from pageable host memory "
+                                       "(Memcpy HtoD (Pageable -> Device))"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),
@@ -178,6 +206,22 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "avg_time_us": Column("float", "mean time per call"),
         "stage": Column("text", "pipeline stage"),
         "count": Column("int", "calls"),
+    },
+    "idle_causes": {  # per (rank, step, cause): the host ops, calls or waits device-idle time went to
+        "rank": _rank(),
+        "step": _step(),
+        "cause": Column("text", "the steps column idle_<cause>_us this time is part of: dependency, sync, alloc, "
+                        "init, data, host_ops", required=True),
+        "name": Column("text", "what the time went to: a host op or call (a call inside a top-level op as "
+                       "'op > call'), with what a sync waits on when the trace records it; for dependency "
+                       "the waiting stream and the stream it waited on", required=True),
+        "idle_us": Column("float", "device idle time of that cause during it, in the step (the largest few "
+                          "per step and cause)", required=True),
+        "event_record": Column("int", "correlation id of the cudaEventRecord whose event the call or stream "
+                               "waits on, where the trace's cuda_sync records give it"),
+        "frame": Column("text", "the innermost Python frame of the profiled program (not the framework's or "
+                        "the standard library's) the op or call ran in, when the trace has Python stacks "
+                        "(with_stack=True), e.g. 'train.py(57): train_step'"),
     },
 }
 TABLES = tuple(SCHEMA)
@@ -289,6 +333,7 @@ class Profile:
     data_queue: pd.DataFrame | None = None
     data_ops: pd.DataFrame | None = None
     warmup: pd.DataFrame | None = None
+    idle_causes: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -24,7 +24,14 @@ from advisor.metrics.op_classes import (
     per_value,
 )
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, per_step_ms, rank_evidence
+from advisor.metrics.steps_view import (
+    US_PER_MS,
+    per_step_ms,
+    rank_evidence,
+    run_mean_ms,
+    run_ratio,
+    steady_steps,
+)
 from advisor.metrics.window import require_device_record
 from advisor.profile import Profile
 
@@ -294,3 +301,51 @@ def fp32_no_tensor_core_ms(p: Profile) -> Value:
     k, mask = _fp32_no_tc(p)
     per_rank = k[mask].groupby("rank")["total_us"].sum().reindex(k["rank"].unique(), fill_value=0.0)
     return Value(per_step_ms(p, per_rank))
+
+
+# ---------------------------------------------------------------- host-to-device copies the step waits on
+
+
+def _copy_ms(p: Profile, column: str) -> float:
+    require_device_record(p)
+    value = run_mean_ms(p, column)
+    if value is None:
+        raise NotEvaluated(f"no {column} values in steady-state steps")
+    return value
+
+
+@metric("ops.memcpy_h2d_exposed_ms", unit="ms", needs=["steps.copy_h2d_exposed_us"])
+def memcpy_h2d_exposed_ms(p: Profile) -> Value:
+    """Exposed host-to-device copy time per step: H2D copy time (union of
+    ``Memcpy HtoD`` intervals) during which no kernel runs, so the step
+    waits on the copy alone; copies overlapped by compute or communication
+    kernels cost nothing here. Mean over ranks of each rank's mean over
+    steady steps; the evidence gives all H2D copy time per step."""
+    return Value(_copy_ms(p, "copy_h2d_exposed_us"), {"copy_h2d_ms": run_mean_ms(p, "copy_h2d_us")})
+
+
+@metric("ops.memcpy_h2d_exposed_ratio", unit="ratio", needs=["steps.copy_h2d_exposed_us", "steps.duration_us"])
+def memcpy_h2d_exposed_ratio(p: Profile) -> Value:
+    """Share of the step spent in exposed host-to-device copies (see
+    ``ops.memcpy_h2d_exposed_ms``)."""
+    require_device_record(p)
+    value = run_ratio(p, "copy_h2d_exposed_us")
+    if value is None:
+        raise NotEvaluated("no copy_h2d_exposed_us values with a positive step duration")
+    return Value(value)
+
+
+@metric("ops.memcpy_h2d_pageable_share", unit="ratio", needs=["steps.copy_h2d_us", "steps.copy_h2d_pageable_us"])
+def memcpy_h2d_pageable_share(p: Profile) -> Value:
+    """Share of the host-to-device copy time that copies from pageable (not
+    pinned) host memory (Kineto ``Memcpy HtoD (Pageable -> Device)``): the
+    driver stages such a copy through a pinned buffer, at a fraction of the
+    link's bandwidth, and it cannot overlap compute. Steady steps, per rank
+    (pageable / all H2D copy time), mean over ranks."""
+    require_device_record(p)
+    steps = steady_steps(p)
+    sums = steps.groupby("rank")[["copy_h2d_us", "copy_h2d_pageable_us"]].sum()
+    sums = sums[sums["copy_h2d_us"] > 0]
+    if sums.empty:
+        raise NotEvaluated("no host-to-device copies in steady-state steps")
+    return Value(float((sums["copy_h2d_pageable_us"] / sums["copy_h2d_us"]).mean()))

@@ -10,9 +10,16 @@ start-up (``window.device_record_gap`` / ``startup_gap``).
 from __future__ import annotations
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import per_rank_mean, rank_evidence, run_mean_ms, run_ratio, steady_steps
+from advisor.metrics.steps_view import (
+    US_PER_MS,
+    per_rank_mean,
+    rank_evidence,
+    run_mean_ms,
+    run_ratio,
+    steady_steps,
+)
 from advisor.metrics.window import require_device_record, require_steady_window
-from advisor.profile import Profile
+from advisor.profile import SCHEMA, Profile
 
 
 def _ms(profile: Profile, column: str) -> Value:
@@ -251,3 +258,175 @@ def kernel_gap_ms(p: Profile) -> Value:
     """Launch-gap idle time per step (see ``step.kernel_gap_ratio``)."""
     require_device_record(p)
     return _ms(p, "kernel_gap_us")
+
+
+# ---------------------------------------------------------------- what the host did while the device idled
+
+#: Device-idle causes -> their steps columns (``idle_<cause>_us``, as the
+#: Profile schema lists them): disjoint parts of the device idle time.
+IDLE_COLUMNS = {c[len("idle_"):-len("_us")]: c for c in SCHEMA["steps"]
+                if c.startswith("idle_") and c.endswith("_us")}
+#: Names (host ops, calls, waits) a cause's metrics list.
+TOP_IDLE_NAMES = 5
+
+
+def _idle(p: Profile, cause: str, ratio: bool) -> Value:
+    """Run ratio (``ratio``) or ms per step of one idle cause."""
+    require_device_record(p)
+    column = IDLE_COLUMNS[cause]
+    return _ratio(p, column) if ratio else _ms(p, column)
+
+
+def _idle_names(p: Profile, cause: str) -> Value:
+    """The ``TOP_IDLE_NAMES`` names (``idle_causes`` table) with the most
+    device idle time of ``cause`` per steady step: ``{"name", "ms"}``, ms
+    per step, the mean over ranks (a rank without the name counts 0); with
+    ``"frame"``, the program's Python frame that holds most of its time,
+    when the trace has Python stacks."""
+    require_device_record(p)
+    table = p.table("idle_causes")
+    steady = steady_steps(p)
+    if steady.empty:
+        raise NotEvaluated("no steady-state steps")
+    rows = table[table["cause"] == cause].merge(steady[["rank", "step"]], on=["rank", "step"])
+    if rows.empty:
+        return Value([])
+    ranks = steady["rank"].nunique()
+    per_step = steady.groupby("rank").size()
+    top = (rows.groupby(["rank", "name"])["idle_us"].sum() / per_step).groupby("name").sum() / ranks
+    out = [{"name": str(n), "ms": round(float(v) / US_PER_MS, 3)} for n, v in top.nlargest(TOP_IDLE_NAMES).items()]
+    if "frame" in rows.columns and rows["frame"].notna().any():
+        by_frame = rows.dropna(subset=["frame"]).groupby(["name", "frame"])["idle_us"].sum()
+        for entry in out:
+            if entry["name"] in by_frame.index.get_level_values(0):
+                entry["frame"] = str(by_frame.loc[entry["name"]].idxmax())
+    return Value(out)
+
+
+@metric("step.idle_causes_ms", unit="map",
+        needs=["steps.duration_us", *(f"steps.{c}" for c in IDLE_COLUMNS.values())])
+def idle_causes_ms(p: Profile) -> Value:
+    """Device idle time per step by what held the device up, ms per cause
+    (GPU traces): ``dependency`` (launched work waited to start: another
+    stream, an event, or work the trace does not show), ``turnaround`` (the
+    device's own step between queued operations), ``sync`` (nothing queued,
+    the launching host thread blocked in a synchronization or just out of
+    one that emptied the queue), ``alloc``, ``init`` (start-up, compilation),
+    ``data`` (fetching the batch), ``host_ops`` (other host ops and the
+    Python between them) and ``unrecorded`` (nothing recorded on the host).
+    The causes are disjoint and add up to the device idle time; each is the
+    mean over ranks of each rank's mean over steady steps. The evidence
+    gives each cause's share of the step."""
+    require_device_record(p)
+    values = {cause: run_mean_ms(p, col) for cause, col in IDLE_COLUMNS.items()}
+    if any(v is None for v in values.values()):
+        raise NotEvaluated("no device-idle causes in steady-state steps")
+    return Value(values, {"share": {cause: run_ratio(p, col) for cause, col in IDLE_COLUMNS.items()}})
+
+
+@metric("step.idle_sync_ratio", unit="ratio", needs=["steps.idle_sync_us", "steps.duration_us"])
+def idle_sync_ratio(p: Profile) -> Value:
+    """Share of the step the device idles, with nothing queued, while a host
+    thread that launches its work is blocked in a synchronization
+    (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
+    ``cudaEventSynchronize``, synchronous copies, ``aten::item`` ...) or has
+    just left one that emptied the device queue (up to the time it had
+    blocked). ``step.idle_sync_calls`` names the calls."""
+    return _idle(p, "sync", ratio=True)
+
+
+@metric("step.idle_sync_ms", unit="ms", needs=["steps.idle_sync_us"])
+def idle_sync_ms(p: Profile) -> Value:
+    """Device idle time per step spent on synchronizations (see
+    ``step.idle_sync_ratio``)."""
+    return _idle(p, "sync", ratio=False)
+
+
+@metric("step.idle_host_ops_ratio", unit="ratio", needs=["steps.idle_host_ops_us", "steps.duration_us"])
+def idle_host_ops_ratio(p: Profile) -> Value:
+    """Share of the step the device idles, with nothing queued, while the
+    host threads that launch its work run other host work: host operators
+    (the outermost one names it), runtime calls, and the Python between two
+    of them (gaps up to 100 us). Syncs, allocation, start-up and data
+    loading are their own causes. ``step.idle_host_ops_top`` names the ops."""
+    return _idle(p, "host_ops", ratio=True)
+
+
+@metric("step.idle_host_ops_ms", unit="ms", needs=["steps.idle_host_ops_us"])
+def idle_host_ops_ms(p: Profile) -> Value:
+    """Device idle time per step spent waiting while the host runs CPU work
+    (see ``step.idle_host_ops_ratio``)."""
+    return _idle(p, "host_ops", ratio=False)
+
+
+@metric("step.idle_dependency_ratio", unit="ratio", needs=["steps.idle_dependency_us", "steps.duration_us"])
+def idle_dependency_ratio(p: Profile) -> Value:
+    """Share of the step the device idles although work the host launched
+    earlier has not started (beyond launch latency, in idle stretches longer
+    than the device's turnaround between queued operations): the queued
+    work waits on another stream or an event, on work the trace does not
+    show, or the trace's host and device clocks disagree.
+    ``step.idle_dependency_waits`` names the waiting streams."""
+    return _idle(p, "dependency", ratio=True)
+
+
+@metric("step.idle_dependency_ms", unit="ms", needs=["steps.idle_dependency_us"])
+def idle_dependency_ms(p: Profile) -> Value:
+    """Device idle time per step with launched work waiting to start (see
+    ``step.idle_dependency_ratio``)."""
+    return _idle(p, "dependency", ratio=False)
+
+
+@metric("step.idle_dependency_recorded_share", unit="ratio",
+        needs=["steps.idle_dependency_us", "steps.dependency_recorded_us"])
+def idle_dependency_recorded_share(p: Profile) -> Value:
+    """Share of that waiting time (``step.idle_dependency_ms``) whose wait the
+    trace records: the waiting stream has a ``Stream Wait Event`` record
+    (``cudaStreamWaitEvent``) naming the stream and event it waits on. The
+    rest is inferred from launch and start times alone."""
+    require_device_record(p)
+    waited = per_rank_mean(p, "idle_dependency_us").sum()
+    if waited <= 0:
+        raise NotEvaluated("no device idle time with launched work waiting")
+    return Value(float(per_rank_mean(p, "dependency_recorded_us").sum() / waited))
+
+
+@metric("step.launch_queue_ms", unit="ms", needs=["steps.launch_queue_us"])
+def launch_queue_ms(p: Profile) -> Value:
+    """How far the host runs ahead of the device: per step the median over
+    its kernels of (kernel start - end of the runtime call that launched
+    it), mean over steady steps and ranks. A kernel launched on an idle
+    device starts a few microseconds after its launch; a queue of
+    milliseconds means the device sets the pace, not the host."""
+    require_device_record(p)
+    return _ms(p, "launch_queue_us")
+
+
+@metric("step.idle_sync_calls", unit="list", needs=["idle_causes.name", "idle_causes.idle_us"])
+def idle_sync_calls(p: Profile) -> Value:
+    """The synchronizations the device idled on (``step.idle_sync_ms``), the
+    5 with the most time, ``{"name", "ms"}`` with ms per step: the call or
+    op (a call inside a top-level op as ``op > call``, e.g. ``aten::to >
+    cudaStreamSynchronize`` for ``.cpu()``), and the stream it waits on
+    where the trace's cuda_sync records say; ``"frame"``: the program's
+    Python frame it ran in, when the trace has Python stacks."""
+    return _idle_names(p, "sync")
+
+
+@metric("step.idle_host_ops_top", unit="list", needs=["idle_causes.name", "idle_causes.idle_us"])
+def idle_host_ops_top(p: Profile) -> Value:
+    """The host work the device idled on (``step.idle_host_ops_ms``), the 5
+    with the most time, ``{"name", "ms"}`` with ms per step: top-level host
+    ops, runtime calls outside any op, and ``(Python between host ops)``;
+    ``"frame"``: the program's Python frame they ran in, when the trace has
+    Python stacks."""
+    return _idle_names(p, "host_ops")
+
+
+@metric("step.idle_dependency_waits", unit="list", needs=["idle_causes.name", "idle_causes.idle_us"])
+def idle_dependency_waits(p: Profile) -> Value:
+    """The streams whose launched work waited while the device idled
+    (``step.idle_dependency_ms``), the 5 with the most time, ``{"name",
+    "ms"}`` with ms per step: the stream and the stream it waits on, where
+    the trace records the wait."""
+    return _idle_names(p, "dependency")

@@ -35,11 +35,26 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
 ``DATALOADER_RE``
     The DataLoader's ``__next__`` as the profiler records it: the training
     loop waiting for its next batch.
+``QUERY_CALLS``
+    Calls that only ask whether device work has finished and return at
+    once; CUPTI writes a synchronization record (``Event Sync``) for
+    ``cudaEventQuery`` too, yet the host never waits in it.
+``STREAM_WAIT_RECORD``
+    The cuda_sync record of ``cudaStreamWaitEvent``: a stream (the record's
+    row) waits on an event recorded on another stream; the host goes on.
+:func:`program_frame`
+    A Python frame of the profiled program (``with_stack=True`` writes one
+    ``python_function`` event per frame, ``train.py(57): train_step``), not
+    one of the framework (``torch/...``, ``nn.Module: ...``), of the standard
+    library or a built-in: the frames a user can change.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import sysconfig
+from pathlib import Path
 
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
@@ -76,3 +91,42 @@ COMPILE_OPS = re.compile(
     r"|\(dynamo_timed\)$|^(?:_compile\.|compile_fx|triton\.compile|AOTAutogradCache\.|PyCodeCache\.)"
 )
 DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
+QUERY_CALLS = frozenset({"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "cuStreamQuery",
+                         "hipEventQuery", "hipStreamQuery"})
+STREAM_WAIT_RECORD = "Stream Wait Event"
+
+#: ``file.py(line): function`` as the profiler names a Python frame; the
+#: profiler writes files under an import path relative to it (``torch/nn/...``,
+#: ``logging/__init__.py``) and others as given.
+FRAME_RE = re.compile(r"^(?P<file>[^<(][^()]*\.py)\(\d+\): ")
+#: Top-level packages of the framework's own frames.
+FRAMEWORK_PACKAGES = frozenset({"torch", "torch_npu", "torchvision", "torchaudio", "torchtext", "triton",
+                                "mindspore"})
+
+
+#: This interpreter's standard library folder: which standard modules are
+#: packages (``logging/``) and which single files (``enum.py``).
+_STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+def program_frame(name: str) -> bool:
+    """True for a Python frame of the profiled program (see the module doc):
+    not built-in, not under ``site-packages`` / ``dist-packages`` or a
+    ``lib/python3*`` folder, not in a framework package or the standard
+    library (``sys.stdlib_module_names``). A script named like a standard
+    package (``test.py``, ``json.py``) is the program's: a package's frames
+    are written under its folder (``test/support/__init__.py``). Packages
+    installed elsewhere are written relative to their import path like the
+    program's own (``transformers/trainer.py``) and count as the program's."""
+    m = FRAME_RE.match(name)
+    if m is None:
+        return False
+    path = m.group("file").replace("\\", "/")
+    if path.startswith("/"):
+        return "-packages/" not in path and re.search(r"/lib/python3[.\d]*/", path) is None
+    top, sep, _ = path.partition("/")
+    if sep:
+        return top not in FRAMEWORK_PACKAGES and top not in sys.stdlib_module_names
+    module = top.removesuffix(".py")
+    return module not in FRAMEWORK_PACKAGES and (module not in sys.stdlib_module_names
+                                                  or (_STDLIB / module).is_dir())

@@ -315,7 +315,8 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         hosts=_host(path, rank) if not inferred else {},
         notes=notes + tables.notes,
     )
-    profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup)
+    profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
+                      idle_causes=tables.idle_causes)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"

@@ -11,15 +11,17 @@ garbage collector paused and at once reduced to compact numpy columns
 distinct names, threads and input-type tuples) of the events some table
 reads (:class:`_Builder`); the Structs are dropped before the next chunk
 is read. Kept are the device events, runtime calls with a correlation id
-or that block, start up the device or allocate, the host events the
-tables look for (step markers, DataLoader spans, collective ops, ops with
-tensor dtypes, torch.compile's compile ops, host ops long enough to be a
-slow first call) and, until the first device event shows up (Kineto
-writes them after the host events), the host ops that are top-level
-within their batch (the CPU-only tables read top-level ops only). Once the
-whole trace is read, a GPU trace keeps only the runtime calls that
-launched a device event or that block, start up or allocate, a CPU-only
-trace only its top-level ops and the named or long host events. Memory therefore
+or that block, start up the device or allocate, the cuda_sync records,
+the Python frames of the profiled program (``with_stack=True``), the
+host events the tables look for (step markers, DataLoader spans,
+collective ops, ops with tensor dtypes, torch.compile's compile ops, host
+ops long enough to be a slow first call) and the host ops that are
+top-level within their batch (the CPU-only tables read top-level ops
+only; a GPU trace's idle attribution reads what the launching thread was
+doing). Once the whole trace is read, a GPU trace keeps only the runtime
+calls that launched a device event, that belong to a cuda_sync record or
+that block, start up or allocate, a CPU-only trace only its top-level ops
+and the named or long host events. Memory therefore
 grows with the number of kept events (about 30 bytes each, a few per
 device event) and not with the size of the JSON text (see
 ``bench/memory_vs_size.py``). Documents that cannot be streamed (no
@@ -63,17 +65,29 @@ RUNTIME_CATS = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
 MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
+#: CUPTI synchronization records: a host sync (``Stream Sync``, ``Event
+#: Sync``, ``Context Sync``, inside the runtime call of the same correlation
+#: id) or a stream waiting on an event (``Stream Wait Event``, on the waiting
+#: stream's row); ``wait_on_stream`` / ``wait_on_cuda_event_record_corr_id``
+#: name what is waited for.
+SYNC_CATS = frozenset({"cuda_sync"})
+#: Python frames (``with_stack=True``); only the profiled program's are kept.
+PYTHON_CATS = frozenset({"python_function"})
 DEVICE_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 WANTED_CATS = HOST_OP_CATS | RUNTIME_CATS | DEVICE_CATS
 OLD_VOCAB_CATS = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
 
-# Event kinds stored in ``Events.kind``.
-HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = 0, 1, 2, 3, 4
+# Event kinds stored in ``Events.kind``. PYTHON (python_function frames) and
+# SYNC (cuda_sync records) are below HOST so that ``kind >= KERNEL`` still
+# means "device activity".
+PYTHON, SYNC, HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = -2, -1, 0, 1, 2, 3, 4
 _KIND = {c: HOST for c in HOST_OP_CATS}
 _KIND.update({c: RUNTIME for c in RUNTIME_CATS})
 _KIND.update({c: KERNEL for c in KERNEL_CATS})
 _KIND.update({c: MEMCPY for c in MEMCPY_CATS})
 _KIND.update({c: MEMSET for c in MEMSET_CATS})
+_KIND.update({c: SYNC for c in SYNC_CATS})
+_KIND.update({c: PYTHON for c in PYTHON_CATS})
 CATEGORIES = tuple(sorted(_KIND))
 _CAT_CODE = {c: i for i, c in enumerate(CATEGORIES)}
 _CAT_KIND = np.array([_KIND[c] for c in CATEGORIES], dtype=np.int8)
@@ -103,6 +117,8 @@ class Args(msgspec.Struct, gc=False):
     collective: str | None = msgspec.field(default=None, name="Collective name")
     pg_name: str | int | None = msgspec.field(default=None, name="Process Group Name")
     pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
+    wait_on_stream: int | str | None = None
+    wait_on_event: int | str | None = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -148,8 +164,8 @@ class _LooseDoc(msgspec.Struct):
 
 _BATCH = msgspec.json.Decoder(list[Event])
 _FIELDS = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
-_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc")
-_NO_EXTRAS = (_NO_RAW, None, None, None)
+_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc", "wait_on_stream", "wait_on_event")
+_NO_EXTRAS = (_NO_RAW, None, None, None, None, None)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 #: Distinct (input types, shapes) texts remembered per trace, at most.
 _ITYPE_CACHE = 1 << 16
@@ -167,8 +183,12 @@ class Events:
     or MEMSET. ``input_type`` is a code into ``input_types`` (tuples of the
     ``Input type`` strings of tensor inputs), ``collective`` into
     ``collectives`` (``Collective name`` args) and ``group`` into ``groups``
-    (process-group labels); -1 means absent. Code columns use the smallest
-    integer type that holds their table's size.
+    (process-group labels), ``wait`` into ``waits`` (``(wait_on_stream,
+    wait_on_cuda_event_record_corr_id)`` of cuda_sync records, -1 where the
+    trace says unknown); -1 means absent. Code columns use the smallest
+    integer type that holds their table's size. ``kind`` SYNC marks the
+    cuda_sync records, PYTHON the Python frames of the profiled program
+    (``calls.program_frame``; other frames are not kept).
 
     Facts about every analysed event, also those not kept: ``span`` (first
     start, last end), ``activity`` (the same over every event but the
@@ -196,6 +216,8 @@ class Events:
     collectives: list[str]
     group: np.ndarray
     groups: list[str]
+    wait: np.ndarray
+    waits: list[tuple[int, int]]
     span: tuple[float, float] = (np.nan, np.nan)
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     activity: tuple[float, float] = (np.nan, np.nan)
@@ -224,6 +246,13 @@ class Events:
     def group_of(self, i: int) -> str | None:
         c = int(self.group[i])
         return self.groups[c] if c >= 0 else None
+
+    def stream_of(self, sel: np.ndarray) -> np.ndarray:
+        """Stream ids of device events and cuda_sync records (their ``tid``;
+        -1 when it is not a number)."""
+        ids = np.array([_as_int(t.rpartition("/")[2]) for t in self.threads], dtype=object)
+        ids = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
+        return ids[self.thread[sel]] if ids.size else np.full(np.size(self.thread[sel]), -1)
 
 
 @dataclass
@@ -432,7 +461,8 @@ STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME = 1, 2, 4, 8, 16
 INIT_NAME, ALLOC_NAME, COMPILE_NAME = 32, 64, 128
 _WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME
 #: Runtime calls kept whatever they launched: they block, start up the
-#: device, or allocate (the one-time work of :mod:`kineto_window`).
+#: device, or allocate (the one-time work of :mod:`kineto_window`, and
+#: what the host was doing while the device idled).
 _WANTED_RUNTIME_NAME = SYNC_NAME | INIT_NAME | ALLOC_NAME
 
 
@@ -514,7 +544,7 @@ def _code_dtype(size: int) -> type:
     return np.int64
 
 
-_CODE_COLUMNS = ("name", "input_type", "collective", "group")
+_CODE_COLUMNS = ("name", "input_type", "collective", "group", "wait")
 _EMPTY_DTYPES = {"cat": np.int8, "pair": np.int32}
 
 
@@ -531,6 +561,7 @@ class _Builder:
     itypes: _Table = field(default_factory=lambda: _Table(flag=_has_dtypes))
     colls: _Table = field(default_factory=_Table)
     groups: _Table = field(default_factory=_Table)
+    waits: _Table = field(default_factory=_Table)
     parts: list = field(default_factory=list)
     dropped: int = 0
     analysed: int = 0
@@ -545,6 +576,7 @@ class _Builder:
     device_seen: bool = False
     reduce: bool = True  # False keeps every analysed event (checks, debugging)
     itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
+    program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -559,16 +591,18 @@ class _Builder:
         if n == 0:
             return
         self.analysed += n
-        self.span = (min(self.span[0], float(ts.min())), max(self.span[1], float((ts + dur).max())))
         cat_local, cat_uniques = pd.factorize(pd.Series(cats, dtype=object))
+        work = _CAT_KIND[[_CAT_CODE[c] for c in cat_uniques]][cat_local] != PYTHON  # frames outlast the work
+        if work.any():
+            self.span = (min(self.span[0], float(ts[work].min())), max(self.span[1], float((ts + dur)[work].max())))
         self.cats_seen.update(cat_uniques)
-        corr, itype, coll, grp = self._args(args, n)
+        corr, itype, coll, grp, wait = self._args(args, n)
         part = {
             "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
             "name": self.names.encode([nm or "" for nm in names]),
             "pair": self._pairs(pids, tids),
             "ts": ts, "dur": dur, "corr": corr,
-            "input_type": itype, "collective": coll, "group": grp,
+            "input_type": itype, "collective": coll, "group": grp, "wait": wait,
         }
         if not self.device_seen and np.any(_CAT_KIND[part["cat"]] >= KERNEL):
             self._now_gpu()
@@ -597,7 +631,7 @@ class _Builder:
         """The part with its code columns in the smallest integer type that
         holds their table so far (concatenation widens them as needed)."""
         sizes = {"name": self.names, "pair": self.pairs, "input_type": self.itypes,
-                 "collective": self.colls, "group": self.groups}
+                 "collective": self.colls, "group": self.groups, "wait": self.waits}
         for k, table in sizes.items():
             part[k] = part[k].astype(_code_dtype(len(table.values)), copy=False)
         return part
@@ -608,7 +642,7 @@ class _Builder:
         self.device_seen = True
         for i, part in enumerate(self.parts if self.reduce else []):
             flags = self.names.flags()[part["name"]]
-            keep = (_CAT_KIND[part["cat"]] != HOST) | self._wanted_host(part, flags)
+            keep = (_CAT_KIND[part["cat"]] != HOST) | self._wanted_host(part, flags) | part["top"]
             if not keep.all():
                 self.parts[i] = {k: v[keep] for k, v in part.items()}
 
@@ -621,11 +655,12 @@ class _Builder:
         return codes[inverse.ravel()]
 
     def _args(self, args: tuple, n: int) -> tuple[np.ndarray, ...]:
-        """correlation, input-type, collective and group columns."""
+        """correlation, input-type, collective, group and wait columns."""
         corr = _numeric([None if a is None else a.correlation for a in args])
         itype = np.full(n, -1, dtype=np.int32)
         coll = np.full(n, -1, dtype=np.int32)
         grp = np.full(n, -1, dtype=np.int32)
+        wait = np.full(n, -1, dtype=np.int32)
         for i in [i for i, a in enumerate(args) if a is not None and _EXTRAS(a) != _NO_EXTRAS]:
             a = args[i]
             if a.input_type:
@@ -635,7 +670,9 @@ class _Builder:
             g = _group(a)
             if g is not None:
                 grp[i] = self.groups.code(g)
-        return corr, itype, coll, grp
+            if a.wait_on_stream is not None or a.wait_on_event is not None:
+                wait[i] = self.waits.code(_wait(a))
+        return corr, itype, coll, grp, wait
 
     def _itype_code(self, a: Args) -> int:
         """Code of an op's tensor input types (-1 when it records none),
@@ -664,8 +701,8 @@ class _Builder:
         keeps; and the host ops (``cpu_op``, ...) that are top-level within
         this batch -- an op nested in another op of the batch is nested in
         the whole trace too, so it cannot be one of the top-level ops the
-        CPU tables read -- and their time per thread. Once a device event
-        has shown up (the trace is not CPU-only) those are not needed.
+        CPU tables read -- and their time per thread (a GPU trace's idle
+        attribution reads them too: what the launching thread was doing).
         Marks the top-level ones in ``part["top"]``."""
         kind = _CAT_KIND[part["cat"]]
         flags = self.names.flags()[part["name"]]
@@ -673,11 +710,21 @@ class _Builder:
         keep = kind >= KERNEL
         keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & _WANTED_RUNTIME_NAME) != 0))
         keep |= host & self._wanted_host(part, flags)
-        part["top"] = np.zeros(keep.size, dtype=bool)
-        if not self.device_seen:
-            part["top"] = self._top_level_ops(part, host & _oplike(part["cat"], flags))
-            keep |= part["top"]
+        keep |= (kind == SYNC) | self._program_frames(part)
+        part["top"] = self._top_level_ops(part, host & _oplike(part["cat"], flags))
+        keep |= part["top"]
         return keep
+
+    def _program_frames(self, part: dict) -> np.ndarray:
+        """Mask of the Python frames of the profiled program
+        (``calls.program_frame``, tested once per distinct name)."""
+        from advisor.collectors.kineto.calls import program_frame
+
+        names = self.names.values
+        if self.program.size < len(names):
+            more = np.fromiter((program_frame(n) for n in names[self.program.size:]), dtype=bool)
+            self.program = np.r_[self.program, more]
+        return (_CAT_KIND[part["cat"]] == PYTHON) & self.program[part["name"]]
 
     def _top_level_ops(self, part: dict, oplike: np.ndarray) -> np.ndarray:
         """Mask of the host ops not nested in another host op of this batch;
@@ -703,7 +750,9 @@ class _Builder:
         """Events of a GPU trace the tables read: device events, the host
         events :meth:`_wanted_host` keeps, blocking, start-up and allocation
         runtime calls and the runtime calls that launched a device event
-        (same correlation id)."""
+        (same correlation id); for the idle attribution the host ops
+        top-level within their batch, the cuda_sync records and the runtime
+        calls they belong to (``dev_corr`` holds their correlation ids too)."""
         kind = _CAT_KIND[part["cat"]]
         flags = self.names.flags()[part["name"]]
         rt = kind == RUNTIME
@@ -711,6 +760,27 @@ class _Builder:
         keep |= (kind == HOST) & self._wanted_host(part, flags)
         keep |= rt & ((flags & _WANTED_RUNTIME_NAME) != 0)
         keep[rt] |= _sorted_has(dev_corr, part["corr"][rt])
+        keep |= part["top"] | (kind == SYNC) | (kind == PYTHON)
+        return keep
+
+    def _only_top_level(self, keep: list[np.ndarray]) -> list[np.ndarray]:
+        """``keep`` without the ops that were top-level in their batch but
+        are nested in an op of another batch (unless kept for their name or
+        dtypes): the kept events of a GPU trace do not depend on where
+        batches end. Every op that is top-level in the whole trace is
+        top-level in its batch, so the nesting among those ops decides."""
+        cand = [np.flatnonzero(k & p["top"]) for p, k in zip(self.parts, keep)]
+        pair, ts, dur = (np.concatenate([p[c][i] for p, i in zip(self.parts, cand)]) if cand else np.empty(0)
+                         for c in ("pair", "ts", "dur"))
+        nested = iv.depth(pair, ts, ts + dur) > 0
+        at = 0
+        for p, k, i in zip(self.parts, keep, cand):
+            drop = i[nested[at:at + i.size]]
+            at += i.size
+            if drop.size:
+                flags = self.names.flags()[p["name"][drop]]
+                sub = {c: v[drop] for c, v in p.items()}
+                k[drop[~self._wanted_host(sub, flags)]] = False
         return keep
 
     def _cpu_needed(self, part: dict) -> np.ndarray:
@@ -723,8 +793,9 @@ class _Builder:
         return ~host | wanted | part["top"]
 
     def _device_corr(self) -> np.ndarray | None:
-        """Correlation ids of the device events; None without device events."""
-        ids = [p["corr"][_CAT_KIND[p["cat"]] >= KERNEL] for p in self.parts]
+        """Correlation ids of the device events and cuda_sync records; None
+        without device events."""
+        ids = [p["corr"][(_CAT_KIND[p["cat"]] >= KERNEL) | (_CAT_KIND[p["cat"]] == SYNC)] for p in self.parts]
         if not any(np.any(_CAT_KIND[p["cat"]] >= KERNEL) for p in self.parts):
             return None
         ids = np.concatenate(ids)
@@ -740,7 +811,7 @@ class _Builder:
             advance()
 
     #: The code tables, in the order ``absorb`` remaps them.
-    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups")
+    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups", "waits")
 
     def state(self) -> dict:
         """What this builder holds, in plain picklable form (the code tables'
@@ -765,7 +836,8 @@ class _Builder:
                              for p, t in other["values"]["pairs"]), dtype=np.int64,
                             count=len(other["values"]["pairs"]))
         column_maps = {"name": maps["names"], "pair": pairs, "input_type": np.append(maps["itypes"], -1),
-                       "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1)}
+                       "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1),
+                       "wait": np.append(maps["waits"], -1)}
         for part in other["parts"]:
             for column, codes in column_maps.items():
                 part[column] = codes[part[column]]  # -1 (none) reads the appended -1
@@ -791,11 +863,12 @@ class _Builder:
         if not self.reduce:
             keep = [None] * len(self.parts)
         elif dev_corr is not None:
-            keep = [self._gpu_needed(p, dev_corr) for p in self.parts]
+            keep = self._only_top_level([self._gpu_needed(p, dev_corr) for p in self.parts])
         else:
             keep = [self._cpu_needed(p) for p in self.parts]
         sizes = {"name": len(self.names.values), "input_type": len(self.itypes.values),
-                 "collective": len(self.colls.values), "group": len(self.groups.values)}
+                 "collective": len(self.colls.values), "group": len(self.groups.values),
+                 "wait": len(self.waits.values)}
         cols = {}
         big = self.analysed >= BIG_TRACE_EVENTS
         # Column by column, freeing each part's column as it is copied (and,
@@ -817,6 +890,7 @@ class _Builder:
             input_type=cols["input_type"], input_types=self.itypes.values,
             collective=cols["collective"], collectives=self.colls.values,
             group=cols["group"], groups=self.groups.values,
+            wait=cols["wait"], waits=self.waits.values,
             span=self.span if self.analysed else (np.nan, np.nan), op_time=op_time,
             activity=self.activity if self.activity[0] <= self.activity[1] else (np.nan, np.nan),
             op_stats=self._op_stats(),
@@ -919,6 +993,12 @@ def _raw_list(raw: msgspec.Raw) -> list[msgspec.Raw] | None:
 def _is_shape(dims: msgspec.Raw) -> bool:
     """A non-empty ``Input Dims`` entry (not ``[]``, spaces aside)."""
     return len(dims) > 2 and len(bytes(dims).replace(b" ", b"")) > 2
+
+
+def _wait(a: Args) -> tuple[int, int]:
+    """(stream waited on, correlation id of the event's record), -1 when unknown."""
+    stream, record = _as_int(a.wait_on_stream), _as_int(a.wait_on_event)
+    return (-1 if stream is None else stream, -1 if record is None else record)
 
 
 def _group(a: Args | None) -> str | None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors import vocab
+from advisor.collectors.kineto import idle
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import window as kw
 from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
@@ -54,6 +55,7 @@ class Tables:
     comm: pd.DataFrame | None
     notes: list[str] = field(default_factory=list)
     warmup: pd.DataFrame | None = None  # the one-time work (kineto_window)
+    idle_causes: pd.DataFrame | None = None
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
@@ -194,12 +196,13 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
     compute = _select(ev, kern & ~is_comm)
     del kern
     comm = _select(ev, is_comm)
-    steps = _gpu_steps(ev, win, dev, compute, comm)
+    steps, causes = _gpu_steps(ev, win, dev, compute, comm)
     launch = _launching_ops(ev)
     ops = _gpu_ops(ev, dev, is_comm, launch)
     comm_df = _gpu_comm(ev, is_comm, win, launch, iv.subtract(comm, compute))
     steps, warmup = _window_columns(ev, win, steps, rank, device=True)
-    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup)
+    return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup=warmup,
+                  idle_causes=_with_rank(causes, rank))
 
 
 def _window_columns(ev: Events, win: pd.DataFrame, steps: pd.DataFrame, rank: int,
@@ -226,8 +229,9 @@ def host_only_tables(ev: Events, rank: int, device: str) -> Tables:
 
 
 def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Intervals,
-               comm: iv.Intervals) -> pd.DataFrame:
-    """The steps table of a GPU trace (its interval sets are freed on return)."""
+               comm: iv.Intervals) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The steps table of a GPU trace (its interval sets are freed on
+    return), and the ``idle_causes`` rows (:mod:`kineto_idle`)."""
     busy = _select(ev, dev)
     sync = (ev.kind == RUNTIME) & np.isin(ev.names, list(SYNC_CALLS))[ev.name]
     parts = {
@@ -240,9 +244,10 @@ def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Inter
         "kernel_gap_us": kernel_gaps(busy),
         "sync_wait_us": _select(ev, sync),
     }
+    causes, names = idle.attribute(ev, win, busy, parts["_busy_cc_us"])
     out = _breakdown(win, parts)
-    idle = _nonneg(out["duration_us"] - out["device_busy_us"])
-    return _finish(out, host_wait_us=_nonneg(idle - out["kernel_gap_us"]))
+    idle_us = _nonneg(out["duration_us"] - out["device_busy_us"])
+    return _finish(out, host_wait_us=_nonneg(idle_us - out["kernel_gap_us"]), **causes), names
 
 
 @dataclass

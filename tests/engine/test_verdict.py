@@ -26,7 +26,8 @@ def _verdict(values: dict, *, framework="pytorch", device="gpu", ranks=(0,), col
 
 #: a healthy single-GPU step: data, host idle and compute measured, nothing above its threshold
 HEALTHY_GPU = {"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0,
-               "step.host_idle_ratio": 0.05, "ops.fp32_matrix_ratio": 0.05, "ops.fp32_matrix_ms": 3.0}
+               "step.host_idle_ratio": 0.05, "step.idle_host_ops_ratio": 0.04, "step.launch_queue_ms": 0.01,
+               "ops.fp32_matrix_ratio": 0.05, "ops.fp32_matrix_ms": 3.0}
 
 
 def test_checks_ran_and_nothing_fired_is_clean():
@@ -39,11 +40,11 @@ def test_checks_ran_and_nothing_fired_is_clean():
 def test_nearly_every_check_skipped_is_inconclusive_not_clean():
     """11 of 12 rules skipped used to print a green 'no problems found'."""
     v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0},
-                    reasons={"step.host_idle_ratio": "the steps table has no free_us values"})
+                    reasons={"step.idle_host_ops_ratio": "the steps table has no idle_host_ops_us values"})
     assert v.status == "inconclusive"
     assert "only 1 of 3 kinds of checks that matter for pytorch on gpu" in v.reason
-    assert any(m.startswith("host / device idle: step.host_idle_ratio: the steps table has no free_us values")
-               for m in v.missing)
+    assert any(m.startswith("host / device idle: ") and
+               "step.idle_host_ops_ratio: the steps table has no idle_host_ops_us values" in m for m in v.missing)
     assert any(m.startswith("compute: ") for m in v.missing)
 
 
@@ -62,7 +63,7 @@ def test_a_medium_finding_is_problems_even_with_checks_missing():
 
 
 def test_a_window_of_start_up_is_inconclusive_whatever_fired():
-    v, run = _verdict({**HEALTHY_GPU, "step.host_idle_ratio": 0.9, "window.warmup_ratio": 0.97})
+    v, run = _verdict({**HEALTHY_GPU, "step.idle_host_ops_ratio": 0.9, "window.warmup_ratio": 0.97})
     assert run.findings and v.status == "inconclusive"
     assert v.reason.startswith("the window is mostly start-up (97% of it)") and "profile later steps" in v.reason
 
