@@ -99,6 +99,8 @@ class Args(msgspec.Struct, gc=False):
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
     collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: int | float | str | None = msgspec.field(default=None, name="In msg nelems")
+    msg_dtype: str | int | None = msgspec.field(default=None, name="dtype")
     pg_name: str | int | None = msgspec.field(default=None, name="Process Group Name")
     pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
 
@@ -142,8 +144,8 @@ class _LooseDoc(msgspec.Struct):
 
 _BATCH = msgspec.json.Decoder(list[Event])
 _FIELDS = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
-_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc")
-_NO_EXTRAS = (_NO_RAW, None, None, None)
+_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc", "in_nelems")
+_NO_EXTRAS = (_NO_RAW, None, None, None, None)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 #: Distinct (input types, shapes) texts remembered per trace, at most.
 _ITYPE_CACHE = 1 << 16
@@ -160,8 +162,9 @@ class Events:
     ``threads`` / ``CATEGORIES``; ``kind`` is HOST, RUNTIME, KERNEL, MEMCPY
     or MEMSET. ``input_type`` is a code into ``input_types`` (tuples of the
     ``Input type`` strings of tensor inputs), ``collective`` into
-    ``collectives`` (``Collective name`` args) and ``group`` into ``groups``
-    (process-group labels); -1 means absent. Code columns use the smallest
+    ``collectives`` (``Collective name`` args), ``group`` into ``groups``
+    (process-group labels) and ``msg`` into ``msgs`` (a collective's message
+    size in bytes: :func:`_msg_bytes`); -1 means absent. Code columns use the smallest
     integer type that holds their table's size.
 
     Facts about every analysed event, also those not kept: ``span`` (first
@@ -185,6 +188,8 @@ class Events:
     collectives: list[str]
     group: np.ndarray
     groups: list[str]
+    msg: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int8))
+    msgs: list[int] = field(default_factory=list)
     span: tuple[float, float] = (np.nan, np.nan)
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
 
@@ -211,6 +216,11 @@ class Events:
     def group_of(self, i: int) -> str | None:
         c = int(self.group[i])
         return self.groups[c] if c >= 0 else None
+
+    def msg_bytes(self, idx: np.ndarray) -> np.ndarray:
+        """Message bytes of the events ``idx`` (float, NaN when unknown)."""
+        table = np.array([*self.msgs, np.nan], dtype=np.float64)
+        return table[self.msg[idx]] if self.msg.size else np.full(len(idx), np.nan)
 
 
 @dataclass
@@ -362,14 +372,14 @@ def _numeric(values: list) -> np.ndarray:
 
 
 # Flags of a distinct event name: the names the tables look for.
-STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME = 1, 2, 4, 8, 16
+STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME, FRONT_END_NAME = 1, 2, 4, 8, 16, 32
 _WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME
 
 
 def name_flags(name: str) -> int:
     """STEP_NAME | LOADER_NAME | ... for one event name, by the patterns of
     :mod:`kineto_tables` (step markers, DataLoader spans, collective host
-    ops, blocking sync calls, 2021 annotations)."""
+    ops, blocking sync calls, 2021 annotations, c10d front ends)."""
     from advisor.collectors.kineto import tables as kt  # it imports this module
     from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 
@@ -377,7 +387,8 @@ def name_flags(name: str) -> int:
             | LOADER_NAME * bool(DATALOADER_RE.search(name))
             | COMM_NAME * bool(kt.HOST_COMM_RE.search(name))
             | SYNC_NAME * (name in SYNC_CALLS)
-            | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name)))
+            | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name))
+            | FRONT_END_NAME * bool(kt.FRONT_END_RE.search(name)))
 
 
 def _has_dtypes(types: tuple) -> bool:
@@ -432,7 +443,7 @@ def _code_dtype(size: int) -> type:
     return np.int64
 
 
-_CODE_COLUMNS = ("name", "input_type", "collective", "group")
+_CODE_COLUMNS = ("name", "input_type", "collective", "group", "msg")
 _EMPTY_DTYPES = {"cat": np.int8, "pair": np.int32}
 
 
@@ -449,6 +460,7 @@ class _Builder:
     itypes: _Table = field(default_factory=lambda: _Table(flag=_has_dtypes))
     colls: _Table = field(default_factory=_Table)
     groups: _Table = field(default_factory=_Table)
+    msgs: _Table = field(default_factory=_Table)  # message sizes in bytes
     parts: list = field(default_factory=list)
     dropped: int = 0
     analysed: int = 0
@@ -459,6 +471,7 @@ class _Builder:
     device_seen: bool = False
     reduce: bool = True  # False keeps every analysed event (checks, debugging)
     itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
+    size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -474,13 +487,16 @@ class _Builder:
         self.span = (min(self.span[0], float(ts.min())), max(self.span[1], float((ts + dur).max())))
         cat_local, cat_uniques = pd.factorize(pd.Series(cats, dtype=object))
         self.cats_seen.update(cat_uniques)
-        corr, itype, coll, grp = self._args(args, n)
+        name = self.names.encode([nm or "" for nm in names])
+        flags = self.names.flags()[name]
+        sized = ((flags & COMM_NAME) != 0) & ((flags & FRONT_END_NAME) == 0)
+        corr, itype, coll, grp, msg = self._args(args, n, sized)
         part = {
             "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
-            "name": self.names.encode([nm or "" for nm in names]),
+            "name": name,
             "pair": self._pairs(pids, tids),
             "ts": ts, "dur": dur, "corr": corr,
-            "input_type": itype, "collective": coll, "group": grp,
+            "input_type": itype, "collective": coll, "group": grp, "msg": msg,
         }
         if not self.device_seen and np.any(_CAT_KIND[part["cat"]] >= KERNEL):
             self._now_gpu()
@@ -496,7 +512,7 @@ class _Builder:
         """The part with its code columns in the smallest integer type that
         holds their table so far (concatenation widens them as needed)."""
         sizes = {"name": self.names, "pair": self.pairs, "input_type": self.itypes,
-                 "collective": self.colls, "group": self.groups}
+                 "collective": self.colls, "group": self.groups, "msg": self.msgs}
         for k, table in sizes.items():
             part[k] = part[k].astype(_code_dtype(len(table.values)), copy=False)
         return part
@@ -519,12 +535,16 @@ class _Builder:
                             dtype=np.int32, count=uniq.size)
         return codes[inverse.ravel()]
 
-    def _args(self, args: tuple, n: int) -> tuple[np.ndarray, ...]:
-        """correlation, input-type, collective and group columns."""
+    def _args(self, args: tuple, n: int, sized: np.ndarray) -> tuple[np.ndarray, ...]:
+        """correlation, input-type, collective, group and message-size
+        columns; ``sized`` marks the collective host ops whose tensor inputs
+        are the message (``nccl:*``, ``gloo:*``; not the c10d front ends,
+        whose arguments hold the output buffers too)."""
         corr = _numeric([None if a is None else a.correlation for a in args])
         itype = np.full(n, -1, dtype=np.int32)
         coll = np.full(n, -1, dtype=np.int32)
         grp = np.full(n, -1, dtype=np.int32)
+        msg = np.full(n, -1, dtype=np.int32)
         for i in [i for i, a in enumerate(args) if a is not None and _EXTRAS(a) != _NO_EXTRAS]:
             a = args[i]
             if a.input_type:
@@ -534,7 +554,22 @@ class _Builder:
             g = _group(a)
             if g is not None:
                 grp[i] = self.groups.code(g)
-        return corr, itype, coll, grp
+            size = _msg_bytes(a) if a.in_nelems is not None else self._input_bytes(a) if sized[i] else None
+            if size is not None:
+                msg[i] = self.msgs.code(size)
+        return corr, itype, coll, grp, msg
+
+    def _input_bytes(self, a: Args) -> int | None:
+        """Bytes of an op's tensor inputs (:func:`_tensor_bytes`), computed
+        once per distinct raw text."""
+        if not a.input_type:
+            return None
+        key = (bytes(a.input_type), bytes(a.input_dims), bytes(a.input_dims_lc))
+        if key not in self.size_of:
+            if len(self.size_of) >= _ITYPE_CACHE:
+                self.size_of.clear()
+            self.size_of[key] = _tensor_bytes(a)
+        return self.size_of[key]
 
     def _itype_code(self, a: Args) -> int:
         """Code of an op's tensor input types (-1 when it records none),
@@ -635,7 +670,7 @@ class _Builder:
             advance()
 
     #: The code tables, in the order ``absorb`` remaps them.
-    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups")
+    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups", "msgs")
 
     def state(self) -> dict:
         """What this builder holds, in plain picklable form (the code tables'
@@ -658,7 +693,8 @@ class _Builder:
                              for p, t in other["values"]["pairs"]), dtype=np.int64,
                             count=len(other["values"]["pairs"]))
         column_maps = {"name": maps["names"], "pair": pairs, "input_type": np.append(maps["itypes"], -1),
-                       "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1)}
+                       "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1),
+                       "msg": np.append(maps["msgs"], -1)}
         for part in other["parts"]:
             for column, codes in column_maps.items():
                 part[column] = codes[part[column]]  # -1 (none) reads the appended -1
@@ -684,7 +720,8 @@ class _Builder:
         else:
             keep = [self._cpu_needed(p) for p in self.parts]
         sizes = {"name": len(self.names.values), "input_type": len(self.itypes.values),
-                 "collective": len(self.colls.values), "group": len(self.groups.values)}
+                 "collective": len(self.colls.values), "group": len(self.groups.values),
+                 "msg": len(self.msgs.values)}
         cols = {}
         big = self.analysed >= BIG_TRACE_EVENTS
         # Column by column, freeing each part's column as it is copied (and,
@@ -706,6 +743,7 @@ class _Builder:
             input_type=cols["input_type"], input_types=self.itypes.values,
             collective=cols["collective"], collectives=self.colls.values,
             group=cols["group"], groups=self.groups.values,
+            msg=cols["msg"], msgs=self.msgs.values,
             span=self.span if self.analysed else (np.nan, np.nan), op_time=op_time,
         )
 
@@ -775,6 +813,43 @@ def _tensor_types(a: Args) -> tuple | None:
     if dims is None or len(dims) != len(types):
         return tuple(t if isinstance(t, str) else "" for t in types)
     return tuple(t if isinstance(t, str) else "" for t, d in zip(types, dims) if _is_shape(d))
+
+
+def _msg_bytes(a: Args) -> int | None:
+    """A collective's message size from its ``In msg nelems`` and ``dtype``
+    args (NCCL kernels and ``record_param_comms`` ops of recent PyTorch);
+    None when either is missing or the dtype is not known."""
+    from advisor.collectors.vocab import dtype_bytes
+
+    nelems = _as_int(a.in_nelems)
+    width = dtype_bytes(a.msg_dtype) if isinstance(a.msg_dtype, str) and a.msg_dtype else None
+    if nelems is None or width is None or nelems < 0:
+        return None
+    return nelems * width
+
+
+def _tensor_bytes(a: Args) -> int | None:
+    """Bytes of an op's tensor inputs from ``Input Dims`` and ``Input type``
+    (how ``nccl:*`` / ``gloo:*`` ops record their buffers): the sum over
+    inputs whose shape is a list of sizes and whose type is a known dtype;
+    None when there is none (a tensor list, as c10d front ends record, has
+    no element type)."""
+    from advisor.collectors.vocab import dtype_bytes
+
+    types = _json(a.input_type)
+    dims = _json(a.input_dims) if len(a.input_dims) else _json(a.input_dims_lc)
+    if not isinstance(types, list) or not isinstance(dims, list) or len(types) != len(dims):
+        return None
+    total, found = 0, False
+    for typ, shape in zip(types, dims):
+        width = dtype_bytes(typ) if isinstance(typ, str) and typ else None
+        if width is None or not isinstance(shape, list) or not shape:
+            continue
+        if not all(isinstance(d, int) and d >= 0 for d in shape):
+            continue
+        total += width * int(np.prod(shape, dtype=np.int64))
+        found = True
+    return total if found else None
 
 
 def _json(raw: msgspec.Raw):
