@@ -170,10 +170,12 @@ def _exposure_frame(p: Profile) -> pd.DataFrame:
     frame = frame[np.isfinite(frame["dur"]) & np.isfinite(frame["exposed"]) & (frame["dur"] > 0)]
     c = comm.assign(group=comm["kind"].map(group_of), step=_step_key(comm))
     groups = [g for g in KIND_GROUPS if (c["group"] == g).any()]
+    unsplit: set[str] = set()
     if "exposed_share_us" in c.columns:
         raw, source = _split_shares(frame, c, groups), "exposed_share_us"
     else:
-        raw, source = _sole_kind(frame, c, groups, None if receive is None else receive[frame.index]), "sole kind"
+        raw, source = _sole_kind(frame, c, groups, None if receive is None else receive[frame.index],
+                                 unsplit), "sole kind"
     frame = frame.reset_index(drop=True)
     waits = _group_waits(p, frame, groups)
     for g in groups:
@@ -184,6 +186,7 @@ def _exposure_frame(p: Profile) -> pd.DataFrame:
     frame.attrs["less"] = receive is not None and source == "sole kind"
     frame.attrs["matched"] = waits.attrs.get("matched", False)
     frame.attrs["groups"] = groups
+    frame.attrs["unsplit"] = unsplit
     return frame
 
 
@@ -202,12 +205,13 @@ def _split_shares(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str]) -> pd
 
 
 def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
-               receive: np.ndarray | None) -> pd.DataFrame:
+               receive: np.ndarray | None, unsplit: set[str]) -> pd.DataFrame:
     """Without per-row shares: a step's exposed time goes to the group when
     it is the only one with collective time in the rank's step (the rank's
-    whole profile when rows have no step), else unknown (NaN); with
-    ``receive_us``, that part is send / receive and the rest is judged
-    without the send / receive rows."""
+    whole profile when rows have no step), else unknown (NaN), and the
+    groups of such a step are added to ``unsplit``; with ``receive_us``,
+    that part is send / receive and the rest is judged without the send /
+    receive rows."""
     busy = c[c["elapse_us"].fillna(0) > 0] if "elapse_us" in c.columns else c
     if receive is not None:
         busy = busy[busy["group"] != "p2p"]
@@ -224,6 +228,8 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
             out.loc[i, present[0]] = max(float(exposed[i]), 0.0)
         elif present is not None and len(present) == 0:
             out.loc[i, groups] = 0.0
+        elif present is not None:
+            unsplit.update(present)
         if receive is not None and "p2p" in groups:
             out.loc[i, "p2p"] = float(receive[i])
     return out
@@ -260,7 +266,7 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict]:
     if group not in frame.attrs["groups"]:
         raise NotEvaluated(f"no {label} collectives in this profile")
     known = frame.dropna(subset=[group])
-    if known.empty:
+    if known.empty or group in frame.attrs["unsplit"]:
         raise NotEvaluated(f"the profile does not tell {label} exposure from that of the other "
                            "collectives running in the same steps")
     evidence = {"from": _FROM[frame.attrs["from"]]}
