@@ -23,8 +23,9 @@ the same in every step, a rank slowed now and then by its shared host is
 not. On a 2-core host under load 5-8, 2-rank gloo runs with a rank
 sleeping 30 ms per step gave z 3.9-220 (10 runs), balanced runs below 3
 in 29 of 30 (one run kept one rank 6-12 ms late in each of its 4 steps:
-4.5). Without common steps, the worst median minus the median of the
-others' medians, with no z.
+4.5). Fewer than ``MIN_SCATTER_STEPS`` common steps show no scatter: the
+excess is then the paired gap, with no z; without common steps, the worst
+median minus the median of the others' medians, with no z.
 
 Slow ranks come in groups when their cause is shared: every rank of a host
 starved of data, or of a slow stage. The *slow group* of a component is
@@ -106,6 +107,10 @@ MIN_RANKS = 2
 SMALL_CLUSTER = 4
 #: Robust z-score from which a rank is a clear outlier (Iglewicz and Hoaglin).
 OUTLIER_Z = 3.5
+#: Common steady steps a small cluster's paired gap needs for its scatter
+#: (and a z-score) to mean anything: the MAD of two gaps is half their
+#: difference, so two close steps would make any gap an outlier.
+MIN_SCATTER_STEPS = 3
 #: A rank joins the slow group with at least this share of the worst excess.
 GROUP_SHARE = 0.5
 #: A slow group up to half the ranks is set apart by a gap this many times
@@ -239,8 +244,11 @@ def _component_spreads(p: Profile) -> list[dict]:
 def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int) -> tuple[float, dict]:
     """The worst rank's excess in a small cluster (module doc): the median
     over common steady steps of its value minus the median of the others';
-    the difference of per-rank medians without common steps. Evidence:
-    ``steps_slower`` ("k of n" steps in which it exceeded the others)."""
+    the difference of per-rank medians without common steps. It counts
+    only when it stands out from its scatter across steps (robust z >=
+    ``OUTLIER_Z``), when there are ``MIN_SCATTER_STEPS`` steps to judge
+    that from. Evidence: ``steps_slower`` ("k of n" steps in which it
+    exceeded the others)."""
     steps = steady_steps(p)
     others = values.index[values.index != worst]
     if "step" in steps.columns and column in steps.columns:
@@ -250,12 +258,14 @@ def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int) -> tuple
             gap = table[worst] - table[list(others)].median(axis=1)
             median = float(gap.median())
             mad = float((gap - median).abs().median())
-            z = 0.0 if median <= 0 else float("inf") if mad == 0 else 0.6745 * median / mad
+            z = (float("nan") if len(gap) < MIN_SCATTER_STEPS else 0.0 if median <= 0
+                 else float("inf") if mad == 0 else 0.6745 * median / mad)
             evidence = {"paired_gap": "per step, minus the other ranks' median",
                         "paired_gap_ms": round(max(median, 0.0) / US_PER_MS, 3),
                         "steps_slower": f"{int((gap > 0).sum())} of {len(gap)}",
                         "step_share": float((gap > 0).mean()), "zscore": z}
-            return (max(median, 0.0) if z >= OUTLIER_Z else 0.0), evidence
+            # a NaN z (too few steps) is not below OUTLIER_Z: the gap stands
+            return (0.0 if z < OUTLIER_Z else max(median, 0.0)), evidence
     return float(max(values[worst] - values[others].median(), 0.0)), {
         "paired_gap": "per-rank medians: minus the other ranks' median", "zscore": float("nan")}
 
@@ -366,11 +376,12 @@ def slow_rank_zscore(p: Profile) -> Value:
     """Robust z-score of the slow rank in its component (see module doc);
     above 3.5 one rank stands out, below it the spread is broad. With
     fewer than ``SMALL_CLUSTER`` ranks, that of its paired gap against the
-    gap's scatter across steps; not evaluated without common steps."""
+    gap's scatter across steps; not evaluated with fewer than
+    ``MIN_SCATTER_STEPS`` common steps."""
     z = _slowest(p)["zscore"]
     if np.isnan(z):
-        raise NotEvaluated(f"fewer than {SMALL_CLUSTER} ranks without common steps: no z-score "
-                           "(the slow rank is measured by its paired gap)")
+        raise NotEvaluated(f"fewer than {SMALL_CLUSTER} ranks and fewer than {MIN_SCATTER_STEPS} common "
+                           "steps: no scatter to judge the paired gap against")
     return Value(min(z, 1e6))
 
 
