@@ -154,8 +154,15 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "idle_us": Column("float", "idle time"),
         "exposed_us": Column("float", "time within the operator's span when the rank communicates without "
                              "computing; operators in flight at once each count the time they share"),
+        "front_end": Column("int", "1 for a collective's dispatcher front end (c10d::allreduce_ on the "
+                            "training thread) whose backend op (gloo:all_reduce) is a row too: that row "
+                            "stands for the collective; else 0"),
+        "exposed_share_us": Column("float", "the operator's part of its step's exposed communication: exposed "
+                                   "time several operators share is split evenly among them, so a step's "
+                                   "rows add up to its exposed_comm_us"),
         "tensor_count": Column("int", "gradient tensors fused into one all-reduce, from its input list"),
-        "size_mb": Column("float", "data size"),
+        "size_mb": Column("float", "data size (Kineto: the collective's input message, In msg nelems x "
+                          "dtype or its buffers' Input Dims x Input type)"),
     },
     "bandwidth": {  # transfers per rank, step, collective kind and transport, summed over operators
         "rank": _rank(),

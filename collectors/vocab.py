@@ -37,7 +37,9 @@ Dtypes (``ops.input_dtypes``, ";"-joined)
     spelling the profilers write -- CANN ``DT_FLOAT16``, MindSpore
     ``NUMBER_TYPE_FLOAT32`` / ``kNumberTypeFloat32`` / ``Float32``, PyTorch's
     C++ names in Kineto ``Input type`` (``float``, ``c10::Half``, ``long
-    int``), plain ``float32`` / ``fp16`` -- to it. A spelling not in
+    int``), its scalar-type names in the ``dtype`` arg of collectives
+    (``Float``, ``BFloat16``, ``Byte``, ``Char``), plain ``float32`` /
+    ``fp16`` -- to it; ``dtype_bytes`` gives its width. A spelling not in
     ``DTYPES`` is kept, upper case, separators as ``_``
     (``c10::Float8_e4m3fn`` -> ``FLOAT8_E4M3FN``).
 """
@@ -115,12 +117,12 @@ DTYPES = {
     "FLOAT16": "FLOAT16", "FP16": "FLOAT16", "HALF": "FLOAT16",
     "BF16": "BF16", "BFLOAT16": "BF16",
     "DOUBLE": "DOUBLE", "FLOAT64": "DOUBLE", "FP64": "DOUBLE",
-    "INT8": "INT8", "SIGNEDCHAR": "INT8",
+    "INT8": "INT8", "SIGNEDCHAR": "INT8", "CHAR": "INT8",
     "INT16": "INT16", "SHORT": "INT16", "SHORTINT": "INT16",
     "INT": "INT32", "INT32": "INT32",
     "INT64": "INT64", "LONG": "INT64", "LONGINT": "INT64",
-    "UINT8": "UINT8", "UNSIGNEDCHAR": "UINT8",
-    "UINT": "UINT32",
+    "UINT8": "UINT8", "UNSIGNEDCHAR": "UINT8", "BYTE": "UINT8",
+    "UINT": "UINT32", "UINT16": "UINT16", "UINT32": "UINT32", "UINT64": "UINT64",
     "BOOL": "BOOL",
     "COMPLEX64": "COMPLEX64", "COMPLEXFLOAT": "COMPLEX64",
     "COMPLEX128": "COMPLEX128", "COMPLEXDOUBLE": "COMPLEX128",
@@ -146,6 +148,24 @@ def dtype(name: str) -> str:
     upper = _PREFIX.sub("", _C10.sub("", str(name).strip().upper()))
     known = DTYPES.get(_fold(upper))
     return known if known is not None else _SEPARATORS.sub("_", upper).strip("_")
+
+
+#: Bytes per element of each dtype in the Profile's spelling (``FLOAT8_*``
+#: spellings are one byte: :func:`dtype_bytes`).
+DTYPE_BYTES = {
+    "FLOAT": 4, "FLOAT16": 2, "BF16": 2, "DOUBLE": 8,
+    "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8,
+    "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8, "BOOL": 1,
+    "COMPLEX32": 4, "COMPLEX64": 8, "COMPLEX128": 16,
+}
+
+
+def dtype_bytes(name: str) -> int | None:
+    """Bytes per element of a dtype in any spelling ``dtype`` reads (the
+    ``dtype`` arg of NCCL kernels says ``Float``, ``BFloat16``, ``Byte``);
+    None when unknown."""
+    spelled = dtype(name)
+    return DTYPE_BYTES.get(spelled, 1 if spelled.startswith("FLOAT8") else None)
 
 
 def dtype_list(names) -> str | None:

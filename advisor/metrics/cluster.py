@@ -9,6 +9,24 @@ the step; the robust z-score of the worst rank is 0.6745 * (x - median) / MAD
 (Iglewicz and Hoaglin; above 3.5 is a clear outlier, below it the spread is
 broad rather than one rank standing out).
 
+Small clusters (fewer than ``SMALL_CLUSTER`` ranks) have no spread across
+ranks to speak of: with two ranks the median sits halfway between them
+(the excess would be half the gap) and the robust z of the slower one is
+always 0.6745, whatever the gap. There the worst rank (largest per-rank
+median) is measured by the *paired gap*: per steady step that every rank
+recorded, its value minus the median of the other ranks' (two ranks: minus
+the other rank's), and the median over those steps. What noise looks like
+is then the scatter of that gap across steps: its robust z is 0.6745 *
+median / MAD of the per-step gaps, and a gap that does not stand out from
+it (z < ``OUTLIER_Z``) counts as no excess: a straggler is late by about
+the same in every step, a rank slowed now and then by its shared host is
+not. On a 2-core host under load 5-8, 2-rank gloo runs with a rank
+sleeping 30 ms per step gave z 3.9-220 (10 runs), balanced runs below 3
+in 29 of 30 (one run kept one rank 6-12 ms late in each of its 4 steps:
+4.5). Fewer than ``MIN_SCATTER_STEPS`` common steps show no scatter: the
+excess is then the paired gap, with no z; without common steps, the worst
+median minus the median of the others' medians, with no z.
+
 Slow ranks come in groups when their cause is shared: every rank of a host
 starved of data, or of a slow stage. The *slow group* of a component is
 the ranks that are clear outliers (robust z >= ``OUTLIER_Z``) with at least
@@ -83,8 +101,16 @@ COMPONENTS = {
 }
 #: Below this many ranks there is no cluster to compare.
 MIN_RANKS = 2
+#: Below this many ranks the worst rank is measured against the others by the
+#: paired gap (module doc): a median and MAD of 2 or 3 values cannot set
+#: one of them apart (with 2 the robust z is always 0.6745).
+SMALL_CLUSTER = 4
 #: Robust z-score from which a rank is a clear outlier (Iglewicz and Hoaglin).
 OUTLIER_Z = 3.5
+#: Common steady steps a small cluster's paired gap needs for its scatter
+#: (and a z-score) to mean anything: the MAD of two gaps is half their
+#: difference, so two close steps would make any gap an outlier.
+MIN_SCATTER_STEPS = 3
 #: A rank joins the slow group with at least this share of the worst excess.
 GROUP_SHARE = 0.5
 #: A slow group up to half the ranks is set apart by a gap this many times
@@ -168,23 +194,30 @@ def _component_spreads(p: Profile) -> list[dict]:
         if len(values) < MIN_RANKS:
             continue
         worst = int(values.idxmax())
-        excess = float(values.max() - values.median())
-        zscore = _robust_z(values, float(values.max()))
         extra = {}
+        if len(values) < SMALL_CLUSTER:
+            excess, extra = _paired_gap(p, column, values, worst)
+            zscore = extra.pop("zscore")
+        else:
+            excess = float(values.max() - values.median())
+            zscore = _robust_z(values, float(values.max()))
         saved = None
         if held is not None and worst in held.index:
             saved, source = float(held[worst]), "matched collectives: lead over the runner-up"
         elif len(waits) == len(values) and worst in waits.index:
-            saved = max(float(waits.median() - waits[worst]), 0.0)
+            # in a small cluster against the other ranks (the median of two is halfway)
+            base = waits.drop(worst).median() if len(values) < SMALL_CLUSTER else waits.median()
+            saved = max(float(base - waits[worst]), 0.0)
             source = "exposed communication: median rank minus this rank"
         if saved is not None:
             # Corroboration (module doc): excess the others do not wait for
             # (a rank descheduled between two of its own ops, made up before
             # the collective, or late among scattered peers) holds nobody back.
-            extra = {"component_excess_ms": round(excess / US_PER_MS, 3),
-                     "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
+            extra |= {"component_excess_ms": round(excess / US_PER_MS, 3),
+                      "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
             excess = min(excess, saved)
-        group = [worst] if saved is not None else _slow_group(values, worst, zscore)
+        small = len(values) < SMALL_CLUSTER
+        group = [worst] if saved is not None or small else _slow_group(values, worst, zscore)
         if len(group) > 1:
             # a group: measured against the ranks outside it (the median may sit inside it)
             rest = values.drop(group)
@@ -206,6 +239,35 @@ def _component_spreads(p: Profile) -> list[dict]:
     if not out:
         raise NotEvaluated("no step component measured on two or more ranks")
     return out
+
+
+def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int) -> tuple[float, dict]:
+    """The worst rank's excess in a small cluster (module doc): the median
+    over common steady steps of its value minus the median of the others';
+    the difference of per-rank medians without common steps. It counts
+    only when it stands out from its scatter across steps (robust z >=
+    ``OUTLIER_Z``), when there are ``MIN_SCATTER_STEPS`` steps to judge
+    that from. Evidence: ``steps_slower`` ("k of n" steps in which it
+    exceeded the others)."""
+    steps = steady_steps(p)
+    others = values.index[values.index != worst]
+    if "step" in steps.columns and column in steps.columns:
+        table = steps.dropna(subset=["step", column]).pivot_table(
+            index="step", columns="rank", values=column, aggfunc="mean").dropna()
+        if not table.empty and set(values.index) <= set(table.columns):
+            gap = table[worst] - table[list(others)].median(axis=1)
+            median = float(gap.median())
+            mad = float((gap - median).abs().median())
+            z = (float("nan") if len(gap) < MIN_SCATTER_STEPS else 0.0 if median <= 0
+                 else float("inf") if mad == 0 else 0.6745 * median / mad)
+            evidence = {"paired_gap": "per step, minus the other ranks' median",
+                        "paired_gap_ms": round(max(median, 0.0) / US_PER_MS, 3),
+                        "steps_slower": f"{int((gap > 0).sum())} of {len(gap)}",
+                        "step_share": float((gap > 0).mean()), "zscore": z}
+            # a NaN z (too few steps) is not below OUTLIER_Z: the gap stands
+            return (0.0 if z < OUTLIER_Z else max(median, 0.0)), evidence
+    return float(max(values[worst] - values[others].median(), 0.0)), {
+        "paired_gap": "per-rank medians: minus the other ranks' median", "zscore": float("nan")}
 
 
 def _held_back(p: Profile) -> pd.Series | None:
@@ -254,10 +316,13 @@ def slow_rank(p: Profile) -> Value:
     """The rank with the largest excess over the cluster median in any step
     component (compute, free, data loading, iteration interval, fp/bp),
     comparing each rank's median over its steady steps (a straggler is slow
-    in every step; one stalled step is not a slow rank)."""
+    in every step; one stalled step is not a slow rank). With fewer than
+    ``SMALL_CLUSTER`` ranks the excess is the paired gap over the other
+    ranks (module doc)."""
     s = _slowest(p)
-    evidence = {k: s[k] for k in ("component", "excess_ms", "zscore", "component_excess_ms",
-                                  "others_wait_ms", "others_wait_from") if k in s}
+    evidence = {k: s[k] for k in ("component", "excess_ms", "zscore", "paired_gap", "paired_gap_ms", "steps_slower",
+                                  "component_excess_ms", "others_wait_ms", "others_wait_from")
+                if k in s and not (k == "zscore" and np.isnan(s[k]))}
     if len(s["per_rank_ms"]) <= 64:
         evidence["per_rank_ms"] = s["per_rank_ms"]
     return Value(s["rank"], evidence)
@@ -309,9 +374,27 @@ def slow_rank_excess_ratio(p: Profile) -> Value:
 @metric("cluster.slow_rank_zscore", unit="z", needs=["steps.duration_us"])
 def slow_rank_zscore(p: Profile) -> Value:
     """Robust z-score of the slow rank in its component (see module doc);
-    above 3.5 one rank stands out, below it the spread is broad."""
+    above 3.5 one rank stands out, below it the spread is broad. With
+    fewer than ``SMALL_CLUSTER`` ranks, that of its paired gap against the
+    gap's scatter across steps; not evaluated with fewer than
+    ``MIN_SCATTER_STEPS`` common steps."""
     z = _slowest(p)["zscore"]
+    if np.isnan(z):
+        raise NotEvaluated(f"fewer than {SMALL_CLUSTER} ranks and fewer than {MIN_SCATTER_STEPS} common "
+                           "steps: no scatter to judge the paired gap against")
     return Value(min(z, 1e6))
+
+
+@metric("cluster.slow_rank_step_share", unit="ratio", needs=["steps.duration_us", "steps.step"])
+def slow_rank_step_share(p: Profile) -> Value:
+    """In a cluster of fewer than ``SMALL_CLUSTER`` ranks, the share of the
+    steady steps every rank recorded in which ``cluster.slow_rank`` exceeds
+    the other ranks (their median) in ``cluster.slow_component``: a
+    straggler is slower in every step, host noise moves between ranks."""
+    share = _slowest(p).get("step_share")
+    if share is None:
+        raise NotEvaluated(f"only measured for fewer than {SMALL_CLUSTER} ranks with common step ids")
+    return Value(round(share, 4))
 
 
 @metric("cluster.compute_spread_ratio", unit="ratio", needs=["steps.computing_us"])
@@ -575,7 +658,7 @@ def component_spread(p: Profile) -> Value:
             "min_rank": min(values, key=values.get),
             "excess_ms": round(s["excess_ms"], 3),
             "excess_pct": round(100 * s["excess_ratio"], 2),
-            "zscore": round(min(s["zscore"], 1e6), 2),
+            "zscore": None if np.isnan(s["zscore"]) else round(min(s["zscore"], 1e6), 2),
         }
     return Value(out)
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from advisor.metrics.collectives import GROUP_LABELS, KIND_GROUPS, collective_rows, group_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, rank_evidence, run_ratio, steady_steps
 from advisor.profile import Profile
@@ -27,22 +28,6 @@ def overlap_ratio(p: Profile) -> Value:
     return Value(value)
 
 
-#: Collectives that synchronize gradients in data-parallel training.
-GRADIENT_SYNC = ("allreduce", "reducescatter")
-
-
-def _exposed_source(p: Profile) -> str:
-    """Which step column measures gradient sync the step waits on."""
-    comm = p.table("comm")
-    if "kind" not in comm.columns or not comm["kind"].isin(GRADIENT_SYNC).any():
-        raise NotEvaluated("no all-reduce / reduce-scatter collectives in this profile")
-    if p.has("steps", "tail_us"):
-        return "tail_us"
-    if p.has("steps", "exposed_comm_us"):
-        return "exposed_comm_us"
-    raise NotEvaluated("the profile has neither a step tail nor exposed communication")
-
-
 #: Collectives in which every rank needs data from every other rank: no rank
 #: can finish one before the last rank has started it, so a rank's time in
 #: one before the last rank starts it is waiting for that peer.
@@ -51,12 +36,6 @@ RENDEZVOUS = ("allreduce", "reducescatter", "allgather", "alltoall")
 #: Kineto writes host-clock microseconds (Ascend DB exports make start times
 #: relative to each rank's first step, which cannot be compared across ranks).
 SHARED_CLOCK_SOURCES = ("kineto",)
-#: Name prefix of PyTorch's dispatcher front-end of a collective
-#: (``c10d::allreduce_``): it enqueues the collective on the process group's
-#: backend and returns. When the backend's own span is in the trace too
-#: (``gloo:all_reduce`` on a gloo worker thread), that span is where the
-#: ranks meet and the front-ends are not matched.
-FRONT_END_PREFIX = "c10d::"
 #: How far (us) a matched collective may seem to end on one rank before it
 #: started on another (timestamp rounding); see :func:`_peer_waits`.
 CLOCK_SLACK_US = 5.0
@@ -97,15 +76,12 @@ def _peer_waits(p: Profile) -> pd.DataFrame | None:
     with several worker threads, such as gloo, may start queued collectives
     out of order) or the ranks' clocks disagree (ranks on different hosts),
     in which case no step matches."""
-    comm = p.table("comm")
+    comm = collective_rows(p)
     need = ("rank", "step", "kind", "name", "start_us", "elapse_us")
     if (comm is None or p.meta.ranks_inferred or p.meta.source_format not in SHARED_CLOCK_SOURCES
             or not all(col in comm.columns for col in need)):
         return None
     c = comm[comm["kind"].isin(RENDEZVOUS)].dropna(subset=["step", "start_us", "elapse_us"])
-    front = c["name"].astype(str).str.startswith(FRONT_END_PREFIX)
-    if (~front).any():
-        c = c[~front]
     if c.empty or c["rank"].nunique() < 2:
         return None
     group = c["group"] if "group" in c.columns else pd.Series(None, index=c.index, dtype=object)
@@ -152,129 +128,494 @@ def _ranks_per_step(p: Profile) -> pd.Series:
     return steps.groupby(steps["step"].astype("int64"))["rank"].nunique()
 
 
-def _last_arrival(p: Profile, column: str) -> tuple[float, float, dict] | None:
-    """Per step, the exposed communication of the rank that exposes least,
-    after taking each rank's exposed peer wait out of it: ``(mean ms, mean
-    share of the step, evidence)`` over the steady steps every rank
-    recorded, or None for one rank / unlabelled ranks / no step ids.
+# ------------------------------------------------------- exposed, by kind
+#
+# The exposed communication of a step (``steps.exposed_comm_us``, time the
+# rank communicates and does not compute) is split among the collective
+# kinds (``KIND_GROUPS``) by the comm rows' ``exposed_share_us`` (Kineto:
+# time several collectives share is split evenly, so the kinds add up to the
+# step's total). Without that column (Ascend, MindSpore) a step's exposed
+# communication belongs to a kind only when that kind is the only one the
+# rank ran in the step; ``receive_us`` (pipeline Receive time, part of the
+# exposed communication) is send / receive time.
 
-    A collective completes only when the last rank has joined, so the ranks
-    that arrive earlier wait for it: that wait is imbalance (``slow-rank``),
-    not gradient synchronization a bucket / fusion change can hide. Where
-    collectives are matched across ranks (:func:`peer_waits`), each rank's
-    ``exposed_wait_us`` in the step is taken out of its exposed
-    communication, whichever rank was late at whichever collective. The
-    minimum over ranks then also drops one rank's own delay its peers do not
-    share (e.g. that rank descheduled while it communicates)."""
-    if p.meta.ranks_inferred:
-        return None
+
+def _step_key(frame: pd.DataFrame) -> pd.Series:
+    """Step ids as int64, -1 where the source has none (one window)."""
+    if "step" not in frame.columns:
+        return pd.Series(-1, index=frame.index, dtype="int64")
+    return frame["step"].astype("Float64").fillna(-1).astype("int64")
+
+
+def _exposure(p: Profile) -> pd.DataFrame:
+    """Per steady (rank, step): ``dur`` and, per kind group present in the
+    profile, its exposed time net of peer waits (us, NaN when it cannot be
+    told), ``raw:<group>`` before and ``wait:<group>`` the waits taken out;
+    ``attrs["from"]`` says how the split was made."""
+    return p.memo("comm.exposure", lambda: _exposure_frame(p))
+
+
+def _exposure_frame(p: Profile) -> pd.DataFrame:
     steps = steady_steps(p)
-    if "step" not in steps.columns or column not in steps.columns:
+    comm = p.table("comm")
+    if comm is None or comm.empty or "kind" not in comm.columns:
+        raise NotEvaluated("no collectives in this profile")
+    if steps.empty or not {"exposed_comm_us", "duration_us"} <= set(steps.columns):
+        raise NotEvaluated("the steps have no exposed communication time")
+    frame = pd.DataFrame({"rank": steps["rank"].to_numpy(), "step": _step_key(steps).to_numpy(),
+                          "dur": steps["duration_us"].to_numpy(dtype=float),
+                          "exposed": steps["exposed_comm_us"].to_numpy(dtype=float)})
+    receive = (steps["receive_us"].fillna(0.0).clip(lower=0.0).to_numpy(dtype=float)
+               if "receive_us" in steps.columns else None)
+    frame = frame[np.isfinite(frame["dur"]) & np.isfinite(frame["exposed"]) & (frame["dur"] > 0)]
+    c = comm.assign(group=comm["kind"].map(group_of), step=_step_key(comm))
+    groups = [g for g in KIND_GROUPS if (c["group"] == g).any()]
+    unsplit: set[str] = set()
+    if "exposed_share_us" in c.columns:
+        raw, source = _split_shares(frame, c, groups), "exposed_share_us"
+    else:
+        raw, source = _sole_kind(frame, c, groups, None if receive is None else receive[frame.index],
+                                 unsplit), "sole kind"
+    frame = frame.reset_index(drop=True)
+    waits = _group_waits(p, frame, groups)
+    for g in groups:
+        frame[f"raw:{g}"] = raw[g].to_numpy()
+        frame[f"wait:{g}"] = np.minimum(waits[g].to_numpy(), np.nan_to_num(raw[g].to_numpy()))
+        frame[g] = frame[f"raw:{g}"] - frame[f"wait:{g}"]
+    frame.attrs["from"] = source
+    frame.attrs["less"] = receive is not None and source == "sole kind"
+    frame.attrs["matched"] = waits.attrs.get("matched", False)
+    frame.attrs["groups"] = groups
+    frame.attrs["unsplit"] = unsplit
+    return frame
+
+
+def _split_shares(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
+    """Per step row of ``frame``, the summed ``exposed_share_us`` of each
+    group; a row counts in the step it starts in, so where a step's rows add
+    up to more than its exposed time (a collective running into the next
+    step) they are scaled down to it."""
+    per = c.groupby(["rank", "step", "group"])["exposed_share_us"].sum().unstack("group")
+    at = pd.MultiIndex.from_frame(frame[["rank", "step"]])
+    raw = per.reindex(index=at, columns=groups).fillna(0.0).clip(lower=0.0)
+    total = raw.sum(axis=1).to_numpy()
+    exposed = frame["exposed"].to_numpy()
+    scale = np.where(total > exposed, exposed / np.where(total > 0, total, 1.0), 1.0)
+    return raw.mul(scale, axis=0).reset_index(drop=True)
+
+
+def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
+               receive: np.ndarray | None, unsplit: set[str]) -> pd.DataFrame:
+    """Without per-row shares: a step's exposed time goes to the group when
+    it is the only one with collective time in the rank's step (the rank's
+    whole profile when rows have no step), else unknown (NaN), and the
+    groups of such a step are added to ``unsplit``; with ``receive_us``,
+    that part is send / receive and the rest is judged without the send /
+    receive rows."""
+    busy = c[c["elapse_us"].fillna(0) > 0] if "elapse_us" in c.columns else c
+    if receive is not None:
+        busy = busy[busy["group"] != "p2p"]
+    by_step = busy.groupby(["rank", "step"])["group"].unique()
+    by_rank = busy.groupby("rank")["group"].unique()
+    exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
+    out = pd.DataFrame(np.nan, index=range(len(frame)), columns=groups)
+    for i, (rank, step) in enumerate(zip(frame["rank"], frame["step"])):
+        present = by_step.get((rank, step))
+        if present is None:
+            present = by_step.get((rank, -1), by_rank.get(rank))
+        if present is not None and len(present) == 1:
+            out.loc[i, groups] = 0.0
+            out.loc[i, present[0]] = max(float(exposed[i]), 0.0)
+        elif present is not None and len(present) == 0:
+            out.loc[i, groups] = 0.0
+        elif present is not None:
+            unsplit.update(present)
+        if receive is not None and "p2p" in groups:
+            out.loc[i, "p2p"] = float(receive[i])
+    return out
+
+
+def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
+    """Per step row of ``frame`` and group, the rank's exposed wait for late
+    peers at the group's collectives (:func:`peer_waits`), 0 where none was
+    matched; ``attrs["matched"]`` when collectives were matched."""
+    out = pd.DataFrame(0.0, index=frame.index, columns=groups)
+    waits = peer_waits(p)
+    if waits is None or "exposed_wait_us" not in waits.columns:
+        return out
+    per = waits.assign(group=waits["kind"].map(group_of)).groupby(["rank", "step", "group"])[
+        "exposed_wait_us"].sum().unstack("group")
+    at = pd.MultiIndex.from_frame(frame[["rank", "step"]])
+    out = per.reindex(index=at, columns=groups).fillna(0.0).reset_index(drop=True)
+    out.attrs["matched"] = True
+    return out
+
+
+def _group_value(p: Profile, group: str) -> tuple[float, float, dict]:
+    """(ms per step, share of the step, evidence) of a group's exposed time.
+
+    With several labelled ranks and step ids, per step the rank that exposes
+    least (net of its waits for late peers): a collective completes only
+    when the last rank has joined, so the others' extra wait is imbalance
+    (``slow-rank``), not communication a change of its own can hide; the
+    minimum also drops one rank's own delay its peers do not share (that
+    rank descheduled while it communicates). Mean over the steady steps
+    every rank recorded. Otherwise the mean over ranks of each rank's mean."""
+    frame = _exposure(p)
+    label = GROUP_LABELS[group]
+    if group not in frame.attrs["groups"]:
+        raise NotEvaluated(f"no {label} collectives in this profile")
+    known = frame.dropna(subset=[group])
+    if known.empty or group in frame.attrs["unsplit"]:
+        raise NotEvaluated(f"the profile does not tell {label} exposure from that of the other "
+                           "collectives running in the same steps")
+    evidence = {"from": _FROM[frame.attrs["from"]]}
+    if frame.attrs["less"] and group != "p2p":
+        evidence["less"] = "pipeline Receive time (receive_us)"
+    ranks = known["rank"].nunique()
+    if ranks >= 2 and not p.meta.ranks_inferred and (known["step"] >= 0).any():
+        g = known[known["step"] >= 0].groupby("step")
+        per = pd.DataFrame({"net": g[group].min(), "dur": g["dur"].median(), "ranks": g["rank"].nunique()})
+        per = per[per["ranks"] == ranks]
+        if not per.empty:
+            kept = known[known["step"].isin(per.index)]
+            evidence["from"] += "; per step the least-exposed rank"
+            if frame.attrs["matched"]:
+                evidence["from"] += ", net of its waits for late peers (collectives matched across ranks)"
+                evidence["exposed_peer_wait_ms"] = round(float(kept[f"wait:{group}"].mean()) / US_PER_MS, 4)
+                by_rank = rank_evidence(kept.groupby("rank")[f"wait:{group}"].mean())
+                if by_rank:
+                    evidence["exposed_peer_wait_ms_per_rank"] = by_rank["per_rank"]
+            evidence.update(rank_evidence(kept.groupby("rank")[group].mean()))
+            return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence)
+    means = known.groupby("rank")[[group, "dur"]].mean()
+    evidence.update(rank_evidence(means[group]))
+    return (float(means[group].mean()) / US_PER_MS, float((means[group] / means["dur"]).mean()), evidence)
+
+
+_FROM = {"exposed_share_us": "exposed_comm_us split among the collectives in flight (exposed_share_us)",
+         "sole kind": "exposed_comm_us of the steps in which this is the only kind of collective"}
+
+
+def _group_metric(p: Profile, group: str, ratio: bool) -> Value:
+    ms, share, evidence = p.memo(f"comm.group_value:{group}", lambda: _group_value(p, group))
+    return Value(share, {"from": evidence["from"]}) if ratio else Value(ms, evidence)
+
+
+@metric("comm.exposed_ms_by_kind", unit="map", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_ms_by_kind(p: Profile) -> Value:
+    """Exposed communication per step by kind of collective: a map from
+    kind group (``allreduce``, ``alltoall``, ``fsdp`` = all-gather and
+    reduce-scatter, ``p2p`` = send / receive, ``broadcast``, ``other``) to
+    ms per step, each as ``comm.exposed_<group>_ms`` defines it (per step
+    the least-exposed rank, net of waits for late peers). Only groups the
+    profile has, and whose share of the exposed time it can tell; evidence:
+    the same as shares of the step (``ratio``)."""
+    frame = _exposure(p)
+    values, ratios = {}, {}
+    for group in frame.attrs["groups"]:
+        try:
+            ms, share, _ = p.memo(f"comm.group_value:{group}", lambda g=group: _group_value(p, g))
+        except NotEvaluated:
+            continue
+        values[group], ratios[group] = round(ms, 4), round(share, 4)
+    if not values:
+        raise NotEvaluated("the profile does not tell which collectives the exposed communication belongs to")
+    return Value(values, {"ratio": ratios, "from": _FROM[frame.attrs["from"]]})
+
+
+def _tail(p: Profile) -> Value | None:
+    """``comm.exposed_allreduce_ms`` from the step-trace tail (MindSpore:
+    end of backward to end of step), or None when the steps have none."""
+    comm = p.table("comm")
+    if not p.has("steps", "tail_us") or comm is None or not (comm["kind"] == "allreduce").any():
         return None
-    steps = steps.dropna(subset=["step", column, "duration_us"])
-    ranks = steps["rank"].nunique()
-    if ranks < 2:
-        return None
-    steps = steps.assign(step=steps["step"].astype("int64"), wait=0.0)
-    waits = peer_waits(p) if column == "exposed_comm_us" else None
-    evidence: dict = {}
-    if waits is not None and "exposed_wait_us" in waits.columns:
-        per = waits.groupby(["rank", "step"])["exposed_wait_us"].sum()
-        at = pd.MultiIndex.from_frame(steps[["rank", "step"]])
-        steps["wait"] = per.reindex(at).fillna(0.0).to_numpy()
-    steps["sync"] = _without_receive(steps, column) - np.minimum(steps["wait"], steps[column].clip(lower=0))
-    g = steps.groupby("step")
-    per = pd.DataFrame({"exposed": g["sync"].min(), "dur": g["duration_us"].median(),
-                        "ranks": g["rank"].nunique()})
-    per = per[(per["ranks"] == ranks) & (per["dur"] > 0)]
-    if per.empty:
-        return None
-    if waits is not None and "exposed_wait_us" in waits.columns:
-        kept = steps[steps["step"].isin(per.index)]
-        evidence["exposed_peer_wait_ms"] = round(float(kept["wait"].mean()) / US_PER_MS, 4)
-        by_rank = rank_evidence(kept.groupby("rank")["wait"].mean())
-        if by_rank:
-            evidence["exposed_peer_wait_ms_per_rank"] = by_rank["per_rank"]
-    ratio = float((per["exposed"] / per["dur"]).mean())
-    return float(per["exposed"].mean()) / US_PER_MS, ratio, evidence
+    means = _per_rank_tail(p)
+    if means.empty:
+        raise NotEvaluated("no tail_us values with a positive step duration")
+    return Value(float(means["tail_us"].mean()) / US_PER_MS,
+                 {"from": "tail_us", **rank_evidence(means["tail_us"])})
 
 
-def _without_receive(steps: pd.DataFrame, column: str) -> pd.Series:
-    """``column`` less the pipeline Receive time in it (``receive_us``, part of
-    the exposed communication of a pipeline-parallel step): a stage waiting
-    for its neighbour is the pipeline bubble (``slow-pipeline-stage``), not
-    gradient sync a bucket or fusion change can hide."""
-    if column != "exposed_comm_us" or "receive_us" not in steps.columns:
-        return steps[column]
-    return steps[column] - steps["receive_us"].fillna(0.0).clip(lower=0.0)
-
-
-def _has_receive(p: Profile) -> bool:
-    return p.has("steps", "receive_us") and bool(p.table("steps")["receive_us"].fillna(0).gt(0).any())
-
-
-def _per_rank_sync(p: Profile, column: str) -> pd.DataFrame:
-    """Per rank, the means over steady steps of ``_without_receive`` (``sync``)
-    and of the step duration (``dur``), ranks with ``sync`` (memoized per
-    profile: the ms and the ratio metric read it; callers never modify it)."""
-    return p.memo(f"per_rank_sync:{column}", lambda: _sync_means(p, column))
-
-
-def _sync_means(p: Profile, column: str) -> pd.DataFrame:
+def _per_rank_tail(p: Profile) -> pd.DataFrame:
     steps = steady_steps(p)
-    if column not in steps.columns:
-        return pd.DataFrame(columns=["sync", "dur"])
-    frame = pd.DataFrame({"rank": steps["rank"], "sync": _without_receive(steps, column),
-                          "dur": steps["duration_us"] if "duration_us" in steps.columns else np.nan})
-    return frame.groupby("rank")[["sync", "dur"]].mean().dropna(subset=["sync"])
+    means = steps.groupby("rank")[["tail_us", "duration_us"]].mean().dropna()
+    return means[means["duration_us"] > 0]
 
 
-_LAST_ARRIVAL = "exposed_comm_us, per step the least-exposed rank (the last to arrive)"
-_LAST_ARRIVAL_MATCHED = ("exposed_comm_us minus each rank's exposed wait for late peers "
-                         "(collectives matched across ranks), per step the least-exposed rank")
-
-
-def _source(waits_used: bool) -> str:
-    return _LAST_ARRIVAL_MATCHED if waits_used else _LAST_ARRIVAL
-
-
-@metric("comm.exposed_allreduce_ms", unit="ms", needs=["steps", "comm"])
+@metric("comm.exposed_allreduce_ms", unit="ms", needs=["steps", "comm.kind"])
 def exposed_allreduce_ms(p: Profile) -> Value:
-    """Time per step spent on gradient synchronization that backward does not
+    """Time per step spent on gradient all-reduce that backward does not
     hide: the step-trace tail where the source has one (MindSpore: end of
-    backward to end of step), else the exposed communication time. With
-    several ranks and step ids, exposed communication is taken per step from
-    the rank that exposes least; where collectives can be matched across
-    ranks (Kineto traces), each rank's exposed communication first loses the
-    part it spent waiting at a collective for a late peer. Waiting for a
+    backward to end of step), else the all-reduce part of the exposed
+    communication (``comm.exposed_ms_by_kind``). With several ranks and step
+    ids, per step the rank that exposes least; where collectives can be
+    matched across ranks (Kineto traces), each rank's exposed all-reduce
+    first loses the part it spent waiting for a late peer. Waiting for a
     late peer is imbalance between ranks (``slow-rank``), not gradient sync
     a bucket / fusion change can hide. Evaluated only when the profile
-    contains all-reduce or reduce-scatter collectives."""
-    column = _exposed_source(p)
-    receive = column == "exposed_comm_us" and _has_receive(p)
-    less = {"less": "pipeline Receive time (receive_us)"} if receive else {}
-    per_rank = _per_rank_sync(p, column)["sync"]
-    last = _last_arrival(p, column) if column == "exposed_comm_us" else None
-    if last is not None:
-        ms, _, evidence = last
-        return Value(ms, {"from": _source(bool(evidence)), **less, **evidence, **rank_evidence(per_rank)})
-    if per_rank.empty:
-        raise NotEvaluated(f"no {column} values")
-    return Value(float(per_rank.mean()) / US_PER_MS, {"from": column, **less, **rank_evidence(per_rank)})
+    contains all-reduce collectives; all-to-all, all-gather / reduce-scatter
+    and send / receive have their own metrics."""
+    tail = _tail(p)
+    return tail if tail is not None else _group_metric(p, "allreduce", ratio=False)
 
 
-@metric("comm.exposed_allreduce_ratio", unit="ratio", needs=["steps.duration_us", "comm"])
+@metric("comm.exposed_allreduce_ratio", unit="ratio", needs=["steps.duration_us", "comm.kind"])
 def exposed_allreduce_ratio(p: Profile) -> Value:
     """``comm.exposed_allreduce_ms`` as a share of the step."""
-    column = _exposed_source(p)
-    last = _last_arrival(p, column) if column == "exposed_comm_us" else None
-    if last is not None:
-        return Value(last[1], {"from": _source(bool(last[2]))})
-    both = _per_rank_sync(p, column).dropna()
-    both = both[both["dur"] > 0]
-    if both.empty:
-        raise NotEvaluated(f"no {column} values with a positive step duration")
-    return Value(float((both["sync"] / both["dur"]).mean()), {"from": column})
+    if _tail(p) is not None:
+        means = _per_rank_tail(p)
+        return Value(float((means["tail_us"] / means["duration_us"]).mean()), {"from": "tail_us"})
+    return _group_metric(p, "allreduce", ratio=True)
+
+
+@metric("comm.exposed_alltoall_ms", unit="ms", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_alltoall_ms(p: Profile) -> Value:
+    """Time per step spent in all-to-all (MoE token dispatch, embedding
+    exchange of DLRM-style models) that nothing overlaps: the all-to-all
+    part of the exposed communication, per step the least-exposed rank,
+    net of waits for late peers (as ``comm.exposed_allreduce_ms``)."""
+    return _group_metric(p, "alltoall", ratio=False)
+
+
+@metric("comm.exposed_alltoall_ratio", unit="ratio", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_alltoall_ratio(p: Profile) -> Value:
+    """``comm.exposed_alltoall_ms`` as a share of the step."""
+    return _group_metric(p, "alltoall", ratio=True)
+
+
+@metric("comm.exposed_fsdp_ms", unit="ms", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_fsdp_ms(p: Profile) -> Value:
+    """Time per step spent in all-gather and reduce-scatter (FSDP / ZeRO:
+    gathering sharded parameters before a layer runs, scattering its
+    gradients after) that nothing overlaps: that part of the exposed
+    communication, per step the least-exposed rank, net of waits for late
+    peers (as ``comm.exposed_allreduce_ms``)."""
+    return _group_metric(p, "fsdp", ratio=False)
+
+
+@metric("comm.exposed_fsdp_ratio", unit="ratio", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_fsdp_ratio(p: Profile) -> Value:
+    """``comm.exposed_fsdp_ms`` as a share of the step."""
+    return _group_metric(p, "fsdp", ratio=True)
+
+
+@metric("comm.exposed_p2p_ms", unit="ms", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_p2p_ms(p: Profile) -> Value:
+    """Time per step spent in point-to-point send / receive (pipeline stages
+    passing activations and gradients) that nothing overlaps: that part of
+    the exposed communication (with ``receive_us``, the pipeline Receive
+    time), per step the least-exposed rank. A stage waiting for its
+    neighbour is the pipeline bubble."""
+    return _group_metric(p, "p2p", ratio=False)
+
+
+@metric("comm.exposed_p2p_ratio", unit="ratio", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_p2p_ratio(p: Profile) -> Value:
+    """``comm.exposed_p2p_ms`` as a share of the step."""
+    return _group_metric(p, "p2p", ratio=True)
+
+
+# ------------------------------------------------ gradient all-reduce layout
+#
+# Read from the all-reduces of each steady step (one row per collective:
+# ``collective_rows``): how many, how many bytes, and whether those before
+# the step's last one ran while compute still did (DDP issues a bucket's
+# all-reduce from backward as soon as its gradients are ready; a loop of
+# all-reduces after ``backward()``, or one bucket holding every gradient,
+# starts only once backward has ended).
+
+#: An all-reduce before the step's last is taken to run alongside backward
+#: when compute overlaps at least this share of the time of those
+#: all-reduces together. Issued after backward, nothing but the optimizer
+#: waits to run, so they overlap next to nothing (a few per cent from
+#: timestamp skew); issued during backward they overlap whatever backward
+#: still computes. A tenth tells the two apart with room on both sides.
+BUCKET_OVERLAP_MIN = 0.1
+#: The proposed bucket holds this share of the gradients: about four
+#: buckets, the first three reduced while backward still runs and the last
+#: (the first layers' gradients, ready last) exposed, so about a quarter of
+#: the sync stays exposed. More buckets shrink that tail further, but each
+#: all-reduce pays a fixed latency (tens of us on NCCL, milliseconds on a
+#: loaded gloo host).
+BUCKET_SHARE = 0.25
+#: The proposed bucket is at least this large (MiB) when the gradients
+#: allow it: below about 1 MiB a NCCL all-reduce is latency-bound (its
+#: bandwidth falls with the size), which is why DDP's own first bucket is
+#: 1 MiB.
+BUCKET_MIN_MIB = 1.0
+#: ...but never more than this share of the gradients, so that the proposal
+#: always splits them (at least two buckets).
+BUCKET_MAX_SHARE = 0.5
+#: DDP's ``bucket_cap_mb`` counts MiB.
+BYTES_PER_MIB = 1 << 20
+#: ``comm.size_mb`` counts 10^6 bytes.
+BYTES_PER_MB = 1e6
+
+
+def _allreduce_steps(p: Profile) -> pd.DataFrame:
+    """Per steady (rank, step) with all-reduces: ``n`` (how many),
+    ``mb`` (their summed size, NaN when one is unknown), ``overlap`` (share
+    of the time of all but the last one overlapped by compute, NaN for one
+    all-reduce or without ``exposed_us``), ``tail_ms`` and ``tail_mb`` (the
+    last one's exposed share and size)."""
+    return p.memo("comm.allreduce_steps", lambda: _allreduce_table(p))
+
+
+def _allreduce_table(p: Profile) -> pd.DataFrame:
+    rows = collective_rows(p)
+    steps = steady_steps(p)
+    if rows is None or "step" not in rows.columns or "step" not in steps.columns:
+        raise NotEvaluated("no all-reduces with step ids")
+    ar = rows[(rows["kind"] == "allreduce") & rows["step"].notna()]
+    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
+    ar = ar.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    if ar.empty:
+        raise NotEvaluated("no all-reduces in the steady steps")
+    order = ["rank", "step", "start_us"] if "start_us" in ar.columns else ["rank", "step"]
+    ar = ar.sort_values(order, kind="stable")
+    g = ar.groupby(["rank", "step"])
+    last = g.tail(1).set_index(["rank", "step"])
+    # rows summed over operators (Ascend sums): ``ops`` says how many, and no row is the last
+    summed = "ops" in ar.columns and bool((ar["ops"].fillna(1) > 1).any())
+    out = pd.DataFrame({"n": g["ops"].sum() if "ops" in ar.columns else g.size()})
+    out["mb"] = (g["size_mb"].sum(min_count=1).where(g["size_mb"].count() == g.size())
+                 if "size_mb" in ar.columns else np.nan)
+    out["tail_mb"] = last["size_mb"] if "size_mb" in ar.columns and not summed else np.nan
+    out["tail_ms"] = (last["exposed_share_us"] / US_PER_MS
+                      if "exposed_share_us" in ar.columns and not summed else np.nan)
+    out["overlap"] = np.nan
+    if "exposed_us" in ar.columns and not summed:
+        before = ar.drop(index=g.tail(1).index)
+        bg = before.groupby(["rank", "step"])
+        elapse = bg["elapse_us"].sum()
+        hidden = (before["elapse_us"] - before["exposed_us"].clip(upper=before["elapse_us"])).groupby(
+            [before["rank"], before["step"]]).sum()
+        out["overlap"] = (hidden / elapse.where(elapse > 0)).reindex(out.index)
+    return out
+
+
+def _layout(p: Profile) -> tuple[str, dict]:
+    """``comm.allreduce_layout`` and its evidence (per-step layouts counted)."""
+    t = _allreduce_steps(p)
+    several = t["n"] >= 2
+    if several.any() and t.loc[several, "overlap"].isna().all():
+        raise NotEvaluated("the profile does not say which all-reduces overlap compute")
+    layout = pd.Series("one", index=t.index)
+    layout[several] = np.where(t.loc[several, "overlap"] >= BUCKET_OVERLAP_MIN, "bucketed", "after_backward")
+    counts = layout.value_counts()
+    # ties: the layout that advises least (no bucket change when in doubt)
+    best = max(counts.index, key=lambda k: (counts[k], ("one", "after_backward", "bucketed").index(k)))
+    evidence = {"steps": {k: int(v) for k, v in counts.items()}}
+    overlap = t.loc[several, "overlap"].dropna()
+    if not overlap.empty:
+        evidence["overlap_before_last"] = round(float(overlap.median()), 3)
+    return best, evidence
+
+
+@metric("comm.allreduce_per_step", unit="count", needs=["comm.kind", "comm.step", "steps.step"])
+def allreduce_per_step(p: Profile) -> Value:
+    """All-reduces per step: the median over steady steps and ranks of the
+    number of all-reduce collectives in a step (DDP: one per bucket; rows
+    summed over operators count their ``ops``)."""
+    return Value(float(_allreduce_steps(p)["n"].median()))
+
+
+@metric("comm.collectives_per_step", unit="map", needs=["comm.kind", "comm.step", "steps.step"])
+def collectives_per_step(p: Profile) -> Value:
+    """Collectives per step by kind: a map from collective kind to the mean
+    number per steady step and rank (one per collective: a c10d front end
+    and its backend op count once; rows summed over operators count their
+    ``ops``), kinds that occur only."""
+    rows = collective_rows(p)
+    steps = steady_steps(p)
+    if rows is None or "step" not in steps.columns:
+        raise NotEvaluated("no collectives with step ids")
+    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
+    if steady.empty:
+        raise NotEvaluated("no steady steps with step ids")
+    rows = rows.dropna(subset=["step"]).astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    ops = rows["ops"].fillna(1) if "ops" in rows.columns else pd.Series(1, index=rows.index)
+    counts = ops.groupby(rows["kind"]).sum() / len(steady)
+    if counts.empty:
+        raise NotEvaluated("no collectives in the steady steps")
+    return Value({str(k): round(float(v), 3) for k, v in counts.items()})
+
+
+@metric("comm.gradient_mb", unit="MB", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])
+def gradient_mb(p: Profile) -> Value:
+    """Gradient bytes synchronized per step, in MB (10^6 bytes): the summed
+    message size of a step's all-reduces, median over steady steps and
+    ranks. Steps with an all-reduce of unknown size are left out."""
+    mb = _allreduce_steps(p)["mb"].dropna()
+    if mb.empty:
+        raise NotEvaluated("the all-reduces record no message size (Kineto: record_shapes=True, "
+                           "or PyTorch 2.1+ for the collectives' size arguments)")
+    return Value(round(float(mb.median()), 4), {"steps": int(mb.size)})
+
+
+@metric("comm.allreduce_layout", unit="text", needs=["comm.kind", "comm.step", "steps.step"])
+def allreduce_layout(p: Profile) -> Value:
+    """How a step's gradient all-reduce is laid out, the most frequent over
+    steady steps and ranks (ties go to the later in this list): ``one`` (a
+    single all-reduce: one bucket holds every gradient), ``after_backward``
+    (several, none running alongside compute: issued after backward, e.g.
+    a loop over parameters), ``bucketed`` (several, those before the last
+    overlapped by compute for at least ``BUCKET_OVERLAP_MIN`` of their time:
+    DDP's buckets reduced during backward). Evidence: steps of each layout,
+    median overlapped share of the all-reduces before the last."""
+    layout, evidence = _layout(p)
+    return Value(layout, evidence)
+
+
+@metric("comm.bucket_cap_mb", unit="MiB", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])
+def bucket_cap_mb(p: Profile) -> Value:
+    """A DDP ``bucket_cap_mb`` (MiB, as DDP counts it) that splits the
+    measured gradients into buckets reduced during backward, when the
+    profile shows one bucket holding them all or all-reduces only after
+    backward (``comm.allreduce_layout`` one / after_backward):
+    ``BUCKET_SHARE`` of ``comm.gradient_mb``, at least ``BUCKET_MIN_MIB``
+    when the gradients allow, at most ``BUCKET_MAX_SHARE`` of them, rounded
+    to two significant digits. Not evaluated where DDP already splits them
+    (``bucketed``): smaller buckets do not hide the last one, which only
+    starts when backward ends."""
+    layout, _ = _layout(p)
+    if layout == "bucketed":
+        raise NotEvaluated("the all-reduces already run in buckets during backward")
+    grad_mib = gradient_mb(p).value * BYTES_PER_MB / BYTES_PER_MIB
+    cap = min(max(grad_mib * BUCKET_SHARE, BUCKET_MIN_MIB), grad_mib * BUCKET_MAX_SHARE)
+    if not cap > 0:
+        raise NotEvaluated("no gradient bytes to split")
+    rounded = float(f"{cap:.2g}")
+    return Value(rounded, {"gradient_mib": round(grad_mib, 3), "layout": layout})
+
+
+@metric("comm.allreduce_tail_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.exposed_share_us"])
+def allreduce_tail_ms(p: Profile) -> Value:
+    """Exposed time of the step's last all-reduce (DDP: the last bucket, the
+    first layers' gradients, reduced only after backward has ended): its
+    ``exposed_share_us``, median over steady steps and ranks. Evidence:
+    its size (``tail_mb``)."""
+    t = _allreduce_steps(p).dropna(subset=["tail_ms"])
+    if t.empty:
+        raise NotEvaluated("no exposed share of the all-reduces")
+    evidence = {}
+    if t["tail_mb"].notna().any():
+        evidence["tail_mb"] = round(float(t["tail_mb"].median()), 4)
+    return Value(round(float(t["tail_ms"].median()), 4), evidence)
+
+
+@metric("comm.allreduce_peer_wait_ms", unit="ms", needs=["comm.kind", "comm.exposed_us", "steps.exposed_comm_us"])
+def allreduce_peer_wait_ms(p: Profile) -> Value:
+    """Exposed time per step that ranks spent at all-reduces waiting for a
+    late peer (collectives matched across ranks, :func:`peer_waits`): the
+    mean over ranks and steady steps. It is not counted in
+    ``comm.exposed_allreduce_ms``: ranks waiting on one another is
+    imbalance (``slow-rank``), not gradient sync."""
+    frame = _exposure(p)
+    if not frame.attrs["matched"] or "wait:allreduce" not in frame.columns:
+        raise NotEvaluated("the all-reduces could not be matched across ranks")
+    return Value(round(float(frame["wait:allreduce"].mean()) / US_PER_MS, 4))
 
 
 @metric("comm.allreduce_tensor_count", unit="count", needs=["comm.tensor_count"])

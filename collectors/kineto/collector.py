@@ -116,7 +116,23 @@ op (CPU): ``name``, ``kind`` (``advisor.collectors.vocab``: from the
 ``Collective name`` arg, else the name, else the enclosing host collective
 op, e.g. ``nccl:all_to_all`` for a ``SendRecv`` kernel; ``sendrecv`` when
 none says more), ``group`` (``Process Group Name[:Description]``
-args, when present), ``elapse_us``, ``start_us``, ``step``.
+args, when present), ``elapse_us``, ``start_us``, ``step``;
+``size_mb``, the message: ``In msg nelems`` x ``dtype`` args (NCCL
+kernels, ``record_param_comms`` of PyTorch 2.1+), else the tensor inputs
+(``Input Dims`` x ``Input type``) of the ``nccl:*`` / ``gloo:*`` op, for a
+kernel that of the nearest op around its launch that records one;
+``exposed_us`` (its span's exposed time) and ``exposed_share_us`` (its
+part of the step's exposed communication: shared time split evenly, so a
+step's rows add up to its ``exposed_comm_us``); ``front_end`` (1 for a
+``c10d::`` call on the training thread whose gloo op is a row too: the
+gloo op stands for the collective).
+
+On CPU-only traces a synchronous collective called inside another op
+(``_AlltoAllSingle`` of ``torch.distributed.nn`` calls
+``c10d::alltoall_base_`` and then waits for gloo's worker thread) keeps
+the training thread blocked from the call until the backend op of that
+kind ends (at most to the end of the op around the call): that wait is the
+call's communication time, not the op's compute.
 
 Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
 with a progress bar on a terminal: only the events some table reads are

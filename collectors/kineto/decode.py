@@ -115,6 +115,8 @@ class Args(msgspec.Struct, gc=False):
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
     collective: str | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: int | float | str | None = msgspec.field(default=None, name="In msg nelems")
+    msg_dtype: str | int | None = msgspec.field(default=None, name="dtype")
     pg_name: str | int | None = msgspec.field(default=None, name="Process Group Name")
     pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
     wait_on_stream: int | str | None = None
@@ -164,8 +166,9 @@ class _LooseDoc(msgspec.Struct):
 
 _BATCH = msgspec.json.Decoder(list[Event])
 _FIELDS = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
-_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc", "wait_on_stream", "wait_on_event")
-_NO_EXTRAS = (_NO_RAW, None, None, None, None, None)
+_EXTRAS = operator.attrgetter("input_type", "collective", "pg_name", "pg_desc", "wait_on_stream", "wait_on_event",
+                              "in_nelems")
+_NO_EXTRAS = (_NO_RAW, None, None, None, None, None, None)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 #: Distinct (input types, shapes) texts remembered per trace, at most.
 _ITYPE_CACHE = 1 << 16
@@ -182,13 +185,14 @@ class Events:
     ``threads`` / ``CATEGORIES``; ``kind`` is HOST, RUNTIME, KERNEL, MEMCPY
     or MEMSET. ``input_type`` is a code into ``input_types`` (tuples of the
     ``Input type`` strings of tensor inputs), ``collective`` into
-    ``collectives`` (``Collective name`` args) and ``group`` into ``groups``
+    ``collectives`` (``Collective name`` args), ``group`` into ``groups``
     (process-group labels), ``wait`` into ``waits`` (``(wait_on_stream,
     wait_on_cuda_event_record_corr_id)`` of cuda_sync records, -1 where the
-    trace says unknown); -1 means absent. Code columns use the smallest
-    integer type that holds their table's size. ``kind`` SYNC marks the
-    cuda_sync records, PYTHON the Python frames of the profiled program
-    (``calls.program_frame``; other frames are not kept).
+    trace says unknown) and ``msg`` into ``msgs`` (a collective's message
+    size in bytes: :func:`_msg_bytes`); -1 means absent. Code columns use
+    the smallest integer type that holds their table's size. ``kind`` SYNC
+    marks the cuda_sync records, PYTHON the Python frames of the profiled
+    program (``calls.program_frame``; other frames are not kept).
 
     Facts about every analysed event, also those not kept: ``span`` (first
     start, last end), ``activity`` (the same over every event but the
@@ -218,6 +222,8 @@ class Events:
     groups: list[str]
     wait: np.ndarray
     waits: list[tuple[int, int]]
+    msg: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int8))
+    msgs: list[int] = field(default_factory=list)
     span: tuple[float, float] = (np.nan, np.nan)
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     activity: tuple[float, float] = (np.nan, np.nan)
@@ -253,6 +259,12 @@ class Events:
         ids = np.array([_as_int(t.rpartition("/")[2]) for t in self.threads], dtype=object)
         ids = np.array([-1 if i is None else i for i in ids], dtype=np.int64)
         return ids[self.thread[sel]] if ids.size else np.full(np.size(self.thread[sel]), -1)
+
+
+    def msg_bytes(self, idx: np.ndarray) -> np.ndarray:
+        """Message bytes of the events ``idx`` (float, NaN when unknown)."""
+        table = np.array([*self.msgs, np.nan], dtype=np.float64)
+        return table[self.msg[idx]] if self.msg.size else np.full(len(idx), np.nan)
 
 
 @dataclass
@@ -458,7 +470,7 @@ def _numeric(values: list) -> np.ndarray:
 
 # Flags of a distinct event name: the names the tables look for.
 STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME = 1, 2, 4, 8, 16
-INIT_NAME, ALLOC_NAME, COMPILE_NAME = 32, 64, 128
+INIT_NAME, ALLOC_NAME, COMPILE_NAME, FRONT_END_NAME = 32, 64, 128, 256
 _WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME
 #: Runtime calls kept whatever they launched: they block, start up the
 #: device, or allocate (the one-time work of :mod:`kineto_window`, and
@@ -470,7 +482,8 @@ def name_flags(name: str) -> int:
     """STEP_NAME | LOADER_NAME | ... for one event name, by the patterns of
     :mod:`kineto_tables` and :mod:`kineto_calls` (step markers, DataLoader
     spans, collective host ops, blocking sync calls, 2021 annotations,
-    start-up and allocation calls, torch.compile's compile ops)."""
+    start-up and allocation calls, torch.compile's compile ops, c10d front
+    ends)."""
     from advisor.collectors.kineto import tables as kt  # it imports this module
     from advisor.collectors.kineto.calls import ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS
 
@@ -481,7 +494,8 @@ def name_flags(name: str) -> int:
             | ANNOTATION_NAME * bool(kt.ANNOTATION_RE.search(name))
             | INIT_NAME * (name in INIT_CALLS)
             | ALLOC_NAME * (name in ALLOC_CALLS)
-            | COMPILE_NAME * bool(COMPILE_OPS.search(name)))
+            | COMPILE_NAME * bool(COMPILE_OPS.search(name))
+            | FRONT_END_NAME * bool(kt.FRONT_END_RE.search(name)))
 
 
 def _long_op_us() -> float:
@@ -508,7 +522,7 @@ class _Table:
         self.values: list = []
         self.key = key
         self.flag = flag
-        self._flags = np.zeros(0, dtype=np.uint8)
+        self._flags = np.zeros(0, dtype=np.uint16)
 
     def code(self, value) -> int:
         k = self.key(value)
@@ -531,9 +545,9 @@ class _Table:
         """``flag(value)`` per code, plus ``pad`` zeros (so that code -1
         reads 0)."""
         if self._flags.size < len(self.values):
-            new = np.fromiter((self.flag(v) for v in self.values[self._flags.size:]), dtype=np.uint8)
+            new = np.fromiter((self.flag(v) for v in self.values[self._flags.size:]), dtype=np.uint16)
             self._flags = np.concatenate([self._flags, new])
-        return np.concatenate([self._flags, np.zeros(pad, dtype=np.uint8)]) if pad else self._flags
+        return np.concatenate([self._flags, np.zeros(pad, dtype=np.uint16)]) if pad else self._flags
 
 
 def _code_dtype(size: int) -> type:
@@ -544,7 +558,7 @@ def _code_dtype(size: int) -> type:
     return np.int64
 
 
-_CODE_COLUMNS = ("name", "input_type", "collective", "group", "wait")
+_CODE_COLUMNS = ("name", "input_type", "collective", "group", "wait", "msg")
 _EMPTY_DTYPES = {"cat": np.int8, "pair": np.int32}
 
 
@@ -562,6 +576,7 @@ class _Builder:
     colls: _Table = field(default_factory=_Table)
     groups: _Table = field(default_factory=_Table)
     waits: _Table = field(default_factory=_Table)
+    msgs: _Table = field(default_factory=_Table)  # message sizes in bytes
     parts: list = field(default_factory=list)
     dropped: int = 0
     analysed: int = 0
@@ -577,6 +592,7 @@ class _Builder:
     reduce: bool = True  # False keeps every analysed event (checks, debugging)
     itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
+    size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -596,13 +612,16 @@ class _Builder:
         if work.any():
             self.span = (min(self.span[0], float(ts[work].min())), max(self.span[1], float((ts + dur)[work].max())))
         self.cats_seen.update(cat_uniques)
-        corr, itype, coll, grp, wait = self._args(args, n)
+        name = self.names.encode([nm or "" for nm in names])
+        flags = self.names.flags()[name]
+        sized = ((flags & COMM_NAME) != 0) & ((flags & FRONT_END_NAME) == 0)
+        corr, itype, coll, grp, wait, msg = self._args(args, n, sized)
         part = {
             "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
-            "name": self.names.encode([nm or "" for nm in names]),
+            "name": name,
             "pair": self._pairs(pids, tids),
             "ts": ts, "dur": dur, "corr": corr,
-            "input_type": itype, "collective": coll, "group": grp, "wait": wait,
+            "input_type": itype, "collective": coll, "group": grp, "wait": wait, "msg": msg,
         }
         if not self.device_seen and np.any(_CAT_KIND[part["cat"]] >= KERNEL):
             self._now_gpu()
@@ -631,7 +650,7 @@ class _Builder:
         """The part with its code columns in the smallest integer type that
         holds their table so far (concatenation widens them as needed)."""
         sizes = {"name": self.names, "pair": self.pairs, "input_type": self.itypes,
-                 "collective": self.colls, "group": self.groups, "wait": self.waits}
+                 "collective": self.colls, "group": self.groups, "wait": self.waits, "msg": self.msgs}
         for k, table in sizes.items():
             part[k] = part[k].astype(_code_dtype(len(table.values)), copy=False)
         return part
@@ -654,13 +673,17 @@ class _Builder:
                             dtype=np.int32, count=uniq.size)
         return codes[inverse.ravel()]
 
-    def _args(self, args: tuple, n: int) -> tuple[np.ndarray, ...]:
-        """correlation, input-type, collective, group and wait columns."""
+    def _args(self, args: tuple, n: int, sized: np.ndarray) -> tuple[np.ndarray, ...]:
+        """correlation, input-type, collective, group, wait and message-size
+        columns; ``sized`` marks the collective host ops whose tensor inputs
+        are the message (``nccl:*``, ``gloo:*``; not the c10d front ends,
+        whose arguments hold the output buffers too)."""
         corr = _numeric([None if a is None else a.correlation for a in args])
         itype = np.full(n, -1, dtype=np.int32)
         coll = np.full(n, -1, dtype=np.int32)
         grp = np.full(n, -1, dtype=np.int32)
         wait = np.full(n, -1, dtype=np.int32)
+        msg = np.full(n, -1, dtype=np.int32)
         for i in [i for i, a in enumerate(args) if a is not None and _EXTRAS(a) != _NO_EXTRAS]:
             a = args[i]
             if a.input_type:
@@ -672,7 +695,22 @@ class _Builder:
                 grp[i] = self.groups.code(g)
             if a.wait_on_stream is not None or a.wait_on_event is not None:
                 wait[i] = self.waits.code(_wait(a))
-        return corr, itype, coll, grp, wait
+            size = _msg_bytes(a) if a.in_nelems is not None else self._input_bytes(a) if sized[i] else None
+            if size is not None:
+                msg[i] = self.msgs.code(size)
+        return corr, itype, coll, grp, wait, msg
+
+    def _input_bytes(self, a: Args) -> int | None:
+        """Bytes of an op's tensor inputs (:func:`_tensor_bytes`), computed
+        once per distinct raw text."""
+        if not a.input_type:
+            return None
+        key = (bytes(a.input_type), bytes(a.input_dims), bytes(a.input_dims_lc))
+        if key not in self.size_of:
+            if len(self.size_of) >= _ITYPE_CACHE:
+                self.size_of.clear()
+            self.size_of[key] = _tensor_bytes(a)
+        return self.size_of[key]
 
     def _itype_code(self, a: Args) -> int:
         """Code of an op's tensor input types (-1 when it records none),
@@ -811,7 +849,7 @@ class _Builder:
             advance()
 
     #: The code tables, in the order ``absorb`` remaps them.
-    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups", "waits")
+    _TABLES = ("names", "pids", "tids", "itypes", "colls", "groups", "waits", "msgs")
 
     def state(self) -> dict:
         """What this builder holds, in plain picklable form (the code tables'
@@ -837,7 +875,8 @@ class _Builder:
                             count=len(other["values"]["pairs"]))
         column_maps = {"name": maps["names"], "pair": pairs, "input_type": np.append(maps["itypes"], -1),
                        "collective": np.append(maps["colls"], -1), "group": np.append(maps["groups"], -1),
-                       "wait": np.append(maps["waits"], -1)}
+                       "wait": np.append(maps["waits"], -1),
+                       "msg": np.append(maps["msgs"], -1)}
         for part in other["parts"]:
             for column, codes in column_maps.items():
                 part[column] = codes[part[column]]  # -1 (none) reads the appended -1
@@ -868,7 +907,8 @@ class _Builder:
             keep = [self._cpu_needed(p) for p in self.parts]
         sizes = {"name": len(self.names.values), "input_type": len(self.itypes.values),
                  "collective": len(self.colls.values), "group": len(self.groups.values),
-                 "wait": len(self.waits.values)}
+                 "wait": len(self.waits.values),
+                 "msg": len(self.msgs.values)}
         cols = {}
         big = self.analysed >= BIG_TRACE_EVENTS
         # Column by column, freeing each part's column as it is copied (and,
@@ -891,6 +931,7 @@ class _Builder:
             collective=cols["collective"], collectives=self.colls.values,
             group=cols["group"], groups=self.groups.values,
             wait=cols["wait"], waits=self.waits.values,
+            msg=cols["msg"], msgs=self.msgs.values,
             span=self.span if self.analysed else (np.nan, np.nan), op_time=op_time,
             activity=self.activity if self.activity[0] <= self.activity[1] else (np.nan, np.nan),
             op_stats=self._op_stats(),
@@ -972,6 +1013,43 @@ def _tensor_types(a: Args) -> tuple | None:
     if dims is None or len(dims) != len(types):
         return tuple(t if isinstance(t, str) else "" for t in types)
     return tuple(t if isinstance(t, str) else "" for t, d in zip(types, dims) if _is_shape(d))
+
+
+def _msg_bytes(a: Args) -> int | None:
+    """A collective's message size from its ``In msg nelems`` and ``dtype``
+    args (NCCL kernels and ``record_param_comms`` ops of recent PyTorch);
+    None when either is missing or the dtype is not known."""
+    from advisor.collectors.vocab import dtype_bytes
+
+    nelems = _as_int(a.in_nelems)
+    width = dtype_bytes(a.msg_dtype) if isinstance(a.msg_dtype, str) and a.msg_dtype else None
+    if nelems is None or width is None or nelems < 0:
+        return None
+    return nelems * width
+
+
+def _tensor_bytes(a: Args) -> int | None:
+    """Bytes of an op's tensor inputs from ``Input Dims`` and ``Input type``
+    (how ``nccl:*`` / ``gloo:*`` ops record their buffers): the sum over
+    inputs whose shape is a list of sizes and whose type is a known dtype;
+    None when there is none (a tensor list, as c10d front ends record, has
+    no element type)."""
+    from advisor.collectors.vocab import dtype_bytes
+
+    types = _json(a.input_type)
+    dims = _json(a.input_dims) if len(a.input_dims) else _json(a.input_dims_lc)
+    if not isinstance(types, list) or not isinstance(dims, list) or len(types) != len(dims):
+        return None
+    total, found = 0, False
+    for typ, shape in zip(types, dims):
+        width = dtype_bytes(typ) if isinstance(typ, str) and typ else None
+        if width is None or not isinstance(shape, list) or not shape:
+            continue
+        if not all(isinstance(d, int) and d >= 0 for d in shape):
+            continue
+        total += width * int(np.prod(shape, dtype=np.int64))
+        found = True
+    return total if found else None
 
 
 def _json(raw: msgspec.Raw):

@@ -81,6 +81,26 @@ def covered_between(iv: Intervals, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return np.maximum(_cumulative(iv, hi) - _cumulative(iv, lo), 0.0)
 
 
+def split_evenly(starts: np.ndarray, ends: np.ndarray, cover: Intervals) -> np.ndarray:
+    """For each interval ``[starts[i], ends[i]]``, its part of ``cover``,
+    time covered by k of the intervals split evenly among them (1/k each):
+    the parts add up to the length of ``cover`` inside their union."""
+    starts = np.asarray(starts, dtype=np.float64)
+    ends = np.maximum(np.asarray(ends, dtype=np.float64), starts)
+    n = starts.size
+    if n == 0:
+        return np.zeros(0)
+    t = np.concatenate([starts, ends])
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    count = np.cumsum(np.where(order < n, 1, -1))[:-1]
+    part = covered_between(cover, t[:-1], t[1:])
+    weight = np.concatenate([[0.0], np.cumsum(np.where(count > 0, part / np.maximum(count, 1), 0.0))])
+    pos = np.empty(2 * n, dtype=np.int64)
+    pos[order] = np.arange(2 * n)
+    return np.maximum(weight[pos[n:]] - weight[pos[:n]], 0.0)
+
+
 def _cumulative(iv: Intervals, x: np.ndarray) -> np.ndarray:
     """Covered length of ``iv`` in ``(-inf, x]`` for each x."""
     s, e = iv

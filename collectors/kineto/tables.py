@@ -29,6 +29,10 @@ COMM_KERNEL_RE = re.compile(
 )
 # Host ops that are collectives (gloo on CPU-only traces, c10d front ends).
 HOST_COMM_RE = re.compile(r"^(?:c10d::|c10d_|gloo:|nccl:|record_param_comms$|ProcessGroup)")
+#: PyTorch's dispatcher front end of a collective (``c10d::allreduce_``):
+#: it enqueues the work on the process group's backend, whose own span
+#: (``gloo:all_reduce`` on a worker thread) is where the collective runs.
+FRONT_END_RE = re.compile(r"^c10d(?:::|_)")
 # Host annotations that are not ops (2021 traces put them in "Operator").
 ANNOTATION_RE = re.compile(r"^(?:ProfilerStep#|enumerate\(DataLoader\)#|## .* ##$)")
 #: A kernel launch shorter than this (us) is "short": its launch costs about
@@ -256,6 +260,7 @@ class _Launch:
 
     dtypes: _Codes  # per event, normalized input dtypes or None when unknown
     comm_op: _Codes  # per event, name of the enclosing collective host op or None
+    comm_msg: _Codes  # per event, message bytes of the nearest enclosing host op that records them
 
 
 #: Runtime calls matched to their host ops per block (bounds temporaries).
@@ -266,35 +271,43 @@ def _launching_ops(ev: Events) -> _Launch:
     """Map each device event to its launching runtime call (same correlation
     id, first such call) and that call to the innermost enclosing host op on
     its thread; read the op's input dtypes (climbing to the nearest ancestor
-    that has them) and the nearest enclosing collective op name."""
+    that has them), the nearest enclosing collective op name and the
+    message size of the nearest enclosing op that records one
+    (``nccl:all_reduce`` with its ``Input Dims``, ``record_param_comms``)."""
     dt_of, dt_values = _dtype_codes(ev)
     dtypes = np.full(len(ev), -1, dtype=np.int32)
     comm_op = np.full(len(ev), -1, dtype=np.int32)
+    comm_msg = np.full(len(ev), -1, dtype=np.int32)
     rt = np.flatnonzero((ev.kind == RUNTIME) & np.isfinite(ev.corr))
     dev = np.flatnonzero((ev.kind >= KERNEL) & np.isfinite(ev.corr))
     if rt.size == 0 or dev.size == 0:
-        return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names))
-    rt_dt, rt_cm = _runtime_ops(ev, rt, dt_of)
+        return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names), _Codes(comm_msg, ev.msgs))
+    rt_dt, rt_cm, rt_msg = _runtime_ops(ev, rt, dt_of)
     ids, first = np.unique(ev.corr[rt], return_index=True)
     del rt
     pos = np.clip(np.searchsorted(ids, ev.corr[dev]), 0, ids.size - 1)
     hit = ids[pos] == ev.corr[dev]
     dtypes[dev[hit]] = rt_dt[first[pos[hit]]]
     comm_op[dev[hit]] = rt_cm[first[pos[hit]]]
-    return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names))
+    comm_msg[dev[hit]] = rt_msg[first[pos[hit]]]
+    return _Launch(_Codes(dtypes, dt_values), _Codes(comm_op, ev.names), _Codes(comm_msg, ev.msgs))
 
 
-def _runtime_ops(ev: Events, rt: np.ndarray, dt_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _runtime_ops(ev: Events, rt: np.ndarray, dt_of: np.ndarray) -> tuple[np.ndarray, ...]:
     """For the runtime calls ``rt``: the dtype code of the nearest enclosing
-    host op that has tensor inputs, and the name code of the nearest
-    enclosing collective host op (-1: none), in blocks of LAUNCH_BLOCK."""
+    host op that has tensor inputs, the name code of the nearest enclosing
+    collective host op and the message-size code of the nearest enclosing
+    host op that records one (-1: none), in blocks of LAUNCH_BLOCK."""
     host_idx, nest = _nesting(ev, ev.kind == HOST)
     op_dt = dt_of[ev.input_type[host_idx]]
     has_dt = op_dt >= 0
     is_comm_op = _name_mask(ev, HOST_COMM_RE)[host_idx]
     op_name = ev.name[host_idx]
+    op_msg = ev.msg[host_idx]
+    has_msg = op_msg >= 0
     rt_dt = np.full(rt.size, -1, dtype=np.int32)
     rt_cm = np.full(rt.size, -1, dtype=np.int32)
+    rt_msg = np.full(rt.size, -1, dtype=np.int32)
     for lo in range(0, rt.size if host_idx.size else 0, LAUNCH_BLOCK):
         r = rt[lo:lo + LAUNCH_BLOCK]
         encl = nest.enclosing(ev.thread[r], ev.ts[r], ev.end_at(r))
@@ -302,7 +315,10 @@ def _runtime_ops(ev: Events, rt: np.ndarray, dt_of: np.ndarray) -> tuple[np.ndar
         cm_at = nest.climb(encl, is_comm_op)
         rt_dt[lo:lo + r.size] = np.where(dt_at >= 0, op_dt[np.clip(dt_at, 0, None)], -1)
         rt_cm[lo:lo + r.size] = np.where(cm_at >= 0, op_name[np.clip(cm_at, 0, None)], -1)
-    return rt_dt, rt_cm
+        if has_msg.any():
+            msg_at = nest.climb(encl, has_msg)
+            rt_msg[lo:lo + r.size] = np.where(msg_at >= 0, op_msg[np.clip(msg_at, 0, None)], -1)
+    return rt_dt, rt_cm, rt_msg
 
 
 def _gpu_ops(ev: Events, dev: np.ndarray, is_comm: np.ndarray, launch: _Launch) -> pd.DataFrame | None:
@@ -371,13 +387,19 @@ def _split_key(key: np.ndarray, radix: list[int]) -> list[np.ndarray]:
 def _gpu_comm(ev: Events, is_comm: np.ndarray, win: pd.DataFrame, launch: _Launch,
               exposed: iv.Intervals) -> pd.DataFrame | None:
     """One row per collective kernel; ``exposed`` is the communication time
-    not overlapped by compute (see :func:`_comm_frame`)."""
+    not overlapped by compute (see :func:`_comm_frame`). The message size is
+    the kernel's own (``In msg nelems`` x ``dtype`` args), else that of the
+    nearest host op around its launch that records one."""
     idx = np.flatnonzero(is_comm)
     if idx.size == 0:
         return None
     names = ev.names[ev.name[idx]]
     kinds = [_kernel_kind(n, ev.collective_of(i), launch.comm_op[i]) for n, i in zip(names, idx)]
-    return _comm_frame(ev, idx, names, kinds, win, exposed)
+    size = ev.msg_bytes(idx)
+    unknown = np.isnan(size)
+    if unknown.any():
+        size[unknown] = np.array([*ev.msgs, np.nan], dtype=np.float64)[launch.comm_msg.codes[idx[unknown]]]
+    return _comm_frame(ev, idx, names, kinds, win, exposed, size)
 
 
 def _kernel_kind(name: str, collective: str | None, host_op: str | None) -> str:
@@ -387,24 +409,64 @@ def _kernel_kind(name: str, collective: str | None, host_op: str | None) -> str:
     return vocab.more_specific(collective, name, host_op)
 
 
+#: Bytes per MB in ``comm.size_mb`` (10^6, as the other collectors' sizes).
+BYTES_PER_MB = 1e6
+
+
 def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,
-                exposed: iv.Intervals) -> pd.DataFrame:
-    """The comm table rows for the selected events. ``exposed_us`` is the
-    time within each collective's span that is in ``exposed``: the rank's
-    communication time not overlapped by compute (the step's
-    ``exposed_comm_us`` is its total in the step window). Collectives in
-    flight at once each count the time they share."""
-    pos = iv.window_index(win["start"].to_numpy(), win["end"].to_numpy(), ev.ts[idx])
+                exposed: iv.Intervals, size: np.ndarray,
+                blocked_end: np.ndarray | None = None) -> pd.DataFrame:
+    """The comm table rows for the selected events.
+
+    * ``exposed_us``: the time within each collective's span that is in
+      ``exposed`` (the rank's communication time not overlapped by
+      compute); collectives in flight at once each count the time they
+      share.
+    * ``exposed_share_us``: the collective's part of the exposed time, so
+      that the rows of a step add up to its ``exposed_comm_us`` (a row
+      counts in the step where it starts): exposed time that several
+      collectives share is split evenly among them. On CPU-only traces
+      ``blocked_end`` (per row, NaN for none) extends a collective call on
+      the training thread to the end of the time that thread stays blocked
+      in it (:func:`_blocked_until`); exposed time in such a window is that
+      call's alone.
+    * ``size_mb``: the message size (``size``, bytes; NaN when unknown).
+    * ``front_end``: 1 for a c10d front end (``FRONT_END_RE``) of a rank
+      whose trace has the backend ops too (other rows): those stand for
+      the collectives; else 0.
+    """
+    start, end = ev.ts[idx], np.maximum(ev.end_at(idx), ev.ts[idx])
+    front = np.fromiter((bool(FRONT_END_RE.search(n)) for n in names), dtype=bool, count=len(idx))
+    pos = iv.window_index(win["start"].to_numpy(), win["end"].to_numpy(), start)
     steps = win["step"].to_numpy(dtype=object)
     return pd.DataFrame({
         "name": names,
         "kind": kinds,
         "group": [ev.group_of(i) for i in idx],
         "elapse_us": ev.dur[idx],
-        "start_us": ev.ts[idx],
+        "start_us": start,
         "step": pd.array([steps[p] if p >= 0 else pd.NA for p in pos], dtype="Int64"),
-        "exposed_us": iv.covered_between(exposed, ev.ts[idx], np.maximum(ev.end_at(idx), ev.ts[idx])),
+        "exposed_us": iv.covered_between(exposed, start, end),
+        "exposed_share_us": _exposed_shares(start, end, exposed, blocked_end),
+        "size_mb": size / BYTES_PER_MB,
+        "front_end": (front & (~front).any()).astype(np.int64),
     })
+
+
+def _exposed_shares(start: np.ndarray, end: np.ndarray, exposed: iv.Intervals,
+                    blocked_end: np.ndarray | None) -> np.ndarray:
+    """``exposed_share_us`` of :func:`_comm_frame`: exposed time inside the
+    blocked windows ``[start, blocked_end]`` split among those windows, the
+    rest among the collectives' spans."""
+    if blocked_end is None or not np.isfinite(blocked_end).any():
+        return iv.split_evenly(start, end, exposed)
+    held = np.isfinite(blocked_end)
+    window_end = np.where(held, np.fmax(blocked_end, end), end)
+    windows = iv.merge(start[held], window_end[held])
+    share = np.zeros(start.size)
+    share[held] = iv.split_evenly(start[held], window_end[held], iv.intersect(exposed, windows))
+    share[~held] = iv.split_evenly(start[~held], end[~held], iv.subtract(exposed, windows))
+    return share
 
 
 def _with_rank(df: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
@@ -438,8 +500,12 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     cm_idx, cm_nest = _nesting(ev, named_comm)
     comm_top = cm_idx[cm_nest.top_level()]
     on_main = ev.thread[top] == main
-    comm_all = iv.merge(ev.ts[comm_top], ev.end_at(comm_top))
-    comm_main = _select(ev, named_comm & (ev.thread == main))
+    kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(ev.names[ev.name[comm_top]], comm_top)]
+    blocked_end = _blocked_until(ev, comm_top, kinds, top[on_main], main)
+    held = np.isfinite(blocked_end)
+    blocked = iv.merge(ev.ts[comm_top[held]], blocked_end[held])
+    comm_all = iv.union(iv.merge(ev.ts[comm_top], ev.end_at(comm_top)), blocked)
+    comm_main = iv.union(_select(ev, named_comm & (ev.thread == main)), blocked)
     data = _select(ev, host & _name_mask(ev, DATALOADER_RE))
     raw = iv.merge(ev.ts[top[on_main]], ev.end_at(top[on_main]))
     compute = iv.subtract(raw, iv.union(comm_main, data))
@@ -454,10 +520,51 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     ops = _cpu_ops(ev, top, named_comm)
     comm_df = None
     if comm_top.size:
-        names = ev.names[ev.name[comm_top]]
-        kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(names, comm_top)]
-        comm_df = _comm_frame(ev, comm_top, names, kinds, win, iv.subtract(comm_all, compute))
+        comm_df = _comm_frame(ev, comm_top, ev.names[ev.name[comm_top]], kinds, win,
+                              iv.subtract(comm_all, compute), ev.msg_bytes(comm_top), blocked_end)
     return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup)
+
+
+def _blocked_until(ev: Events, comm_top: np.ndarray, kinds: list[str], main_top: np.ndarray,
+                   main: int) -> np.ndarray:
+    """For each outermost collective host op (``comm_top``), when the
+    training thread stays blocked in it after it returns, the end of that
+    wait; NaN otherwise.
+
+    A synchronous collective issued inside another op (``_AllGather``,
+    ``_AlltoAllSingle`` and their backward of ``torch.distributed.nn``)
+    enqueues the work in its front-end call (``c10d::alltoall_base_``) and
+    then waits, still inside that op, for the backend to finish it on a
+    worker thread (``gloo:all_to_all``). That wait is communication, not
+    the op's compute: it runs from the front end's end while a backend op
+    of the same kind is queued or in flight, to the end of the last such
+    backend op that starts before the enclosing top-level op ends (at most
+    that op's end). A front end that is itself top-level, or issued
+    asynchronously (DDP's bucket all-reduce from an autograd hook, whose op
+    returns at once), gets no or only a short window."""
+    out = np.full(comm_top.size, np.nan)
+    front = np.flatnonzero(ev.thread[comm_top] == main)
+    if front.size == 0 or main_top.size == 0:
+        return out
+    order = np.argsort(ev.ts[main_top], kind="stable")
+    ops = main_top[order]
+    f = comm_top[front]
+    at = np.searchsorted(ev.ts[ops], ev.ts[f], side="right") - 1
+    op = ops[np.clip(at, 0, None)]
+    inside = (at >= 0) & (op != f) & (ev.end_at(op) >= ev.end_at(f))
+    kind = np.asarray(kinds, dtype=object)
+    backend = ev.thread[comm_top] != main
+    for k in set(kind[front[inside]]):
+        runs = iv.merge(ev.ts[comm_top[backend & (kind == k)]], ev.end_at(comm_top[backend & (kind == k)]))
+        if runs[0].size == 0:
+            continue
+        sel = np.flatnonzero(inside & (kind[front] == k))
+        stop = ev.end_at(op[sel])
+        last = np.searchsorted(runs[0], stop, side="left") - 1
+        reach = np.where(last >= 0, np.minimum(runs[1][np.clip(last, 0, None)], stop), -np.inf)
+        done = ev.end_at(f[sel])
+        out[front[sel]] = np.where(reach > done, reach, np.nan)
+    return out
 
 
 def _cpu_ops(ev: Events, top: np.ndarray, named_comm: np.ndarray) -> pd.DataFrame | None:

@@ -26,14 +26,20 @@ def test_a_slow_stage_of_two_is_measured_against_the_other(tmp_path):
     assert report.metrics["pipeline.slowest_stage_excess_ratio"].value >= 0.05
 
 
-@pytest.mark.parametrize("pp", [2, 4])
-def test_a_healthy_pipeline_is_not_flagged(tmp_path, pp):
+@pytest.mark.parametrize("pp, serious", [(2, []), (4, ["exposed-p2p"])])
+def test_a_healthy_pipeline_is_not_flagged(tmp_path, pp, serious):
     """The Receive waits of a healthy pipeline (its bubble) are in the step
-    trace's exposed communication; gradient sync is measured without them."""
+    trace's exposed communication; gradient sync is measured without them.
+    The generator runs 8 micro-batches: with 2 stages the bubble is 1/9 of
+    the pipeline's time, with 4 stages 3/11, more than the usual guidance
+    (at least 4 micro-batches per stage) leaves, which exposed-p2p names as
+    the bubble, not as gradient sync or a slow stage."""
     data, _ = generate(Spec(ranks=16, steps=20, fault="healthy", pp=pp, seed=0, kernels_per_step=6),
                        tmp_path / "h")
     report = analyze(data, jobs=1)
-    assert [f.rule for f in report.findings if f.severity in ("medium", "high", "critical")] == []
+    assert [f.rule for f in report.findings if f.severity in ("medium", "high", "critical")] == serious
+    if serious:
+        assert "pipeline bubble" in report.findings[0].message
     exposed = report.metrics["comm.exposed_allreduce_ratio"].value
     assert exposed < 0.10
     assert report.metrics["comm.exposed_allreduce_ms"].evidence["less"].startswith("pipeline Receive")

@@ -1,0 +1,169 @@
+"""Repeatability of verdicts on real CPU training runs.
+
+Each scenario is one ``advisor run`` of ``examples/train_ddp.py`` (gloo DDP
+on CPU, started by torchrun), repeated ``--repeats`` times. A verdict holds
+when the same script gets the same set of medium-or-worse findings run after
+run; this prints, per run, that set and the figures the communication and
+cluster rules read (exposed shares by collective kind, the slow rank and its
+excess), then per scenario how often the most frequent set came.
+
+    python -m bench.repeatability                       # every scenario, 10 runs each
+    python -m bench.repeatability one-bucket bucketed --repeats 5
+
+Scenarios (``SCENARIOS``; the real-run tests use the same commands):
+
+* ``one-bucket``: ``BIG_MLP`` (3.2M parameters, 12.7 MB of gradients) under
+  DDP with one 25 MB bucket: one all-reduce after backward.
+* ``bucketed``: ``DP_MODEL`` with 0.25 MB buckets, reduced while the conv
+  stem's backward still runs.
+* ``after-backward``: ``DP_MODEL``, one all-reduce per gradient after
+  backward (no DDP).
+* ``alltoall``: the small MLP behind a DLRM-style embedding exchange by
+  all-to-all.
+* ``straggler-2``: two ranks, rank 1 sleeping 30 ms every step.
+* ``healthy-2``: the same two ranks without the sleep.
+
+Runs use OMP_NUM_THREADS=1 as the tests do, and this interpreter's advisor
+and torch (run it with another checkout's interpreter to compare). No
+assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(os.environ.get("ADVISOR_REPO", Path(__file__).resolve().parent.parent))
+SCRIPT = ROOT / "examples" / "train_ddp.py"
+SERIOUS = ("medium", "high", "critical")
+
+#: 2-process data-parallel model: an MLP (8 layers, 0.18M parameters in 18
+#: gradient tensors, 0.7 MB of float32 gradients) behind a conv stem that has
+#: few parameters (4 tensors) but most of the compute. DDP's default 25 MB
+#: bucket holds every gradient (one all-reduce after backward); 0.25 MB
+#: buckets give three (two MLP buckets, reduced during the stem's backward,
+#: and the stem's).
+DP_MODEL = ("--hidden", "128", "--layers", "8", "--conv-channels", "32", "--image-size", "32")
+#: An MLP whose 12.7 MB of float32 gradients (3.2M parameters, mostly three
+#: 1024 x 1024 layers) make an all-reduce that is a large share of its step.
+BIG_MLP = ("--hidden", "1024", "--layers", "4")
+#: Steps profiled in the data-parallel runs, of the steps trained.
+DP_STEPS, DP_TRAIN_STEPS = 10, "14"
+#: Two ranks of a small MLP, for the cluster rules, and the steps profiled:
+#: a straggler is slow in every step, and a run of 9 steady steps lets a
+#: host's passing load show as scatter between steps.
+PAIR = ("--steps", "14", "--hidden", "256", "--layers", "2")
+PAIR_STEPS = 10
+
+
+def torchrun(nproc: int, *args: str) -> list[str]:
+    """torchrun of ``examples/train_ddp.py`` by this interpreter."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
+            str(SCRIPT), *args]
+
+
+#: name -> (profiled steps, command)
+SCENARIOS = {
+    "one-bucket": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *BIG_MLP, "--bucket-cap-mb", "25")),
+    "bucketed": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--bucket-cap-mb", "0.25")),
+    "after-backward": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--allreduce", "after-backward")),
+    "alltoall": (8, torchrun(2, "--steps", "14", "--exchange", "alltoall")),
+    "straggler-2": (PAIR_STEPS, torchrun(2, *PAIR, "--slow-rank", "1", "--slow-ms", "30")),
+    "healthy-2": (PAIR_STEPS, torchrun(2, *PAIR)),
+}
+#: Metrics printed per run (those present).
+FIGURES = ("comm.exposed_allreduce_ratio", "comm.exposed_alltoall_ratio", "comm.exposed_fsdp_ratio",
+           "comm.allreduce_layout", "comm.gradient_mb", "comm.bucket_cap_mb", "cluster.slow_rank",
+           "cluster.slow_rank_excess_ms", "cluster.slow_rank_excess_ratio", "cluster.slow_rank_zscore")
+
+
+#: Environment of the runs: one thread per rank for torch's operators (the
+#: host has 2 cores; the ranks and gloo's threads share them).
+ENV = {"OMP_NUM_THREADS": "1"}
+
+
+def argv(steps: int, command: list[str], out: Path) -> list[str]:
+    """The ``advisor run`` command line profiling ``steps`` steps of
+    ``command`` (after one warm-up step) into ``out``."""
+    return [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", "1",
+            "-o", str(out), "--no-color", "--", *command]
+
+
+def run(steps: int, command: list[str], out: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """One ``advisor run`` (:func:`argv`)."""
+    return subprocess.run(argv(steps, command, out), capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **ENV), cwd=out.parent)
+
+
+def advisor_run(steps: int, command: list[str], out: Path, timeout: float = 300) -> dict:
+    """One ``advisor run``; the report, or {"error": ...}."""
+    result = run(steps, command, out, timeout)
+    if result.returncode != 0:
+        return {"error": result.stderr.strip().splitlines()[-1:] or [f"exit {result.returncode}"]}
+    return json.loads((out / "report.json").read_text())
+
+
+def serious(report: dict) -> frozenset[str]:
+    """The medium-or-worse findings of a report, as rule(severity) strings."""
+    return frozenset(f"{f['rule']}({f['severity']})" for f in report.get("findings", [])
+                     if f["severity"] in SERIOUS)
+
+
+def rules_of(found: frozenset[str]) -> frozenset[str]:
+    """The rule names of :func:`serious` strings, severities left out."""
+    return frozenset(s.split("(", 1)[0] for s in found)
+
+
+def figures(report: dict) -> dict:
+    metrics = report.get("metrics", {})
+    out = {}
+    for mid in FIGURES:
+        value = metrics.get(mid, {}).get("value")
+        if value is not None:
+            out[mid.split(".", 1)[1]] = round(value, 3) if isinstance(value, float) else value
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                    help=f"of {', '.join(SCENARIOS)} (default: all)")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    args = ap.parse_args(argv)
+    unknown = set(args.scenarios) - set(SCENARIOS)
+    if unknown:
+        ap.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    base = args.keep or Path(tempfile.mkdtemp(prefix="advisor-repeat-"))
+    summary = {}
+    for name in args.scenarios or list(SCENARIOS):
+        steps, command = SCENARIOS[name]
+        sets: collections.Counter = collections.Counter()
+        names: collections.Counter = collections.Counter()
+        for i in range(args.repeats):
+            out = base / name / f"run{i}"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            report = advisor_run(steps, command, out)
+            found = serious(report) if "error" not in report else frozenset({"ERROR"})
+            sets[found] += 1
+            names[rules_of(found)] += 1
+            print(f"{name} {i}: {sorted(found) or '-'} {report.get('error') or figures(report)}", flush=True)
+        top, count = sets.most_common(1)[0]
+        top_names, count_names = names.most_common(1)[0]
+        summary[name] = (sorted(top) or "-", count, sorted(top_names) or "-", count_names, args.repeats)
+        print(f"{name}: most frequent set {sorted(top) or '-'} in {count} of {args.repeats} runs; "
+              f"all sets: {[(sorted(s) or '-', n) for s, n in sets.most_common()]}", flush=True)
+    print("\nsummary: the most frequent set of medium-or-worse findings, with severities / rules only")
+    for name, (top, count, top_names, count_names, repeats) in summary.items():
+        print(f"  {name:16s} {count}/{repeats} {top}   {count_names}/{repeats} {top_names}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

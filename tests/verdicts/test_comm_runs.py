@@ -1,0 +1,98 @@
+"""Verdicts on communication and on two ranks, from real CPU training runs
+(gloo, ``examples/train_ddp.py`` under ``advisor run``; the commands are
+``bench/repeatability.py``'s scenarios, which repeat them 10 times):
+
+* an embedding exchange by all-to-all is not called a gradient all-reduce;
+* a model whose 12.7 MB of gradients sit in one DDP bucket gets
+  exposed-allreduce with a bucket cap below its measured gradient size;
+* DDP buckets reduced during backward get no bucket advice;
+* with two ranks, a rank sleeping 30 ms per step is named with about that
+  gain; without the sleep no rank is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from bench.repeatability import ENV, SCENARIOS, argv
+from tests.e2e._teardown import run_twice_on_teardown_abort
+
+pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
+
+SERIOUS = {"medium", "high", "critical"}
+
+
+def _report(name: str, tmp_path) -> dict:
+    steps, command = SCENARIOS[name]
+    out = tmp_path / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = run_twice_on_teardown_abort(
+        lambda: subprocess.run(argv(steps, command, out), capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, **ENV), cwd=tmp_path),
+        lambda r: r.returncode, lambda r: r.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["run"]["steps_found"] == steps
+    return report
+
+
+def _serious(report: dict) -> dict[str, dict]:
+    return {f["rule"]: f for f in report["findings"] if f["severity"] in SERIOUS}
+
+
+def _value(report: dict, metric: str):
+    return report["metrics"][metric]["value"]
+
+
+def test_an_all_to_all_exchange_is_not_called_gradient_all_reduce(tmp_path):
+    report = _report("alltoall", tmp_path)
+    assert "exposed-allreduce" not in _serious(report), report["metrics"]["comm.exposed_ms_by_kind"]
+    by_kind = _value(report, "comm.exposed_ms_by_kind")
+    # the exchange (its id all-gather and its all-to-all, forward and back)
+    # exposes more than the gradient all-reduce of the small MLP
+    assert by_kind["alltoall"] + by_kind["fsdp"] > 3 * by_kind["allreduce"], by_kind
+    # the exchange's wait inside the autograd function is communication
+    assert _value(report, "step.exposed_comm_ratio") > _value(report, "comm.overlap_ratio") / 4
+
+
+def test_one_bucket_gets_a_cap_below_its_measured_gradients(tmp_path):
+    report = _report("one-bucket", tmp_path)
+    found = _serious(report)
+    assert "exposed-allreduce" in found, list(found)
+    assert _value(report, "comm.allreduce_layout") == "one"
+    grad_mb = _value(report, "comm.gradient_mb")
+    # the MLP's float32 gradients: 32 x 1024 + 3 x 1024 x 1024 + 1024 weights, 4 x 1024 + 1 biases
+    assert grad_mb == pytest.approx(3_183_617 * 4 / 1e6, abs=1e-4)  # the metric keeps 4 decimals
+    cap = float(re.search(r"bucket_cap_mb=([0-9.]+)", found["exposed-allreduce"]["fix"]["code"]).group(1))
+    assert 1.0 <= cap <= grad_mb / 3  # DDP counts MiB: about a quarter of the gradients
+    assert f"{grad_mb:.2f}".rstrip("0") in found["exposed-allreduce"]["message"]
+
+
+def test_buckets_reduced_during_backward_get_no_bucket_advice(tmp_path):
+    report = _report("bucketed", tmp_path)
+    assert _value(report, "comm.allreduce_layout") == "bucketed"
+    assert "comm.bucket_cap_mb" not in report["metrics"]
+    assert "exposed-allreduce" not in _serious(report), report["metrics"]["comm.exposed_allreduce_ratio"]
+
+
+def test_two_ranks_a_straggler_is_named_with_its_gap(tmp_path):
+    report = _report("straggler-2", tmp_path)
+    found = _serious(report)
+    assert "slow-rank" in found, list(found)
+    assert found["slow-rank"]["scope"]["ranks"] == [1]
+    evidence = report["metrics"]["cluster.slow_rank"]["evidence"]
+    gain = found["slow-rank"]["estimated_gain_ms"]
+    # the whole gap over the other rank (30 ms of sleep), not half of it
+    assert 20.0 < gain <= evidence["paired_gap_ms"] + 1e-6, evidence
+    assert gain >= 0.8 * evidence["paired_gap_ms"]
+    assert "broad" not in found["slow-rank"]["message"]
+
+
+def test_two_healthy_ranks_have_no_slow_rank(tmp_path):
+    report = _report("healthy-2", tmp_path)
+    assert "slow-rank" not in _serious(report), report["metrics"]["cluster.slow_rank"]
