@@ -148,7 +148,7 @@ def print_gate(result: GateResult, console) -> None:
     for g in result.growth[:3]:
         console.print(f"  grew: {g.kind} {g.name}: +{fmt_num(g.change_ms)} ms/step", markup=False)
     for line in config_lines(result):
-        console.print(line, markup=False)
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dict[str, Path]:

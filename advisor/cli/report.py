@@ -102,5 +102,5 @@ def _emit(result, out_dir: Path, lang: str, no_color: bool, used: dict) -> None:
     out = console(no_color)
     print_summary(result, out, lang=lang)
     if used["file"] or used["overrides"] or used["rules"]:
-        out.print(f"config: {describe(used)}", markup=False)
+        out.print(f"config: {describe(used)}", markup=False, soft_wrap=True)
     out.print(t(lang, "term_report", path=paths["html"]), markup=False)
