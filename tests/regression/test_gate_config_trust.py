@@ -85,6 +85,18 @@ def test_values_that_switch_the_gate_off_are_refused(repo, baseline, table, need
     _one_line_error(code, stderr, str(repo / "pyproject.toml"), *needles)
 
 
+@pytest.mark.parametrize("table, needles", [
+    ('[thresholds]\n"input-bound.min_data_wait_ratio" = nan\n', ["input-bound.min_data_wait_ratio",
+                                                                  "not a finite number"]),
+    ("[gate]\nalpha = 1e-300\n", ["gate.alpha"]),
+    ("[gate]\nbudgets = {}\nfail_on = []\n", ["gate.budgets", "is empty"]),
+])
+def test_advisor_toml_cannot_switch_the_gate_off_either(repo, baseline, table, needles):
+    (repo / "advisor.toml").write_text(table)
+    code, _, stderr, _ = _gate(repo / "cur", baseline, repo.parent / "g")
+    _one_line_error(code, stderr, str(repo / "advisor.toml"), *needles)
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_set_refuses_non_finite_thresholds(tmp_path, value):
     code, _, stderr = advisor("report", BOUND, "-o", tmp_path / "r", "--set", f"input-bound.min_data_wait_ratio={value}")
@@ -149,6 +161,19 @@ def test_config_is_not_taken_from_above_the_current_folder_outside_a_repository(
     assert code == 1, stderr
     assert verdict["config"]["file"] is None and "finding input-bound" in {c["name"] for c in verdict["checks"]}
     assert "gate config: no config file (built-in defaults)" in stdout
+
+
+def test_config_is_not_taken_from_above_the_repository_root(baseline, tmp_path, monkeypatch):
+    """A folder above the working tree (a shared /tmp, a home folder) is
+    not the repository's: its advisor.toml does not apply."""
+    (tmp_path / "advisor.toml").write_text('[gate]\nignore = ["input-bound", "slow-dataset-op"]\n')
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    shutil.copytree(BOUND, root / "sub" / "cur")
+    monkeypatch.chdir(root / "sub")
+    code, _, stderr, verdict = _gate(root / "sub" / "cur", baseline, tmp_path / "g")
+    assert code == 1, stderr
+    assert verdict["config"]["file"] is None and "finding input-bound" in {c["name"] for c in verdict["checks"]}
 
 
 # ---------------------------------------------------------------- strict config

@@ -135,6 +135,21 @@ def test_a_report_json_with_impossible_step_times_is_bad_input(baseline, tmp_pat
     _one_line_error(code, stderr, str(path), "step_ms is -94.8", "impossible")
 
 
+def test_a_report_json_whose_step_time_is_nan_cannot_be_measured(baseline, tmp_path):
+    """No per-step rows and a NaN step time: nothing to measure, so not a
+    pass (findings fail only on a rule that does not fire here, so the
+    budget alone decides)."""
+    report = json.loads(load_report(_current(tmp_path)).model_dump_json())
+    report["tables"]["step_breakdown"] = []
+    report["metrics"]["step.time_ms"]["value"] = float("nan")
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    cfg = tmp_path / "gate.toml"
+    cfg.write_text('[gate]\nfail_on = ["slow-link"]\n')
+    code, _, stderr = advisor("gate", path, "--baseline", baseline, "--config", cfg, "-o", tmp_path / "g")
+    _one_line_error(code, stderr, str(path), "cannot measure", "budget step.time_ms +5%")
+
+
 def test_a_relative_budget_over_a_zero_baseline_cannot_be_evaluated(baseline, tmp_path):
     """The fixed run's device queue is never empty, the data-bound run's
     always: "+5%" of zero is no budget. The step time still regressed, and
