@@ -46,18 +46,25 @@ for _command in (report, run, rules, metrics, schema, compare, gate, history):
 CRASH_MESSAGE_CHARS = 300
 
 
+def _rest(ctx: click.Context) -> list[str]:
+    """A group's unparsed arguments: the subcommand name and what follows
+    (``protected_args`` is deprecated from Click 8.2, where it is ``_protected_args``)."""
+    protected = ctx._protected_args if hasattr(ctx, "_protected_args") else ctx.protected_args
+    return [*protected, *ctx.args]
+
+
 def _invocation(argv: list[str]) -> tuple[bool, str, list[str]]:
     """(--debug given, command name, its arguments' values) of ``argv``,
     parsed again without side effects (``resilient_parsing``)."""
     try:
         ctx = cli.make_context("advisor", list(argv), resilient_parsing=True)
         debug = bool(ctx.params.get("debug"))
-        command, names, args = cli, [], ctx.protected_args + ctx.args
+        command, names, args = cli, [], _rest(ctx)
         while isinstance(command, click.Group) and args:
             name, command, args = command.resolve_command(ctx, args)
             names.append(name)
             ctx = command.make_context(name, args, parent=ctx, resilient_parsing=True)
-            args = ctx.protected_args + ctx.args if isinstance(command, click.Group) else []
+            args = _rest(ctx) if isinstance(command, click.Group) else []
         values = [ctx.params.get(p.name) for p in command.params if isinstance(p, click.Argument)]
         flat = [str(x) for v in values for x in (v if isinstance(v, (list, tuple)) else [v]) if x is not None]
         return debug, " ".join(names), flat
