@@ -77,6 +77,8 @@ MEASURED = {
     "tests/regression/test_gate_junit_wellformed.py::test_a_control_character_in_an_op_name_leaves_junit_well_formed",
     # generated Kineto runs and Ascend clusters, and the ResNet-50 example, reported in process
     "tests/robustness/test_crashes_are_exit_2.py",
+    # pairs of processes creating one history file; the example analyzed
+    "tests/regression/test_history_writes.py",
 }
 
 #: seconds a test outside the slow set may take before it is named
