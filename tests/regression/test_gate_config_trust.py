@@ -15,7 +15,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from gate_helpers import advisor
+from gate_helpers import advisor, one_line_error
 
 from advisor.regression.budgets import GateConfig, weakenings
 from advisor.regression.compare import load_report
@@ -51,13 +51,6 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def _one_line_error(code: int, stderr: str, *needles: str) -> None:
-    assert code == 2, stderr
-    assert stderr.startswith("advisor: error: ") and stderr.count("\n") == 1, stderr
-    for n in needles:
-        assert n in stderr, stderr
-
-
 def _gate(current, baseline, out: Path, *args):
     code, stdout, stderr = advisor("gate", current, "--baseline", baseline, "-o", out, *args)
     verdict = json.loads((out / "gate.json").read_text()) if (out / "gate.json").exists() else None
@@ -82,7 +75,7 @@ def _gate(current, baseline, out: Path, *args):
 def test_values_that_switch_the_gate_off_are_refused(repo, baseline, table, needles):
     (repo / "pyproject.toml").write_text(table)
     code, _, stderr, _ = _gate(repo / "cur", baseline, repo.parent / "g")
-    _one_line_error(code, stderr, str(repo / "pyproject.toml"), *needles)
+    one_line_error(code, stderr, str(repo / "pyproject.toml"), *needles)
 
 
 @pytest.mark.parametrize("table, needles", [
@@ -94,13 +87,13 @@ def test_values_that_switch_the_gate_off_are_refused(repo, baseline, table, need
 def test_advisor_toml_cannot_switch_the_gate_off_either(repo, baseline, table, needles):
     (repo / "advisor.toml").write_text(table)
     code, _, stderr, _ = _gate(repo / "cur", baseline, repo.parent / "g")
-    _one_line_error(code, stderr, str(repo / "advisor.toml"), *needles)
+    one_line_error(code, stderr, str(repo / "advisor.toml"), *needles)
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_set_refuses_non_finite_thresholds(tmp_path, value):
     code, _, stderr = advisor("report", BOUND, "-o", tmp_path / "r", "--set", f"input-bound.min_data_wait_ratio={value}")
-    _one_line_error(code, stderr, "--set", "not a finite number")
+    one_line_error(code, stderr, "--set", "not a finite number")
     assert not (tmp_path / "r").exists()
 
 
@@ -133,7 +126,7 @@ def test_every_verdict_names_the_config_and_the_overrides_behind_it(baseline, tm
         {"input-bound.min_data_wait_ratio": 0.95}]
     # under strict config the gate will not take findings made with thresholds it does not set
     code, _, stderr, _ = _gate(rep, baseline, tmp_path / "g2", "--config", trusted, "--strict-config")
-    _one_line_error(code, stderr, str(rep), "analyzed with thresholds the gate does not set")
+    one_line_error(code, stderr, str(rep), "analyzed with thresholds the gate does not set")
 
 
 def test_config_means_only_that_file(repo, baseline):
@@ -201,10 +194,10 @@ def test_strict_config_refuses_loosening_from_the_working_tree(repo, baseline, m
     else:
         monkeypatch.setenv(*how.split("="))
     code, _, stderr, _ = _gate(repo / "cur", baseline, repo.parent / "g", *args)
-    _one_line_error(code, stderr, str(repo / "advisor.toml"), key, "strict config")
+    one_line_error(code, stderr, str(repo / "advisor.toml"), key, "strict config")
     # a --config file inside the working tree is the tree's too
     code, _, stderr, _ = _gate(repo / "cur", baseline, repo.parent / "g", "--config", repo / "advisor.toml", *args)
-    _one_line_error(code, stderr, key, "strict config")
+    one_line_error(code, stderr, key, "strict config")
     # --no-strict-config (the CI job's own choice) lets it apply, and the verdict names it
     code, _, stderr, verdict = _gate(repo / "cur", baseline, repo.parent / "g", "--no-strict-config")
     assert code in (0, 1), stderr
@@ -228,7 +221,7 @@ def test_strict_config_accepts_tightening_and_a_trusted_file(repo, baseline, tmp
 def test_strict_config_refuses_thresholds_for_reports_too(repo, tmp_path):
     (repo / "advisor.toml").write_text('[thresholds]\n"input-bound.min_data_wait_ratio" = 0.9\n')
     code, _, stderr = advisor("report", repo / "cur", "-o", tmp_path / "r", "--strict-config")
-    _one_line_error(code, stderr, "thresholds.input-bound.min_data_wait_ratio", "strict config")
+    one_line_error(code, stderr, "thresholds.input-bound.min_data_wait_ratio", "strict config")
     # the command line and a file outside the working tree are the CI job's own
     trusted = tmp_path / "trusted.toml"
     trusted.write_text('[thresholds]\n"input-bound.min_data_wait_ratio" = 0.8\n')

@@ -17,7 +17,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from gate_helpers import advisor
+from gate_helpers import advisor, one_line_error
 
 from advisor.regression.compare import load_report
 
@@ -53,14 +53,6 @@ def _current(tmp_path: Path, edit=None) -> Path:
     return cur
 
 
-def _one_line_error(code: int, stderr: str, *needles: str) -> None:
-    assert code == 2, stderr
-    assert stderr.startswith("advisor: error: ") and stderr.count("\n") == 1, stderr
-    assert "Traceback" not in stderr
-    for n in needles:
-        assert n in stderr, stderr
-
-
 def test_with_the_step_trace_the_regression_fails(baseline, tmp_path):
     """The control: the same run, intact, is a +425% regression."""
     code, stdout, stderr = advisor("gate", _current(tmp_path), "--baseline", baseline, "-o", tmp_path / "g")
@@ -75,7 +67,7 @@ def test_without_the_step_trace_the_gate_cannot_measure(baseline, tmp_path):
     (cur / STEP_TRACE).unlink()
     out = tmp_path / "g"
     code, stdout, stderr = advisor("gate", cur, "--baseline", baseline, "-o", out)
-    _one_line_error(code, stderr, str(cur), "cannot measure", "budget step.time_ms +5%", "not measured in the current run")
+    one_line_error(code, stderr, str(cur), "cannot measure", "budget step.time_ms +5%", "not measured in the current run")
     result = json.loads((out / "gate.json").read_text())
     assert result["verdict"] == "unmeasurable" and result["exit_code"] == 2
     step = next(c for c in result["checks"] if c["metric"] == "step.time_ms")
@@ -100,7 +92,7 @@ def test_unmeasurable_can_count_as_a_failure(baseline, tmp_path):
     assert any("on_unmeasurable" in c for c in step["caveats"])
     cfg.write_text('[gate]\non_unmeasurable = "pass"\n')
     code, _, stderr = advisor("gate", cur, "--baseline", baseline, "--config", cfg, "-o", tmp_path / "g2")
-    _one_line_error(code, stderr, "gate.on_unmeasurable")
+    one_line_error(code, stderr, "gate.on_unmeasurable")
 
 
 @pytest.mark.parametrize("value", ["negative", "inf"])
@@ -110,7 +102,7 @@ def test_impossible_step_times_are_bad_input_naming_the_file(baseline, tmp_path,
 
     cur = _current(tmp_path, edit)
     code, _, stderr = advisor("gate", cur, "--baseline", baseline, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, str(cur / STEP_TRACE), "step 1", "impossible")
+    one_line_error(code, stderr, str(cur / STEP_TRACE), "step 1", "impossible")
     assert not (tmp_path / "g").exists()
 
 
@@ -122,7 +114,7 @@ def test_step_times_that_are_all_missing_are_bad_input(baseline, tmp_path, value
 
     cur = _current(tmp_path, edit)
     code, _, stderr = advisor("gate", cur, "--baseline", baseline, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, str(cur / STEP_TRACE))
+    one_line_error(code, stderr, str(cur / STEP_TRACE))
 
 
 def test_a_report_json_with_impossible_step_times_is_bad_input(baseline, tmp_path):
@@ -132,7 +124,7 @@ def test_a_report_json_with_impossible_step_times_is_bad_input(baseline, tmp_pat
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     code, _, stderr = advisor("gate", path, "--baseline", baseline, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, str(path), "step_ms is -94.8", "impossible")
+    one_line_error(code, stderr, str(path), "step_ms is -94.8", "impossible")
 
 
 def test_a_report_json_whose_step_time_is_nan_cannot_be_measured(baseline, tmp_path):
@@ -147,7 +139,7 @@ def test_a_report_json_whose_step_time_is_nan_cannot_be_measured(baseline, tmp_p
     cfg = tmp_path / "gate.toml"
     cfg.write_text('[gate]\nfail_on = ["slow-link"]\n')
     code, _, stderr = advisor("gate", path, "--baseline", baseline, "--config", cfg, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, str(path), "cannot measure", "budget step.time_ms +5%")
+    one_line_error(code, stderr, str(path), "cannot measure", "budget step.time_ms +5%")
 
 
 def test_a_relative_budget_over_a_zero_baseline_cannot_be_evaluated(baseline, tmp_path):
@@ -185,7 +177,7 @@ def test_an_alpha_the_rank_test_cannot_reach_is_not_a_pass(tmp_path):
     # findings fail only on a rule that does not fire here, so the budget alone decides
     cfg.write_text('[gate]\nalpha = 1e-4\nfail_on = ["slow-link"]\n')
     code, _, stderr = advisor("gate", cur, "--baseline", base, "--config", cfg, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, "cannot reach p < alpha = 0.0001", "9 vs 9 steps")
+    one_line_error(code, stderr, "cannot reach p < alpha = 0.0001", "9 vs 9 steps")
     cfg.write_text('[gate]\nalpha = 1e-3\nfail_on = ["slow-link"]\n')
     code, _, stderr = advisor("gate", cur, "--baseline", base, "--config", cfg, "-o", tmp_path / "g2")
     assert code == 1, stderr   # fp32 is ~2x slower than fp16: measurable at 1e-3, and a regression

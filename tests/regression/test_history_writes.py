@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from gate_helpers import advisor
+from gate_helpers import advisor, one_line_error
 
 from advisor.regression.compare import load_report
 from advisor.regression.history import History
@@ -32,19 +32,12 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
 
 
-def _one_line_error(code: int, stderr: str, *needles: str) -> None:
-    assert code == 2, stderr
-    assert stderr.startswith("advisor: error: ") and stderr.count("\n") == 1, stderr
-    for n in needles:
-        assert n in stderr, stderr
-
-
 @pytest.mark.parametrize("where", ["h.db", "sub/h.db"])
 def test_history_add_refuses_a_database_inside_the_profile(tmp_path, where):
     profile = shutil.copytree(BOUND, tmp_path / "P")
     before = _snapshot(profile)
     code, _, stderr = advisor("history", "add", profile, "--db", profile / where, "--branch", "main")
-    _one_line_error(code, stderr, str(profile), "inside the input", "--db")
+    one_line_error(code, stderr, str(profile), "inside the input", "--db")
     assert _snapshot(profile) == before
 
 
@@ -55,7 +48,7 @@ def test_history_add_refuses_the_folder_of_an_input_report(tmp_path):
     report.write_text(load_report(BOUND).model_dump_json())
     before = _snapshot(folder)
     code, _, stderr = advisor("history", "add", report, "--db", folder / "h.db")
-    _one_line_error(code, stderr, "folder of the input", "--db")
+    one_line_error(code, stderr, "folder of the input", "--db")
     assert _snapshot(folder) == before
     code, _, stderr = advisor("history", "add", report, "--db", tmp_path / "elsewhere" / "h.db")
     assert code == 0, stderr
@@ -66,7 +59,7 @@ def test_report_refuses_the_folder_of_an_input_trace(tmp_path):
     trace = next(data.glob("*.pt.trace.json"))
     before = _snapshot(data)
     code, _, stderr = advisor("report", trace, "-o", data)
-    _one_line_error(code, stderr, str(trace), "folder of the input", "-o")
+    one_line_error(code, stderr, str(trace), "folder of the input", "-o")
     assert _snapshot(data) == before
     code, _, stderr = advisor("report", trace, "-o", tmp_path / "out")
     assert code == 0, stderr

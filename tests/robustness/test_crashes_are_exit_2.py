@@ -21,21 +21,13 @@ import yaml
 
 from advisor.regression.compare import load_report
 from bench.scenarios import Spec, generate
-from tests.regression.gate_helpers import advisor
+from tests.regression.gate_helpers import advisor, one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 BOUND = REPO / "examples" / "resnet50_data_bound" / "profiler"
 #: Nesting deeper than the interpreter's recursion limit (1000) and the
 #: JSON decoders' own limits.
 DEEP = 5_000
-
-
-def _one_line_error(code: int, stderr: str, *needles: str) -> None:
-    assert code == 2, stderr
-    assert stderr.startswith("advisor: error: ") and stderr.count("\n") == 1, stderr
-    assert "Traceback" not in stderr
-    for n in needles:
-        assert n in stderr, stderr
 
 
 def _nested(depth: int) -> str:
@@ -93,7 +85,7 @@ def test_a_user_rule_reaching_for_a_private_attribute_is_refused(tmp_path, messa
     assert code == 2, stderr
     assert "Traceback" not in stderr and "__class__" in stderr and "unsafe" in stderr
     code, _, stderr = advisor("report", BOUND, "--rules", path, "-o", tmp_path / "r")
-    _one_line_error(code, stderr, "always-on", "unsafe")
+    one_line_error(code, stderr, "always-on", "unsafe")
     assert not (tmp_path / "r").exists()
 
 
@@ -134,7 +126,7 @@ def test_a_trace_that_is_only_deep_nesting_is_one_line(tmp_path):
     path.write_text('{"schemaVersion": 1, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": '
                     + _nested(100_000) + "}]}")
     code, _, stderr = advisor("report", tmp_path / "in", "-o", tmp_path / "r")
-    _one_line_error(code, stderr, "w.pt.trace.json", "nested too deeply")
+    one_line_error(code, stderr, "w.pt.trace.json", "nested too deeply")
 
 
 # ---------------------------------------------------------------- Ascend clusters
@@ -179,12 +171,12 @@ def test_damaged_pages_are_one_line(bound_report, tmp_path):
     data[page: 3 * page] = b"\xa5" * (2 * page)    # the first table pages after the header
     db.write_bytes(bytes(data))
     code, _, stderr = advisor("history", "show", "--db", db, "--chart", tmp_path / "c.svg")
-    _one_line_error(code, stderr, str(db))
+    one_line_error(code, stderr, str(db))
     code, _, stderr = advisor("gate", bound_report, "--history", db, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, str(db))
+    one_line_error(code, stderr, str(db))
     before = db.read_bytes()
     code, _, stderr = advisor("history", "add", bound_report, "--db", db, "--branch", "main")
-    _one_line_error(code, stderr, str(db))
+    one_line_error(code, stderr, str(db))
     assert db.read_bytes() == before   # nothing written into a damaged file
 
 
@@ -193,7 +185,7 @@ def test_a_stored_report_that_does_not_decompress_is_one_line(bound_report, tmp_
     with sqlite3.connect(db) as con:
         con.execute("UPDATE runs SET report = ? WHERE id = 2", (b"\x78\x9c not zlib",))
     code, _, stderr = advisor("gate", bound_report, "--history", db, "-o", tmp_path / "g")
-    _one_line_error(code, stderr, str(db), "run 2", "damaged")
+    one_line_error(code, stderr, str(db), "run 2", "damaged")
 
 
 def test_a_runs_table_of_another_shape_is_one_line(bound_report, tmp_path):
@@ -206,7 +198,7 @@ def test_a_runs_table_of_another_shape_is_one_line(bound_report, tmp_path):
                  ("history", "add", bound_report, "--db", db),
                  ("gate", bound_report, "--history", db, "-o", tmp_path / "g")):
         code, _, stderr = advisor(*args)
-        _one_line_error(code, stderr, str(db), "not an advisor history file")
+        one_line_error(code, stderr, str(db), "not an advisor history file")
 
 
 def _make_read_only(path: Path) -> None:
@@ -232,7 +224,7 @@ def test_adding_to_a_read_only_history_is_one_line(bound_report, tmp_path):
     try:
         before = db.read_bytes()
         code, _, stderr = advisor("history", "add", bound_report, "--db", db, "--branch", "main")
-        _one_line_error(code, stderr, str(db), "cannot write the history")
+        one_line_error(code, stderr, str(db), "cannot write the history")
         assert db.read_bytes() == before
         # reading it still works
         code, _, stderr = advisor("history", "show", "--db", db, "--chart", tmp_path / "c.svg")
@@ -254,7 +246,7 @@ def test_an_unexpected_exception_is_exit_2_with_one_line(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "analyze", broken)
     code, _, stderr = advisor("report", BOUND, "-o", tmp_path / "r")
-    _one_line_error(code, stderr, str(BOUND), "`advisor report` failed unexpectedly",
+    one_line_error(code, stderr, str(BOUND), "`advisor report` failed unexpectedly",
                     "ValueError: cannot reshape array of size 7 into shape (2,4) second line", "--debug")
     code, _, stderr = advisor("--debug", "report", BOUND, "-o", tmp_path / "r")
     assert code == 2
