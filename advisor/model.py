@@ -108,6 +108,22 @@ class Verdict(BaseModel):
     )
 
 
+class ConfigUsed(BaseModel):
+    """The configuration an analysis or a gate verdict applied
+    (``advisor.settings.Settings.used``), so a reader sees what changed
+    the rules or the gate."""
+
+    file: str | None = Field(None, description="the config file read; null: none (built-in defaults)")
+    origin: Literal["none", "found", "given"] = Field(
+        "none", description="found: looked up in the working tree; given: --config")
+    in_working_tree: bool = Field(False, description="the file lies in the working tree under test")
+    strict: bool = Field(False, description="strict config was on (working-tree files may not weaken checks)")
+    rules: list[str] = Field(default_factory=list, description="extra rule files or folders (config and --rules)")
+    thresholds: dict[str, float] = Field(default_factory=dict, description='"rule.param": value, from the file')
+    overrides: dict[str, float] = Field(default_factory=dict, description='"rule.param": value, from --set')
+    gate: dict[str, Any] = Field(default_factory=dict, description="the file's [gate] settings (gate verdicts)")
+
+
 class RunInfo(BaseModel):
     """What was analyzed."""
 
@@ -121,6 +137,7 @@ class RunInfo(BaseModel):
     notes: list[str] = Field(default_factory=list)
     advisor_version: str
     generated_at: str = Field(description="ISO-8601 UTC time of the analysis")
+    config: ConfigUsed | None = Field(None, description="the config the analysis applied (null: not recorded)")
 
 
 class Report(BaseModel):

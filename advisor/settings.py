@@ -1,12 +1,12 @@
 """The user's configuration: extra rule files, threshold overrides and the
 regression gate, from one file.
 
-Which file: ``--config PATH`` where a command has it; otherwise the first of
-``CONFIG_FILES`` found in the current folder, then in each parent folder up
-to and including the repository root (the folder holding ``.git``), never
-above it; outside a git repository, in the current folder only. An
-``advisor.toml`` always counts; a ``pyproject.toml`` only with a
-``[tool.advisor]`` table. Without a file, nothing is overridden.
+Which file: ``--config PATH`` -- that file only, nothing else is merged;
+otherwise the first of ``CONFIG_FILES`` found in the current folder, then in
+each parent folder up to and including the repository root (the folder
+holding ``.git``), never above it; outside a git repository, in the current
+folder only. An ``advisor.toml`` always counts; a ``pyproject.toml`` only
+with a ``[tool.advisor]`` table. Without a file, nothing is overridden.
 
 What it holds: in ``pyproject.toml`` the table ``[tool.advisor]``; in
 ``advisor.toml`` the top level (or the same ``[tool.advisor]`` table when
@@ -20,14 +20,30 @@ the file has one)::
 
 The command line goes on top: ``--rules`` adds files, ``--set`` wins over
 ``thresholds``. A bad file raises ``ConfigError`` with one line naming the
-file and the entry.
+file and the entry; thresholds must be finite numbers.
+
+**Trust.** The *working tree under test* is the repository holding the
+current folder (outside a repository: the current folder). A config file
+found there, or given with ``--config`` but lying there, belongs to the
+code under test: in CI it comes from the pull request. With strict config
+(``--strict-config``; the default where ``STRICT_ENV`` says so, or on CI,
+see :func:`strict_default`) such a file may not weaken what advisor
+checks: its ``thresholds`` are refused here (a threshold can silence a
+rule, and which way silences is the rule's business), and
+``advisor.regression.budgets`` refuses a ``[gate]`` table that loosens the
+gate's defaults. A ``--config`` file outside the working tree and the
+command line are the CI job's own and are trusted. Whatever the mode,
+:meth:`Settings.used` records what was applied, and reports and gate
+verdicts name it.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomllib
 
@@ -37,19 +53,78 @@ from advisor.errors import ConfigError
 CONFIG_FILES = ("advisor.toml", "pyproject.toml")
 #: The table of ``pyproject.toml`` (and optionally ``advisor.toml``) that holds the settings.
 TOOL_TABLE = ("tool", "advisor")
+#: Environment variable that sets strict config on ("1", "true", "yes") or
+#: off ("0", "false", "no") when the command line does not say.
+STRICT_ENV = "ADVISOR_STRICT_CONFIG"
+#: Set to "true" (or "1") by GitHub Actions, GitLab CI, Travis, CircleCI,
+#: Buildkite and most other CI systems: strict config is then the default,
+#: because there the working tree is the code under review.
+CI_ENV = "CI"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def strict_default(environ=None) -> bool:
+    """Whether strict config is on when the command line does not say:
+    ``STRICT_ENV`` when set, else whether ``CI_ENV`` is true. ConfigError
+    for a ``STRICT_ENV`` value that is neither yes nor no."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(STRICT_ENV)
+    if value is not None:
+        if value.strip().lower() in _TRUE:
+            return True
+        if value.strip().lower() in _FALSE:
+            return False
+        raise ConfigError(f"{STRICT_ENV}={value!r}: expected 1 or 0")
+    return environ.get(CI_ENV, "").strip().lower() in _TRUE[:2]
+
+
+def working_tree(start: Path | None = None) -> Path:
+    """The working tree under test seen from ``start`` (default: the
+    current folder): the repository root holding it, else ``start`` itself."""
+    here = Path(start or Path.cwd()).resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), here)
 
 
 @dataclass
 class Settings:
     """What a config file says (empty without one). ``gate`` is the raw
     ``[gate]`` table, read by ``advisor.regression.budgets``; ``gate_table``
-    is its dotted name in the file, for messages."""
+    is its dotted name in the file, for messages. ``origin``: how the file
+    was chosen ("found" by the lookup, "given" with ``--config``, "none");
+    ``in_working_tree``: it lies in the working tree under test;
+    ``strict``: strict config is on (see the module doc)."""
 
     rules: list[Path] = field(default_factory=list)
     overrides: dict[str, dict[str, float]] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
     gate_table: str = "gate"
     source: Path | None = None
+    origin: Literal["none", "found", "given"] = "none"
+    in_working_tree: bool = False
+    strict: bool = False
+
+    @property
+    def untrusted(self) -> bool:
+        """Strict config is on and the file belongs to the code under test:
+        it may not weaken what advisor checks."""
+        return self.strict and self.source is not None and self.in_working_tree
+
+    def used(self, rule_paths=(), overrides: dict[str, dict[str, float]] | None = None, *,
+             gate: bool = False) -> dict[str, Any]:
+        """What was applied, for ``advisor.model.ConfigUsed``: the file, how
+        it was chosen, its rules and thresholds, the command line's
+        ``rule_paths`` and ``overrides`` (``--rules``, ``--set``), and with
+        ``gate`` the file's ``[gate]`` table."""
+        return {
+            "file": None if self.source is None else str(self.source),
+            "origin": self.origin,
+            "in_working_tree": self.in_working_tree,
+            "strict": self.strict,
+            "rules": [str(p) for p in [*self.rules, *rule_paths]],
+            "thresholds": dotted(self.overrides),
+            "overrides": dotted(overrides or {}),
+            "gate": dict(self.gate) if gate else {},
+        }
 
     def with_command_line(self, rule_paths=(), overrides: dict[str, dict[str, float]] | None = None):
         """The config's rule paths and overrides with the command line's on
@@ -64,9 +139,8 @@ def find_config(start: Path | None = None) -> Path | None:
     """The config file that applies in ``start`` (default: the current
     folder), or None (see the module doc for where it is looked for)."""
     here = Path(start or Path.cwd()).resolve()
-    chain = (here, *here.parents)
-    root = next((i for i, folder in enumerate(chain) if (folder / ".git").exists()), 0)
-    for folder in chain[: root + 1]:
+    root = working_tree(here)
+    for folder in (here, *here.parents[: len(here.parts) - len(root.parts)]):
         for name in CONFIG_FILES:
             path = folder / name
             if path.is_file() and _advisor_table(path) is not None:
@@ -74,14 +148,17 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
-def load_settings(path: Path | None = None, *, start: Path | None = None) -> Settings:
+def load_settings(path: Path | None = None, *, start: Path | None = None, strict: bool = False) -> Settings:
     """The settings of ``path`` (ConfigError when it does not exist), else of
-    the config file found from ``start``, else empty ones."""
+    the config file found from ``start``, else empty ones. ``strict``:
+    refuse thresholds from a file in the working tree (see the module doc)."""
     if path is not None and not Path(path).is_file():
         raise ConfigError(f"{path}: no such config file")
+    origin = "given" if path is not None else "found"
     path = Path(path) if path is not None else find_config(start)
     if path is None:
-        return Settings()
+        return Settings(strict=strict)
+    in_tree = origin == "found" or Path(path).resolve().is_relative_to(working_tree(start))
     table, prefix = _advisor_table(path) or ({}, ".".join(TOOL_TABLE))
     rules = table.get("rules", [])
     if isinstance(rules, str):
@@ -94,17 +171,33 @@ def load_settings(path: Path | None = None, *, start: Path | None = None) -> Set
     gate = table.get("gate", {})
     if not isinstance(gate, dict):
         raise ConfigError(f"{path}: [{_key(prefix, 'gate')}] must be a table")
-    return Settings(
+    settings = Settings(
         rules=[path.parent / r for r in rules],
         overrides=parse_thresholds(thresholds, str(path)),
         gate=gate,
         gate_table=_key(prefix, "gate"),
         source=path,
+        origin=origin,
+        in_working_tree=in_tree,
+        strict=strict,
     )
+    if settings.untrusted and thresholds:
+        key = next(iter(thresholds))
+        raise ConfigError(f"{path}: {_key(prefix, 'thresholds')}.{key}: {untrusted_refusal('threshold overrides')}")
+    return settings
+
+
+def untrusted_refusal(what: str) -> str:
+    """The reason a setting from the working tree is refused under strict config."""
+    return (f"{what} from the working tree under test are refused under strict config "
+            f"(--strict-config, {STRICT_ENV}=1 or {CI_ENV}=true): put them in a --config file outside the "
+            "working tree, or turn strict config off with --no-strict-config")
 
 
 def parse_thresholds(items: dict, where: str) -> dict[str, dict[str, float]]:
-    """``{"rule.param": value}`` -> ``{rule: {param: value}}``."""
+    """``{"rule.param": value}`` -> ``{rule: {param: value}}``; every value a
+    finite number (a NaN threshold makes every comparison false and so
+    silences its rule)."""
     out: dict[str, dict[str, float]] = {}
     for key, value in items.items():
         rule, dot, param = str(key).partition(".")
@@ -112,8 +205,59 @@ def parse_thresholds(items: dict, where: str) -> dict[str, dict[str, float]]:
             raise ConfigError(f"{where}: thresholds key {key!r}: expected \"rule.param\"")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: thresholds {key!r}: {value!r} is not a number")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: thresholds {key!r}: {value!r} is not a finite number")
         out.setdefault(rule, {})[param] = float(value)
     return out
+
+
+def dotted(overrides: dict[str, dict[str, float]]) -> dict[str, float]:
+    """``{rule: {param: value}}`` -> ``{"rule.param": value}``."""
+    return {f"{rule}.{param}": value for rule, params in overrides.items() for param, value in params.items()}
+
+
+def is_default(used: dict[str, Any] | None) -> bool:
+    """Whether a ``Settings.used`` record applied nothing: no file, no
+    ``--set``, no extra rules."""
+    return used is not None and not (used.get("file") or used.get("overrides") or used.get("rules"))
+
+
+def describe(used: dict[str, Any] | None, *, strict: bool = True) -> str:
+    """One line naming what a ``Settings.used`` record applied (``strict``:
+    and whether strict config was on)."""
+    if used is None:
+        return "not recorded (a report.json written before advisor recorded its config)"
+    parts = []
+    if used.get("file"):
+        where = "in the working tree under test" if used.get("in_working_tree") else "outside the working tree"
+        how = "found" if used.get("origin") == "found" else "--config"
+        parts.append(f"{used['file']} ({how}, {where})")
+    else:
+        parts.append("no config file (built-in defaults)")
+    if used.get("gate"):
+        parts.append("[gate] " + ", ".join(f"{k} = {_toml(v)}" for k, v in used["gate"].items()))
+    if used.get("thresholds"):
+        parts.append("thresholds " + ", ".join(f"{k}={v:g}" for k, v in used["thresholds"].items()))
+    if used.get("overrides"):
+        parts.append("--set " + ", ".join(f"{k}={v:g}" for k, v in used["overrides"].items()))
+    if used.get("rules"):
+        parts.append("extra rules " + ", ".join(used["rules"]))
+    if strict:
+        parts.append("strict config " + ("on" if used.get("strict") else "off"))
+    return "; ".join(parts)
+
+
+def _toml(value: Any) -> str:
+    """A config value as it would be written in TOML (for messages)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def _key(prefix: str, name: str) -> str:

@@ -4,7 +4,14 @@
   verdict, failed checks with their statistics, what grew, then the rest;
   at most ``MAX_CHARS`` characters (GitHub's limit is 65,536).
 * :func:`render_junit` -- JUnit XML, one test case per budget, per failing
-  rule (or one passing "findings" case) and for the anomaly model.
+  rule (or one passing "findings" case) and for the anomaly model; a check
+  that could not be evaluated is an ``<error>``. Well-formed whatever the
+  profile strings hold: characters XML 1.0 forbids (control characters,
+  lone surrogates, U+FFFE/U+FFFF) are written as visible ``\\xNN`` /
+  ``\\uNNNN`` escapes (:func:`xml_text`).
+* Every verdict names the config it used (the gate's file and settings,
+  and what each input report was analyzed with): the terminal, gate.md,
+  junit.xml properties and gate.json.
 * :func:`render_trend_svg` -- a self-contained SVG trend chart of one metric
   over the history runs (no script, no external reference).
 * :func:`print_gate` / :func:`print_history` -- rich terminal output.
@@ -13,6 +20,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import escape as xml_escape
@@ -25,9 +33,14 @@ from advisor.reports._view import fmt_num
 from advisor.reports.comparison import growth_lines, render_compare_html
 from advisor.reports.markdown import escape
 from advisor.runtime.files import write_text
+from advisor.settings import describe, is_default
 
 MAX_CHARS = 60_000
-ICON = {"pass": "\u2705", "fail": "\u274c", "skip": "\u2796"}
+ICON = {"pass": "\u2705", "fail": "\u274c", "skip": "\u2796", "error": "\u26a0\ufe0f"}
+HEADLINE = {"pass": "\u2705 **advisor gate: pass**", "regression": "\u274c **advisor gate: regression**",
+            "unmeasurable": "\u26a0\ufe0f **advisor gate: cannot measure** (exit 2)"}
+#: What XML 1.0 does not allow in a document (its ``Char`` production).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
 FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
 
@@ -35,10 +48,11 @@ FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html
 def render_gate_markdown(result: GateResult, comparison: Comparison | None = None) -> str:
     """The PR-comment summary (see module doc)."""
     failed = result.failed
-    head = ("\u274c **advisor gate: regression**" if result.verdict == "regression"
-            else "\u2705 **advisor gate: pass**")
-    out = [f"### {head}", "",
+    out = [f"### {HEADLINE[result.verdict]}", "",
            f"`{escape(result.current, 200)}` vs baseline `{escape(result.baseline, 200)}`", ""]
+    if result.unmeasured:
+        out.append("**What could not be measured** (never a pass)")
+        out += [f"- {escape(c.message, 600)}" for c in result.unmeasured] + [""]
     if failed:
         out.append("**What got slower**")
         out += [f"- {escape(c.message, 600)}" for c in failed] + [""]
@@ -65,29 +79,56 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
     caveats = [cv for c in result.checks for cv in c.caveats]
     for text in dict.fromkeys(caveats + result.notes):
         out.append(f"> {escape(text, None)}")
-    out += ["", f"<sub>Test: {escape(result.method, None)}. Config: {escape(result.config_source, 200)}.</sub>"]
+    out += ["", "**Config**", ""] + [f"- {escape(line, None)}" for line in config_lines(result)]
+    out += ["", f"<sub>Test: {escape(result.method, None)}.</sub>"]
     text = "\n".join(out) + "\n"
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 40] + "\n\n\u2026 (summary cut)\n"
+
+
+def config_lines(result: GateResult) -> list[str]:
+    """What the verdict rests on besides the runs: the gate's config, and
+    the config each input report records where it applied anything or was
+    not recorded (``advisor.settings.describe``)."""
+    gate = result.config.model_dump() if result.config is not None else (
+        None if result.config_source == "defaults" else {"file": result.config_source})
+    lines = [f"gate config: {describe(gate) if gate else 'no config file (built-in defaults)'}"]
+    for i in result.inputs:
+        used = None if i.config is None else i.config.model_dump()
+        if not is_default(used):
+            runs = f" ({i.runs} runs)" if i.runs > 1 else ""
+            lines.append(f"{i.side} {i.input}{runs} analyzed with: {describe(used, strict=False)}")
+    return lines
+
+
+def xml_text(text: object) -> str:
+    """``text`` with what XML 1.0 forbids written as a visible escape."""
+    def visible(m: re.Match) -> str:
+        code = ord(m.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _NOT_XML.sub(visible, str(text))
 
 
 def render_junit(result: GateResult) -> str:
     """JUnit XML (see module doc)."""
     suite = ET.Element("testsuite", name="advisor gate", tests=str(len(result.checks)),
-                       failures=str(len(result.failed)),
+                       failures=str(len(result.failed)), errors=str(len(result.unmeasured)),
                        skipped=str(sum(c.status == "skip" for c in result.checks)))
     props = ET.SubElement(suite, "properties")
+    config = [(f"config.{i}", line) for i, line in enumerate(config_lines(result))]
     for k, v in (("verdict", result.verdict), ("baseline", result.baseline), ("current", result.current),
-                 ("method", result.method)):
-        ET.SubElement(props, "property", name=k, value=v)
+                 ("method", result.method), *config):
+        ET.SubElement(props, "property", name=k, value=xml_text(v))
     for c in result.checks:
-        case = ET.SubElement(suite, "testcase", classname=f"advisor.regression.gate.{c.kind}", name=c.name)
-        if c.status == "fail":
-            el = ET.SubElement(case, "failure", message=c.message, type=c.kind)
-            el.text = "\n".join([c.message, *c.caveats])
+        case = ET.SubElement(suite, "testcase", classname=f"advisor.regression.gate.{c.kind}", name=xml_text(c.name))
+        detail = xml_text("\n".join([c.message, *c.caveats]))
+        if c.status in ("fail", "error"):
+            el = ET.SubElement(case, "failure" if c.status == "fail" else "error", message=xml_text(c.message),
+                               type=c.kind)
+            el.text = detail
         elif c.status == "skip":
-            ET.SubElement(case, "skipped", message=c.message)
+            ET.SubElement(case, "skipped", message=xml_text(c.message))
         else:
-            ET.SubElement(case, "system-out").text = "\n".join([c.message, *c.caveats])
+            ET.SubElement(case, "system-out").text = detail
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
@@ -96,8 +137,9 @@ def print_gate(result: GateResult, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
-    table = Table(title=f"advisor gate: {result.verdict}", title_style=style["fail" if result.failed else "pass"])
+    style = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold yellow"}
+    title = {"pass": "pass", "regression": "fail", "unmeasurable": "error"}[result.verdict]
+    table = Table(title=f"advisor gate: {result.verdict}", title_style=style[title])
     for col in ("check", "result", "detail"):
         table.add_column(col, overflow="fold")
     for c in result.checks:
@@ -105,6 +147,8 @@ def print_gate(result: GateResult, console) -> None:
     console.print(table)
     for g in result.growth[:3]:
         console.print(f"  grew: {g.kind} {g.name}: +{fmt_num(g.change_ms)} ms/step", markup=False)
+    for line in config_lines(result):
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dict[str, Path]:

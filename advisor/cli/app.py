@@ -6,6 +6,11 @@ gate, history); shared options in ``options``, the console in ``console``.
 
 Exit codes: 0 success, 1 a gate found a regression, 2 unusable input or
 configuration (one line on stderr naming the file and the problem).
+
+Exit code 1 means "regression" to the gate's users, so nothing else may
+end with it: an unexpected exception (a bug, or input no check foresaw)
+is exit 2 with one line naming the command's input and the reason
+(:func:`crash_line`); ``advisor --debug ...`` prints the traceback too.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import atexit
 import gc
 import sys
+import traceback
 
 import click
 
@@ -27,12 +33,55 @@ from advisor.runtime.stream_guard import guarded_output
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="advisor")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="On an unexpected error, print the traceback too.")
+def cli(debug: bool) -> None:
     """Rule-based performance advisor for deep-learning training profiles."""
 
 
 for _command in (report, run, rules, metrics, schema, compare, gate, history):
     cli.add_command(_command)
+
+
+#: Characters of an unexpected exception's message kept in its one line.
+CRASH_MESSAGE_CHARS = 300
+
+
+def _rest(ctx: click.Context) -> list[str]:
+    """A group's unparsed arguments: the subcommand name and what follows
+    (``protected_args`` is deprecated from Click 8.2, where it is ``_protected_args``)."""
+    protected = ctx._protected_args if hasattr(ctx, "_protected_args") else ctx.protected_args
+    return [*protected, *ctx.args]
+
+
+def _invocation(argv: list[str]) -> tuple[bool, str, list[str]]:
+    """(--debug given, command name, its arguments' values) of ``argv``,
+    parsed again without side effects (``resilient_parsing``)."""
+    try:
+        ctx = cli.make_context("advisor", list(argv), resilient_parsing=True)
+        debug = bool(ctx.params.get("debug"))
+        command, names, args = cli, [], _rest(ctx)
+        while isinstance(command, click.Group) and args:
+            name, command, args = command.resolve_command(ctx, args)
+            names.append(name)
+            ctx = command.make_context(name, args, parent=ctx, resilient_parsing=True)
+            args = _rest(ctx) if isinstance(command, click.Group) else []
+        values = [ctx.params.get(p.name) for p in command.params if isinstance(p, click.Argument)]
+        flat = [str(x) for v in values for x in (v if isinstance(v, (list, tuple)) else [v]) if x is not None]
+        return debug, " ".join(names), flat
+    except Exception:  # noqa: BLE001 -- naming the input must not fail the error path
+        return "--debug" in argv, "", []
+
+
+def crash_line(exc: BaseException, command: str, inputs: list[str]) -> str:
+    """One line for an unexpected exception: the command's input, the
+    command, the exception's type and the first line of its message."""
+    text = " ".join(str(exc).split())
+    if len(text) > CRASH_MESSAGE_CHARS:
+        text = text[: CRASH_MESSAGE_CHARS - 1] + "\u2026"
+    what = inputs[0] if len(inputs) == 1 else " ".join(inputs[:3]) or "advisor"
+    reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return (f"advisor: error: {what}: `advisor {command or '?'}` failed unexpectedly ({reason}); "
+            "rerun with --debug for the traceback")
 
 
 #: Allocations between two collections of the youngest generation (Python's
@@ -43,7 +92,8 @@ GC_THRESHOLD = 50_000
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: AdvisorError -> one line on stderr and exit code 2.
+    """Entry point: AdvisorError, and any unexpected exception, -> one line
+    on stderr and exit code 2 (see the module doc).
 
     Garbage collection runs every ``GC_THRESHOLD`` allocations, and what is
     alive when the process exits is frozen first, so the interpreter's exit
@@ -66,6 +116,13 @@ def main(argv: list[str] | None = None) -> None:
         except KeyboardInterrupt:
             click.echo("advisor: interrupted", err=True)
             sys.exit(130)
+        except Exception as exc:  # noqa: BLE001 -- the safety net: never exit 1 on a crash
+            args = sys.argv[1:] if argv is None else argv
+            debug, command, inputs = _invocation(args)
+            if debug:
+                traceback.print_exc()
+            click.echo(crash_line(exc, command, inputs), err=True)
+            sys.exit(EXIT_BAD_INPUT)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """Options several commands share, and what they mean: the report language,
-extra rule files and threshold overrides (on top of the config file's,
-``advisor.settings``), and the output folder that must not be an input."""
+the config file and strict config, extra rule files and threshold
+overrides (on top of the config file's, ``advisor.settings``), and the
+output folder that must not be an input."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
 from advisor.errors import ConfigError
 from advisor.i18n import DEFAULT_LANG, LANGS
-from advisor.settings import load_settings
+from advisor.settings import CI_ENV, CONFIG_FILES, STRICT_ENV, Settings, load_settings, strict_default
 
 
 def lang_option(help: str):
@@ -23,8 +25,28 @@ def rules_option(help: str | None = None):
     return click.option("--rules", "rule_paths", multiple=True, type=click.Path(path_type=Path), help=help)
 
 
+def config_options(func):
+    """``--config PATH`` (that file only) and ``--strict-config`` /
+    ``--no-strict-config`` (default: ``advisor.settings.strict_default``)."""
+    func = click.option(
+        "--strict-config/--no-strict-config", "strict_config", default=None,
+        help=f"Refuse settings from the working tree that weaken checks: thresholds, a loosened [gate] "
+             f"(default: on when {STRICT_ENV}=1 or {CI_ENV}=true).")(func)
+    return click.option(
+        "--config", "config_path", type=click.Path(path_type=Path), default=None,
+        help=f"Config file, and only it (default: {CONFIG_FILES[0]} or {CONFIG_FILES[1]} [tool.advisor] "
+             "found from here up to the repository root).")(func)
+
+
+def settings_for(config_path: Path | None, strict_config: bool | None) -> Settings:
+    """The settings the options name (``advisor.settings.load_settings``)."""
+    strict = strict_default() if strict_config is None else strict_config
+    return load_settings(config_path, strict=strict)
+
+
 def report_options(func):
     """The options of the commands that write a report."""
+    func = config_options(func)
     func = click.option("--no-color", is_flag=True, help="Plain terminal output.")(func)
     func = lang_option("Report language: en, or zh (Chinese) for the whole report.")(func)
     func = click.option(
@@ -46,21 +68,28 @@ def parse_overrides(items: tuple[str, ...]) -> dict[str, dict[str, float]]:
             value = float(raw)
         except ValueError:
             raise ConfigError(f"--set {item!r}: {raw!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"--set {item!r}: {raw!r} is not a finite number")
         out.setdefault(rule, {})[param] = value
     return out
 
 
-def user_rules(rule_paths=(), overrides: tuple[str, ...] = ()):
-    """Rule paths and overrides: the config file's (found from the current
-    folder, ``advisor.settings``), then the command line's on top."""
-    return load_settings().with_command_line(rule_paths, parse_overrides(overrides))
+def user_rules(settings: Settings, rule_paths=(), overrides: tuple[str, ...] = ()):
+    """Rule paths, overrides and what was applied (``Settings.used``): the
+    config file's, then the command line's on top."""
+    parsed = parse_overrides(overrides)
+    paths, merged = settings.with_command_line(rule_paths, parsed)
+    return paths, merged, settings.used(rule_paths, parsed)
 
 
-def refuse_inside(out: Path, *sources: Path) -> None:
-    """Never write into an input folder: ConfigError when the output folder
-    ``out`` is one of ``sources`` or inside one."""
+def refuse_inside(out: Path, *sources: Path, what: str = "the output folder", option: str = "-o") -> None:
+    """Never write into an input folder: ConfigError when the folder ``out``
+    is one of ``sources`` or inside one, or, for a source that is a file,
+    the folder holding it."""
     o = Path(out).resolve()
     for src in sources:
         s = Path(src).resolve()
         if s.is_dir() and (o == s or s in o.parents):
-            raise ConfigError(f"{out}: the output folder is inside the input {src}; choose another -o")
+            raise ConfigError(f"{out}: {what} is inside the input {src}; choose another {option}")
+        if s.is_file() and o == s.parent:
+            raise ConfigError(f"{out}: {what} is the folder of the input {src}; choose another {option}")

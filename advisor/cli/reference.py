@@ -12,6 +12,7 @@ import click
 from advisor.cli.console import EXIT_BAD_INPUT
 from advisor.cli.options import lang_option, rules_option, user_rules
 from advisor.errors import ConfigError
+from advisor.settings import load_settings
 
 _LANG_OPTION = lang_option("Language of the rule texts.")
 
@@ -25,7 +26,7 @@ def _rule_set(rule_paths, lang: str):
     """Built-in rules, the config file's rules, then ``--rules``."""
     from advisor.engine.loader import load_rules
 
-    paths, _ = user_rules(rule_paths)
+    paths, _, _ = user_rules(load_settings(), rule_paths)
     return load_rules(paths, lang=lang)
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 
 from advisor.cli.console import console
-from advisor.cli.options import refuse_inside
+from advisor.cli.options import config_options, refuse_inside, settings_for
 from advisor.errors import ConfigError
-from advisor.settings import CONFIG_FILES, Settings, load_settings
+from advisor.settings import Settings, describe, dotted
 
 DEFAULT_GATE_DIR = Path("advisor_gate")
 DEFAULT_CHART = Path("advisor-history.svg")
@@ -24,11 +24,27 @@ TREND_METRIC = "step.time_ms"
 
 def _load(path: Path, settings: Settings):
     """A Report; profile folders are analyzed with the rule files and
-    thresholds of ``settings`` (as ``advisor report`` does)."""
+    thresholds of ``settings`` (as ``advisor report`` does), which the
+    report then records (``run.config``)."""
     from advisor.regression.compare import load_report
 
     rule_paths, overrides = settings.with_command_line()
-    return load_report(path, rule_paths=rule_paths, overrides=overrides)
+    return load_report(path, rule_paths=rule_paths, overrides=overrides, config=settings.used())
+
+
+def _refuse_other_thresholds(reports, labels, settings: Settings) -> None:
+    """Strict config: a saved report analyzed with thresholds other than the
+    gate's own cannot be gated (ConfigError naming it)."""
+    mine = dotted(settings.overrides)
+    for report, label in zip(reports, labels):
+        cfg = report.run.config
+        if cfg is None:
+            continue
+        theirs = {**cfg.thresholds, **cfg.overrides}
+        if theirs and theirs != mine:
+            raise ConfigError(f"{label}: analyzed with thresholds the gate does not set ({describe(cfg.model_dump())}); "
+                              "under strict config give the profile folder, or the same thresholds in the gate's "
+                              "--config")
 
 
 def _side(path: Path, settings: Settings):
@@ -42,18 +58,20 @@ def _side(path: Path, settings: Settings):
 @click.argument("current", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_compare"),
               show_default=True, help="Folder for compare.html, compare.md and compare.json.")
-@click.option("--alpha", type=float, default=None, help="Significance level (default: the gate config's, 0.01).")
+@click.option("--alpha", type=float, default=None, help="Significance level (default: 0.01).")
+@config_options
 @click.option("--no-color", is_flag=True)
-def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool) -> None:
+def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, strict_config, no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
+    from advisor.regression.budgets import MAX_ALPHA, MIN_ALPHA
     from advisor.regression.compare import DEFAULT_ALPHA
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
 
-    if alpha is not None and not 0 < alpha < 0.5:
-        raise ConfigError(f"--alpha {alpha}: must be between 0 and 0.5")
+    if alpha is not None and not MIN_ALPHA <= alpha <= MAX_ALPHA:
+        raise ConfigError(f"--alpha {alpha}: must be between {MIN_ALPHA:g} and {MAX_ALPHA:g}")
     refuse_inside(out_dir, baseline, current)
-    settings = load_settings()
+    settings = settings_for(config_path, strict_config)
     result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
     out = console(no_color)
@@ -74,19 +92,21 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, no_color: bool)
               help="History file; the baseline is the median of the last N runs of --branch.")
 @click.option("--branch", default="main", show_default=True, help="History branch to gate against.")
 @click.option("--last", type=int, default=None, help="N for the history baseline (default: config baseline_runs, 10).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help=f"Config file (default: {CONFIG_FILES[0]} or {CONFIG_FILES[1]} [tool.advisor] found from here).")
+@config_options
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_GATE_DIR,
               show_default=True, help="Folder for gate.md, junit.xml, gate.json and compare.html.")
 @click.option("--no-color", is_flag=True)
-def gate(current: Path, baselines, history_db, branch, last, config_path, out_dir: Path, no_color) -> None:
-    """Fail (exit 1) when CURRENT regressed against the baseline.
+def gate(current: Path, baselines, history_db, branch, last, config_path, strict_config, out_dir: Path,
+         no_color) -> None:
+    """Fail (exit 1) when CURRENT regressed against the baseline; exit 2
+    when a budget cannot be evaluated (``on_unmeasurable = "fail"``: exit 1).
 
     \b
     advisor gate out/ --baseline main-report.json
     advisor gate out/ --baseline main1/ --baseline main2/ --baseline main3/
     advisor gate out/ --history .advisor/history.db --branch main
     """
+    from advisor.model import ConfigUsed
     from advisor.regression.budgets import gate_config
     from advisor.regression.compare import side_from_reports
     from advisor.regression.gate import run_gate
@@ -96,7 +116,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
         raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
     if last is not None and last < 1:
         raise ConfigError("--last must be at least 1")
-    settings = load_settings(config_path)
+    settings = settings_for(config_path, strict_config)
     config = gate_config(settings)
     refuse_inside(out_dir, current, *baselines)
     anomaly = None
@@ -108,12 +128,20 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, out_di
         with History(history_db) as hist:
             base = hist.baseline_side(branch, last or config.baseline_runs)
         anomaly = history_anomaly(base, cur_report)
+        labels = [f"{history_db} (branch {branch})"] * base.runs
     else:
         base = side_from_reports([_load(b, settings) for b in baselines], " + ".join(map(str, baselines)))
-    result, comparison = run_gate(base, cur, config, anomaly=anomaly)
+        labels = [str(b) for b in baselines]
+    if settings.strict:
+        _refuse_other_thresholds([cur_report, *base.reports], [str(current), *labels], settings)
+    used = ConfigUsed.model_validate(settings.used(gate=True))
+    result, comparison = run_gate(base, cur, config, anomaly=anomaly, used=used)
     paths = write_gate(result, comparison, out_dir)
     print_gate(result, console(no_color))
     click.echo(f"summary: {paths['markdown']}  junit: {paths['junit']}")
+    if result.unmeasured and not result.failed:
+        what = "; ".join(f"{c.name}: {c.message.split(' -- ', 1)[-1]}" for c in result.unmeasured)
+        click.echo(f"advisor: error: {current}: cannot measure, so the gate does not pass: {what}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 
@@ -133,7 +161,8 @@ _db_option = click.option("--db", type=click.Path(path_type=Path), default=None,
 @click.option("--commit", default=None, help="Commit (default: $GITHUB_SHA or $CI_COMMIT_SHA).")
 @click.option("--time", "when", default=None, help="ISO-8601 time of the run (default: now).")
 @_db_option
-def history_add(current: Path, branch, commit, when, db) -> None:
+@config_options
+def history_add(current: Path, branch, commit, when, db, config_path, strict_config) -> None:
     """Record a run (profile folder, report folder or report.json)."""
     from datetime import datetime
 
@@ -144,9 +173,10 @@ def history_add(current: Path, branch, commit, when, db) -> None:
             datetime.fromisoformat(when)
         except ValueError:
             raise ConfigError(f"--time {when!r}: not an ISO-8601 time") from None
+    refuse_inside(Path(db or DEFAULT_DB).parent, current, what="the history file's folder", option="--db")
     branch = branch or os.environ.get("GITHUB_REF_NAME") or os.environ.get("CI_COMMIT_REF_NAME") or "main"
     commit = commit or os.environ.get("GITHUB_SHA") or os.environ.get("CI_COMMIT_SHA")
-    report = _load(current, load_settings())
+    report = _load(current, settings_for(config_path, strict_config))
     with History(db or DEFAULT_DB, create=True) as hist:
         run_id = hist.add(report, branch=branch, commit=commit, recorded_at=when)
     click.echo(f"recorded run {run_id} on {branch}" + (f" ({commit})" if commit else "") + f" in {db or DEFAULT_DB}")

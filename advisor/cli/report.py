@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from advisor.cli.console import console, reading
-from advisor.cli.options import refuse_inside, report_options, user_rules
+from advisor.cli.options import refuse_inside, report_options, settings_for, user_rules
 from advisor.collectors import KERNEL_RANKS
 
 
@@ -45,16 +45,16 @@ def _kernel_ranks(value: str | None) -> int | None:
                    "rank. Step-trace and communication files are read on every rank.")
 @report_options
 def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,
-           no_color: bool) -> None:
+           no_color: bool, config_path, strict_config) -> None:
     """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
     from advisor.pipeline import analyze
 
     refuse_inside(out_dir, path)
-    rule_paths, parsed = user_rules(rule_paths, overrides)
+    rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides)
     with reading(console(no_color), lang):
         result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
                          dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
-    _emit(result, out_dir, lang, no_color)
+    _emit(result, out_dir, lang, no_color, used)
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -65,7 +65,8 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
               show_default=True, help="Folder for the traces (trace/) and the report.")
 @report_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, command) -> None:
+def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, config_path, strict_config,
+        command) -> None:
     """Run a training script under the profiler and report on it.
 
     \b
@@ -75,24 +76,31 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
     from advisor.collectors.live.runner import run_profiled
     from advisor.pipeline import analyze
 
-    rule_paths, parsed = user_rules(rule_paths, overrides)
+    rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides)
     result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
     for note in result.notes:
         click.echo(f"advisor: {note}", err=True)
     report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
-    _emit(report_obj, out_dir, lang, no_color)
+    _emit(report_obj, out_dir, lang, no_color, used)
     if result.exit_code != 0:
         click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)
         sys.exit(result.exit_code)
 
 
-def _emit(result, out_dir: Path, lang: str, no_color: bool) -> None:
-    """Write the report files and print the terminal summary."""
+def _emit(result, out_dir: Path, lang: str, no_color: bool, used: dict) -> None:
+    """Record the config ``used`` in the report (``run.config``), write the
+    report files and print the terminal summary; the config is named there
+    when a file or override changed the rules."""
+    from advisor.model import ConfigUsed
     from advisor.reports import write_reports
     from advisor.reports.i18n import t
     from advisor.reports.terminal import print_summary
+    from advisor.settings import describe
 
+    result.run.config = ConfigUsed.model_validate(used)
     paths = write_reports(result, out_dir, lang=lang)
     out = console(no_color)
     print_summary(result, out, lang=lang)
+    if used["file"] or used["overrides"] or used["rules"]:
+        out.print(f"config: {describe(used)}", markup=False, soft_wrap=True)
     out.print(t(lang, "term_report", path=paths["html"]), markup=False)

@@ -49,6 +49,7 @@ own texts (:data:`SKIP_REASONS`, :data:`ENGINE_NOTES`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -155,12 +156,17 @@ def _expressions(rule: Rule) -> dict[str, str]:
 
 
 def compile_rule(rule: Rule, overrides: dict[str, float] | None = None) -> CompiledRule:
-    """Compile a rule's CEL expressions once; ConfigError on a bad expression."""
+    """Compile a rule's CEL expressions once; ConfigError on a bad expression
+    or a parameter that is not a finite number (NaN makes every comparison
+    false and so silences the rule)."""
     params = {k: float(p.default) for k, p in rule.params.items()}
     for key, value in (overrides or {}).items():
         if key not in params:
             raise ConfigError(f"rule {rule.name} has no parameter {key!r} (has: {sorted(params)})")
         params[key] = float(value)
+    for key, value in params.items():
+        if not math.isfinite(value):
+            raise ConfigError(f"rule {rule.name}: params.{key}: {value} is not a finite number")
     programs = {}
     for field, expr in _expressions(rule).items():
         try:
@@ -335,8 +341,14 @@ def _scope_items(compiled: CompiledRule, field: str, activation: dict, checked: 
 
 
 def _render(template: str, context: dict, field: str, checked: bool) -> str:
+    """The rendered template; unchecked, a template that fails on this
+    profile (``{{ 1/0 }}``, an undefined name's attribute) gives a line
+    saying so instead, and the finding stands."""
     if not checked:
-        return render.render(template, context)
+        try:
+            return render.render(template, context)
+        except Exception as exc:  # noqa: BLE001 -- a user rule's template must not end the run
+            return f"({field} could not be rendered: {_one_line(exc)})"
     try:
         return render.render(template, context, checked=True)
     except Exception as exc:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jinja2 import Undefined
-from jinja2.exceptions import UndefinedError
+from jinja2 import Undefined, nodes
+from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import missing
 
@@ -83,8 +83,20 @@ CHECKING_SANDBOX = _sandbox(_CheckedUndefined)
 
 
 def check(template: str) -> None:
-    """Raise the parser's error when ``template`` is not a valid template."""
-    SANDBOX.parse(template)
+    """Raise the parser's error when ``template`` is not a valid template,
+    and SecurityError when it reaches for an attribute the sandbox refuses
+    (a name starting with ``_``: ``x.__class__``, ``x['_y']``,
+    ``x|attr('__class__')``), which would otherwise render as nothing or
+    fail only on the profile that fires the rule."""
+    for node in SANDBOX.parse(template).find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+        if isinstance(node, nodes.Getattr):
+            name = node.attr
+        elif isinstance(node, nodes.Getitem):
+            name = node.arg.value if isinstance(node.arg, nodes.Const) else None
+        else:
+            name = node.args[0].value if node.name == "attr" and node.args and isinstance(node.args[0], nodes.Const) else None
+        if isinstance(name, str) and name.startswith("_"):
+            raise SecurityError(f"access to attribute {name!r} is unsafe (the template sandbox refuses it)")
 
 
 def render(template: str, context: dict[str, Any], *, checked: bool = False) -> str:

@@ -6,7 +6,10 @@ as the median run (:func:`side_from_reports`).
 
 Per-step samples come from ``Report.tables["step_breakdown"]`` (one row per
 step id, mean over ranks). The first row is the warm-up step and is dropped
-when a run has ``WARMUP_MIN_STEPS`` or more steps, as the metrics do.
+when a run has ``WARMUP_MIN_STEPS`` or more steps, as the metrics do. A
+missing value (null, NaN) is a step without that part; a negative or
+infinite time is impossible and the run is refused as bad input
+(:func:`check_values`), so it can neither pass nor fail a gate.
 A history side pools each run's steps, at most ``MAX_STEPS_PER_RUN`` per run
 (evenly spaced) so every run weighs the same.
 
@@ -28,6 +31,7 @@ absolute growth in ms per step. Operator ids that differ from run to run
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +42,7 @@ from pydantic import BaseModel, Field
 from scipy.stats import mannwhitneyu
 
 from advisor.errors import InputError
-from advisor.model import SEVERITY_ORDER, Finding, Report
+from advisor.model import SEVERITY_ORDER, ConfigUsed, Finding, Report
 
 WARMUP_MIN_STEPS = 4
 MAX_STEPS_PER_RUN = 64
@@ -74,10 +78,12 @@ _ID_SUFFIX = re.compile(r"(-op\d+|_\d+)+$")
 # ---------------------------------------------------------------- loading
 
 
-def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), overrides=None) -> Report:
+def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), overrides=None,
+                config: dict | None = None) -> Report:
     """A Report from a ``report.json`` file, a folder holding one (an
     ``advisor report``/``run`` output), or profiler output (analyzed with
-    ``rule_paths`` / ``overrides``)."""
+    ``rule_paths`` / ``overrides``, and ``config`` -- what they came from,
+    ``advisor.settings.Settings.used`` -- recorded as ``run.config``)."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or folder")
@@ -90,14 +96,45 @@ def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), ove
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(target, f"cannot read ({exc})") from None
         try:
-            return Report.model_validate_json(text)
+            report = Report.model_validate_json(text)
         except ValueError as exc:
             first = str(exc).splitlines()
             why = first[1].strip() + " " + first[2].strip() if len(first) > 2 else str(exc)[:200]
             raise InputError(target, f"not an advisor report.json ({why})") from None
+        check_values(report, target)
+        return report
     from advisor.pipeline import analyze
 
-    return analyze(path, jobs=jobs, rule_paths=list(rule_paths), overrides=overrides)
+    report = analyze(path, jobs=jobs, rule_paths=list(rule_paths), overrides=overrides)
+    if config is not None:
+        report.run.config = ConfigUsed.model_validate(config)
+    check_values(report, path)
+    return report
+
+
+def check_values(report: Report, where: str | Path) -> None:
+    """InputError naming ``where`` when a step time the gate reads (the
+    ``SAMPLE_COLUMNS`` metrics and their per-step rows) is negative or
+    infinite: no step lasts less than nothing or forever, so the profile or
+    report is damaged."""
+    for metric, columns in SAMPLE_COLUMNS.items():
+        value = _value(report.metrics.get(metric))
+        if value is not None and (value < 0 or math.isinf(value)):
+            raise InputError(where, f"{metric} is {value:g}: a negative or infinite time is impossible "
+                                    "(damaged step data)")
+        for row in report.tables.get("step_breakdown") or []:
+            for col in columns:
+                v = row.get(col) if isinstance(row, dict) else None
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or math.isinf(v)):
+                    step = row.get("step", "?")
+                    raise InputError(where, f"step {step}: {col} is {v:g}: a negative or infinite time is "
+                                            "impossible (damaged step data)")
+
+
+def _value(metric) -> float | None:
+    """A metric's value when it is a number (NaN included), else None."""
+    v = getattr(metric, "value", None)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 # ---------------------------------------------------------------- sides
@@ -108,7 +145,7 @@ def step_samples(report: Report, metric: str) -> np.ndarray | None:
     rows = report.tables.get("step_breakdown") or []
     for col in SAMPLE_COLUMNS.get(metric, ()):
         vals = [r.get(col) for r in rows if isinstance(r, dict)]
-        vals = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        vals = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)]
         if vals:
             if len(vals) >= WARMUP_MIN_STEPS:
                 vals = vals[1:]

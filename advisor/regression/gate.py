@@ -1,4 +1,5 @@
-"""The regression gate: pass (exit 0) or regression (exit 1), with reasons.
+"""The regression gate: pass (exit 0), regression (exit 1), or unmeasurable
+(exit 2), with reasons.
 
 **Budgets.** For each budget (``advisor.regression.budgets``), the limit is
 
@@ -37,6 +38,17 @@ per-step samples) the test is not applicable: the effect size alone decides
 and the check carries that caveat. A budget "-x" mirrors all of this for
 metrics whose drop is the regression.
 
+**Unmeasurable.** A budget the gate cannot evaluate never passes: the
+metric was not measured on a side (a run without its step trace), a
+relative budget over a baseline of zero, or per-step samples too few for
+the rank test to reach p < ``alpha`` at all (its smallest p-value for those
+sample sizes, :func:`smallest_p`, is not below ``alpha``). The check is an
+error -- verdict "unmeasurable", exit 2 -- or, with ``on_unmeasurable =
+"fail"``, a failure (exit 1). A regression elsewhere still makes the
+verdict "regression". Impossible values (negative or infinite step times)
+never get this far: reading the run refuses them as bad input
+(``advisor.regression.compare.check_values``).
+
 **Findings.** A finding fails the gate when its rule is not ignored, it is
 new (or of higher severity than in the baseline; a history baseline knows
 every rule that fired in any of its runs), its rule is listed in
@@ -65,7 +77,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 from scipy.stats import mannwhitneyu
 
-from advisor.model import SEVERITY_ORDER
+from advisor.errors import AdvisorError
+from advisor.model import SEVERITY_ORDER, ConfigUsed
 from advisor.regression.budgets import Budget, GateConfig
 from advisor.regression.compare import EFFECT_Z, MIN_SAMPLES, Comparison, Contributor, Side, compare, dispersion_floor
 
@@ -73,9 +86,10 @@ NOISE_Z = 3.0
 MIN_NOISE_RUNS = 3
 ROBUST_RUNS = 5
 SUMMARY_GROWTH = 5
-EXIT_PASS, EXIT_REGRESSION = 0, 1
+EXIT_PASS, EXIT_REGRESSION, EXIT_UNMEASURABLE = 0, 1, AdvisorError.exit_code
 
-Status = Literal["pass", "fail", "skip"]
+#: "error": the check could not be evaluated (see the module doc, Unmeasurable).
+Status = Literal["pass", "fail", "skip", "error"]
 
 
 class Check(BaseModel):
@@ -101,15 +115,27 @@ class Check(BaseModel):
     caveats: list[str] = Field(default_factory=list)
 
 
+class InputConfig(BaseModel):
+    """The config recorded in an input report (``run.config``): what the
+    analysis behind a side applied; ``config`` null when not recorded."""
+
+    side: Literal["baseline", "current"]
+    input: str
+    runs: int = 1
+    config: ConfigUsed | None = None
+
+
 class GateResult(BaseModel):
     """What ``advisor gate`` decides and writes (gate.json)."""
 
-    verdict: Literal["pass", "regression"]
+    verdict: Literal["pass", "regression", "unmeasurable"]
     exit_code: int
     baseline: str
     current: str
     method: str
     config_source: str
+    config: ConfigUsed | None = Field(None, description="the gate's own config file and settings")
+    inputs: list[InputConfig] = Field(default_factory=list, description="the config each input was analyzed with")
     checks: list[Check]
     growth: list[Contributor] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -117,6 +143,11 @@ class GateResult(BaseModel):
     @property
     def failed(self) -> list[Check]:
         return [c for c in self.checks if c.status == "fail"]
+
+    @property
+    def unmeasured(self) -> list[Check]:
+        """Checks that could not be evaluated (and count as errors)."""
+        return [c for c in self.checks if c.status == "error"]
 
 
 METHOD = ("one-sided Mann-Whitney U test on per-step times against the baseline scaled by "
@@ -144,16 +175,40 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return f"{v:.4g}{' ' + unit if unit and unit not in ('ratio', 'count') else ''}"
 
 
+def smallest_p(n_baseline: int, n_current: int, alternative: str = "greater") -> float:
+    """The smallest p-value the one-sided rank test can give with these
+    sample sizes (every current sample beyond every baseline one)."""
+    low, high = np.arange(n_baseline, dtype=float), np.arange(n_current, dtype=float) + n_baseline + 1
+    if alternative == "less":
+        low, high = high, low
+    return float(mannwhitneyu(high, low, alternative=alternative).pvalue)
+
+
+def _unmeasurable(check: Check, config: GateConfig, why: str) -> Check:
+    """``check`` as one that could not be evaluated (see module doc)."""
+    check.status = "fail" if config.on_unmeasurable == "fail" else "error"
+    check.message = f"{check.metric}: cannot be evaluated -- {why}"
+    if config.on_unmeasurable == "fail":
+        check.caveats.append('counted as a failure (on_unmeasurable = "fail")')
+    return check
+
+
+def _not_evaluated(side: Side, metric: str) -> str:
+    """Why ``metric`` has no value on ``side`` (the report's skip reason when it gives one)."""
+    reasons = [s.reason for r in side.reports for s in r.skipped if s.what in (metric, f"metric {metric}")]
+    return reasons[-1] if reasons else "no value"
+
+
 def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
     """One budget (see module doc)."""
     unit = base.units.get(b.metric) or cur.units.get(b.metric) or ""
-    check = Check(kind="budget", name=f"budget {b.metric} {b.text}", status="skip", message="",
+    check = Check(kind="budget", name=f"budget {b.metric} {b.text}", status="error", message="",
                   metric=b.metric, budget=b.text, relative=b.relative)
     bv, cv = base.metrics.get(b.metric), cur.metrics.get(b.metric)
     if bv is None or cv is None:
-        which = "baseline" if bv is None else "current run"
-        check.message = f"{b.metric} was not evaluated in the {which}; budget not checked"
-        return check
+        side, which = (base, "baseline") if bv is None else (cur, "current run")
+        return _unmeasurable(check, config, f"not measured in the {which} {side.label} "
+                                            f"({_not_evaluated(side, b.metric)})")
     floor = noise_floor(base, b.metric)
     declared = config.run_noise_fraction
     bs, cs = base.samples.get(b.metric), cur.samples.get(b.metric)
@@ -163,6 +218,16 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
     check.noise_floor = max(floor or 0.0, spread, declared)
     bm = float(np.median(bs)) if have_test else bv
     cm = float(np.median(cs)) if have_test else cv
+    check.baseline, check.current = bm, cm
+    if b.relative and bm == 0:
+        return _unmeasurable(check, config, f"the baseline is 0 {unit}, and a relative budget of zero is "
+                                            "zero (give an absolute budget, e.g. '+2ms')")
+    least = smallest_p(len(bs), len(cs), "greater" if b.direction > 0 else "less") if have_test else 0.0
+    if least >= config.alpha:
+        check.n_baseline, check.n_current = len(bs), len(cs)
+        return _unmeasurable(check, config, f"with {len(bs)} vs {len(cs)} steps the rank test cannot reach "
+                                            f"p < alpha = {config.alpha:g} (its smallest p is {least:.2g}); "
+                                            "record more steps or raise alpha")
     if b.relative:
         limit = rel_limit
         scaled = (lambda x: x * (1 + b.direction * limit))
@@ -253,8 +318,26 @@ def check_findings(comparison: Comparison, base: Side, current: Side, config: Ga
     return checks
 
 
-def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Check | None = None) -> tuple[GateResult, Comparison]:
-    """Decide (see module doc); returns the result and the comparison it used."""
+def input_configs(baseline: Side, current: Side) -> list[InputConfig]:
+    """The configs the sides' reports record, one entry per side and distinct config."""
+    out: list[InputConfig] = []
+    for name, side in (("baseline", baseline), ("current", current)):
+        seen: dict[str, InputConfig] = {}
+        for rep in side.reports:
+            cfg = rep.run.config
+            key = "" if cfg is None else cfg.model_dump_json()
+            if key in seen:
+                seen[key].runs += 1
+            else:
+                seen[key] = InputConfig(side=name, input=side.label, config=cfg)
+        out += seen.values()
+    return out
+
+
+def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Check | None = None,
+             used: ConfigUsed | None = None) -> tuple[GateResult, Comparison]:
+    """Decide (see module doc); returns the result and the comparison it
+    used. ``used``: the gate's config, named in the result."""
     comparison = compare(baseline, current, alpha=config.alpha)
     checks = [check_budget(b, baseline, current, config) for b in config.parsed_budgets()]
     finding_checks = check_findings(comparison, baseline, current, config)
@@ -271,16 +354,19 @@ def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Chec
                 "reported only: set fail_on_anomaly = true to fail on it"]})
         checks.append(anomaly)
     failed = any(c.status == "fail" for c in checks)
+    unmeasured = any(c.status == "error" for c in checks)
     notes = list(comparison.notes)
     if baseline.runs < MIN_NOISE_RUNS:
         which = "single baseline run" if baseline.runs == 1 else f"{baseline.runs} baseline runs"
         notes.append(f"{which}: the rank test controls step-to-step noise only; run-to-run noise (a busier "
                      f"machine) is measured from {MIN_NOISE_RUNS} runs on -- gate against the history or "
                      "several baseline runs, or declare run_noise, on shared runners")
+    verdict, code = (("regression", EXIT_REGRESSION) if failed else
+                     ("unmeasurable", EXIT_UNMEASURABLE) if unmeasured else ("pass", EXIT_PASS))
     return GateResult(
-        verdict="regression" if failed else "pass",
-        exit_code=EXIT_REGRESSION if failed else EXIT_PASS,
+        verdict=verdict, exit_code=code,
         baseline=baseline.label, current=current.label,
         method=METHOD.format(alpha=config.alpha), config_source=config.source,
+        config=used, inputs=input_configs(baseline, current),
         checks=checks, growth=comparison.growth[:SUMMARY_GROWTH], notes=notes,
     ), comparison

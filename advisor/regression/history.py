@@ -6,6 +6,15 @@ compressed JSON, so a history baseline has the per-step samples and operator
 tables a single report.json has). The schema version is SQLite's
 ``user_version``; a file of another version is refused with a one-line error.
 
+A file that is not a history, has tables of another shape, damaged pages
+(checked with ``PRAGMA quick_check`` before a run is added, so nothing is
+written into a damaged file), a stored report that does not decode, or
+that cannot be written (read-only) is an ``InputError`` naming the file:
+exit 2, never a traceback. The schema is created in one ``BEGIN
+IMMEDIATE`` transaction (``CREATE ... IF NOT EXISTS``): two processes
+creating one history at once serialize on SQLite's write lock, waiting up
+to ``BUSY_TIMEOUT_S``, and the second finds the tables the first made.
+
 Baseline: :meth:`History.baseline_side` -- the median of the last N runs on
 a branch (``advisor.regression.compare.side_from_reports``).
 
@@ -30,6 +39,7 @@ import sqlite3
 import sys
 import warnings
 import zlib
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,6 +51,9 @@ from advisor.regression.compare import Side, side_from_reports
 
 SCHEMA_VERSION = 1
 DEFAULT_DB = Path(".advisor/history.db")
+#: Seconds a process waits for another's write lock (a CI job adding a run
+#: while another creates or reads the file) before the file counts as busy.
+BUSY_TIMEOUT_S = 30.0
 MIN_ANOMALY_RUNS = 8
 ANOMALY_FEATURES = (
     "step.time_ms", "step.computing_ms", "step.data_wait_ms", "step.exposed_comm_ms",
@@ -51,7 +64,7 @@ CI_VARIABLES = ("GITHUB_RUN_ID", "GITHUB_WORKFLOW", "GITHUB_REF_NAME", "CI_PIPEL
                 "CI_JOB_ID", "CI_COMMIT_REF_NAME", "RUNNER_NAME", "CI_RUNNER_DESCRIPTION")
 
 _SCHEMA = """
-CREATE TABLE runs (
+CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     branch TEXT NOT NULL,
     commit_sha TEXT,
@@ -62,15 +75,15 @@ CREATE TABLE runs (
     environment TEXT NOT NULL,
     report BLOB NOT NULL
 );
-CREATE INDEX runs_branch ON runs(branch, recorded_at);
-CREATE TABLE metrics (
+CREATE INDEX IF NOT EXISTS runs_branch ON runs(branch, recorded_at);
+CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     metric TEXT NOT NULL,
     value REAL,
     unit TEXT,
     PRIMARY KEY (run_id, metric)
 );
-CREATE TABLE findings (
+CREATE TABLE IF NOT EXISTS findings (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     rule TEXT NOT NULL,
     rule_id TEXT,
@@ -94,6 +107,34 @@ def environment() -> dict[str, str]:
     return env
 
 
+def _columns(schema: str) -> dict[str, set[str]]:
+    """table -> column names of ``schema`` (created in a scratch in-memory database)."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.executescript(schema)
+        tables = [r[0] for r in scratch.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                                "AND name NOT LIKE 'sqlite_%'")]
+        return {t: {r[1] for r in scratch.execute(f"PRAGMA table_info({t})")} for t in tables}
+    finally:
+        scratch.close()
+
+
+#: The columns each table must have (read from ``_SCHEMA``).
+COLUMNS = _columns(_SCHEMA)
+
+
+def _problem(exc: BaseException) -> str:
+    """A one-line reason for an SQLite error on a history file."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if "readonly" in text or "read-only" in text:
+        return f"cannot write the history ({text})"
+    if "locked" in text or "busy" in text:
+        return f"the history is busy in another process ({text}); try again"
+    if isinstance(exc, sqlite3.OperationalError) and "no such" not in text and "has no column" not in text:
+        return f"cannot use the history ({text})"
+    return f"damaged or not an advisor history file ({text})"
+
+
 class History:
     """The run-history file (see module doc)."""
 
@@ -106,23 +147,59 @@ class History:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise InputError(self.path.parent, f"cannot create folder ({exc.strerror})") from None
+        self.db = None
         try:
-            self.db = sqlite3.connect(self.path)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if create:
+                self._create()
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as exc:
-            raise InputError(self.path, f"not an advisor history file ({exc})") from None
-        if not tables and create:
-            with self.db:
-                self.db.executescript(_SCHEMA)
+            if version != SCHEMA_VERSION:
+                raise InputError(self.path, f"not an advisor history file of schema version {SCHEMA_VERSION} "
+                                 f"(found version {version})")
+            self._check_tables()
+        except sqlite3.Error as exc:
+            self.close()
+            raise InputError(self.path, _problem(exc)) from None
+        except InputError:
+            self.close()
+            raise
+
+    def _create(self) -> None:
+        """The schema, in one write transaction, when the file has no tables
+        yet (see module doc)."""
+        with self._transaction():
+            tables = self.db.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
+            if tables == 0:
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self.db.execute(stmt)
                 self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif "runs" not in tables or version != SCHEMA_VERSION:
-            self.db.close()
-            raise InputError(self.path, f"not an advisor history file of schema version {SCHEMA_VERSION} "
-                             f"(found version {version})")
+
+    def _check_tables(self) -> None:
+        """InputError unless every table has the columns this version reads and writes."""
+        for table, wanted in COLUMNS.items():
+            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+            missing = sorted(wanted - have)
+            if missing:
+                raise InputError(self.path, f"not an advisor history file (table {table} "
+                                 f"{'is missing' if not have else 'lacks ' + ', '.join(missing)})")
+
+    @contextmanager
+    def _transaction(self):
+        """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): the write lock is
+        taken at once, so a second writer waits instead of failing midway."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def close(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            self.db.close()
+            self.db = None
 
     def __enter__(self) -> "History":
         return self
@@ -136,7 +213,17 @@ class History:
         when = recorded_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
         blob = zlib.compress(report.model_dump_json().encode("utf-8"), 6)
         run = report.run
-        with self.db:
+        try:
+            return self._add(report, run, branch, commit, when, blob, env)
+        except sqlite3.Error as exc:
+            raise InputError(self.path, _problem(exc)) from None
+
+    def _add(self, report: Report, run, branch, commit, when, blob, env) -> int:
+        damage = self.db.execute("PRAGMA quick_check").fetchall()
+        if damage != [("ok",)]:
+            raise InputError(self.path, "damaged (PRAGMA quick_check: " + "; ".join(str(r[0]) for r in damage[:2])
+                             + "); nothing was written")
+        with self._transaction():
             cur = self.db.execute(
                 "INSERT INTO runs (branch, commit_sha, recorded_at, source, framework, device, environment, report)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -157,6 +244,12 @@ class History:
         """The last ``last`` runs of ``branch``, oldest first: id, commit,
         recorded_at, environment, and one column per numeric metric, plus
         ``findings`` (``rule:severity`` list)."""
+        try:
+            return self._runs(branch, last)
+        except sqlite3.Error as exc:
+            raise InputError(self.path, _problem(exc)) from None
+
+    def _runs(self, branch: str, last: int | None) -> pd.DataFrame:
         limit = f" LIMIT {int(last)}" if last else ""
         rows = self.db.execute(
             "SELECT id, commit_sha, recorded_at, environment FROM runs WHERE branch = ?"
@@ -180,12 +273,29 @@ class History:
         return frame.reset_index(drop=True)
 
     def reports(self, branch: str, last: int | None = None) -> list[Report]:
-        """The stored reports of the last ``last`` runs of ``branch``, oldest first."""
+        """The stored reports of the last ``last`` runs of ``branch``, oldest
+        first; InputError naming the run whose report does not decode or
+        holds impossible step times."""
+        from advisor.regression.compare import check_values
+
         limit = f" LIMIT {int(last)}" if last else ""
-        rows = self.db.execute(
-            "SELECT report FROM runs WHERE branch = ? ORDER BY recorded_at DESC, id DESC" + limit,
-            (branch,)).fetchall()
-        return [Report.model_validate_json(zlib.decompress(r[0])) for r in reversed(rows)]
+        try:
+            rows = self.db.execute(
+                "SELECT id, report FROM runs WHERE branch = ? ORDER BY recorded_at DESC, id DESC" + limit,
+                (branch,)).fetchall()
+        except sqlite3.Error as exc:
+            raise InputError(self.path, _problem(exc)) from None
+        out = []
+        for run_id, blob in reversed(rows):
+            try:
+                report = Report.model_validate_json(zlib.decompress(blob))
+            except (zlib.error, TypeError, ValueError) as exc:
+                why = " ".join(str(exc).split())[:200]
+                raise InputError(self.path, f"run {run_id}: the stored report is damaged ({type(exc).__name__}: "
+                                 f"{why})") from None
+            check_values(report, f"{self.path} (run {run_id})")
+            out.append(report)
+        return out
 
     def baseline_side(self, branch: str, last: int) -> Side:
         """The median of the last ``last`` runs on ``branch``."""

@@ -31,6 +31,8 @@ from advisor.collectors.parallel.batch_tables import PendingTable
 from advisor.collectors.vocab import collective_kind
 from advisor.errors import InputError
 
+#: Why a communication file nested deeper than the decoders follow is skipped.
+TOO_DEEP = "JSON nested too deeply to be a communication file"
 TIME_INFO = fields.text("communication.json").raw("time")
 BANDWIDTH_INFO = fields.text("communication.json").raw("bandwidth")
 _UNIT_TO_US = {"us": 1.0, "μs": 1.0, "µs": 1.0, "ms": 1000.0, "ns": 0.001, "s": 1e6}
@@ -253,14 +255,18 @@ def read_communication(path: Path, rank: int | None) -> tuple[pa.Table | None, p
 def communication_columns(path: Path, rank: int | None) -> tuple[PendingTable | None, PendingTable | None]:
     """``read_communication`` with the tables left to build (``batch_tables``)."""
     raw = read_bytes(path)
-    typed = ascend_comm_typed.comm_columns(raw)
-    if typed is not None:
-        comm_cols, bw_cols = typed
-    else:
-        data = parse_json(path, raw)
-        if not isinstance(data, dict):
-            raise InputError(path, "expected a JSON object of communication operators")
-        comm_rows, bw_rows = comm_records(data)
+    try:
+        typed = ascend_comm_typed.comm_columns(raw)
+        if typed is not None:
+            comm_cols, bw_cols = typed
+        else:
+            data = parse_json(path, raw)
+            if not isinstance(data, dict):
+                raise InputError(path, "expected a JSON object of communication operators")
+            comm_rows, bw_rows = comm_records(data)
+    except RecursionError:
+        raise InputError(path, TOO_DEEP) from None
+    if typed is None:
         if not comm_rows and not bw_rows:
             raise InputError(path, "no communication operator records found")
         comm_cols, bw_cols = rows_to_columns(comm_rows), rows_to_columns(bw_rows)
@@ -278,13 +284,16 @@ def _link_columns(path: Path) -> dict[str, list]:
     else the generic walk), repeated entries dropped (``without_repeats``);
     InputError when unreadable or without links."""
     raw = read_bytes(path)
-    typed = ascend_comm_typed.link_columns(raw)
-    if typed is not None:
-        return without_repeats(typed)
-    data = parse_json(path, raw)
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a JSON object of communication links")
-    rows = link_records(data)
+    try:
+        typed = ascend_comm_typed.link_columns(raw)
+        if typed is not None:
+            return without_repeats(typed)
+        data = parse_json(path, raw)
+        if not isinstance(data, dict):
+            raise InputError(path, "expected a JSON object of communication links")
+        rows = link_records(data)
+    except RecursionError:
+        raise InputError(path, TOO_DEEP) from None
     if not rows:
         raise InputError(path, "no src-dst link records found")
     return without_repeats(rows_to_columns(rows))

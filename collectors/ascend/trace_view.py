@@ -28,7 +28,7 @@ from advisor.errors import InputError
 OVERLAP_PROCESS = "Overlap Analysis"
 #: Thread name of an overlap lane -> steps column.
 LANES = fields.text("trace_view.json").by_raw()
-_STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # as collectors.kineto.tables.STEP_RE
 _NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", "AI Core Freq")
 
 

@@ -416,12 +416,16 @@ def _raw_args(raw):
 
 def _decode_batch(text: bytes) -> tuple[list[Event], int]:
     """One JSON array of events -> Structs (lenient when a field misfits);
-    msgspec.DecodeError when the text is not valid JSON."""
+    msgspec.DecodeError when the text is not valid JSON, or nests deeper
+    than the decoder can follow (an event's ``args`` 10^5 levels deep)."""
     try:
-        return _BATCH.decode(text), 0
-    except msgspec.ValidationError:
-        pass
-    loose = msgspec.json.decode(text)
+        try:
+            return _BATCH.decode(text), 0
+        except msgspec.ValidationError:
+            pass
+        loose = msgspec.json.decode(text)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply") from None
     return _convert_loose(loose if isinstance(loose, list) else [])
 
 

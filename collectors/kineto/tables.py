@@ -19,7 +19,9 @@ from advisor.collectors.kineto import window as kw
 from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
 
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+# At most 18 digits: every such id fits the int64 step column; a longer one
+# is no profiler's step counter, and the span is not taken for a step.
+STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 # Device kernels that are collectives (NCCL/RCCL/MSCCL and the CamelCase
 # collective names kernels carry); case-sensitive for the CamelCase tokens so
 # compute kernels such as Eigen's ``TensorBroadcastingOp`` do not match.

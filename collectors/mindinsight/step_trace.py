@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from advisor.collectors.io.csv_files import read_columns, read_header
@@ -52,6 +53,11 @@ def load(path: Path) -> pd.DataFrame:
         raise InputError(path, "no step rows (only a header or the average row)")
     if frame["total"].isna().all():
         raise InputError(path, "column 'total' has no numeric values")
+    impossible = (frame["total"] < 0) | np.isinf(frame["total"])
+    if impossible.any():
+        row = frame[impossible].iloc[0]
+        raise InputError(path, f"step {int(row['step_num'])}: total {row['total']:.0f} is impossible "
+                               "(a negative or infinite step time)")
     frame.attrs["reduce_cols"] = reduce_cols
     frame.attrs["path"] = str(path)
     return frame

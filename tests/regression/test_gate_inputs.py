@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from gate_helpers import advisor
+from gate_helpers import advisor, one_line_error
 
 from advisor.errors import ConfigError
 from advisor.regression.budgets import GateConfig, load_gate_config, parse_budget
@@ -35,14 +35,6 @@ def reports(tmp_path_factory):
     return out
 
 
-def _one_line_error(code: int, stderr: str, *needles: str) -> None:
-    assert code == 2, stderr
-    assert stderr.startswith("advisor: error: ") and stderr.count("\n") == 1, stderr
-    assert "Traceback" not in stderr
-    for n in needles:
-        assert n in stderr, stderr
-
-
 # ---------------------------------------------------------------- bad input / config (exit 2)
 
 
@@ -59,7 +51,7 @@ def test_malformed_config(reports, tmp_path, text, needles):
     cfg.write_text(text)
     code, _, stderr = advisor("gate", reports["fp16"], "--baseline", reports["fp32"], "--config", cfg,
                               "-o", tmp_path / "out")
-    _one_line_error(code, stderr, *needles)
+    one_line_error(code, stderr, *needles)
     assert not (tmp_path / "out").exists()
 
 
@@ -92,32 +84,32 @@ def test_budget_syntax():
 
 def test_missing_baseline(reports, tmp_path):
     code, _, stderr = advisor("gate", reports["fp16"], "--baseline", tmp_path / "nope.json", "-o", tmp_path / "o")
-    _one_line_error(code, stderr, "nope.json", "no such file")
+    one_line_error(code, stderr, "nope.json", "no such file")
     code, _, stderr = advisor("gate", reports["fp16"], "-o", tmp_path / "o")
-    _one_line_error(code, stderr, "--baseline")
+    one_line_error(code, stderr, "--baseline")
     code, _, stderr = advisor("gate", reports["fp16"], "--history", tmp_path / "none.db", "-o", tmp_path / "o")
-    _one_line_error(code, stderr, "none.db", "no such history file")
+    one_line_error(code, stderr, "none.db", "no such history file")
 
 
 def test_bad_report_and_history_files(reports, tmp_path):
     bad = tmp_path / "report.json"
     bad.write_text('{"schema_version": 1, "run": {}}')
     code, _, stderr = advisor("compare", bad, reports["fp16"], "-o", tmp_path / "o")
-    _one_line_error(code, stderr, "report.json", "not an advisor report.json")
+    one_line_error(code, stderr, "report.json", "not an advisor report.json")
     junk = tmp_path / "history.db"
     junk.write_text("not a database" * 100)
     code, _, stderr = advisor("history", "show", "--db", junk)
-    _one_line_error(code, stderr, "history.db", "not an advisor history")
+    one_line_error(code, stderr, "history.db", "not an advisor history")
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as con:
         con.execute("CREATE TABLE runs (x)")
         con.execute("PRAGMA user_version = 7")
     code, _, stderr = advisor("gate", reports["fp16"], "--history", other, "-o", tmp_path / "o")
-    _one_line_error(code, stderr, "schema version 1", "found version 7")
+    one_line_error(code, stderr, "schema version 1", "found version 7")
     empty = tmp_path / "empty.db"
     assert advisor("history", "add", reports["fp32"], "--db", empty, "--branch", "dev")[0] == 0
     code, _, stderr = advisor("gate", reports["fp16"], "--history", empty, "--branch", "main", "-o", tmp_path / "o")
-    _one_line_error(code, stderr, "no runs recorded on branch 'main'")
+    one_line_error(code, stderr, "no runs recorded on branch 'main'")
 
 
 # ---------------------------------------------------------------- real profiles
