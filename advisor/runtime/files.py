@@ -49,10 +49,10 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
 
-def _create(path: Path, data: str | bytes) -> None:
+def _create(path: Path, data: str | bytes, mode: int = 0o666) -> None:
     """Write ``data`` to the new file ``path``, which must not exist (not even
-    as a symlink); mode 0666 less the umask."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, 0o666)
+    as a symlink); ``mode`` less the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
     if isinstance(data, bytes):
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -66,11 +66,12 @@ def _fresh_name(folder: Path, name: str, suffix: str) -> Path:
     return folder / f".{name}.{secrets.token_hex(6)}{suffix}"
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
+def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o666) -> None:
     """Write ``data`` (text as UTF-8 with ``\\n`` line ends, or bytes) to
-    ``path`` atomically; the folder must exist (see the module doc)."""
+    ``path`` atomically; the folder must exist (see the module doc). The
+    file's mode is ``mode`` less the umask."""
     path = Path(path)
-    tmp = _temporary(path, data)
+    tmp = _temporary(path, data, mode)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -78,12 +79,12 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise
 
 
-def _temporary(path: Path, data: str | bytes) -> Path:
+def _temporary(path: Path, data: str | bytes, mode: int = 0o666) -> Path:
     """A new file holding ``data`` beside ``path``, under a fresh name."""
     for _ in range(100):
         tmp = _fresh_name(path.parent, path.name, ".tmp")
         try:
-            _create(tmp, data)
+            _create(tmp, data, mode)
         except FileExistsError:
             continue
         except BaseException:

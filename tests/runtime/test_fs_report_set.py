@@ -123,7 +123,7 @@ def test_a_reader_never_sees_a_mix_of_two_runs(tmp_path, reports):
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        for i in range(30):
+        for i in range(16):
             write_reports(reports[i % 2], out)
     finally:
         stop.set()
