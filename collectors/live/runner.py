@@ -21,12 +21,14 @@ The job runs in its own session (process group) so a timeout or Ctrl-C can
 stop all of it; processes that left the group (torchrun puts each worker in
 a session of its own) are found through ``/proc`` and stopped too.
 
-Output layout under ``out_dir``::
+Output layout under ``out_dir`` (what may be there before a run, and what
+a new run removes: :mod:`advisor.collectors.live.output`)::
 
     trace/                  rank<N>.<ns>.pt.trace.json    (PyTorch, one per rank)
                             <worker>_<ts>_ascend_pt/      (torch_npu)
                             *_ascend_ms/                  (MindSpore)
     .advisor-run/           status-<pid>.json             (what each process did)
+    .advisor-output.json    what advisor wrote here (``advisor.runtime.files.MARKER``)
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.collectors.io.files import open_regular, read_bytes
+from advisor.collectors.live import output
 from advisor.collectors.live.backend import guess_framework, mindspore_options, select_backend
+from advisor.collectors.live.output import STATUS_SUBDIR, TRACE_SUBDIR
 from advisor.errors import ConfigError, InputError
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "bootstrap"
-TRACE_SUBDIR = "trace"
-STATUS_SUBDIR = ".advisor-run"
 KILL_GRACE = 10.0          # seconds between SIGTERM and SIGKILL
 TIMEOUT_EXIT_CODE = 124    # as coreutils timeout(1)
 
@@ -153,12 +156,7 @@ def run_profiled(
     trace_dir = (out_dir / TRACE_SUBDIR).resolve()
     status_dir = (out_dir / STATUS_SUBDIR).resolve()
     notes: list[str] = []
-    try:
-        trace_dir.mkdir(parents=True, exist_ok=True)
-        status_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(out_dir, f"cannot create output folder ({exc.strerror})") from None
-    removed = _clear_previous(trace_dir, status_dir)
+    removed = output.prepare(out_dir)
     if removed:
         notes.append(f"removed {removed} trace(s) of a previous run from {trace_dir}")
 
@@ -202,6 +200,7 @@ def run_profiled(
             notes.append(f"{launch.label} exited with code {rc}")
 
     result = _collect(trace_dir, status_dir, guess, steps, warmup, notes)
+    output.record(out_dir)
     result.exit_code = exit_code
     result.timed_out = timed_out
     ranks = f" from {len(result.trace_files)} rank(s)" if len(result.trace_files) > 1 else ""
@@ -248,21 +247,6 @@ def _trace_units(trace_dir: Path) -> list[Path]:
             or (p.is_dir() and _ASCEND_DIR.search(p.name))]
 
 
-def _clear_previous(trace_dir: Path, status_dir: Path) -> int:
-    """Remove what an earlier run left in our own two folders (only our
-    artefacts; anything else there is left alone)."""
-    removed = 0
-    for unit in _trace_units(trace_dir):
-        if unit.is_dir():
-            shutil.rmtree(unit, ignore_errors=True)
-        else:
-            unit.unlink(missing_ok=True)
-        removed += 1
-    for status in status_dir.glob("status-*.json*"):
-        status.unlink(missing_ok=True)
-    return removed
-
-
 # --------------------------------------------------------------------------
 # Results
 
@@ -271,8 +255,8 @@ def _read_statuses(status_dir: Path) -> list[dict]:
     out = []
     for path in sorted(status_dir.glob("status-*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(read_bytes(path))
+        except (InputError, ValueError):
             continue
         if isinstance(data, dict):
             out.append(data)
@@ -284,10 +268,9 @@ _STEP_RE = re.compile(rb'"name"\s*:\s*"ProfilerStep#(\d+)"')
 
 def profiler_step_ids(trace: Path) -> list[int]:
     """The ``ProfilerStep#N`` ids in a Kineto trace (streamed, any size)."""
-    opener = gzip.open if trace.name.endswith(".gz") else open
     ids: set[int] = set()
     tail = b""
-    with opener(trace, "rb") as fh:
+    with open_regular(trace) as raw, (gzip.GzipFile(fileobj=raw) if trace.name.endswith(".gz") else raw) as fh:
         while True:
             chunk = fh.read(1 << 22)
             if not chunk:
