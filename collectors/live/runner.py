@@ -19,7 +19,9 @@ Configuration travels in environment variables:
 
 The job runs in its own session (process group) so a timeout or Ctrl-C can
 stop all of it; processes that left the group (torchrun puts each worker in
-a session of its own) are found through ``/proc`` and stopped too.
+a session of its own) or whose parent exited (a daemon) are found in the
+process tree and stopped too (:mod:`advisor.collectors.live.tree`), also
+when the command itself ends normally.
 
 Output layout under ``out_dir`` (what may be there before a run, and what
 a new run removes: :mod:`advisor.collectors.live.output`)::
@@ -46,10 +48,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.collectors.io.files import open_regular, read_bytes
-from advisor.collectors.live import output
+from advisor.collectors.live import output, tree
 from advisor.collectors.live.backend import guess_framework, mindspore_options, select_backend
 from advisor.collectors.live.output import STATUS_SUBDIR, TRACE_SUBDIR
 from advisor.errors import ConfigError, InputError
+from advisor.runtime import lifeline
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "bootstrap"
 KILL_GRACE = 10.0          # seconds between SIGTERM and SIGKILL
@@ -166,26 +169,30 @@ def run_profiled(
          f"{first}-{last} -> {trace_dir}")
 
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(launch.argv, env=env, start_new_session=True)
-    except OSError as exc:
-        raise InputError(launch.argv[0], f"cannot start ({exc.strerror})") from None
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _say(f"timeout after {timeout:g}s: stopping the job")
-        how = _stop_job(proc, kill_grace, signal.SIGTERM)
-        notes.append(f"timed out after {timeout:g}s; {how}")
-    except KeyboardInterrupt:
-        how = _stop_job(proc, kill_grace, signal.SIGINT)
-        notes.append(f"interrupted; {how}")
-    else:
-        stray = _group_alive(proc.pid)
-        if stray:
-            how = _stop_job(proc, min(kill_grace, 2.0), signal.SIGTERM)
-            notes.append(f"{len(stray)} process(es) of the job outlived it; {how}")
+    with lifeline.subreaper() as adopting:
+        before = tree.Job.own_children() if adopting else set()
+        try:
+            proc = subprocess.Popen(launch.argv, env=env, start_new_session=True)
+        except OSError as exc:
+            raise InputError(launch.argv[0], f"cannot start ({exc.strerror})") from None
+        job = tree.Job(proc, adopting, before)
+        timed_out = False
+        try:
+            job.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _say(f"timeout after {timeout:g}s: stopping the job")
+            how = job.stop(kill_grace, signal.SIGTERM)
+            notes.append(f"timed out after {timeout:g}s; {how}")
+        except KeyboardInterrupt:
+            how = job.stop(kill_grace, signal.SIGINT)
+            notes.append(f"interrupted; {how}")
+        else:
+            stray = job.living()
+            if stray:
+                how = job.stop(min(kill_grace, 2.0), signal.SIGTERM)
+                notes.append(f"{len(stray)} process(es) of the job outlived it; {how}")
+        job.reap()
     elapsed = time.monotonic() - started
 
     rc = proc.returncode if proc.returncode is not None else proc.wait()
@@ -193,7 +200,7 @@ def run_profiled(
         exit_code = TIMEOUT_EXIT_CODE
     elif rc < 0:
         exit_code = 128 - rc
-        notes.append(f"{launch.label} was killed by {_signame(-rc)}")
+        notes.append(f"{launch.label} was killed by {tree.signame(-rc)}")
     else:
         exit_code = rc
         if rc:
@@ -354,117 +361,6 @@ def _mindspore_steps(units: list[Path]) -> int:
                 continue
             best = max(best, rows)
     return best
-
-
-# --------------------------------------------------------------------------
-# Process-tree control (Linux /proc; elsewhere only the process group)
-
-
-def _proc_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, pgrp, state) for every visible process."""
-    table: dict[int, tuple[int, int, str]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        rest = data[data.rfind(b")") + 2:].split()
-        if len(rest) < 3:
-            continue
-        table[int(name)] = (int(rest[1]), int(rest[2]), rest[0].decode())
-    return table
-
-
-def _descendants(root: int, table: dict[int, tuple[int, int, str]]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in out:
-                out.add(child)
-                todo.append(child)
-    return out
-
-
-def _living(pids, pgid: int, table) -> set[int]:
-    alive = {p for p in pids if p in table and table[p][2] not in "ZX"}
-    alive |= {p for p, (_, pg, st) in table.items() if pg == pgid and st not in "ZX"}
-    return alive
-
-
-def _group_alive(pgid: int) -> set[int]:
-    table = _proc_table()
-    if table:
-        return _living((), pgid, table)
-    try:
-        os.killpg(pgid, 0)
-    except (OSError, AttributeError):     # no such group / no process groups
-        return set()
-    return {pgid}
-
-
-def _send(pgid: int, pids, sig) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (OSError, AttributeError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-
-
-def _stop_job(proc: subprocess.Popen, grace: float, first: int) -> str:
-    """Stop the child, its process group and every descendant (also those
-    that made sessions of their own): ``first`` signal, then SIGKILL after
-    ``grace`` seconds. Returns how it went, for a note."""
-    pgid = proc.pid
-    known: set[int] = set()
-    if proc.poll() is None:
-        known |= _descendants(proc.pid, _proc_table())
-    signalled: set[int] = set(known)
-    _send(pgid, known, first)
-    deadline = time.monotonic() + grace
-    while True:
-        proc.poll()
-        table = _proc_table()
-        if proc.returncode is None:
-            known |= _descendants(proc.pid, table)
-        fresh = known - signalled
-        if fresh:
-            _send(pgid, fresh, first)
-            signalled |= fresh
-        left = _living(known, pgid, table) if table else (set() if proc.returncode is not None else {pgid})
-        if proc.returncode is not None and not left:
-            return f"stopped the job with {_signame(first)}"
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-    _send(pgid, left, signal.SIGKILL)
-    proc.wait()
-    end = time.monotonic() + 5
-    while time.monotonic() < end and _living(left, pgid, _proc_table()):
-        time.sleep(0.05)
-    return (f"sent {_signame(first)}, then SIGKILL to {len(left)} process(es) still "
-            f"running after {grace:g}s")
-
-
-def _signame(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 def _say(msg: str) -> None:
