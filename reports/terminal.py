@@ -5,6 +5,10 @@ that could not be split), at most ``MAX_NOTES`` of them, one line each.
 Coloured with rich on a terminal; plain lines (no colour, no box drawing)
 when the console is not a TTY or colour is off (``NO_COLOR``,
 ``Console(no_color=True)``), so logs and CI output stay readable.
+
+Every string is printed without control characters
+(``advisor.reports.sanitize.clean``): a profile's strings cannot drive the
+terminal (clipboard writes, title changes, cursor movement) or forge lines.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from advisor.i18n import DEFAULT_LANG
 from advisor.model import Report
 from advisor.reports import _view
 from advisor.reports.i18n import t
+from advisor.reports.sanitize import clean
 
 MAX_ROWS = 10
 MAX_NOTES = 5
@@ -32,7 +37,7 @@ SEV_STYLE = {
 
 
 def _one_line(text: str, width: int = MESSAGE_WIDTH) -> str:
-    s = " ".join(text.split())
+    s = " ".join(clean(text).split())
     return s if len(s) <= width else s[: width - 1] + "\u2026"
 
 
@@ -44,11 +49,11 @@ def _plain(console: Console, report: Report, lang: str) -> None:
         return
     console.out(t(lang, "term_title", n=len(findings)), highlight=False)
     if v["bound"]:
-        console.out(f"  {v['bound']}", highlight=False)
+        console.out(f"  {clean(v['bound'])}", highlight=False)
     for i, f in enumerate(findings[:MAX_ROWS], 1):
         sev = t(lang, f"sev_{f.severity}").upper()
         console.out(
-            f"{i:>2}. [{sev}] {f.rule} ({f.id}): {_one_line(f.message)}  "
+            f"{i:>2}. [{sev}] {clean(f.rule)} ({clean(f.id)}): {_one_line(f.message)}  "
             f"[{_view.gain_text(f, lang)}]",
             highlight=False,
         )
@@ -64,7 +69,7 @@ def _rich(console: Console, report: Report, lang: str) -> None:
         return
     title = Text(t(lang, "term_title", n=len(findings)), style="bold")
     if v["bound"]:
-        title.append("  " + v["bound"], style="dim")
+        title.append("  " + clean(v["bound"]), style="dim")
     console.print(title)
     shown = findings[:MAX_ROWS]
     sevs = [t(lang, f"sev_{f.severity}") for f in shown]
@@ -101,7 +106,7 @@ def _rich(console: Console, report: Report, lang: str) -> None:
 
 def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
     notes = list(dict.fromkeys(report.run.notes))
-    lines = [t(lang, "term_note", text=" ".join(n.split())) for n in notes[:MAX_NOTES]]
+    lines = [t(lang, "term_note", text=" ".join(clean(n).split())) for n in notes[:MAX_NOTES]]
     if len(notes) > MAX_NOTES:
         lines.append(t(lang, "term_more_notes", n=len(notes) - MAX_NOTES))
     # a terminal's width, by display cells (CJK: two each); a log's lines may be longer
