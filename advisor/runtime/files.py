@@ -36,10 +36,10 @@ import json
 import os
 import secrets
 import stat
-import sys
 from pathlib import Path
 
 from advisor.errors import AdvisorError, ConfigError
+from advisor.runtime.libc import libc_function
 
 #: The marker file advisor writes into a folder whose contents it manages:
 #: JSON with ``entries``, the names in that folder that advisor wrote.
@@ -280,13 +280,10 @@ _AT_FDCWD = -100
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two folders in one step (Linux ``renameat2``); False where the
     system cannot (the caller then renames twice)."""
-    if not sys.platform.startswith("linux"):
+    renameat2 = libc_function("renameat2", [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                            ctypes.c_uint])
+    if renameat2 is None:
         return False
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
     err = ctypes.get_errno()

@@ -19,10 +19,11 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import sys
 import threading
 import time
 from contextlib import contextmanager
+
+from advisor.runtime.libc import libc_function
 
 #: Seconds between two checks of the watchdog thread (where prctl is missing).
 WATCHDOG_S = 1.0
@@ -32,14 +33,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 def _prctl(option: int, value: int) -> bool:
     """``prctl(option, value)``; False where there is no prctl or it fails."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return False
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    return prctl(option, value, 0, 0, 0) == 0
+    prctl = libc_function("prctl", [ctypes.c_int] + [ctypes.c_ulong] * 4)
+    return prctl is not None and prctl(option, value, 0, 0, 0) == 0
 
 
 def _alive(pid: int) -> bool:

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from rb_util import TINY_LOOP
 
 from advisor.collectors.live.backend import importable
 
@@ -26,8 +27,6 @@ pytestmark = [
 #: A tiny real training loop that leaves two processes behind when it ends.
 SCRIPT = textwrap.dedent("""
     import os, subprocess, sys, time
-    import torch
-    from torch import nn
 
     pids = []
     helper = subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(300)"])
@@ -42,15 +41,7 @@ SCRIPT = textwrap.dedent("""
     pids.append(int(os.read(read, 32)))
     with open(sys.argv[1], "w") as fh:
         fh.write(" ".join(map(str, pids)))
-
-    model = nn.Linear(8, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(8):
-        loss = model(torch.randn(16, 8)).pow(2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-""")
+""") + TINY_LOOP
 
 
 def _running(pid: int) -> bool:

@@ -12,29 +12,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from rb_util import snapshot
+from rb_util import TINY_LOOP, snapshot
 
 from advisor.collectors.live.backend import importable
 
 needs_torch = pytest.mark.skipif(not importable("torch"), reason="torch is not importable here")
-
-#: A tiny real training loop (the real torch profiler records it).
-LOOP = textwrap.dedent("""
-    import torch
-    from torch import nn
-    torch.manual_seed(0)
-    model = nn.Linear(8, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(8):
-        loss = model(torch.randn(16, 8)).pow(2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-""")
 
 
 def _run(tmp_path: Path, out: Path, script: str) -> subprocess.CompletedProcess:
@@ -68,7 +53,7 @@ def test_a_folder_advisor_did_not_make_is_refused_and_left_alone(tmp_path):
 def test_a_run_replaces_its_own_traces_and_nothing_else(tmp_path):
     out = tmp_path / "out"
     out.mkdir()  # an empty folder is taken
-    first = _run(tmp_path, out, LOOP)
+    first = _run(tmp_path, out, TINY_LOOP)
     assert first.returncode == 0, first.stderr
     traces = sorted(p.name for p in (out / "trace").iterdir())
     assert len(traces) == 1 and traces[0].endswith(".pt.trace.json")
@@ -76,7 +61,7 @@ def test_a_run_replaces_its_own_traces_and_nothing_else(tmp_path):
     marker = json.loads((out / ".advisor-output.json").read_text())
     assert marker["trace"] == traces
 
-    second = _run(tmp_path, out, LOOP)  # advisor's own folder: the previous trace goes
+    second = _run(tmp_path, out, TINY_LOOP)  # advisor's own folder: the previous trace goes
     assert second.returncode == 0, second.stderr
     assert "removed 1 trace(s) of a previous run" in second.stderr
     newer = sorted(p.name for p in (out / "trace").iterdir())
@@ -86,6 +71,6 @@ def test_a_run_replaces_its_own_traces_and_nothing_else(tmp_path):
     mine.write_text('{"traceEvents": []}')
     (out / "notes.txt").write_text("the user's notes")
     before = snapshot(out)
-    third = _run(tmp_path, out, LOOP)
+    third = _run(tmp_path, out, TINY_LOOP)
     _one_line(third, str(mine), "not written by advisor", "does not delete it")
     assert snapshot(out) == before
