@@ -59,6 +59,10 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
             next(root.iterdir(), None)
         except OSError as exc:
             raise InputError(root, f"cannot list folder ({exc.strerror})") from None
+    else:
+        from advisor.collectors.io.files import check_regular
+
+        check_regular(root)  # a FIFO or device given as the profile: never opened
     modules = collectors()
     for module in modules:
         units = module.discover(root)

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.errors import AdvisorError
 from advisor.i18n import DEFAULT_LANG
 from advisor.model import Report
 from advisor.reports.html import render_html
 from advisor.reports.json_report import json_schema, render_json
 from advisor.reports.markdown import render_markdown
 from advisor.reports.terminal import print_summary
-from advisor.runtime.files import write_atomic
+from advisor.runtime.files import write_set
 
 __all__ = [
     "json_schema",
@@ -31,27 +30,17 @@ FILES = {"html": "report.html", "markdown": "report.md", "json": "report.json"}
 
 def write_reports(report: Report, out_dir: Path, lang: str = DEFAULT_LANG) -> dict[str, Path]:
     """Write report.html, report.md and report.json into ``out_dir``
-    (created if needed); returns ``{"html": path, "markdown": path, "json": path}``.
+    (created if needed) as one set (``advisor.runtime.files.write_set``: a
+    reader sees the previous set or the new one, never a mix); returns
+    ``{"html": path, "markdown": path, "json": path}``.
 
     Raises AdvisorError with a one-line message when the folder or a file
     cannot be written.
     """
-    out_dir = Path(out_dir)
     texts = {
-        "html": render_html(report, lang),
-        "markdown": render_markdown(report, lang),
-        "json": render_json(report),
+        FILES["html"]: render_html(report, lang),
+        FILES["markdown"]: render_markdown(report, lang),
+        FILES["json"]: render_json(report),
     }
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise AdvisorError(f"{out_dir}: cannot create the report folder: {e.strerror or e}") from None
-    paths: dict[str, Path] = {}
-    for kind, text in texts.items():
-        path = out_dir / FILES[kind]
-        try:
-            write_atomic(path, text)
-        except OSError as e:
-            raise AdvisorError(f"{path}: cannot write the report: {e.strerror or e}") from None
-        paths[kind] = path
-    return paths
+    paths = write_set(out_dir, texts)
+    return {kind: paths[name] for kind, name in FILES.items()}

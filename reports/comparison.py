@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from advisor.regression.compare import Comparison
 from advisor.reports._view import fmt_num
 from advisor.reports.markdown import escape
-from advisor.runtime.files import write_text
+from advisor.runtime.files import write_set
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FILES = {"html": "compare.html", "markdown": "compare.md", "json": "compare.json"}
@@ -133,4 +133,5 @@ def render_compare_markdown(c: Comparison) -> str:
 def write_compare(c: Comparison, out_dir: Path) -> dict[str, Path]:
     """compare.html, compare.md and compare.json in ``out_dir``."""
     texts = {"html": render_compare_html(c), "markdown": render_compare_markdown(c), "json": render_compare_json(c)}
-    return {k: write_text(Path(out_dir) / FILES[k], t) for k, t in texts.items()}
+    paths = write_set(out_dir, {FILES[k]: t for k, t in texts.items()})
+    return {k: paths[FILES[k]] for k in texts}

@@ -32,6 +32,7 @@ from advisor.regression.gate import GateResult
 from advisor.reports._view import fmt_num
 from advisor.reports.comparison import growth_lines, render_compare_html
 from advisor.reports.markdown import escape
+from advisor.reports.sanitize import clean
 from advisor.runtime.files import write_text
 from advisor.settings import describe, is_default
 
@@ -143,10 +144,10 @@ def print_gate(result: GateResult, console) -> None:
     for col in ("check", "result", "detail"):
         table.add_column(col, overflow="fold")
     for c in result.checks:
-        table.add_row(Text(c.name), Text(c.status, style=style[c.status]), Text(c.message))
+        table.add_row(Text(clean(c.name)), Text(c.status, style=style[c.status]), Text(clean(c.message)))
     console.print(table)
     for g in result.growth[:3]:
-        console.print(f"  grew: {g.kind} {g.name}: +{fmt_num(g.change_ms)} ms/step", markup=False)
+        console.print(f"  grew: {clean(g.kind)} {clean(g.name)}: +{fmt_num(g.change_ms)} ms/step", markup=False)
     for line in config_lines(result):
         console.print(line, markup=False, soft_wrap=True)
 
@@ -176,9 +177,9 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
     for i, (_, row) in enumerate(runs.iterrows()):
         v = values.iloc[i]
         vs = "-" if v is None or pd.isna(v) or not median else f"{100 * (v - median) / median:+.1f}%"
-        table.add_row(str(row["id"]), str(row["recorded_at"])[:16], str(row["commit"] or "-")[:10],
+        table.add_row(str(row["id"]), clean(str(row["recorded_at"])[:16]), clean(str(row["commit"] or "-")[:10]),
                       "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs,
-                      Text(", ".join(row["findings"]) or "-"), Text(flags.get(int(row["id"]), ""), style="red"))
+                      Text(clean(", ".join(row["findings"])) or "-"), Text(clean(flags.get(int(row["id"]), "")), style="red"))
     console.print(table)
 
 

@@ -11,8 +11,11 @@ each cut section ends with a note saying how much was left out.
 
 Strings from a profile are escaped for Markdown (``|``, backticks and the
 other inline markup characters) and for HTML (``<``, ``>``, ``&``), since
-both GitHub and GitLab render raw HTML in comments. Code snippets are
-fenced with a fence longer than any backtick run inside them.
+both GitHub and GitLab render raw HTML in comments; control characters
+are removed and mentions, issue references and bare links made inert
+(``advisor.reports.sanitize``), so a profile cannot notify anyone or link
+anywhere from a pull-request comment. Code snippets are fenced with a fence
+longer than any backtick run inside them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Finding, Report
 from advisor.reports import _view
 from advisor.reports.i18n import t
+from advisor.reports.sanitize import clean, inert_markdown
 
 MAX_CHARS = 60_000
 CELL_LIMIT = 240  # characters of one table cell, before escaping
@@ -48,18 +52,18 @@ _SEV_ICON = {
 
 def escape(text: object, limit: int | None = CELL_LIMIT) -> str:
     """One line of profile text made inert in a Markdown table cell."""
-    s = " ".join(str(text).split())
+    s = " ".join(clean(text).split())
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "\u2026"
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = inert_markdown(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
 def code_span(text: object, limit: int = 120) -> str:
     """Profile text as an inline code span in a table cell: no backtick can
     end it early and no ``|`` can split the cell (GFM reads ``\\|`` as ``|``
-    even inside code)."""
-    s = " ".join(str(text).split())
+    even inside code; nothing in a code span is linked or mentions anyone)."""
+    s = " ".join(clean(text).split())
     if len(s) > limit:
         s = s[: limit - 1] + "\u2026"
     s = s.replace("`", "'").replace("|", "\\|")
@@ -67,7 +71,9 @@ def code_span(text: object, limit: int = 120) -> str:
 
 
 def fence(code: str, lang: str = "") -> str:
-    """``code`` in a fenced block whose fence no backtick run inside can close."""
+    """``code`` in a fenced block whose fence no backtick run inside can close
+    (control characters removed; nothing in a fence is linked)."""
+    code = clean(code, multiline=True)
     longest = max((len(m) for m in re.findall(r"`+", code)), default=0)
     bar = "`" * max(3, longest + 1)
     return f"{bar}{lang}\n{code.rstrip()}\n{bar}"

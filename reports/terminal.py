@@ -8,6 +8,10 @@ sample of ranks, a missing rank id, steps that could not be split), at most
 Coloured with rich on a terminal; plain lines (no colour, no box drawing)
 when the console is not a TTY or colour is off (``NO_COLOR``,
 ``Console(no_color=True)``), so logs and CI output stay readable.
+
+Every string is printed without control characters
+(``advisor.reports.sanitize.clean``): a profile's strings cannot drive the
+terminal (clipboard writes, title changes, cursor movement) or forge lines.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from advisor.i18n import DEFAULT_LANG
 from advisor.model import Finding, Report
 from advisor.reports import _view
 from advisor.reports.i18n import t
+from advisor.reports.sanitize import clean
 
 MAX_ROWS = 10
 MAX_NOTES = 5
@@ -37,7 +42,7 @@ STATUS_STYLE = {"problems": "bold red", "clean": "bold green", "inconclusive": "
 
 
 def _one_line(text: str, width: int = MESSAGE_WIDTH) -> str:
-    s = " ".join(text.split())
+    s = " ".join(clean(text).split())
     return s if len(s) <= width else s[: width - 1] + "\u2026"
 
 
@@ -47,7 +52,7 @@ def _verdict_lines(report: Report, lang: str) -> list[tuple[str, str]]:
     v = report.verdict
     if v is None:
         return [] if report.findings else [(t(lang, "term_none"), "bold green")]
-    lines = [(t(lang, "term_verdict", status=t(lang, f"verdict_{v.status}").upper(), reason=v.reason),
+    lines = [(t(lang, "term_verdict", status=t(lang, f"verdict_{v.status}").upper(), reason=clean(v.reason)),
               STATUS_STYLE.get(v.status, "bold"))]
     for text in v.missing[:MAX_MISSING]:
         lines.append((t(lang, "term_missing", text=_one_line(text, PLAIN_NOTE_WIDTH)), "dim"))
@@ -75,12 +80,12 @@ def _plain(console: Console, report: Report, lang: str) -> None:
         return
     console.out(t(lang, "term_title", n=len(findings)), highlight=False)
     if v["bound"]:
-        console.out(f"  {v['bound']}", highlight=False)
+        console.out(f"  {clean(v['bound'])}", highlight=False)
     for num, f in _rows(findings[:MAX_ROWS]):
         sev = t(lang, f"sev_{f.severity}").upper()
         lead = f"{num:>2}. " if "." not in num else f"    {t(lang, 'term_contributing', n=num)} "
         console.out(
-            f"{lead}[{sev}] {f.rule} ({f.id}): {_one_line(f.message)}  "
+            f"{lead}[{sev}] {clean(f.rule)} ({clean(f.id)}): {_one_line(f.message)}  "
             f"[{_view.gain_text(f, lang)}]",
             highlight=False,
         )
@@ -97,7 +102,7 @@ def _rich(console: Console, report: Report, lang: str) -> None:
         return
     title = Text(t(lang, "term_title", n=len(findings)), style="bold")
     if v["bound"]:
-        title.append("  " + v["bound"], style="dim")
+        title.append("  " + clean(v["bound"]), style="dim")
     console.print(title)
     shown = _rows(findings[:MAX_ROWS])
     sevs = [t(lang, f"sev_{f.severity}") for _, f in shown]
@@ -135,7 +140,7 @@ def _rich(console: Console, report: Report, lang: str) -> None:
 
 def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
     notes = list(dict.fromkeys(report.run.notes))
-    lines = [t(lang, "term_note", text=" ".join(n.split())) for n in notes[:MAX_NOTES]]
+    lines = [t(lang, "term_note", text=" ".join(clean(n).split())) for n in notes[:MAX_NOTES]]
     if len(notes) > MAX_NOTES:
         lines.append(t(lang, "term_more_notes", n=len(notes) - MAX_NOTES))
     # a terminal's width, by display cells (CJK: two each); a log's lines may be longer

@@ -111,7 +111,9 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(EXIT_BAD_INPUT)
         except AdvisorError as exc:
-            click.echo(f"advisor: error: {exc}", err=True)
+            from advisor.reports.sanitize import clean  # the message may name a file of the profile
+
+            click.echo(f"advisor: error: {clean(exc)}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("advisor: interrupted", err=True)

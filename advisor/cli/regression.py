@@ -67,6 +67,7 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, st
     from advisor.regression.compare import DEFAULT_ALPHA
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
+    from advisor.reports.sanitize import clean
 
     if alpha is not None and not MIN_ALPHA <= alpha <= MAX_ALPHA:
         raise ConfigError(f"--alpha {alpha}: must be between {MIN_ALPHA:g} and {MAX_ALPHA:g}")
@@ -75,11 +76,11 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, st
     result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
     out = console(no_color)
-    for g in result.growth[:5]:
-        out.print(f"grew: {g.kind} {g.name}: +{g.change_ms:.4g} ms/step", markup=False)
+    for g in result.growth[:5]:  # operator names from the profiles: printed without control characters
+        out.print(f"grew: {clean(g.kind)} {clean(g.name)}: +{g.change_ms:.4g} ms/step", markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
-            out.print(f"{f.status}: {f.rule} [{f.current_severity or f.baseline_severity}]", markup=False)
+            out.print(f"{f.status}: {clean(f.rule)} [{f.current_severity or f.baseline_severity}]", markup=False)
     out.print(f"comparison: {paths['html']}", markup=False)
 
 
@@ -179,7 +180,9 @@ def history_add(current: Path, branch, commit, when, db, config_path, strict_con
     report = _load(current, settings_for(config_path, strict_config))
     with History(db or DEFAULT_DB, create=True) as hist:
         run_id = hist.add(report, branch=branch, commit=commit, recorded_at=when)
-    click.echo(f"recorded run {run_id} on {branch}" + (f" ({commit})" if commit else "") + f" in {db or DEFAULT_DB}")
+    from advisor.reports.sanitize import clean
+
+    click.echo(clean(f"recorded run {run_id} on {branch}" + (f" ({commit})" if commit else "") + f" in {db or DEFAULT_DB}"))
 
 
 @history.command("show")

@@ -78,8 +78,10 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
 
     rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides)
     result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
-    for note in result.notes:
-        click.echo(f"advisor: {note}", err=True)
+    from advisor.reports.sanitize import clean
+
+    for note in result.notes:  # they name files of the job's output
+        click.echo(f"advisor: {clean(note)}", err=True)
     report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
     _emit(report_obj, out_dir, lang, no_color, used)
     if result.exit_code != 0:

@@ -60,6 +60,7 @@ import pyarrow.compute as pc
 from advisor.collectors.ascend import comm as comm_io
 from advisor.collectors.ascend import fields, tables
 from advisor.collectors.io import listing
+from advisor.collectors.io.files import check_regular
 from advisor.collectors.parallel.batch_tables import PendingTable, select_rows
 from advisor.collectors.vocab import collective_kind
 from advisor.errors import InputError
@@ -142,6 +143,7 @@ class _Con:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        check_regular(self.path)  # SQLite would wait forever on a FIFO
         uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
         try:
             self.con = sqlite3.connect(uri, uri=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from advisor.collectors.io.files import open_regular
 from advisor.errors import InputError
 
 #: Cell values that mean "no value" in Ascend / MindSpore CSVs.
@@ -43,10 +45,8 @@ def read_header(path: Path) -> list[str]:
     Raises InputError when the file is missing, unreadable, empty or not text.
     """
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with open_regular(path, "r", newline="", encoding="utf-8-sig") as fh:
             row = next(csv.reader(fh), None)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
     except UnicodeDecodeError:
         raise InputError(path, "not a UTF-8 text CSV file") from None
     except (OSError, csv.Error) as exc:
@@ -231,12 +231,10 @@ class _SmallCsv:
     def open(cls, path: Path) -> _SmallCsv | None:
         """The file read, or None when it is larger than ``SMALL_FILE``."""
         try:
-            if path.stat().st_size > SMALL_FILE:
-                return None
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
+                if os.fstat(fh.fileno()).st_size > SMALL_FILE:
+                    return None
                 raw = fh.read()
-        except FileNotFoundError:
-            raise InputError(path, "file not found") from None
         except OSError as exc:
             raise InputError(path, f"cannot read CSV header ({exc})") from None
         try:
@@ -351,7 +349,7 @@ def _check_not_cut(path: Path, chunk: int = 1 << 20) -> None:
         return sum(block.count(b'"') for block in iter(lambda: fh.read(chunk), b""))
 
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(0, 2)
             if fh.tell() == 0:
                 return

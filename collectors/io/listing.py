@@ -5,13 +5,18 @@ Reading one Ascend rank folder asks about two dozen "is there a file X?" and
 ``cached()`` each folder is scanned once (``os.scandir``) and the questions
 are answered from the scan; outside it, and for a folder that cannot be
 listed, the functions ask the filesystem directly, as ``pathlib`` would.
-Answers follow symlinks, like ``Path.is_file`` / ``Path.is_dir``.
+Answers follow symlinks, like ``Path.is_file`` / ``Path.is_dir``, with one
+difference: :func:`is_file` is True for anything there that is not a folder
+(a FIFO, socket or device too), so that a collector reads it and the read
+fails with a reason the report lists (``advisor.collectors.io.files`` opens
+regular files only) instead of the file vanishing silently.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -52,12 +57,33 @@ def _listing(folder: str) -> _Listing | None:
     else:
         try:
             with os.scandir(folder) as entries:
-                listing = {e.name: (e.is_file(), e.is_dir()) for e in entries}
+                listing = {e.name: (_entry_is_file(e), e.is_dir()) for e in entries}
         except OSError:
             listing = None
         cache[folder] = listing
     cache[asked] = listing
     return listing
+
+
+def _entry_is_file(entry: os.DirEntry) -> bool:
+    """There, and not a folder (see the module doc); a dangling symlink is not."""
+    if entry.is_file():
+        return True
+    if entry.is_dir():
+        return False
+    try:
+        entry.stat()  # a FIFO, socket or device (or a symlink to one)
+    except OSError:
+        return False
+    return True
+
+
+def _file_there(path: Path) -> bool:
+    """``_entry_is_file`` asked of the filesystem directly."""
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _lookup(path: Path) -> tuple[bool, bool] | None:
@@ -67,8 +93,9 @@ def _lookup(path: Path) -> tuple[bool, bool] | None:
 
 
 def is_file(path: Path) -> bool:
-    """``path.is_file()``; False instead of an error on unreadable folders."""
-    return _ask(path, 0, Path.is_file)
+    """``path.is_file()``, also True for a FIFO, socket or device (see the
+    module doc); False instead of an error on unreadable folders."""
+    return _ask(path, 0, _file_there)
 
 
 def is_dir(path: Path) -> bool:

@@ -147,9 +147,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from functools import lru_cache
 from pathlib import Path
 
+from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
@@ -219,13 +221,15 @@ def _has_ascend_output(root: Path) -> bool:
 
 
 def _empty_trace(path: Path) -> bool:
-    """An empty file named like a profiler trace (``*.pt.trace.json[.gz]``):
-    kept as a unit so that reading it fails with a reason the report lists,
-    instead of the file vanishing silently."""
+    """An empty file named like a profiler trace (``*.pt.trace.json[.gz]``),
+    or a FIFO, socket or device so named: kept as a unit so that reading it
+    fails with a reason the report lists, instead of the file vanishing
+    silently."""
     try:
-        return ".pt.trace." in path.name and path.is_file() and path.stat().st_size == 0
+        st = path.stat()
     except OSError:
         return False
+    return ".pt.trace." in path.name and (not stat.S_ISREG(st.st_mode) or st.st_size == 0)
 
 
 def discover(root: Path) -> list[Path]:
@@ -310,8 +314,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
     path = Path(unit)
     if path.is_dir():
         return _read_folder(path)
-    if not path.is_file():
-        raise InputError(path, "no such trace file")
+    check_regular(path, missing="no such trace file")
     trace = dec.load_trace(path, helpers=helpers)
     rank, notes = _resolve_rank(path, trace.rank)
     inferred = trace.rank is None and _RANK_IN_NAME.search(path.name) is None

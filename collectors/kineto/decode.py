@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.io.files import open_regular
 from advisor.collectors.kineto import stream
 from advisor.errors import InputError
 
@@ -331,10 +332,14 @@ class Trace:
 
 
 def _open(path: Path):
-    """A binary file object over the (decompressed) file."""
+    """A binary file object over the (decompressed) file; InputError when it
+    is not a regular file (``open_regular``)."""
+    fh = open_regular(path)
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+        gz = gzip.GzipFile(fileobj=fh, mode="rb")
+        gz.myfileobj = fh  # closed with it, as when gzip opens the file itself
+        return gz
+    return fh
 
 
 @contextmanager
@@ -379,9 +384,9 @@ def peek(path: Path, size: int = PEEK_BYTES) -> str:
     """The first ``size`` bytes of the (decompressed) file as text, tolerant
     of truncation; '' when unreadable."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(size if not path.name.endswith(".gz") else size // 2)
-    except OSError:
+    except (OSError, InputError):
         return ""
     if path.name.endswith(".gz"):
         try:

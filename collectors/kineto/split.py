@@ -136,10 +136,10 @@ def _receive(connection):
 
 def _part_to_pipe(connection, path: Path, start: int, end: int | None, reduce: bool) -> None:
     """Helper process: ``_read_part`` sent through ``connection``. Ctrl-C is
-    left to the parent, which terminates the helper."""
-    from advisor.collectors.parallel.rank_reader import leave_interrupts_to_parent
+    left to the parent, which terminates the helper; it dies with the parent."""
+    from advisor.collectors.parallel.rank_reader import parent_in_charge
 
-    leave_interrupts_to_parent()
+    parent_in_charge()
     try:
         result = _read_part(path, start, end, reduce)
     except Exception:  # noqa: BLE001 -- any failure: the parent reads the file in one process

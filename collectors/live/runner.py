@@ -19,14 +19,18 @@ Configuration travels in environment variables:
 
 The job runs in its own session (process group) so a timeout or Ctrl-C can
 stop all of it; processes that left the group (torchrun puts each worker in
-a session of its own) are found through ``/proc`` and stopped too.
+a session of its own) or whose parent exited (a daemon) are found in the
+process tree and stopped too (:mod:`advisor.collectors.live.tree`), also
+when the command itself ends normally.
 
-Output layout under ``out_dir``::
+Output layout under ``out_dir`` (what may be there before a run, and what
+a new run removes: :mod:`advisor.collectors.live.output`)::
 
     trace/                  rank<N>.<ns>.pt.trace.json    (PyTorch, one per rank)
                             <worker>_<ts>_ascend_pt/      (torch_npu)
                             *_ascend_ms/                  (MindSpore)
     .advisor-run/           status-<pid>.json             (what each process did)
+    .advisor-output.json    what advisor wrote here (``advisor.runtime.files.MARKER``)
 """
 
 from __future__ import annotations
@@ -43,12 +47,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.collectors.io.files import open_regular, read_bytes
+from advisor.collectors.live import output, tree
 from advisor.collectors.live.backend import guess_framework, mindspore_options, select_backend
+from advisor.collectors.live.output import STATUS_SUBDIR, TRACE_SUBDIR
 from advisor.errors import ConfigError, InputError
+from advisor.runtime import lifeline
 
 BOOTSTRAP_DIR = Path(__file__).resolve().parent / "bootstrap"
-TRACE_SUBDIR = "trace"
-STATUS_SUBDIR = ".advisor-run"
 KILL_GRACE = 10.0          # seconds between SIGTERM and SIGKILL
 TIMEOUT_EXIT_CODE = 124    # as coreutils timeout(1)
 
@@ -153,12 +159,7 @@ def run_profiled(
     trace_dir = (out_dir / TRACE_SUBDIR).resolve()
     status_dir = (out_dir / STATUS_SUBDIR).resolve()
     notes: list[str] = []
-    try:
-        trace_dir.mkdir(parents=True, exist_ok=True)
-        status_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(out_dir, f"cannot create output folder ({exc.strerror})") from None
-    removed = _clear_previous(trace_dir, status_dir)
+    removed = output.prepare(out_dir)
     if removed:
         notes.append(f"removed {removed} trace(s) of a previous run from {trace_dir}")
 
@@ -168,26 +169,30 @@ def run_profiled(
          f"{first}-{last} -> {trace_dir}")
 
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(launch.argv, env=env, start_new_session=True)
-    except OSError as exc:
-        raise InputError(launch.argv[0], f"cannot start ({exc.strerror})") from None
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _say(f"timeout after {timeout:g}s: stopping the job")
-        how = _stop_job(proc, kill_grace, signal.SIGTERM)
-        notes.append(f"timed out after {timeout:g}s; {how}")
-    except KeyboardInterrupt:
-        how = _stop_job(proc, kill_grace, signal.SIGINT)
-        notes.append(f"interrupted; {how}")
-    else:
-        stray = _group_alive(proc.pid)
-        if stray:
-            how = _stop_job(proc, min(kill_grace, 2.0), signal.SIGTERM)
-            notes.append(f"{len(stray)} process(es) of the job outlived it; {how}")
+    with lifeline.subreaper() as adopting:
+        before = tree.Job.own_children() if adopting else set()
+        try:
+            proc = subprocess.Popen(launch.argv, env=env, start_new_session=True)
+        except OSError as exc:
+            raise InputError(launch.argv[0], f"cannot start ({exc.strerror})") from None
+        job = tree.Job(proc, adopting, before)
+        timed_out = False
+        try:
+            job.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _say(f"timeout after {timeout:g}s: stopping the job")
+            how = job.stop(kill_grace, signal.SIGTERM)
+            notes.append(f"timed out after {timeout:g}s; {how}")
+        except KeyboardInterrupt:
+            how = job.stop(kill_grace, signal.SIGINT)
+            notes.append(f"interrupted; {how}")
+        else:
+            stray = job.living()
+            if stray:
+                how = job.stop(min(kill_grace, 2.0), signal.SIGTERM)
+                notes.append(f"{len(stray)} process(es) of the job outlived it; {how}")
+        job.reap()
     elapsed = time.monotonic() - started
 
     rc = proc.returncode if proc.returncode is not None else proc.wait()
@@ -195,13 +200,14 @@ def run_profiled(
         exit_code = TIMEOUT_EXIT_CODE
     elif rc < 0:
         exit_code = 128 - rc
-        notes.append(f"{launch.label} was killed by {_signame(-rc)}")
+        notes.append(f"{launch.label} was killed by {tree.signame(-rc)}")
     else:
         exit_code = rc
         if rc:
             notes.append(f"{launch.label} exited with code {rc}")
 
     result = _collect(trace_dir, status_dir, guess, steps, warmup, notes)
+    output.record(out_dir)
     result.exit_code = exit_code
     result.timed_out = timed_out
     ranks = f" from {len(result.trace_files)} rank(s)" if len(result.trace_files) > 1 else ""
@@ -248,21 +254,6 @@ def _trace_units(trace_dir: Path) -> list[Path]:
             or (p.is_dir() and _ASCEND_DIR.search(p.name))]
 
 
-def _clear_previous(trace_dir: Path, status_dir: Path) -> int:
-    """Remove what an earlier run left in our own two folders (only our
-    artefacts; anything else there is left alone)."""
-    removed = 0
-    for unit in _trace_units(trace_dir):
-        if unit.is_dir():
-            shutil.rmtree(unit, ignore_errors=True)
-        else:
-            unit.unlink(missing_ok=True)
-        removed += 1
-    for status in status_dir.glob("status-*.json*"):
-        status.unlink(missing_ok=True)
-    return removed
-
-
 # --------------------------------------------------------------------------
 # Results
 
@@ -271,8 +262,8 @@ def _read_statuses(status_dir: Path) -> list[dict]:
     out = []
     for path in sorted(status_dir.glob("status-*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(read_bytes(path))
+        except (InputError, ValueError):
             continue
         if isinstance(data, dict):
             out.append(data)
@@ -284,10 +275,9 @@ _STEP_RE = re.compile(rb'"name"\s*:\s*"ProfilerStep#(\d+)"')
 
 def profiler_step_ids(trace: Path) -> list[int]:
     """The ``ProfilerStep#N`` ids in a Kineto trace (streamed, any size)."""
-    opener = gzip.open if trace.name.endswith(".gz") else open
     ids: set[int] = set()
     tail = b""
-    with opener(trace, "rb") as fh:
+    with open_regular(trace) as raw, (gzip.GzipFile(fileobj=raw) if trace.name.endswith(".gz") else raw) as fh:
         while True:
             chunk = fh.read(1 << 22)
             if not chunk:
@@ -371,117 +361,6 @@ def _mindspore_steps(units: list[Path]) -> int:
                 continue
             best = max(best, rows)
     return best
-
-
-# --------------------------------------------------------------------------
-# Process-tree control (Linux /proc; elsewhere only the process group)
-
-
-def _proc_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, pgrp, state) for every visible process."""
-    table: dict[int, tuple[int, int, str]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        rest = data[data.rfind(b")") + 2:].split()
-        if len(rest) < 3:
-            continue
-        table[int(name)] = (int(rest[1]), int(rest[2]), rest[0].decode())
-    return table
-
-
-def _descendants(root: int, table: dict[int, tuple[int, int, str]]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in out:
-                out.add(child)
-                todo.append(child)
-    return out
-
-
-def _living(pids, pgid: int, table) -> set[int]:
-    alive = {p for p in pids if p in table and table[p][2] not in "ZX"}
-    alive |= {p for p, (_, pg, st) in table.items() if pg == pgid and st not in "ZX"}
-    return alive
-
-
-def _group_alive(pgid: int) -> set[int]:
-    table = _proc_table()
-    if table:
-        return _living((), pgid, table)
-    try:
-        os.killpg(pgid, 0)
-    except (OSError, AttributeError):     # no such group / no process groups
-        return set()
-    return {pgid}
-
-
-def _send(pgid: int, pids, sig) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (OSError, AttributeError):
-        pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-
-
-def _stop_job(proc: subprocess.Popen, grace: float, first: int) -> str:
-    """Stop the child, its process group and every descendant (also those
-    that made sessions of their own): ``first`` signal, then SIGKILL after
-    ``grace`` seconds. Returns how it went, for a note."""
-    pgid = proc.pid
-    known: set[int] = set()
-    if proc.poll() is None:
-        known |= _descendants(proc.pid, _proc_table())
-    signalled: set[int] = set(known)
-    _send(pgid, known, first)
-    deadline = time.monotonic() + grace
-    while True:
-        proc.poll()
-        table = _proc_table()
-        if proc.returncode is None:
-            known |= _descendants(proc.pid, table)
-        fresh = known - signalled
-        if fresh:
-            _send(pgid, fresh, first)
-            signalled |= fresh
-        left = _living(known, pgid, table) if table else (set() if proc.returncode is not None else {pgid})
-        if proc.returncode is not None and not left:
-            return f"stopped the job with {_signame(first)}"
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-    _send(pgid, left, signal.SIGKILL)
-    proc.wait()
-    end = time.monotonic() + 5
-    while time.monotonic() < end and _living(left, pgid, _proc_table()):
-        time.sleep(0.05)
-    return (f"sent {_signame(first)}, then SIGKILL to {len(left)} process(es) still "
-            f"running after {grace:g}s")
-
-
-def _signame(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 def _say(msg: str) -> None:

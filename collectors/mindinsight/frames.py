@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.io.files import read_bytes
 from advisor.errors import InputError
 
 
@@ -43,7 +44,7 @@ def read_space_table(path: Path, min_fields: int) -> pd.DataFrame:
     (a cut-off last line included): InputError naming the file.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_bytes(Path(path)).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read text file ({exc})") from None
     rows = [line.split() for line in text.replace("\x00", "\n").splitlines() if line.strip()]

@@ -46,6 +46,7 @@ from advisor.collectors import protocol
 from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
+from advisor.runtime import lifeline
 from advisor.runtime.cpus import usable_cpus
 
 #: Seconds to wait for a Dask scheduler to answer before giving up.
@@ -170,7 +171,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
     chunks = _chunks(units, jobs)
     results: list[list[tuple] | None] = [None] * len(chunks)
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
-                             initializer=leave_interrupts_to_parent) as pool:
+                             initializer=parent_in_charge) as pool:
         try:
             index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
                      for i, chunk in enumerate(chunks)}
@@ -189,14 +190,19 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
     return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
 
 
-def leave_interrupts_to_parent() -> None:
-    """Pool workers ignore Ctrl-C (SIGINT reaches the whole process group):
-    the parent cancels the queued chunks, and the workers end after the one
+def parent_in_charge() -> None:
+    """What every pool worker does first (the helpers of a split trace read,
+    ``kineto_split``, too): leave Ctrl-C and its own end to the parent.
+
+    Workers ignore Ctrl-C (SIGINT reaches the whole process group): the
+    parent cancels the queued chunks, and the workers end after the one
     they are reading (terminating a worker while it sends its result would
     hang the pool), with no traceback from each of them. Also spares
     pyarrow's CSV reader a signal-handler swap per file (~1% of a rank).
-    The helpers of a split trace read (``kineto_split``) ignore it too."""
+    And a worker dies with its parent (``lifeline.die_with_parent``): a
+    parent killed by ``kill -TERM`` or ``kill -9`` leaves no worker behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    lifeline.die_with_parent()
 
 
 def _one_line(exc: BaseException) -> str:

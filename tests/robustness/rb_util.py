@@ -14,6 +14,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BATCH = HERE / "_cli_batch.py"
 
+#: A tiny real training loop for ``advisor run`` (the real torch profiler records it).
+TINY_LOOP = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(8):
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
 
 def snapshot(root: Path) -> dict[str, tuple]:
     """Every entry under ``root`` (symlinks not followed): kind, mode, size,

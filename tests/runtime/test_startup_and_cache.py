@@ -6,7 +6,7 @@
   failure of the model: every input ``MinCovDet`` rejects is sent to it.
 * The CEL parser and the compiled report template come from the cache when
   it holds them, give the same results as freshly built ones, and a damaged
-  or unwritable cache only costs the rebuild.
+  or unwritable cache only costs the rebuild (a planted one: test_fs_cache.py).
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def fresh_cache(tmp_path, monkeypatch):
     from advisor.engine import cel
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     saved = CELParser.CEL_PARSER
     CELParser.CEL_PARSER = None
     cel.environment.cache_clear()
@@ -154,17 +155,18 @@ def test_reports_are_the_same_built_cached_or_after_damage(tmp_path):
         print(render_json(report) + render_html(report))
     """
     folder = tmp_path / "advisor"
-    first = _run(code, XDG_CACHE_HOME=str(tmp_path))
+    state = str(tmp_path / "state")
+    first = _run(code, XDG_CACHE_HOME=str(tmp_path), XDG_STATE_HOME=state)
     names = sorted(p.name.split("-")[0] for p in folder.iterdir())
     assert names == ["cel", "jinja"]
-    assert _run(code, XDG_CACHE_HOME=str(tmp_path)) == first
+    assert _run(code, XDG_CACHE_HOME=str(tmp_path), XDG_STATE_HOME=state) == first
     for entry in folder.iterdir():
         entry.write_bytes(b"not a cache entry")
-    assert _run(code, XDG_CACHE_HOME=str(tmp_path)) == first
+    assert _run(code, XDG_CACHE_HOME=str(tmp_path), XDG_STATE_HOME=state) == first
     assert all(entry.read_bytes() != b"not a cache entry" for entry in folder.iterdir())
     blocker = tmp_path / "file"
     blocker.write_text("")
-    assert _run(code, XDG_CACHE_HOME=str(blocker)) == first
+    assert _run(code, XDG_CACHE_HOME=str(blocker), XDG_STATE_HOME=state) == first
     assert blocker.read_text() == ""
 
 

@@ -131,3 +131,20 @@ def test_a_reader_killed_mid_read_gives_one_line(tmp_path):
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in workers if _alive(pid)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+def test_killing_the_command_leaves_no_worker(tmp_path, sig):
+    """``kill -TERM`` / ``kill -9`` of ``advisor report -j 2`` (the command
+    alone, not its group, as a job scheduler or an OOM killer does): the
+    workers die with it instead of waiting on their queue forever."""
+    proc, workers, _out, deadline = _reading(tmp_path)
+    os.kill(proc.pid, sig)
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in workers if _alive(pid)]
+    for pid in left:  # never leave them to the machine (they hold the command's pipes, too)
+        os.kill(pid, signal.SIGKILL)
+    proc.communicate(timeout=PATIENCE)
+    assert proc.returncode == -sig
+    assert not left

@@ -1,0 +1,20 @@
+"""A function of the C library, for the few Linux calls Python does not
+wrap (``prctl``, ``renameat2``)."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+
+def libc_function(name: str, argtypes: list):
+    """The C library's ``name`` with ``argtypes`` (errno kept for
+    ``ctypes.get_errno``); None off Linux or where the library lacks it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        func = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    func.argtypes = argtypes
+    return func
