@@ -17,9 +17,12 @@ the file has one)::
     "input-bound.min_data_wait_ratio" = 0.2
     [gate]                                        # advisor gate: advisor.regression.budgets
     fail_on = ["high"]
+    [limits]                                      # bounds on decompressed input (collectors.io.limits)
+    max_decompressed = "8G"                       # the same as --max-decompressed
+    max_expansion = 200                           # the same as --max-expansion
 
 The command line goes on top: ``--rules`` adds files, ``--set`` wins over
-``thresholds``. A bad file raises ``ConfigError`` with one line naming the
+``thresholds``, ``--max-decompressed`` / ``--max-expansion`` over ``limits``. A bad file raises ``ConfigError`` with one line naming the
 file and the entry.
 """
 
@@ -31,6 +34,7 @@ from typing import Any
 
 import tomllib
 
+from advisor.collectors.io import limits as input_limits
 from advisor.errors import ConfigError
 
 #: Config file names, in the order they are looked for in each folder.
@@ -49,6 +53,8 @@ class Settings:
     overrides: dict[str, dict[str, float]] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
     gate_table: str = "gate"
+    max_decompressed: int | None = None
+    max_expansion: float | None = None
     source: Path | None = None
 
     def with_command_line(self, rule_paths=(), overrides: dict[str, dict[str, float]] | None = None):
@@ -58,6 +64,13 @@ class Settings:
         for rule, params in (overrides or {}).items():
             merged.setdefault(rule, {}).update(params)
         return [*self.rules, *[Path(p) for p in rule_paths]], merged
+
+    def apply_limits(self, max_decompressed: int | None = None, max_expansion: float | None = None) -> None:
+        """Put the input bounds in force (``advisor.collectors.io.limits``):
+        the given ones (the command line's), else the config file's, else
+        the defaults."""
+        input_limits.configure(max_decompressed or self.max_decompressed or input_limits.MAX_DECOMPRESSED,
+                               max_expansion or self.max_expansion or input_limits.MAX_EXPANSION)
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -94,11 +107,19 @@ def load_settings(path: Path | None = None, *, start: Path | None = None) -> Set
     gate = table.get("gate", {})
     if not isinstance(gate, dict):
         raise ConfigError(f"{path}: [{_key(prefix, 'gate')}] must be a table")
+    bounds = table.get("limits", {})
+    where = f"{path}: {_key(prefix, 'limits')}"
+    if not isinstance(bounds, dict) or set(bounds) - {"max_decompressed", "max_expansion"}:
+        raise ConfigError(f"{where}: expected a table of max_decompressed and max_expansion")
     return Settings(
         rules=[path.parent / r for r in rules],
         overrides=parse_thresholds(thresholds, str(path)),
         gate=gate,
         gate_table=_key(prefix, "gate"),
+        max_decompressed=(input_limits.parse_size(bounds["max_decompressed"], f"{where}.max_decompressed")
+                          if "max_decompressed" in bounds else None),
+        max_expansion=(input_limits.parse_ratio(bounds["max_expansion"], f"{where}.max_expansion")
+                       if "max_expansion" in bounds else None),
         source=path,
     )
 

@@ -23,10 +23,11 @@ TREND_METRIC = "step.time_ms"
 
 
 def _load(path: Path, settings: Settings):
-    """A Report; profile folders are analyzed with the rule files and
-    thresholds of ``settings`` (as ``advisor report`` does)."""
+    """A Report; profile folders are analyzed with the rule files,
+    thresholds and input bounds of ``settings`` (as ``advisor report`` does)."""
     from advisor.regression.compare import load_report
 
+    settings.apply_limits()
     rule_paths, overrides = settings.with_command_line()
     return load_report(path, rule_paths=rule_paths, overrides=overrides)
 

@@ -45,12 +45,12 @@ def _kernel_ranks(value: str | None) -> int | None:
                    "rank. Step-trace and communication files are read on every rank.")
 @report_options
 def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,
-           no_color: bool) -> None:
+           no_color: bool, max_decompressed, max_expansion) -> None:
     """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
     from advisor.pipeline import analyze
 
     refuse_inside(out_dir, path)
-    rule_paths, parsed = user_rules(rule_paths, overrides)
+    rule_paths, parsed = user_rules(rule_paths, overrides, max_decompressed, max_expansion)
     with reading(console(no_color), lang):
         result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
                          dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
@@ -65,7 +65,8 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
               show_default=True, help="Folder for the traces (trace/) and the report.")
 @report_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, command) -> None:
+def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, max_decompressed,
+        max_expansion, command) -> None:
     """Run a training script under the profiler and report on it.
 
     \b
@@ -75,7 +76,7 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
     from advisor.collectors.live.runner import run_profiled
     from advisor.pipeline import analyze
 
-    rule_paths, parsed = user_rules(rule_paths, overrides)
+    rule_paths, parsed = user_rules(rule_paths, overrides, max_decompressed, max_expansion)
     result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
     for note in result.notes:
         click.echo(f"advisor: {note}", err=True)

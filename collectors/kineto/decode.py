@@ -51,6 +51,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.io import limits
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import stream
 from advisor.errors import InputError
@@ -230,9 +231,10 @@ class Trace:
 
 
 def _open(path: Path):
-    """A binary file object over the (decompressed) file."""
+    """A binary file object over the (decompressed) file; a gzip file's
+    expansion is bounded (:mod:`advisor.collectors.io.limits`)."""
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return limits.open_gzip(path)
     return open(path, "rb")
 
 
