@@ -17,10 +17,13 @@ the file has one)::
     "input-bound.min_data_wait_ratio" = 0.2
     [gate]                                        # advisor gate: advisor.regression.budgets
     fail_on = ["high"]
+    [limits]                                      # bounds on decompressed input (collectors.io.limits)
+    max_decompressed = "8G"                       # the same as --max-decompressed
+    max_expansion = 200                           # the same as --max-expansion
 
 The command line goes on top: ``--rules`` adds files, ``--set`` wins over
-``thresholds``. A bad file raises ``ConfigError`` with one line naming the
-file and the entry; thresholds must be finite numbers.
+``thresholds``, ``--max-decompressed`` / ``--max-expansion`` over ``limits``. A bad file raises
+``ConfigError`` with one line naming the file and the entry; thresholds must be finite numbers.
 
 **Trust.** The *working tree under test* is the repository holding the
 current folder (outside a repository: the current folder). A config file
@@ -28,13 +31,13 @@ found there, or given with ``--config`` but lying there, belongs to the
 code under test: in CI it comes from the pull request. With strict config
 (``--strict-config``; the default where ``STRICT_ENV`` says so, or on CI,
 see :func:`strict_default`) such a file may not weaken what advisor
-checks: its ``thresholds`` are refused here (a threshold can silence a
-rule, and which way silences is the rule's business), and
-``advisor.regression.budgets`` refuses a ``[gate]`` table that loosens the
-gate's defaults. A ``--config`` file outside the working tree and the
-command line are the CI job's own and are trusted. Whatever the mode,
-:meth:`Settings.used` records what was applied, and reports and gate
-verdicts name it.
+checks: its ``thresholds`` and ``limits`` are refused here (a threshold can
+silence a rule, and which way silences is the rule's business; a raised
+input bound lets a bomb run), and ``advisor.regression.budgets`` refuses a
+``[gate]`` table that loosens the gate's defaults. A ``--config`` file
+outside the working tree and the command line are the CI job's own and
+are trusted. Whatever the mode, :meth:`Settings.used` records what was
+applied, and reports and gate verdicts name it.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any, Literal
 
 import tomllib
 
+from advisor.collectors.io import limits as input_limits
 from advisor.errors import ConfigError
 
 #: Config file names, in the order they are looked for in each folder.
@@ -98,6 +102,8 @@ class Settings:
     overrides: dict[str, dict[str, float]] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
     gate_table: str = "gate"
+    max_decompressed: int | None = None
+    max_expansion: float | None = None
     source: Path | None = None
     origin: Literal["none", "found", "given"] = "none"
     in_working_tree: bool = False
@@ -133,6 +139,13 @@ class Settings:
         for rule, params in (overrides or {}).items():
             merged.setdefault(rule, {}).update(params)
         return [*self.rules, *[Path(p) for p in rule_paths]], merged
+
+    def apply_limits(self, max_decompressed: int | None = None, max_expansion: float | None = None) -> None:
+        """Put the input bounds in force (``advisor.collectors.io.limits``):
+        the given ones (the command line's), else the config file's, else
+        the defaults."""
+        input_limits.configure(max_decompressed or self.max_decompressed or input_limits.MAX_DECOMPRESSED,
+                               max_expansion or self.max_expansion or input_limits.MAX_EXPANSION)
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -171,11 +184,19 @@ def load_settings(path: Path | None = None, *, start: Path | None = None, strict
     gate = table.get("gate", {})
     if not isinstance(gate, dict):
         raise ConfigError(f"{path}: [{_key(prefix, 'gate')}] must be a table")
+    bounds = table.get("limits", {})
+    where = f"{path}: {_key(prefix, 'limits')}"
+    if not isinstance(bounds, dict) or set(bounds) - {"max_decompressed", "max_expansion"}:
+        raise ConfigError(f"{where}: expected a table of max_decompressed and max_expansion")
     settings = Settings(
         rules=[path.parent / r for r in rules],
         overrides=parse_thresholds(thresholds, str(path)),
         gate=gate,
         gate_table=_key(prefix, "gate"),
+        max_decompressed=(input_limits.parse_size(bounds["max_decompressed"], f"{where}.max_decompressed")
+                          if "max_decompressed" in bounds else None),
+        max_expansion=(input_limits.parse_ratio(bounds["max_expansion"], f"{where}.max_expansion")
+                       if "max_expansion" in bounds else None),
         source=path,
         origin=origin,
         in_working_tree=in_tree,
@@ -184,6 +205,9 @@ def load_settings(path: Path | None = None, *, start: Path | None = None, strict
     if settings.untrusted and thresholds:
         key = next(iter(thresholds))
         raise ConfigError(f"{path}: {_key(prefix, 'thresholds')}.{key}: {untrusted_refusal('threshold overrides')}")
+    if settings.untrusted and bounds:
+        key = next(iter(bounds))
+        raise ConfigError(f"{path}: {_key(prefix, 'limits')}.{key}: {untrusted_refusal('input bounds')}")
     return settings
 
 

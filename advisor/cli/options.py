@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from advisor.collectors.io import limits
 from advisor.errors import ConfigError
 from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.settings import CI_ENV, CONFIG_FILES, STRICT_ENV, Settings, load_settings, strict_default
@@ -48,6 +49,15 @@ def report_options(func):
     """The options of the commands that write a report."""
     func = config_options(func)
     func = click.option("--no-color", is_flag=True, help="Plain terminal output.")(func)
+    func = click.option(
+        "--max-decompressed", metavar="SIZE", default=None,
+        callback=lambda ctx, param, v: None if v is None else limits.parse_size(v, "--max-decompressed"),
+        help=f"Refuse a gzip input that decompresses to more than SIZE, e.g. 8G "
+             f"(default {limits.MAX_DECOMPRESSED >> 30}G).")(func)
+    func = click.option(
+        "--max-expansion", metavar="RATIO", default=None,
+        callback=lambda ctx, param, v: None if v is None else limits.parse_ratio(v, "--max-expansion"),
+        help=f"Refuse a gzip input that expands more than RATIO times (default {limits.MAX_EXPANSION}).")(func)
     func = lang_option("Report language: en, or zh (Chinese) for the whole report.")(func)
     func = click.option(
         "--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE",
@@ -74,9 +84,12 @@ def parse_overrides(items: tuple[str, ...]) -> dict[str, dict[str, float]]:
     return out
 
 
-def user_rules(settings: Settings, rule_paths=(), overrides: tuple[str, ...] = ()):
+def user_rules(settings: Settings, rule_paths=(), overrides: tuple[str, ...] = (), max_decompressed=None,
+               max_expansion=None):
     """Rule paths, overrides and what was applied (``Settings.used``): the
-    config file's, then the command line's on top."""
+    config file's, then the command line's on top. Puts the input bounds in
+    force the same way."""
+    settings.apply_limits(max_decompressed, max_expansion)
     parsed = parse_overrides(overrides)
     paths, merged = settings.with_command_line(rule_paths, parsed)
     return paths, merged, settings.used(rule_paths, parsed)

@@ -23,11 +23,12 @@ TREND_METRIC = "step.time_ms"
 
 
 def _load(path: Path, settings: Settings):
-    """A Report; profile folders are analyzed with the rule files and
-    thresholds of ``settings`` (as ``advisor report`` does), which the
-    report then records (``run.config``)."""
+    """A Report; profile folders are analyzed with the rule files,
+    thresholds and input bounds of ``settings`` (as ``advisor report``
+    does), which the report then records (``run.config``)."""
     from advisor.regression.compare import load_report
 
+    settings.apply_limits()
     rule_paths, overrides = settings.with_command_line()
     return load_report(path, rule_paths=rule_paths, overrides=overrides, config=settings.used())
 

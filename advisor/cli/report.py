@@ -45,12 +45,13 @@ def _kernel_ranks(value: str | None) -> int | None:
                    "rank. Step-trace and communication files are read on every rank.")
 @report_options
 def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,
-           no_color: bool, config_path, strict_config) -> None:
+           no_color: bool, config_path, strict_config, max_decompressed, max_expansion) -> None:
     """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
     from advisor.pipeline import analyze
 
     refuse_inside(out_dir, path)
-    rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides)
+    rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides,
+                                          max_decompressed, max_expansion)
     with reading(console(no_color), lang):
         result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
                          dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
@@ -66,7 +67,7 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
 @report_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, config_path, strict_config,
-        command) -> None:
+        max_decompressed, max_expansion, command) -> None:
     """Run a training script under the profiler and report on it.
 
     \b
@@ -76,7 +77,8 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
     from advisor.collectors.live.runner import run_profiled
     from advisor.pipeline import analyze
 
-    rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides)
+    rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides,
+                                          max_decompressed, max_expansion)
     result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
     from advisor.reports.sanitize import clean
 

@@ -53,11 +53,54 @@ def _safe_load(text: str):
         return yaml.safe_load(text)
 
 
+#: Bound on the values of one rule file with its aliases expanded (each
+#: mapping, list and scalar counts once per place it appears). A rule file
+#: holds a few hundred; aliases of aliases ("billion laughs") reach billions
+#: in a few lines, which validating and evaluating the file would expand.
+MAX_EXPANDED_VALUES = 100_000
+
+
+def _expanded_size(data, limit: int) -> int:
+    """The number of values in ``data`` counting a shared (aliased) value at
+    each place it appears; ``limit + 1`` as soon as it exceeds ``limit`` or
+    when a value contains itself (a recursive alias). Linear in the number
+    of distinct values: the size of each shared value is computed once."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(value) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            return limit + 1
+        open_.add(key)
+        items = (x for kv in value.items() for x in kv) if isinstance(value, dict) else value
+        total = 1
+        for item in items:
+            total += size(item)
+            if total > limit:
+                break
+        open_.discard(key)
+        sizes[key] = total = min(total, limit + 1)
+        return total
+
+    try:
+        return size(data)
+    except RecursionError:
+        return limit + 1
+
+
 def _read_yaml(path: Path) -> dict:
     try:
         data = _safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: not a readable YAML file ({_first_line(exc)})") from None
+    if _expanded_size(data, MAX_EXPANDED_VALUES) > MAX_EXPANDED_VALUES:
+        raise ConfigError(f"{path}: more than {MAX_EXPANDED_VALUES} values once its aliases are expanded "
+                          "(recursive or nested YAML aliases); write the values out")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a rule file must hold a mapping")
     return data

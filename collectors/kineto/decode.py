@@ -55,6 +55,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.io import limits
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.io.files import open_regular
 from advisor.collectors.kineto import stream
@@ -333,13 +334,11 @@ class Trace:
 
 def _open(path: Path):
     """A binary file object over the (decompressed) file; InputError when it
-    is not a regular file (``open_regular``)."""
-    fh = open_regular(path)
+    is not a regular file (``open_regular``); a gzip file's expansion is
+    bounded (:mod:`advisor.collectors.io.limits`)."""
     if path.name.endswith(".gz"):
-        gz = gzip.GzipFile(fileobj=fh, mode="rb")
-        gz.myfileobj = fh  # closed with it, as when gzip opens the file itself
-        return gz
-    return fh
+        return limits.open_gzip(path)
+    return open_regular(path)
 
 
 @contextmanager

@@ -25,6 +25,12 @@ an element ends where the depth returns to the array's level. Each batch
 starts between two elements, i.e. outside any string, so no state but the
 unconsumed tail of the previous chunk is carried over.
 
+The work is linear in the size of the file whatever its padding:
+separators (whitespace, commas) between elements are dropped as they are
+read, and a buffer that holds no whole element yet (one long element, or
+padding inside one) is scanned again only once it has grown ``GROWTH``
+times.
+
 When ``traceEvents`` is not found in the first ``MAX_PREFIX`` bytes, or its
 value is not an array, the caller falls back to decoding the whole document.
 """
@@ -43,6 +49,11 @@ T = TypeVar("T")
 
 #: Bytes read from the file per step.
 CHUNK = 4 << 20
+#: While the buffer holds no whole element (one very long element, or
+#: padding inside one), it is scanned again only once it has grown by this
+#: factor: the scans then add up to a few times the element's size instead
+#: of growing with its square.
+GROWTH = 2
 #: Give up streaming when ``"traceEvents": [`` is not within this many bytes.
 MAX_PREFIX = 64 << 20
 
@@ -230,14 +241,25 @@ def _elements(fh: BinaryIO, buf: bytes, rest: Rest, decode: Callable[[bytes], T]
     more bytes are read and they end between two elements (no array end)."""
     eof = False
     guess = True
+    more: list[bytes] = []  # chunks read since the last scan
+    pending = len(buf)
+    stuck = 0  # buffer size at the last scan that found no whole element
     while True:
         if not eof:
             size = CHUNK if limit is None else min(CHUNK, limit)
             chunk = fh.read(size) if size else b""
             eof = not chunk
-            buf += chunk
             if limit is not None:
                 limit -= len(chunk)
+            if not pending:  # between elements: padding is dropped, not kept
+                chunk = chunk[_LEADING_SEP.match(chunk).end():]
+            more.append(chunk)
+            pending += len(chunk)
+            if not eof and (not pending or pending < GROWTH * stuck):
+                continue  # nothing but padding yet, or one long element: read on
+        if more:
+            buf = b"".join((buf, *more))
+            more = []
         if eof and limit is not None:  # the end of a part: whole elements only
             body = _array_text(buf, 0, len(buf))
             if body:
@@ -253,7 +275,8 @@ def _elements(fh: BinaryIO, buf: bytes, rest: Rest, decode: Callable[[bytes], T]
             else:
                 if result is not None:
                     yield result
-                buf = buf[cut:]
+                buf = _after_separators(buf, cut)
+                pending, stuck = len(buf), 0
                 # At the end of the file, what is left is the last element,
                 # the end of the array and the rest of the document: the
                 # exact scan below sorts them out.
@@ -269,6 +292,14 @@ def _elements(fh: BinaryIO, buf: bytes, rest: Rest, decode: Callable[[bytes], T]
                 yield decode(tail)
             rest.suffix = buf[end + 1:] + fh.read()
             return
-        buf = buf[cut:]
         if eof:
             raise ValueError("truncated document: the traceEvents array is not closed")
+        buf = _after_separators(buf, cut)
+        pending = len(buf)
+        stuck = pending if cut == 0 else 0
+
+
+def _after_separators(buf: bytes, at: int) -> bytes:
+    """``buf`` from the first byte at or after ``at`` that is not a separator
+    between elements (one copy)."""
+    return buf[_LEADING_SEP.match(buf, at).end():]

@@ -35,7 +35,6 @@ a new run removes: :mod:`advisor.collectors.live.output`)::
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -47,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.collectors.io import limits
 from advisor.collectors.io.files import open_regular, read_bytes
 from advisor.collectors.live import output, tree
 from advisor.collectors.live.backend import guess_framework, mindspore_options, select_backend
@@ -277,7 +277,7 @@ def profiler_step_ids(trace: Path) -> list[int]:
     """The ``ProfilerStep#N`` ids in a Kineto trace (streamed, any size)."""
     ids: set[int] = set()
     tail = b""
-    with open_regular(trace) as raw, (gzip.GzipFile(fileobj=raw) if trace.name.endswith(".gz") else raw) as fh:
+    with limits.open_gzip(trace) if trace.name.endswith(".gz") else open_regular(trace) as fh:
         while True:
             chunk = fh.read(1 << 22)
             if not chunk:
