@@ -26,7 +26,8 @@ def _bomb_rule(tmp_path, levels: int = 9):
     (values of any type are allowed there)."""
     source = next(p for p in builtin_rule_files() if p.name == "host_bound.yaml")
     text = source.read_text(encoding="utf-8")
-    line = next(x for x in text.splitlines() if x.strip().startswith("metrics: {"))
+    line = next(x for x in text.splitlines() if x.strip().startswith("metrics: {") and x.endswith("}")
+                and not any(c in x.strip()[len("metrics: {"):-1] for c in "{}[]"))  # a flat one
     indent = line[: len(line) - len(line.lstrip())] + "  "
     metrics = line.strip()[len("metrics: {"):-1].split(", ")
     block = [indent + m for m in metrics] + [indent + x for x in _laughs(levels).splitlines()]
@@ -58,7 +59,7 @@ def test_recursive_alias_is_refused(tmp_path):
 def test_small_aliases_still_load(tmp_path):
     # Two levels of aliases expand to 81 strings, far below the bound.
     rule = read_rule(_bomb_rule(tmp_path, levels=2))
-    assert len(rule.examples[0].metrics["l2"]) == 9
+    assert any(len(e.metrics.get("l2", ())) == 9 for e in rule.examples)
 
 
 def test_expanded_size_counts_shared_values_at_each_place():
