@@ -13,8 +13,8 @@ from advisor.engine.loader import load_rules, read_rule
 from advisor.model import Metric
 from advisor.pipeline import analyze
 
-#: rules about the same time share a pool (the causes the issue names)
-SHARED = ({"input-bound", "slow-dataset-op"}, {"fp32-compute", "no-tensor-cores"}, {"host-bound", "launch-bound"})
+#: rules about the same time share a pool
+SHARED = ({"input-bound", "slow-dataset-op"}, {"fp32-compute", "no-tensor-cores"}, {"host-bound", "launch-bound", "device-idle"})
 
 
 def _metrics(values: dict) -> dict[str, Metric]:
