@@ -22,6 +22,8 @@ Scenarios (``SCENARIOS``; the real-run tests use the same commands):
   all-to-all.
 * ``straggler-2``: two ranks, rank 1 sleeping 30 ms every step.
 * ``healthy-2``: the same two ranks without the sleep.
+* ``slow-data``: ``examples/train_cnn.py`` on one process, every sample
+  2 ms to load, no DataLoader workers: the loop waits for its batches.
 
 Runs use OMP_NUM_THREADS=1 as the tests do, and this interpreter's advisor
 and torch (run it with another checkout's interpreter to compare). No
@@ -76,6 +78,8 @@ SCENARIOS = {
     "alltoall": (8, torchrun(2, "--steps", "14", "--exchange", "alltoall")),
     "straggler-2": (PAIR_STEPS, torchrun(2, *PAIR, "--slow-rank", "1", "--slow-ms", "30")),
     "healthy-2": (PAIR_STEPS, torchrun(2, *PAIR)),
+    "slow-data": (5, [sys.executable, str(ROOT / "examples" / "train_cnn.py"), "--steps", "10",
+                      "--slow-data", "0.002", "--num-workers", "0"]),
 }
 #: Metrics printed per run (those present).
 FIGURES = ("comm.exposed_allreduce_ratio", "comm.exposed_alltoall_ratio", "comm.exposed_fsdp_ratio",
