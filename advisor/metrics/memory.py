@@ -5,18 +5,32 @@ in time order, memory that existed before recording began included; the
 events recorded at one time (a version increment moves bytes from one
 category to another) count as one change.
 
-**Iterations.** A training iteration allocates its activations in the
-forward pass and frees them in the backward pass, so the live bytes rise to
-a peak and fall back once per iteration. The curve is cut at its troughs:
-a *swing* is a rise or a fall of at least :data:`SWING_SHARE` of the
-curve's range (peak minus lowest live bytes); smaller ups and downs are
-movement within an iteration. Read from the start, the curve alternates
-between troughs and peaks, each confirmed by a swing away from it (the
-last trough by the fall from the last peak). An iteration runs from one
-trough to the next and holds one peak; the first trough is the lowest
-point before the first peak (a recording that starts in mid-iteration
-falls to it first), and what follows the last trough (an iteration the
-recording cut before its fall) is not an iteration.
+**Iterations.** A training iteration runs the same operators on batches
+of the same shape, so its allocations and frees repeat: the timeline's
+events (action, category, bytes; version increments left out, they move
+bytes between categories) repeat with a period of one iteration. The period
+is the smallest number of events after which at least :data:`REPEAT_SHARE`
+of the events recur, that fits twice in the timeline, and over which the
+live memory rises and falls back by at least :data:`SWING_SHARE` of its
+range (a repeated layer or time step repeats too, but the memory does not
+fall back within it). The iterations are then cut where the live memory is
+lowest within the first period and every period after it; within an
+iteration the live memory may dip more than once (activations freed by the
+backward pass, then optimizer temporaries), the cut is at its lowest. A
+last iteration the recording ends before its last frees counts when it
+rose and fell by a swing (below), but its trough is not used where the
+level matters (growth).
+
+When nothing repeats (shapes that change every iteration), the curve is
+cut at its troughs instead: a *swing* is a rise or a fall of at least
+:data:`SWING_SHARE` of the curve's range (peak minus lowest live bytes);
+read from the start, the curve alternates between troughs and peaks, each
+confirmed by a swing away from it (the last trough by the fall from the
+last peak). An iteration runs from one trough to the next and holds one
+peak; the first trough is the lowest point before the first peak (a
+recording that starts in mid-iteration falls to it first), and what
+follows the last trough (an iteration the recording cut before its fall)
+is not an iteration.
 
 Sizes are GiB (2**30 bytes). With several ranks, each figure is that of
 the rank with the highest peak (growth: of the rank whose troughs grow
@@ -48,6 +62,18 @@ RISE_TOLERANCE_SHARE = 0.001
 #: Iterations needed before the troughs can show a trend: two rises (three
 #: troughs, the first iteration's opening one included) at least.
 MIN_ITERATIONS_FOR_GROWTH = 2
+#: Share of events that must equal the event one period later for the
+#: allocations to repeat with that period: a training iteration runs the
+#: same operators on same-shaped batches, so its allocations repeat exactly;
+#: a tenth is left for what differs (a growing cache, a logging step).
+REPEAT_SHARE = 0.9
+#: Fewest events a period may hold: forward, backward and optimizer step
+#: each allocate and free at least one tensor.
+MIN_PERIOD_EVENTS = 6
+#: Events whose recurrence proposes a period.
+SIGNATURE_EVENTS = 16
+#: Proposed periods tried, shortest first (repeated layers propose many).
+MAX_LAGS_TRIED = 256
 NEEDS = ["memory.bytes", "memory.action", "memory.category"]
 
 
@@ -56,11 +82,12 @@ class Curve:
     """One rank's live bytes and the iterations found in it."""
 
     rank: int
-    live: np.ndarray          # live bytes after each distinct time (the pre-existing level first)
+    live: np.ndarray          # live bytes before any event (pre-existing), then after each allocation or free
     times: np.ndarray         # us of each point (NaN for the pre-existing level)
     peak: int                 # index of the highest point
     troughs: list[int]        # indices of the troughs, opening one first
-    settled: list[int]        # the troughs the curve rises from again (``_confirmed``)
+    settled: list[int]        # the troughs whose level is the iteration's own (``_confirmed``)
+    period: int | None        # events per iteration when the allocations repeat
     peaks: list[int]          # index of each iteration's peak (len(troughs) - 1)
     creates: np.ndarray       # cumulative allocations up to each point
     created: np.ndarray       # cumulative allocated bytes up to each point
@@ -104,43 +131,74 @@ def _confirmed(live: np.ndarray, troughs: list[int], swing: float) -> list[int]:
     return troughs
 
 
+def _tokens(action: np.ndarray, category: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """One integer per event naming what it does: action, category and bytes."""
+    codes = {name: i for i, name in enumerate(dict.fromkeys(category.tolist()))}
+    cats = np.array([codes[c] for c in category.tolist()], dtype="int64")
+    return sizes * 64 + (action == "create") * 32 + cats
+
+
+def _period(tokens: np.ndarray, live: np.ndarray, swing: float) -> int | None:
+    """The number of events after which the allocations repeat (module doc),
+    or None: the smallest lag at which at least :data:`REPEAT_SHARE` of the
+    events equal the event that lag later, that fits twice in the timeline,
+    and over which the live memory swings (rises and falls back) by at least
+    ``swing`` on average. Candidate lags are those at which
+    :data:`SIGNATURE_EVENTS` events from a quarter into the timeline recur."""
+    n = len(tokens)
+    if n < 2 * MIN_PERIOD_EVENTS or swing <= 0:
+        return None
+    m, at = min(SIGNATURE_EVENTS, n // 4), n // 4  # a signature from inside the timeline, not its ragged start
+    lags = np.flatnonzero(tokens[at + 1: at + n // 2 + 1] == tokens[at]) + 1
+    for k in range(1, m):
+        lags = lags[tokens[at + lags + k] == tokens[at + k]]
+    for lag in lags[lags >= MIN_PERIOD_EVENTS][:MAX_LAGS_TRIED]:
+        lag = int(lag)
+        if np.mean(tokens[:-lag] == tokens[lag:]) < REPEAT_SHARE:
+            continue
+        whole = (n // lag) * lag
+        spans = live[1: whole + 1].reshape(-1, lag)
+        if float(np.mean(spans.max(axis=1) - spans.min(axis=1))) >= swing:
+            return lag
+    return None
+
+
 def _curve(rank: int, df: pd.DataFrame) -> Curve:
     times = df["time_us"].to_numpy(dtype="float64") if "time_us" in df.columns else np.full(len(df), np.nan)
     order = np.argsort(np.where(np.isnan(times), -np.inf, times), kind="stable")
-    df = df.iloc[order]
     times = times[order]
-    sizes = df["bytes"].to_numpy(dtype="int64")
-    action = df["action"].astype(str).to_numpy()
-    category = df["category"].astype(str).to_numpy()
-    pre = np.isnan(times)
-    # one point for the pre-existing level, then one per distinct time (the last event of each)
-    keys = np.where(pre, -np.inf, times)
-    last = np.flatnonzero(np.r_[keys[1:] != keys[:-1], True])
-    if pre.any() and not pre.all():
-        last = np.union1d(last, [np.flatnonzero(pre)[-1]])
-    elif not pre.any():
-        last = np.r_[-1, last]  # nothing pre-existing: the curve starts at 0
-    running = np.cumsum(sizes)
-    is_create = action == "create"
-    creates = np.cumsum(is_create)
-    created = np.cumsum(np.where(is_create, sizes, 0))
-
-    def at(values: np.ndarray) -> np.ndarray:
-        return np.array([values[i] if i >= 0 else 0 for i in last])
-
-    live = at(running)
-    point_times = np.array([times[i] if i >= 0 else np.nan for i in last])
+    sizes = df["bytes"].to_numpy(dtype="int64")[order]
+    action = df["action"].astype(str).to_numpy()[order]
+    category = df["category"].astype(str).to_numpy()[order]
+    pre = np.isnan(times) | (action == "preexisting")
+    # a version increment moves bytes between categories (two events, net zero): the
+    # live total changes with allocations and frees only
+    moves = (~pre) & (action != "increment_version")
+    e_sizes = sizes[moves]
+    is_create = action[moves] == "create"
+    live = int(sizes[pre].sum()) + np.r_[0, np.cumsum(e_sizes)]  # point i: after i events
+    point_times = np.r_[np.nan, times[moves]]
+    creates = np.r_[0, np.cumsum(is_create)]
+    created = np.r_[0, np.cumsum(np.where(is_create, e_sizes, 0))]
     peak = int(np.argmax(live))
-    upto = last[peak]
-    composition: dict[str, int] = {}
-    if upto >= 0:
-        sums = pd.Series(sizes[: upto + 1]).groupby(category[: upto + 1]).sum()
-        composition = {str(k): int(v) for k, v in sums.items() if v > 0}
+    upto = np.flatnonzero(pre | (times <= point_times[peak])) if peak else np.flatnonzero(pre)
+    sums = pd.Series(sizes[upto]).groupby(category[upto]).sum()
+    composition = {str(k): int(v) for k, v in sums.items() if v > 0}
     swing = SWING_SHARE * float(live[peak] - live.min())
-    troughs, peaks = _zigzag(live.astype("float64"), swing)
+    lag = _period(_tokens(action[moves], category[moves], e_sizes), live, swing)
+    if lag is not None:
+        phase = int(np.argmin(live[: lag + 1]))
+        troughs = list(range(phase, len(live), lag))
+        settled = list(troughs)
+        top = troughs[-1] + int(np.argmax(live[troughs[-1]:]))
+        if min(live[top] - live[troughs[-1]], live[top] - live[top:].min()) >= swing:
+            troughs.append(top + int(np.argmin(live[top:])))  # a last iteration cut before its last frees
+        peaks = [a + int(np.argmax(live[a: b + 1])) for a, b in zip(troughs, troughs[1:])]
+    else:
+        troughs, peaks = _zigzag(live.astype("float64"), swing)
+        settled = _confirmed(live, troughs, swing)
     return Curve(rank=rank, live=live, times=point_times, peak=peak, troughs=troughs, peaks=peaks,
-                 settled=_confirmed(live, troughs, swing),
-                 creates=at(creates), created=at(created), composition=composition)
+                 settled=settled, period=lag, creates=creates, created=created, composition=composition)
 
 
 def curves(p: Profile) -> list[Curve]:
@@ -232,7 +290,7 @@ def _growth(c: Curve) -> tuple[float, float, float]:
     levels = c.live[c.settled].astype("float64")
     diffs = np.diff(levels)
     tolerance = RISE_TOLERANCE_SHARE * float(c.live[c.peak])
-    slope = float(np.polyfit(np.arange(len(levels)), levels, 1)[0]) + 0.0  # no -0.0
+    slope = float(round(np.polyfit(np.arange(len(levels)), levels, 1)[0]))  # whole bytes (no -0.0)
     return float(levels[-1] - levels[0]), float(np.mean(diffs > tolerance)), slope
 
 

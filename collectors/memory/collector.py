@@ -13,8 +13,10 @@ timeline's plot export (``[times, sizes]``) are never claimed.
 
 Output
 ------
-One rank per file (the timeline names no rank: files of a folder get ranks
-0, 1, ... in file-name order, with a note). The ``memory`` table holds every
+One rank per file: the number in a file name such as ``rank1.raw.json.gz``
+(as for Kineto traces), else 0 (the timeline itself names no rank; of
+several files claiming one rank the engine keeps the first and notes the
+others). The ``memory`` table holds every
 event; there is no ``steps`` table: a memory timeline records when memory
 was allocated and freed, not where time went, so no timing check applies
 (the verdict says so). ``meta.device`` is unknown (the file names no
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from advisor.collectors.kineto.collector import _RANK_IN_NAME as RANK_IN_NAME
 from advisor.collectors.memory import timeline
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -67,14 +70,11 @@ def discover(root: Path) -> list[Path]:
         return []
 
 
-def _rank(unit: Path) -> tuple[int, list[str]]:
-    """The unit's rank: its place among the timelines of its folder."""
-    siblings = discover(unit.parent) if unit.parent.is_dir() else [unit]
-    if len(siblings) <= 1 or unit not in siblings:
-        return 0, []
-    rank = siblings.index(unit)
-    return rank, [f"memory timelines name no rank: the {len(siblings)} files of {unit.parent} got ranks "
-                  "0, 1, ... in file-name order"]
+def _rank(unit: Path) -> int:
+    """The rank a number in the file name gives (``rank-1``, ``rank_1``,
+    ``rank1``: the Kineto collector's rule), else 0."""
+    m = RANK_IN_NAME.search(unit.name)
+    return int(m.group(1)) if m else 0
 
 
 def read(unit: Path) -> Profile:
@@ -84,9 +84,9 @@ def read(unit: Path) -> Profile:
     events = timeline.read_events(unit)
     if not (events[:, 1] != 1).any():
         raise InputError(unit, "memory timeline holds only pre-existing memory: nothing was recorded")
-    rank, notes = _rank(unit)
+    rank = _rank(unit)
     meta = RunMeta(framework="pytorch", device="unknown", source_format=SOURCE_FORMAT,
                    source_path=str(unit), ranks=[rank],
-                   notes=[*notes, "a PyTorch memory timeline (export_memory_timeline raw events of one "
+                   notes=["a PyTorch memory timeline (export_memory_timeline raw events of one "
                                   "device): it records memory, not time, so no timing check applies"])
     return Profile(meta=meta, memory=timeline.table(events, rank))
