@@ -22,17 +22,13 @@ So the live bytes at any moment are the running sum of ``bytes``.
 
 from __future__ import annotations
 
-import gzip
-import zlib
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import orjson
 import pandas as pd
 
-from advisor.collectors.io import limits
-from advisor.collectors.io.files import open_regular
+from advisor.collectors.kineto import decode
 from advisor.errors import InputError
 
 #: ``action`` codes -> the ``memory`` table's names.
@@ -45,32 +41,9 @@ CATEGORIES = {0: "parameter", 1: "optimizer_state", 2: "input", 3: "temporary", 
 PEEK_BYTES = 4096
 
 
-def is_gzip_name(path: Path) -> bool:
-    return path.name.endswith(".gz")
-
-
-def _open(path: Path):
-    return limits.open_gzip(path) if is_gzip_name(path) else open_regular(path)
-
-
-@contextmanager
-def _reading(path: Path):
-    """Map gzip and OS errors while reading ``path`` to InputError."""
-    try:
-        yield
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(path, f"truncated or corrupt gzip file ({exc})") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
-
-
 def head(path: Path) -> str:
     """The first ``PEEK_BYTES`` of the (decompressed) file as text; '' when unreadable."""
-    try:
-        with _reading(path), _open(path) as fh:
-            return fh.read(PEEK_BYTES).decode("utf-8", errors="replace")
-    except InputError:
-        return ""
+    return decode.peek(path, PEEK_BYTES)
 
 
 def head_is_timeline(text: str) -> bool:
@@ -98,8 +71,7 @@ def head_is_timeline(text: str) -> bool:
 def read_events(path: Path) -> np.ndarray:
     """The file's events as an int64 array of shape (n, 4); InputError
     (one line, naming the file) when it is not a raw memory timeline."""
-    with _reading(path), _open(path) as fh:
-        data = fh.read()
+    data = decode.read_bytes(path)  # bounded gzip, regular files only, errors naming the file
     if not data.strip():
         raise InputError(path, "empty file")
     try:
