@@ -1,9 +1,9 @@
 """Memory over time (the ``memory`` table: a PyTorch memory timeline).
 
 **Live bytes.** Per rank, the running sum of the table's signed ``bytes``
-in time order, memory that existed before recording began included; the
-events recorded at one time (a version increment moves bytes from one
-category to another) count as one change.
+in time order, memory that existed before recording began included, taken
+after every allocation and free (a version increment moves bytes from one
+category to another and leaves it unchanged).
 
 **Iterations.** A training iteration runs the same operators on batches
 of the same shape, so its allocations and frees repeat: the timeline's
