@@ -256,13 +256,15 @@ def peak_composition(p: Profile) -> Value:
 
 @metric("memory.iterations", unit="count", needs=NEEDS)
 def iterations(p: Profile) -> Value:
-    """Iterations found in the live-memory curve: rises to a peak and falls
-    back to a trough, each by at least a third of the curve's range (module
-    doc). Evidence: each iteration's start, peak and end time (ms)."""
+    """Iterations found in the timeline: periods of its repeating
+    allocations, cut where the live memory is lowest, or else rises to a
+    peak and falls back to a trough by at least a third of the live memory's
+    range (module doc). Evidence: each iteration's start, peak and end time
+    (ms; the profiler's clock) and the events per iteration when they repeat."""
     c = _with_iterations(p)
     spans = [{"start_ms": _ms(c, a), "peak_ms": _ms(c, k), "end_ms": _ms(c, b)}
              for a, k, b in zip(c.troughs, c.peaks, c.troughs[1:])]
-    return Value(len(c.troughs) - 1, {"rank": c.rank, "iterations": spans})
+    return Value(len(c.troughs) - 1, {"rank": c.rank, "iterations": spans, "events_per_iteration": c.period})
 
 
 @metric("memory.iteration_peaks_gib", unit="GiB", needs=NEEDS)
