@@ -230,6 +230,19 @@ SCHEMA: dict[str, dict[str, Column]] = {
                         "the standard library's) the op or call ran in, when the trace has Python stacks "
                         "(with_stack=True), e.g. 'train.py(57): train_step'"),
     },
+    "memory": {  # memory events of one device, in time order (a PyTorch memory timeline; collectors/memory)
+        "rank": _rank(),
+        "time_us": Column("float", "when the event happened (NaN for memory that existed before recording "
+                          "began)"),
+        "action": Column("text", "preexisting (allocated before recording began), create (allocated), "
+                         "increment_version (a tensor changed category: two rows at one time, minus the bytes "
+                         "under the old category and plus them under the new), destroy (freed)", required=True),
+        "bytes": Column("int", "signed bytes: positive when allocated, negative when freed; the running sum is "
+                        "the live memory", required=True),
+        "category": Column("text", "what the memory holds (PyTorch's memory profiler): parameter, "
+                           "optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown",
+                           required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -341,6 +354,7 @@ class Profile:
     data_ops: pd.DataFrame | None = None
     warmup: pd.DataFrame | None = None
     idle_causes: pd.DataFrame | None = None
+    memory: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -1,7 +1,7 @@
 """Collectors: detect a profiler's output layout and read it into a Profile.
 
-One subpackage per format (``ascend``, ``mindinsight``, ``kineto``; ``live``
-records a run), each with a ``collector`` module that follows the contract
+One subpackage per format (``ascend``, ``mindinsight``, ``kineto``,
+``memory``; ``live`` records a run), each with a ``collector`` module that follows the contract
 in ``advisor.collectors.protocol``. ``load_profile`` picks the first
 collector (in ``collectors()`` order) that finds units and reads every
 unit; the cluster engine (``advisor.collectors.parallel.rank_reader``)
@@ -30,9 +30,10 @@ def collectors() -> tuple[Collector, ...]:
     """The collector modules, the most specific layouts first."""
     from advisor.collectors.ascend import collector as ascend
     from advisor.collectors.kineto import collector as kineto
+    from advisor.collectors.memory import collector as memory
     from advisor.collectors.mindinsight import collector as mindinsight
 
-    return (ascend, mindinsight, kineto)
+    return (ascend, mindinsight, kineto, memory)
 
 
 def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None,
@@ -75,5 +76,5 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
         root,
         "no profiler output found (expected *_ascend_pt / *_ascend_ms folders, "
         "ASCEND_PROFILER_OUTPUT/, cluster_analysis_output/, MindInsight "
-        "profiler files, or *.pt.trace.json[.gz] traces)",
+        "profiler files, *.pt.trace.json[.gz] traces, or PyTorch memory timelines)",
     )

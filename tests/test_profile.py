@@ -88,7 +88,7 @@ CORPUS = [
     "mindspore-cpu", "mstt/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv",
     "mstt/test/ut/advisor/compute_advice/data/kernel_details.csv",
     "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json",
-    "mstt/test/resource/advisor/cluster_analysis_output",
+    "mstt/test/resource/advisor/cluster_analysis_output", "hta/memory_analysis/memory_timeline.raw.gz",
 ]
 
 

@@ -19,6 +19,13 @@ its rules was evaluated (fired or passed).
 
 **Status**, first match:
 
+0. A memory timeline (``meta.source_format`` ``memory_timeline``) records
+   memory, not time: no kind of check above matters for it, and
+   ``missing`` says that no timing check applies. It is ``problems`` when
+   a memory finding is of :data:`PROBLEM_SEVERITY` or above, else
+   ``inconclusive``, its reason naming the memory figures (peak, iterations)
+   and saying there is no verdict on where time goes: a timeline without a
+   leak is not a clean bill of health for the run's speed.
 1. ``inconclusive`` when the window is mostly start-up
    (``window.warmup_ratio`` >= :data:`WARMUP_RATIO`): whatever fired
    describes start-up, not training; or when the device record is too
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from advisor.collectors.memory.collector import SOURCE_FORMAT as MEMORY_TIMELINE
 from advisor.engine.evaluation import RuleOutcome
 from advisor.metrics.window import MIN_DEVICE_OPS_PER_STEP
 from advisor.model import SEVERITY_ORDER, CheckGroup, Finding, Verdict
@@ -61,6 +69,9 @@ MIN_JUDGED_SHARE = 0.5
 WARMUP_RATIO = 0.5
 WARMUP_METRIC = "window.warmup_ratio"
 SPARSE_METRIC = "window.device_ops_per_step"
+#: The memory figures a memory timeline's verdict names.
+MEMORY_PEAK_METRIC = "memory.peak_gib"
+MEMORY_ITERATIONS_METRIC = "memory.iterations"
 
 #: The verdict's texts, per language.
 VERDICT_TEXTS: dict[str, dict[str, str]] = {
@@ -92,6 +103,13 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
                   "a training step launches at least {min}): a toy, a micro-benchmark or a cut trace; "
                   "profile whole training steps",
         "sparse_missing": "training steps: {n:g} device operations per step",
+        "memory_only": "a memory timeline records memory, not time: no timing check applies, so there is no "
+                       "verdict on where time goes{figures}",
+        "memory_figures": " (memory: peak {peak:.2f} GiB{iterations})",
+        "memory_iterations": " over {n} iteration(s)",
+        "memory_partial": "; a memory timeline records memory, not time: no timing check applies",
+        "memory_missing": "timing checks: a memory timeline records memory, not steps, operators or collectives; "
+                          "profile with torch.profiler (a Kineto trace) for them",
         "sep": ", ",
     },
     "zh": {
@@ -118,6 +136,11 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "sparse": "设备记录过于稀疏，不像一个训练迭代（每个迭代 {n:g} 个设备操作；训练迭代至少下发 {min} 个）："
                   "这是玩具示例、微基准或被截断的 trace；请采集完整的训练迭代",
         "sparse_missing": "训练迭代：每个迭代 {n:g} 个设备操作",
+        "memory_only": "内存时间线只记录内存而不记录时间：没有适用的耗时检查，因此无法判断时间花在哪里{figures}",
+        "memory_figures": "（内存：峰值 {peak:.2f} GiB{iterations}）",
+        "memory_iterations": "，共 {n} 个迭代",
+        "memory_partial": "；内存时间线只记录内存而不记录时间：没有适用的耗时检查",
+        "memory_missing": "耗时检查：内存时间线只记录内存，不含迭代、算子或通信；请用 torch.profiler 采集 trace（Kineto）以进行这些检查",
         "sep": "、",
     },
 }
@@ -168,6 +191,16 @@ def _why(outcomes: list[RuleOutcome], metric_reasons: Mapping[str, str], lang: s
     return "; ".join(dict.fromkeys(parts + rule_reasons))
 
 
+def _memory_figures(values: Mapping[str, object], lang: str) -> str:
+    """The memory figures a memory timeline's verdict names ('' without them)."""
+    peak = values.get(MEMORY_PEAK_METRIC)
+    if not isinstance(peak, (int, float)) or isinstance(peak, bool):
+        return ""
+    n = values.get(MEMORY_ITERATIONS_METRIC)
+    iterations = _t(lang, "memory_iterations", n=n) if isinstance(n, int) and not isinstance(n, bool) else ""
+    return _t(lang, "memory_figures", peak=peak, iterations=iterations)
+
+
 def _pct(ratio: float) -> str:
     return f"{100.0 * ratio:.0f}%"
 
@@ -188,8 +221,11 @@ def judge(
     metric id -> why it was not evaluated."""
     checks: list[CheckGroup] = []
     missing: list[str] = []
+    memory_only = meta.source_format == MEMORY_TIMELINE
+    if memory_only:
+        missing.append(_t(lang, "memory_missing"))
     for group in CHECK_GROUPS:
-        if not matters(group, outcomes, meta, collectives):
+        if memory_only or not matters(group, outcomes, meta, collectives):
             continue
         mine = [o for o in outcomes if o.rule.group == group and o.status != "not_applicable"]
         check = CheckGroup(group=group, judged=any(o.evaluated for o in mine),
@@ -222,9 +258,15 @@ def judge(
         ids = {id(f) for f in serious}
         lead = next(f for f in findings if any(id(g) in ids for g in (f, *f.contributing)))
         reason = _t(lang, "problems", n=len(serious), sev=sev_word, title=lead.title)
-        if missing:
+        if memory_only:
+            reason += _t(lang, "memory_partial")
+        elif missing:
             reason += _t(lang, "problems_partial", k=len(checks) - len(judged), m=len(checks))
         return Verdict(status="problems", reason=reason, missing=missing, checks=checks)
+
+    if memory_only:
+        return Verdict(status="inconclusive", reason=_t(lang, "memory_only", figures=_memory_figures(metric_values, lang)),
+                       missing=missing, checks=checks)
 
     if not checks:
         return Verdict(status="inconclusive", reason=_t(lang, "no_checks", **where), missing=missing, checks=checks)

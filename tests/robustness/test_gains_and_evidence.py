@@ -45,6 +45,7 @@ CORPUS_INPUTS = (
     "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json",
     "mstt/test/resource/advisor/cluster_analysis_output", "mindspore-cpu",
     *(f"mindinsight-minddata/minddata_pipeline_raw_{i}.csv" for i in range(4)),
+    "hta/memory_analysis/memory_timeline.raw.gz",
 )
 
 _COMPILED: dict[str, object] = {}

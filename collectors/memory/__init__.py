@@ -1,0 +1,1 @@
+"""PyTorch memory timelines (``export_memory_timeline`` raw events): see ``collector``."""
