@@ -27,11 +27,11 @@ from xml.sax.saxutils import escape as xml_escape
 
 import pandas as pd
 
-from advisor.regression.compare import Comparison
+from advisor.regression.compare import Comparison, change_text
 from advisor.regression.gate import GateResult
 from advisor.reports._view import fmt_num
 from advisor.reports.comparison import growth_lines, render_compare_html
-from advisor.reports.markdown import escape
+from advisor.reports.markdown import code_span, escape
 from advisor.reports.sanitize import clean
 from advisor.runtime.files import write_text
 from advisor.settings import describe, is_default
@@ -50,7 +50,7 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
     """The PR-comment summary (see module doc)."""
     failed = result.failed
     out = [f"### {HEADLINE[result.verdict]}", "",
-           f"`{escape(result.current, 200)}` vs baseline `{escape(result.baseline, 200)}`", ""]
+           f"{code_span(result.current, 200)} vs baseline {code_span(result.baseline, 200)}", ""]
     if result.unmeasured:
         out.append("**What could not be measured** (never a pass)")
         out += [f"- {escape(c.message, 600)}" for c in result.unmeasured] + [""]
@@ -68,7 +68,7 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
         if c.limit is not None:
             limit = f"{c.limit:+.1%}" if c.relative else f"{fmt_num(c.limit)}"
         p = "-" if c.p_value is None else f"{c.p_value:.2g}"
-        change = "-" if c.change_pct is None else f"{c.change_pct:+.1f}%"
+        change = "-" if c.baseline is None or c.current is None else change_text(c.baseline, c.current)
         out.append(f"| {escape(c.name, 120)} | {ICON[c.status]} {c.status} | {fmt_num(c.baseline) if c.baseline is not None else '-'} | "
                    f"{fmt_num(c.current) if c.current is not None else '-'} | {change} | {limit} | {p} |")
     out.append("")
@@ -78,9 +78,9 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
         out.append("**Reported, not failed**")
         out += [f"- {escape(c.message, 600)}" for c in reported] + [""]
     caveats = [cv for c in result.checks for cv in c.caveats]
-    for text in dict.fromkeys(caveats + result.notes):
-        out.append(f"> {escape(text, None)}")
-    out += ["", "**Config**", ""] + [f"- {escape(line, None)}" for line in config_lines(result)]
+    for text in dict.fromkeys(caveats + result.notes):  # a blank line after each, or they merge into one quote
+        out += [f"> {escape(text, None)}", ""]
+    out += ["**Config**", ""] + [f"- {escape(line, None)}" for line in config_lines(result)]
     out += ["", f"<sub>Test: {escape(result.method, None)}.</sub>"]
     text = "\n".join(out) + "\n"
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 40] + "\n\n\u2026 (summary cut)\n"
