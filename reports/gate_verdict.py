@@ -43,6 +43,8 @@ HEADLINE = {"pass": "\u2705 **advisor gate: pass**", "regression": "\u274c **adv
 #: What XML 1.0 does not allow in a document (its ``Char`` production).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
+#: Characters of a commit shown in the history table (enough to find it).
+COMMIT_CHARS = 8
 FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
 
 
@@ -163,29 +165,56 @@ def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dic
 # ---------------------------------------------------------------- history
 
 
-def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str] | None = None) -> None:
-    """The trend table: one row per run, oldest first."""
+def metric_label(metric: str, unit: str = "") -> str:
+    """``metric`` with its unit, unless its id already ends in it
+    (``step.time_ms``)."""
+    if not unit or metric.endswith("_" + unit):
+        return metric
+    return f"{metric} ({unit})"
+
+
+def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str] | None = None,
+                  unit: str = "") -> None:
+    """The trend table: one row per run, oldest first, laid out for an
+    80-column terminal (times to the minute, short commits, rule names whole);
+    runs the anomaly model flags are marked in a labelled column and its
+    reasons follow the table."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     flags = flags or {}
-    table = Table(title=f"history: {len(runs)} run(s)")
-    for col in ("#", "recorded", "commit", metric, "vs median", "findings", ""):
-        table.add_column(col, justify="right" if col in (metric, "vs median", "#") else "left", overflow="fold")
+    table = Table(title=f"history: {len(runs)} run(s) of {metric_label(metric, unit)}", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("recorded", no_wrap=True)
+    table.add_column("commit", no_wrap=True)
+    table.add_column(f"value ({unit})" if unit else "value", justify="right", no_wrap=True)
+    table.add_column("vs median", justify="right", no_wrap=True)
+    table.add_column("findings", overflow="fold", ratio=1, min_width=16)
+    if flags:
+        table.add_column("flag", no_wrap=True)
     values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
     median = values.dropna().median() if values.notna().any() else None
     for i, (_, row) in enumerate(runs.iterrows()):
         v = values.iloc[i]
         vs = "-" if v is None or pd.isna(v) or not median else f"{100 * (v - median) / median:+.1f}%"
-        table.add_row(str(row["id"]), clean(str(row["recorded_at"])[:16]), clean(str(row["commit"] or "-")[:10]),
-                      "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs,
-                      Text(clean(", ".join(row["findings"])) or "-"), Text(clean(flags.get(int(row["id"]), "")), style="red"))
+        rules = ", ".join(dict.fromkeys(str(f).rpartition(":")[0] or str(f) for f in row["findings"]))
+        cells = [str(row["id"]), clean(str(row["recorded_at"])[:16].replace("T", " ")),
+                 clean(str(row["commit"] or "-")[:COMMIT_CHARS]), "-" if v is None or pd.isna(v) else fmt_num(float(v)),
+                 vs, Text(clean(rules) or "-")]
+        if flags:
+            cells.append(Text("anomaly" if int(row["id"]) in flags else "", style="red"))
+        table.add_row(*cells)
     console.print(table)
+    for run_id, reason in flags.items():
+        console.print(Text(f"run {run_id}: {clean(reason)}", style="red"))
 
 
 def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dict[int, str] | None = None) -> str:
     """A line chart of ``metric`` over the runs with the median drawn dashed;
-    flagged runs (id -> reason) are red."""
+    flagged runs (id -> reason) are red. The ``unit`` is named in the title
+    and over the value axis."""
     flags = flags or {}
     pts = [(int(r["id"]), str(r["commit"] or r["id"])[:8], float(r[metric]))
            for _, r in runs.iterrows() if metric in runs.columns and pd.notna(r.get(metric))]
@@ -206,6 +235,8 @@ def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dic
             v = lo + frac * (hi - lo)
             parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>'
                          f'<text x="{pad - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{fmt_num(v)}</text>')
+        if unit:  # the axis's unit, over its labels
+            parts.append(f'<text x="{pad - 6}" y="{pad - 10}" text-anchor="end" fill="#555">{xml_escape(unit)}</text>')
         parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(med):.1f}" y2="{y(med):.1f}" stroke="#888" '
                      f'stroke-dasharray="4 3"/><text x="{pad + 4}" y="{y(med) - 4:.1f}" '
                      f'fill="#555">median {fmt_num(med)}</text>')
