@@ -44,7 +44,7 @@ HEADLINE = {"pass": "\u2705 **advisor gate: pass**", "regression": "\u274c **adv
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
 #: Characters of a commit shown in the history table (enough to find it).
-COMMIT_CHARS = 8
+COMMIT_CHARS = 10
 FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
 
 
@@ -191,9 +191,9 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
     table.add_column("commit", no_wrap=True)
     table.add_column(f"value ({unit})" if unit else "value", justify="right", no_wrap=True)
     table.add_column("vs median", justify="right", no_wrap=True)
-    table.add_column("findings", overflow="fold", ratio=1, min_width=16)
+    table.add_column("findings", overflow="fold", ratio=1, min_width=12)
     if flags:
-        table.add_column("flag", no_wrap=True)
+        table.add_column("flag", no_wrap=True, min_width=len("anomaly"))
     values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
     median = values.dropna().median() if values.notna().any() else None
     for i, (_, row) in enumerate(runs.iterrows()):

@@ -48,7 +48,7 @@ def test_at_80_columns_times_and_rule_names_stay_whole(db, tmp_path, monkeypatch
     header = next(x for x in lines if "recorded" in x)
     assert header.split() == ["#", "recorded", "commit", "value", "(ms)", "vs", "median", "findings"]
     for i in range(1, 5):
-        assert re.search(rf"^\s*{i}\s+2026-01-0{i} 10:00\s+{i}a5c9e0d\s", out, flags=re.M)
+        assert re.search(rf"^\s*{i}\s+2026-01-0{i} 10:00\s+{i}a5c9e0d4f\s", out, flags=re.M)
     words = set(re.findall(r"[\w-]+", out))
     assert set(RULES) <= words  # no rule name broken over two lines
     assert not [w for w in words if w.endswith("-") or w.startswith("-") and not w[1:].replace(".", "").isdigit()]
