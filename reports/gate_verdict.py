@@ -43,6 +43,8 @@ HEADLINE = {"pass": "\u2705 **advisor gate: pass**", "regression": "\u274c **adv
 #: What XML 1.0 does not allow in a document (its ``Char`` production).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
+#: After the number of a run the anomaly model flags, in the history table.
+FLAG_MARK = "*"
 #: Characters of a commit shown in the history table (enough to find it).
 COMMIT_CHARS = 10
 FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
@@ -177,8 +179,9 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
                   unit: str = "") -> None:
     """The trend table: one row per run, oldest first, laid out for an
     80-column terminal (times to the minute, short commits, rule names whole);
-    runs the anomaly model flags are marked in a labelled column and its
-    reasons follow the table."""
+    runs the anomaly model flags have ``FLAG_MARK`` after their number, and
+    the model's reasons follow the table under a line saying what the mark
+    means."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -192,21 +195,20 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
     table.add_column(f"value ({unit})" if unit else "value", justify="right", no_wrap=True)
     table.add_column("vs median", justify="right", no_wrap=True)
     table.add_column("findings", overflow="fold", ratio=1, min_width=12)
-    if flags:
-        table.add_column("flag", no_wrap=True, min_width=len("anomaly"))
     values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
     median = values.dropna().median() if values.notna().any() else None
     for i, (_, row) in enumerate(runs.iterrows()):
         v = values.iloc[i]
         vs = "-" if v is None or pd.isna(v) or not median else f"{100 * (v - median) / median:+.1f}%"
         rules = ", ".join(dict.fromkeys(str(f).rpartition(":")[0] or str(f) for f in row["findings"]))
-        cells = [str(row["id"]), clean(str(row["recorded_at"])[:16].replace("T", " ")),
+        flagged = int(row["id"]) in flags
+        cells = [Text(f"{row['id']}{FLAG_MARK if flagged else ''}", style="red" if flagged else ""), clean(str(row["recorded_at"])[:16].replace("T", " ")),
                  clean(str(row["commit"] or "-")[:COMMIT_CHARS]), "-" if v is None or pd.isna(v) else fmt_num(float(v)),
                  vs, Text(clean(rules) or "-")]
-        if flags:
-            cells.append(Text("anomaly" if int(row["id"]) in flags else "", style="red"))
         table.add_row(*cells)
     console.print(table)
+    if flags:
+        console.print(f"{FLAG_MARK} flagged by the anomaly model (against the runs before it):", markup=False)
     for run_id, reason in flags.items():
         console.print(Text(f"run {run_id}: {clean(reason)}", style="red"))
 
