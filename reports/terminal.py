@@ -151,6 +151,7 @@ def _print_findings(console: Console, report: Report, lang: str, rich: bool, ver
 
 
 def _hanging(console: Console, text: str, style: str, rich: bool, width: int) -> None:
+    """Print ``text`` wrapped with a hanging indent (:func:`_hang`)."""
     for line in _hang(console, text, width):
         _line(console, line, style, rich)
 

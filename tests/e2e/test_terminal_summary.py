@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
+from tests._pty import advisor_on_pty
+
 _ESC = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -30,26 +32,9 @@ def _piped(args: list[str], cwd: Path, columns: int | None = None) -> str:
 
 def _on_pty(args: list[str], cwd: Path, columns: int) -> str:
     """stdout as a terminal shows it, escape sequences removed."""
-    import pty
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm-256color"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the command closed the pty
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    return _ESC.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
+    code, out, err = advisor_on_pty(args, cwd, {**os.environ, "COLUMNS": str(columns), "TERM": "xterm-256color"})
+    assert code == 0, err
+    return _ESC.sub("", out).replace("\r\n", "\n")
 
 
 def _joined(out: str) -> str:
