@@ -202,10 +202,10 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
         vs = "-" if v is None or pd.isna(v) or not median else f"{100 * (v - median) / median:+.1f}%"
         rules = ", ".join(dict.fromkeys(str(f).rpartition(":")[0] or str(f) for f in row["findings"]))
         flagged = int(row["id"]) in flags
-        cells = [Text(f"{row['id']}{FLAG_MARK if flagged else ''}", style="red" if flagged else ""), clean(str(row["recorded_at"])[:16].replace("T", " ")),
-                 clean(str(row["commit"] or "-")[:COMMIT_CHARS]), "-" if v is None or pd.isna(v) else fmt_num(float(v)),
-                 vs, Text(clean(rules) or "-")]
-        table.add_row(*cells)
+        table.add_row(Text(f"{row['id']}{FLAG_MARK if flagged else ''}", style="red" if flagged else ""),
+                      clean(str(row["recorded_at"])[:16].replace("T", " ")),  # to the minute
+                      clean(str(row["commit"] or "-")[:COMMIT_CHARS]),
+                      "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs, Text(clean(rules) or "-"))
     console.print(table)
     if flags:
         console.print(f"{FLAG_MARK} flagged by the anomaly model (against the runs before it):", markup=False)
