@@ -17,7 +17,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from advisor.regression.compare import Comparison
+from advisor.regression.compare import Comparison, percent_change
 from advisor.reports._view import fmt_num
 from advisor.reports.markdown import escape
 from advisor.runtime.files import write_set
@@ -101,8 +101,9 @@ def growth_lines(c: Comparison, limit: int = MD_GROWTH) -> list[str]:
     lines = ["| | what | baseline ms/step | current ms/step | change |", "|---|---|--:|--:|--:|"]
     for i, g in enumerate(c.growth[:limit], 1):
         typ = f" ({escape(g.type, 40)})" if g.type else ""
+        pct = percent_change(g.baseline_ms, g.current_ms)  # none on a near-zero baseline
         lines.append(f"| {i} | {escape(g.kind)}: {escape(g.name, 120)}{typ} | {_num(g.baseline_ms)} | "
-                     f"{_num(g.current_ms)} | +{fmt_num(g.change_ms)} ({_pct(g.change_pct)}) |")
+                     f"{_num(g.current_ms)} | +{fmt_num(g.change_ms)}{'' if pct is None else f' ({pct:+.1f}%)'} |")
     return lines
 
 

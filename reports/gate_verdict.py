@@ -27,11 +27,11 @@ from xml.sax.saxutils import escape as xml_escape
 
 import pandas as pd
 
-from advisor.regression.compare import Comparison
+from advisor.regression.compare import Comparison, change_text
 from advisor.regression.gate import GateResult
 from advisor.reports._view import fmt_num
 from advisor.reports.comparison import growth_lines, render_compare_html
-from advisor.reports.markdown import escape
+from advisor.reports.markdown import code_span, escape
 from advisor.reports.sanitize import clean
 from advisor.runtime.files import write_text
 from advisor.settings import describe, is_default
@@ -43,6 +43,10 @@ HEADLINE = {"pass": "\u2705 **advisor gate: pass**", "regression": "\u274c **adv
 #: What XML 1.0 does not allow in a document (its ``Char`` production).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
+#: After the number of a run the anomaly model flags, in the history table.
+FLAG_MARK = "*"
+#: Characters of a commit shown in the history table (enough to find it).
+COMMIT_CHARS = 10
 FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
 
 
@@ -50,7 +54,7 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
     """The PR-comment summary (see module doc)."""
     failed = result.failed
     out = [f"### {HEADLINE[result.verdict]}", "",
-           f"`{escape(result.current, 200)}` vs baseline `{escape(result.baseline, 200)}`", ""]
+           f"{code_span(result.current, 200)} vs baseline {code_span(result.baseline, 200)}", ""]
     if result.unmeasured:
         out.append("**What could not be measured** (never a pass)")
         out += [f"- {escape(c.message, 600)}" for c in result.unmeasured] + [""]
@@ -68,7 +72,7 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
         if c.limit is not None:
             limit = f"{c.limit:+.1%}" if c.relative else f"{fmt_num(c.limit)}"
         p = "-" if c.p_value is None else f"{c.p_value:.2g}"
-        change = "-" if c.change_pct is None else f"{c.change_pct:+.1f}%"
+        change = "-" if c.baseline is None or c.current is None else change_text(c.baseline, c.current)
         out.append(f"| {escape(c.name, 120)} | {ICON[c.status]} {c.status} | {fmt_num(c.baseline) if c.baseline is not None else '-'} | "
                    f"{fmt_num(c.current) if c.current is not None else '-'} | {change} | {limit} | {p} |")
     out.append("")
@@ -78,9 +82,9 @@ def render_gate_markdown(result: GateResult, comparison: Comparison | None = Non
         out.append("**Reported, not failed**")
         out += [f"- {escape(c.message, 600)}" for c in reported] + [""]
     caveats = [cv for c in result.checks for cv in c.caveats]
-    for text in dict.fromkeys(caveats + result.notes):
-        out.append(f"> {escape(text, None)}")
-    out += ["", "**Config**", ""] + [f"- {escape(line, None)}" for line in config_lines(result)]
+    for text in dict.fromkeys(caveats + result.notes):  # a blank line after each, or they merge into one quote
+        out += [f"> {escape(text, None)}", ""]
+    out += ["**Config**", ""] + [f"- {escape(line, None)}" for line in config_lines(result)]
     out += ["", f"<sub>Test: {escape(result.method, None)}.</sub>"]
     text = "\n".join(out) + "\n"
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 40] + "\n\n\u2026 (summary cut)\n"
@@ -163,29 +167,56 @@ def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dic
 # ---------------------------------------------------------------- history
 
 
-def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str] | None = None) -> None:
-    """The trend table: one row per run, oldest first."""
+def metric_label(metric: str, unit: str = "") -> str:
+    """``metric`` with its unit, unless its id already ends in it
+    (``step.time_ms``)."""
+    if not unit or metric.endswith("_" + unit):
+        return metric
+    return f"{metric} ({unit})"
+
+
+def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str] | None = None,
+                  unit: str = "") -> None:
+    """The trend table: one row per run, oldest first, laid out for an
+    80-column terminal (times to the minute, short commits, rule names whole);
+    runs the anomaly model flags have ``FLAG_MARK`` after their number, and
+    the model's reasons follow the table under a line saying what the mark
+    means."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     flags = flags or {}
-    table = Table(title=f"history: {len(runs)} run(s)")
-    for col in ("#", "recorded", "commit", metric, "vs median", "findings", ""):
-        table.add_column(col, justify="right" if col in (metric, "vs median", "#") else "left", overflow="fold")
+    table = Table(title=f"history: {len(runs)} run(s) of {metric_label(metric, unit)}", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("recorded", no_wrap=True)
+    table.add_column("commit", no_wrap=True)
+    table.add_column(f"value ({unit})" if unit else "value", justify="right", no_wrap=True)
+    table.add_column("vs median", justify="right", no_wrap=True)
+    table.add_column("findings", overflow="fold", ratio=1, min_width=12)
     values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
     median = values.dropna().median() if values.notna().any() else None
     for i, (_, row) in enumerate(runs.iterrows()):
         v = values.iloc[i]
         vs = "-" if v is None or pd.isna(v) or not median else f"{100 * (v - median) / median:+.1f}%"
-        table.add_row(str(row["id"]), clean(str(row["recorded_at"])[:16]), clean(str(row["commit"] or "-")[:10]),
-                      "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs,
-                      Text(clean(", ".join(row["findings"])) or "-"), Text(clean(flags.get(int(row["id"]), "")), style="red"))
+        rules = ", ".join(dict.fromkeys(str(f).rpartition(":")[0] or str(f) for f in row["findings"]))
+        flagged = int(row["id"]) in flags
+        table.add_row(Text(f"{row['id']}{FLAG_MARK if flagged else ''}", style="red" if flagged else ""),
+                      clean(str(row["recorded_at"])[:16].replace("T", " ")),  # to the minute
+                      clean(str(row["commit"] or "-")[:COMMIT_CHARS]),
+                      "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs, Text(clean(rules) or "-"))
     console.print(table)
+    if flags:
+        console.print(f"{FLAG_MARK} flagged by the anomaly model (against the runs before it):", markup=False)
+    for run_id, reason in flags.items():
+        console.print(Text(f"run {run_id}: {clean(reason)}", style="red"))
 
 
 def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dict[int, str] | None = None) -> str:
     """A line chart of ``metric`` over the runs with the median drawn dashed;
-    flagged runs (id -> reason) are red."""
+    flagged runs (id -> reason) are red. The ``unit`` is named in the title
+    and over the value axis."""
     flags = flags or {}
     pts = [(int(r["id"]), str(r["commit"] or r["id"])[:8], float(r[metric]))
            for _, r in runs.iterrows() if metric in runs.columns and pd.notna(r.get(metric))]
@@ -206,6 +237,8 @@ def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dic
             v = lo + frac * (hi - lo)
             parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>'
                          f'<text x="{pad - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{fmt_num(v)}</text>')
+        if unit:  # the axis's unit, over its labels
+            parts.append(f'<text x="{pad - 6}" y="{pad - 10}" text-anchor="end" fill="#555">{xml_escape(unit)}</text>')
         parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(med):.1f}" y2="{y(med):.1f}" stroke="#888" '
                      f'stroke-dasharray="4 3"/><text x="{pad + 4}" y="{y(med) - 4:.1f}" '
                      f'fill="#555">median {fmt_num(med)}</text>')

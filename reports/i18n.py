@@ -194,6 +194,9 @@ EN: dict[str, str] = {
     "term_more": "... and {n} more (see the report)",
     "term_note": "note: {text}",
     "term_more_notes": "... and {n} more notes (see the report)",
+    "term_fix": "fix {label}: {text}",
+    "term_fix_more": "... {n} more line(s) in the report",
+    "term_fix_hint": "(the fixes of {n} more finding(s): --verbose, or the report)",
 }
 
 ZH: dict[str, str] = {
@@ -375,6 +378,9 @@ ZH: dict[str, str] = {
     "term_more": "……另有 {n} 个（见报告）",
     "term_note": "备注：{text}",
     "term_more_notes": "……另有 {n} 条备注（见报告）",
+    "term_fix": "优化建议（{label}）：{text}",
+    "term_fix_more": "……另有 {n} 行（见报告）",
+    "term_fix_hint": "（另有 {n} 个问题的优化建议：使用 --verbose，或见报告）",
     "term_report": "报告：{path}",
     "term_reading": "读取 profile",
 }

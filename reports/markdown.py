@@ -4,7 +4,11 @@ GitHub/GitLab-flavoured: a title, the verdict (problems, clean or
 inconclusive, its reason and what could not be judged), a findings table
 (each primary finding followed by its contributing causes, numbered 1.1,
 1.2, ...), each finding's fix in a fenced code block, key metrics, skipped
-items and the run's notes (what was read and how, e.g. a sample of ranks). The
+items and the run's notes (what was read and how, e.g. a sample of ranks).
+The key metrics and skipped items are long tables a reviewer rarely needs:
+they are folded (``<details>``, closed) so the comment opens on the
+findings and fixes. Text is cut only at ``MESSAGE_LIMIT`` / ``CELL_LIMIT``
+characters, after a sentence or a word (:func:`shorten`). The
 whole text stays under ``MAX_CHARS`` (GitHub rejects comments over 65,536
 characters): when it would not, lower-priority sections are cut first and
 each cut section ends with a note saying how much was left out.
@@ -31,7 +35,14 @@ from advisor.reports.sanitize import clean, inert_markdown
 
 MAX_CHARS = 60_000
 CELL_LIMIT = 240  # characters of one table cell, before escaping
+#: Characters of a finding's message in the findings table: more than any
+#: rule's message with its figures filled in, so a message is cut only when
+#: a profile string in it is very long (then after a sentence, see
+#: :func:`shorten`).
+MESSAGE_LIMIT = 1200
 KEY_METRICS_LIMIT = 40
+#: Sentence ends :func:`shorten` cuts after (English and Chinese).
+_SENTENCE_END = re.compile(r"[.!?;:](?=\s)|[。；！？]")
 
 # inline markup that can start anywhere in a line; line-start markup (#, +,
 # -, >) cannot occur because every escaped text is inside a line
@@ -50,11 +61,28 @@ _SEV_ICON = {
 }
 
 
+def shorten(s: str, limit: int) -> str:
+    """``s`` in at most ``limit`` characters: whole when it fits, else cut
+    after its last sentence that ends in the second half of the limit, else
+    after its last whole word, else at the limit; an ellipsis marks the cut."""
+    if len(s) <= limit:
+        return s
+    head = s[: limit - 1]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if ends and ends[-1] >= limit // 2:
+        return head[: ends[-1]].rstrip() + " \u2026"
+    space = head.rfind(" ")
+    if space >= limit // 2:
+        return head[:space].rstrip() + "\u2026"
+    return head + "\u2026"
+
+
 def escape(text: object, limit: int | None = CELL_LIMIT) -> str:
-    """One line of profile text made inert in a Markdown table cell."""
+    """One line of profile text made inert in a Markdown table cell, cut
+    (:func:`shorten`) when longer than ``limit``."""
     s = " ".join(clean(text).split())
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "\u2026"
+    if limit is not None:
+        s = shorten(s, limit)
     s = inert_markdown(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", s)
 
@@ -93,12 +121,16 @@ class _Section:
     head: str = ""  # text between the heading and the items (e.g. a table header)
     tail: str = ""  # text after the items when nothing is cut
     noun: str = ""
+    folded: bool = False  # in <details>, closed: a long table a reader opens when needed
 
     def full(self) -> str:
         return self.render(len(self.items))
 
     def render(self, n: int, note: str = "") -> str:
-        parts = [f"### {self.heading}\n\n"]
+        if self.folded:  # a blank line after <summary> and before </details>, or GitHub shows raw Markdown
+            parts = [f"<details>\n<summary><b>{self.heading}</b> ({len(self.items):,})</summary>\n\n"]
+        else:
+            parts = [f"### {self.heading}\n\n"]
         if self.head:
             parts.append(self.head)
         parts.extend(self.items[:n])
@@ -106,7 +138,7 @@ class _Section:
             parts.append(f"\n_{note}_\n")
         elif self.tail:
             parts.append(self.tail)
-        parts.append("\n")
+        parts.append("\n</details>\n" if self.folded else "\n")
         return "".join(parts)
 
     def fit(self, budget: int, lang: str, cap: int) -> str:
@@ -149,7 +181,7 @@ def _findings_section(findings: list[Finding], lang: str) -> _Section:
         sub = f"{escape(t(lang, 'md_contributing'), 40)}: " if "." in num else ""
         rows.append(
             f"| {num} | {_SEV_ICON.get(f.severity, '')} {sev} | {code_span(f.rule, 80)} "
-            f"{escape(f.id, 20)} | {sub}**{escape(f.title, 160)}**<br>{escape(f.message)} | "
+            f"{escape(f.id, 20)} | {sub}**{escape(f.title, 160)}**<br>{escape(f.message, MESSAGE_LIMIT)} | "
             f"{escape(_view.gain_text(f, lang), 60)} |\n"
         )
     return _Section(t(lang, "md_findings_heading"), rows, head=head, noun=t(lang, "md_noun_findings"))
@@ -195,13 +227,14 @@ def _metrics_section(report: Report, lang: str) -> _Section:
         )
     more = len(ids) - KEY_METRICS_LIMIT
     tail = f"\n_{t(lang, 'md_metrics_more', n=f'{more:,}')}_\n" if more > 0 else ""
-    return _Section(t(lang, "md_metrics_heading"), rows, head=head, tail=tail, noun=t(lang, "md_noun_metrics"))
+    return _Section(t(lang, "md_metrics_heading"), rows, head=head, tail=tail, noun=t(lang, "md_noun_metrics"),
+                    folded=True)
 
 
 def _skipped_section(report: Report, lang: str) -> _Section:
     head = f"| {t(lang, 'col_what')} | {t(lang, 'col_reason')} |\n|---|---|\n"
     rows = [f"| {escape(s.what, 120)} | {escape(s.reason, 300)} |\n" for s in report.skipped]
-    return _Section(t(lang, "md_skipped_heading"), rows, head=head, noun=t(lang, "md_noun_skipped"))
+    return _Section(t(lang, "md_skipped_heading"), rows, head=head, noun=t(lang, "md_noun_skipped"), folded=True)
 
 
 def _notes_section(report: Report, lang: str) -> _Section:

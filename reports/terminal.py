@@ -3,7 +3,13 @@ inconclusive, its reason, and what could not be judged, at most
 ``MAX_MISSING`` lines), then the ranked findings, each primary followed by
 its contributing causes, then the run's notes (what was read and how: a
 sample of ranks, a missing rank id, steps that could not be split), at most
-``MAX_NOTES`` of them, one line each.
+``MAX_NOTES`` of them.
+
+Each finding is a head line (number, severity, rule, id, estimated gain)
+and its whole message, wrapped to the console's width (a terminal's; in a
+pipe ``$COLUMNS``, else 80 columns). The top finding's fix follows it (its
+text and the first ``FIX_CODE_LINES`` lines of its code); ``verbose`` shows
+every finding's fix. Headless servers often have only this screen.
 
 Coloured with rich on a terminal; plain lines (no colour, no box drawing)
 when the console is not a TTY or colour is off (``NO_COLOR``,
@@ -16,8 +22,8 @@ terminal (clipboard writes, title changes, cursor movement) or forge lines.
 
 from __future__ import annotations
 
+from rich.cells import chop_cells
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from advisor.i18n import DEFAULT_LANG
@@ -29,8 +35,14 @@ from advisor.reports.sanitize import clean
 MAX_ROWS = 10
 MAX_NOTES = 5
 MAX_MISSING = 5
-PLAIN_NOTE_WIDTH = 240
-MESSAGE_WIDTH = 100
+#: Lines of a fix's code printed under it; the report holds the rest.
+FIX_CODE_LINES = 8
+#: Indent of a finding's message and fix under its head line (twice that
+#: for a contributing cause), and of a fix's code under its text.
+MESSAGE_INDENT = 4
+CODE_INDENT = 4
+#: The narrowest a wrapped text gets, however narrow the console.
+MIN_TEXT_WIDTH = 20
 SEV_STYLE = {
     "critical": "bold white on red",
     "high": "bold red",
@@ -39,11 +51,6 @@ SEV_STYLE = {
     "info": "dim",
 }
 STATUS_STYLE = {"problems": "bold red", "clean": "bold green", "inconclusive": "bold yellow"}
-
-
-def _one_line(text: str, width: int = MESSAGE_WIDTH) -> str:
-    s = " ".join(clean(text).split())
-    return s if len(s) <= width else s[: width - 1] + "\u2026"
 
 
 def _verdict_lines(report: Report, lang: str) -> list[tuple[str, str]]:
@@ -55,7 +62,7 @@ def _verdict_lines(report: Report, lang: str) -> list[tuple[str, str]]:
     lines = [(t(lang, "term_verdict", status=t(lang, f"verdict_{v.status}").upper(), reason=clean(v.reason)),
               STATUS_STYLE.get(v.status, "bold"))]
     for text in v.missing[:MAX_MISSING]:
-        lines.append((t(lang, "term_missing", text=_one_line(text, PLAIN_NOTE_WIDTH)), "dim"))
+        lines.append((t(lang, "term_missing", text=" ".join(clean(text).split())), "dim"))
     if len(v.missing) > MAX_MISSING:
         lines.append((t(lang, "term_more_missing", n=len(v.missing) - MAX_MISSING), "dim"))
     return lines
@@ -71,71 +78,99 @@ def _rows(findings: list[Finding]) -> list[tuple[str, Finding]]:
     return rows
 
 
-def _plain(console: Console, report: Report, lang: str) -> None:
-    findings = _view.ordered_findings(report)
-    v = _view.verdict(report, lang)
-    for text, _ in _verdict_lines(report, lang):
-        console.out(text, highlight=False)
-    if not findings:
-        return
-    console.out(t(lang, "term_title", n=len(findings)), highlight=False)
-    if v["bound"]:
-        console.out(f"  {clean(v['bound'])}", highlight=False)
-    for num, f in _rows(findings[:MAX_ROWS]):
-        sev = t(lang, f"sev_{f.severity}").upper()
-        lead = f"{num:>2}. " if "." not in num else f"    {t(lang, 'term_contributing', n=num)} "
-        console.out(
-            f"{lead}[{sev}] {clean(f.rule)} ({clean(f.id)}): {_one_line(f.message)}  "
-            f"[{_view.gain_text(f, lang)}]",
-            highlight=False,
-        )
-    if len(findings) > MAX_ROWS:
-        console.out("    " + t(lang, "term_more", n=len(findings) - MAX_ROWS), highlight=False)
+def _wrap(console: Console, text: str, indent: int, width: int, *, code: bool = False) -> list[str]:
+    """``text`` wrapped to ``width`` display cells (CJK: two each) under an
+    indent of ``indent`` spaces; a word longer than a line is folded, never
+    cut. ``code`` keeps each line's leading spaces and breaks only where a
+    line is too long."""
+    room = max(MIN_TEXT_WIDTH, width - indent)
+    pad = " " * indent
+    if code:
+        return [pad + part for line in clean(text, multiline=True).expandtabs(4).splitlines()
+                for part in (chop_cells(line.rstrip(), room) or [""])]
+    body = Text(" ".join(clean(text).split()))
+    return [pad + line.plain.rstrip() for line in body.wrap(console, room, overflow="fold")]
 
 
-def _rich(console: Console, report: Report, lang: str) -> None:
-    findings = _view.ordered_findings(report)
-    v = _view.verdict(report, lang)
-    for text, style in _verdict_lines(report, lang):
-        console.print(Text(text, style=style))
-    if not findings:
-        return
-    title = Text(t(lang, "term_title", n=len(findings)), style="bold")
-    if v["bound"]:
-        title.append("  " + clean(v["bound"]), style="dim")
-    console.print(title)
-    shown = _rows(findings[:MAX_ROWS])
-    sevs = [t(lang, f"sev_{f.severity}") for _, f in shown]
-    rules = [_one_line(f.rule if "." not in num else "+ " + f.rule, 32) for num, f in shown]
-    gains = [_view.gain_text(f, lang) for _, f in shown]
-    heads = [t(lang, k) for k in ("md_col_severity", "md_col_rule", "md_col_gain")]
-    fixed = (
-        max(len(num) for num, _ in shown)
-        + max(len(heads[0]), *(len(x) for x in sevs))
-        + max(len(heads[1]), *(len(x) for x in rules))
-        + max(len(heads[2]), *(len(x) for x in gains))
-        + 4 * 2  # one space each side between five columns
-        + 1
-    )
-    width = max(20, min(MESSAGE_WIDTH, console.width - fixed))
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))
-    table.add_column("#", justify="right", style="dim", no_wrap=True)
-    table.add_column(t(lang, "md_col_severity"), no_wrap=True)
-    table.add_column(t(lang, "md_col_rule"), no_wrap=True)
-    table.add_column(t(lang, "md_col_message"), no_wrap=True, overflow="ellipsis", max_width=width)
-    table.add_column(t(lang, "md_col_gain"), justify="right", no_wrap=True)
-    for i, (num, f) in enumerate(shown):
+def _fix_lines(console: Console, f: Finding, indent: int, width: int, lang: str) -> list[str]:
+    """The fix: its text whole, then the first ``FIX_CODE_LINES`` lines of
+    its code and how many more the report holds."""
+    if f.fix is None:
+        return []
+    head = t(lang, "term_fix", label=_view.fix_label(f.fix.framework, lang), text=f.fix.text)
+    lines = _wrap(console, head, indent, width)
+    code = clean(f.fix.code or "", multiline=True).strip("\n").splitlines()
+    if code:
+        lines += _wrap(console, "\n".join(code[:FIX_CODE_LINES]), indent + CODE_INDENT, width, code=True)
+        if len(code) > FIX_CODE_LINES:
+            lines.append(" " * (indent + CODE_INDENT) + t(lang, "term_fix_more", n=len(code) - FIX_CODE_LINES))
+    return lines
+
+
+def _finding_lines(console: Console, findings: list[Finding], lang: str, verbose: bool) -> list[tuple[str, str]]:
+    """(text, rich style) lines of the ranked findings: a head line (number,
+    severity, rule, id, gain), the whole message wrapped to the console's
+    width, then the fix (the top finding's; every one's with ``verbose``)."""
+    width = max(MIN_TEXT_WIDTH, console.width - 1)
+    out: list[tuple[str, str]] = []
+    rows = _rows(findings[:MAX_ROWS])
+    unshown = 0
+    for k, (num, f) in enumerate(rows):
         sub = "." in num
-        table.add_row(
-            num,
-            Text(sevs[i], style=SEV_STYLE.get(f.severity, "")),
-            Text(rules[i], style="dim" if sub else ""),
-            Text(_one_line(f.message, width), style="dim" if sub else ""),
-            Text(gains[i], style="dim" if sub or not f.estimated_gain_ms else "green"),
-        )
-    console.print(table)
+        sev = t(lang, f"sev_{f.severity}").upper()
+        lead = f"{num:>2}. " if not sub else f"    {t(lang, 'term_contributing', n=num)} "
+        head = f"{lead}[{sev}] {clean(f.rule)} ({clean(f.id)})  [{_view.gain_text(f, lang)}]"
+        out += [(line, "dim" if sub else SEV_STYLE.get(f.severity, "")) for line in _hang(console, head, width)]
+        indent = MESSAGE_INDENT * (2 if sub else 1)
+        out += [(line, "dim" if sub else "") for line in _wrap(console, f.message, indent, width)]
+        if verbose or k == 0:
+            out += [(line, "cyan") for line in _fix_lines(console, f, indent, width, lang)]
+        elif f.fix is not None:
+            unshown += 1
     if len(findings) > MAX_ROWS:
-        console.print(Text(t(lang, "term_more", n=len(findings) - MAX_ROWS), style="dim"))
+        out.append(("    " + t(lang, "term_more", n=len(findings) - MAX_ROWS), "dim"))
+    if unshown:
+        out.append((t(lang, "term_fix_hint", n=unshown), "dim"))
+    return out
+
+
+def _print_findings(console: Console, report: Report, lang: str, rich: bool, verbose: bool) -> None:
+    findings = _view.ordered_findings(report)
+    v = _view.verdict(report, lang)
+    width = max(MIN_TEXT_WIDTH, console.width - 1)
+    for text, style in _verdict_lines(report, lang):
+        _hanging(console, text, style, rich, width)
+    if not findings:
+        return
+    _line(console, t(lang, "term_title", n=len(findings)), "bold", rich)
+    if v["bound"]:
+        for line in _wrap(console, v["bound"], 2, width):
+            _line(console, line, "dim", rich)
+    for text, style in _finding_lines(console, findings, lang, verbose):
+        _line(console, text, style, rich)
+
+
+def _hanging(console: Console, text: str, style: str, rich: bool, width: int) -> None:
+    """Print ``text`` wrapped with a hanging indent (:func:`_hang`)."""
+    for line in _hang(console, text, width):
+        _line(console, line, style, rich)
+
+
+def _hang(console: Console, text: str, width: int) -> list[str]:
+    """``text`` wrapped to ``width``, its lines after the first indented two
+    spaces more than the first (which keeps its own leading spaces)."""
+    lead = len(text) - len(text.lstrip(" "))
+    return [" " * lead + line[lead + 2:] if j == 0 else line
+            for j, line in enumerate(_wrap(console, text, lead + 2, width))]
+
+
+def _line(console: Console, text: str, style: str, rich: bool) -> None:
+    """One line, already fitted to the width: styled on a terminal, plain
+    otherwise; never wrapped again."""
+    if rich:
+        console.print(Text(text, style=style), soft_wrap=True)
+    else:
+        console.out(text, highlight=False)
 
 
 def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
@@ -143,21 +178,16 @@ def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
     lines = [t(lang, "term_note", text=" ".join(clean(n).split())) for n in notes[:MAX_NOTES]]
     if len(notes) > MAX_NOTES:
         lines.append(t(lang, "term_more_notes", n=len(notes) - MAX_NOTES))
-    # a terminal's width, by display cells (CJK: two each); a log's lines may be longer
-    width = max(20, console.width - 1) if rich else PLAIN_NOTE_WIDTH
+    width = max(MIN_TEXT_WIDTH, console.width - 1)
     for line in lines:
-        text = Text(line, style="dim" if rich else "")
-        text.truncate(width, overflow="ellipsis")
-        if rich:
-            console.print(text)
-        else:
-            console.out(text.plain, highlight=False)
+        _hanging(console, line, "dim", rich, width)
 
 
-def print_summary(report: Report, console: Console, lang: str = DEFAULT_LANG) -> None:
+def print_summary(report: Report, console: Console, lang: str = DEFAULT_LANG, verbose: bool = False) -> None:
     """Print the verdict, the ranked findings (at most ``MAX_ROWS`` primary
-    ones, each with its contributing causes) with their gains, then the
-    run's notes."""
+    ones, each with its contributing causes) with their gains and whole
+    messages, the top finding's fix (every finding's when ``verbose``), then
+    the run's notes."""
     rich = console.is_terminal and not console.no_color and console.color_system is not None
-    (_rich if rich else _plain)(console, report, lang)
+    _print_findings(console, report, lang, rich, verbose)
     _notes(console, report, lang, rich)

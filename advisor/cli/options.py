@@ -48,6 +48,8 @@ def settings_for(config_path: Path | None, strict_config: bool | None) -> Settin
 def report_options(func):
     """The options of the commands that write a report."""
     func = config_options(func)
+    func = click.option("-v", "--verbose", is_flag=True,
+                        help="Print every finding's fix on the terminal (default: the top finding's).")(func)
     func = click.option("--no-color", is_flag=True, help="Plain terminal output.")(func)
     func = click.option(
         "--max-decompressed", metavar="SIZE", default=None,

@@ -18,7 +18,6 @@ from advisor.errors import ConfigError
 from advisor.settings import Settings, describe, dotted
 
 DEFAULT_GATE_DIR = Path("advisor_gate")
-DEFAULT_CHART = Path("advisor-history.svg")
 TREND_METRIC = "step.time_ms"
 
 
@@ -190,13 +189,14 @@ def history_add(current: Path, branch, commit, when, db, config_path, strict_con
 @click.option("--branch", default="main", show_default=True)
 @click.option("--last", type=int, default=30, show_default=True, help="Runs to show.")
 @click.option("--metric", default=TREND_METRIC, show_default=True, help="Metric to chart.")
-@click.option("--chart", type=click.Path(path_type=Path), default=DEFAULT_CHART, show_default=True,
-              help="Where to write the SVG trend chart.")
+@click.option("-o", "--chart", type=click.Path(path_type=Path), default=None,
+              help="Write an SVG trend chart of the metric to this file (default: no chart).")
 @_db_option
 @click.option("--no-color", is_flag=True)
-def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
-    """Trend table and chart of the last runs on a branch; runs the anomaly
-    model flags (against the runs before them) are marked."""
+def history_show(branch, last, metric, chart: Path | None, db, no_color) -> None:
+    """Trend table of the last runs on a branch (and, with --chart FILE, an
+    SVG chart); runs the anomaly model flags (against the runs before them)
+    are marked."""
     from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, anomaly_flags
     from advisor.reports.gate_verdict import print_history, render_trend_svg
     from advisor.runtime.files import write_text
@@ -206,13 +206,14 @@ def history_show(branch, last, metric, chart: Path, db, no_color) -> None:
     with History(db or DEFAULT_DB) as hist:
         runs = hist.runs(branch, last)
         reports = hist.reports(branch, last) if len(runs) > MIN_ANOMALY_RUNS else []
+        unit = hist.unit(metric)
     if runs.empty:
         raise ConfigError(f"{db or DEFAULT_DB}: no runs recorded on branch {branch!r}")
     if metric not in runs.columns:
         raise ConfigError(f"no run on {branch!r} has the metric {metric!r}")
     flags = anomaly_flags(runs, reports)
     out = console(no_color)
-    print_history(runs, metric, out, flags)
-    unit = next((m.unit for r in reports[-1:] for k, m in r.metrics.items() if k == metric), "")
-    write_text(chart, render_trend_svg(runs, metric, unit, flags))
-    out.print(f"trend chart: {chart}", markup=False)
+    print_history(runs, metric, out, flags, unit)
+    if chart is not None:
+        write_text(chart, render_trend_svg(runs, metric, unit, flags))
+        out.print(f"trend chart: {chart}", markup=False, soft_wrap=True)

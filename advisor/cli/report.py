@@ -45,7 +45,7 @@ def _kernel_ranks(value: str | None) -> int | None:
                    "rank. Step-trace and communication files are read on every rank.")
 @report_options
 def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,
-           no_color: bool, config_path, strict_config, max_decompressed, max_expansion) -> None:
+           no_color: bool, verbose: bool, config_path, strict_config, max_decompressed, max_expansion) -> None:
     """Analyze profiler output at PATH (a folder or a trace file) and write the report."""
     from advisor.pipeline import analyze
 
@@ -55,7 +55,7 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
     with reading(console(no_color), lang):
         result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
                          dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
-    _emit(result, out_dir, lang, no_color, used)
+    _emit(result, out_dir, lang, no_color, used, verbose)
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -66,8 +66,8 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
               show_default=True, help="Folder for the traces (trace/) and the report.")
 @report_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, config_path, strict_config,
-        max_decompressed, max_expansion, command) -> None:
+def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, verbose, config_path,
+        strict_config, max_decompressed, max_expansion, command) -> None:
     """Run a training script under the profiler and report on it.
 
     \b
@@ -85,16 +85,18 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
     for note in result.notes:  # they name files of the job's output
         click.echo(f"advisor: {clean(note)}", err=True)
     report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
-    _emit(report_obj, out_dir, lang, no_color, used)
+    _emit(report_obj, out_dir, lang, no_color, used, verbose)
     if result.exit_code != 0:
         click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)
         sys.exit(result.exit_code)
 
 
-def _emit(result, out_dir: Path, lang: str, no_color: bool, used: dict) -> None:
+def _emit(result, out_dir: Path, lang: str, no_color: bool, used: dict, verbose: bool = False) -> None:
     """Record the config ``used`` in the report (``run.config``), write the
-    report files and print the terminal summary; the config is named there
-    when a file or override changed the rules."""
+    report files and print the terminal summary (every finding's fix when
+    ``verbose``); the config is named there when a file or override changed
+    the rules. The report's path is one line however long, so a pipe's
+    reader can take it whole."""
     from advisor.model import ConfigUsed
     from advisor.reports import write_reports
     from advisor.reports.i18n import t
@@ -104,7 +106,7 @@ def _emit(result, out_dir: Path, lang: str, no_color: bool, used: dict) -> None:
     result.run.config = ConfigUsed.model_validate(used)
     paths = write_reports(result, out_dir, lang=lang)
     out = console(no_color)
-    print_summary(result, out, lang=lang)
+    print_summary(result, out, lang=lang, verbose=verbose)
     if used["file"] or used["overrides"] or used["rules"]:
         out.print(f"config: {describe(used)}", markup=False, soft_wrap=True)
-    out.print(t(lang, "term_report", path=paths["html"]), markup=False)
+    out.print(t(lang, "term_report", path=paths["html"]), markup=False, soft_wrap=True)

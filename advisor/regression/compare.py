@@ -379,6 +379,34 @@ def _ref(side: Side) -> RunRef:
                   device=r.device, steps=r.steps_found, generated_at=r.generated_at)
 
 
+#: A change is given in percent only when the baseline is at least this
+#: fraction of the larger of the two values (a rise of at most 900%). Below
+#: it the baseline is too near zero for a percentage to mean anything (a
+#: ratio going from 0.0001 to 0.029 would read "+28900.0%"), so the change
+#: is given as the absolute difference, in the metric's unit.
+PERCENT_FLOOR = 0.1
+
+
+def percent_change(baseline: float | None, current: float | None) -> float | None:
+    """The change in percent of the baseline; None when a side is missing
+    or the baseline is below ``PERCENT_FLOOR``."""
+    if baseline is None or current is None or not baseline:
+        return None
+    if abs(baseline) < PERCENT_FLOOR * max(abs(baseline), abs(current)):
+        return None
+    return 100.0 * (current - baseline) / abs(baseline)
+
+
+def change_text(baseline: float | None, current: float | None, unit: str = "") -> str:
+    """The change from ``baseline`` to ``current``: "+4.2%", or the signed
+    absolute difference when the baseline is below ``PERCENT_FLOOR``
+    (e.g. "+0.0289 ratio"); "n/a" when a side is missing."""
+    if baseline is None or current is None:
+        return "n/a"
+    pct = percent_change(baseline, current)
+    return f"{pct:+.1f}%" if pct is not None else f"{current - baseline:+.4g}{' ' + unit if unit else ''}"
+
+
 def _pct(base: float | None, cur: float | None) -> float | None:
     if base is None or cur is None or base == 0:
         return None

@@ -80,7 +80,16 @@ from scipy.stats import mannwhitneyu
 from advisor.errors import AdvisorError
 from advisor.model import SEVERITY_ORDER, ConfigUsed
 from advisor.regression.budgets import Budget, GateConfig
-from advisor.regression.compare import EFFECT_Z, MIN_SAMPLES, Comparison, Contributor, Side, compare, dispersion_floor
+from advisor.regression.compare import (
+    EFFECT_Z,
+    MIN_SAMPLES,
+    Comparison,
+    Contributor,
+    Side,
+    change_text,
+    compare,
+    dispersion_floor,
+)
 
 NOISE_Z = 3.0
 MIN_NOISE_RUNS = 3
@@ -270,7 +279,7 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
                              "regression from noise")
         regress = over
         why = f"{_fmt(bm, unit)} -> {_fmt(cm, unit)}"
-    change = f"{check.change_pct:+.1f}%" if check.change_pct is not None else "n/a"
+    change = change_text(bm, cm, unit)
     if regress:
         check.status = "fail"
         check.message = f"{b.metric} regressed {change} (limit {limit_text}; {why})"

@@ -272,6 +272,16 @@ class History:
         frame["findings"] = [found.get(int(i), []) for i in frame["id"]]
         return frame.reset_index(drop=True)
 
+    def unit(self, metric: str) -> str:
+        """The unit ``metric`` was recorded with (its latest run's), "" when
+        none was."""
+        try:
+            row = self.db.execute("SELECT unit FROM metrics WHERE metric = ? AND unit IS NOT NULL "
+                                  "ORDER BY run_id DESC LIMIT 1", (metric,)).fetchone()
+        except sqlite3.Error as exc:
+            raise InputError(self.path, _problem(exc)) from None
+        return str(row[0]) if row else ""
+
     def reports(self, branch: str, last: int | None = None) -> list[Report]:
         """The stored reports of the last ``last`` runs of ``branch``, oldest
         first; InputError naming the run whose report does not decode or

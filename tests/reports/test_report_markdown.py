@@ -50,7 +50,7 @@ def test_contents(report: Report) -> None:
     assert "30.0 ms / 16.2%" in rows[3] and _cells(rows[4])[0].strip() == "2"
     assert "**1.1. One dataset operation starves the input pipeline**" in md  # its fix too
     assert "```python\nloader = torch.utils.data.DataLoader(" in md
-    assert "### Key metrics" in md and "`step.free_ratio`" in md
+    assert "<summary><b>Key metrics</b> (" in md and "`step.free_ratio`" in md
     assert "memory\\_record.csv not found" in md
     assert "not shown" not in md
 
@@ -70,6 +70,8 @@ def test_escape_helpers() -> None:
     assert escape("<b>&") == "&lt;b&gt;&amp;"
     assert escape("line\nbreak") == "line break"
     assert len(escape("x" * 1000, 50)) == 50
+    assert escape("First one. Second sentence that goes on and on.", 20) == "First one. \u2026"
+    assert escape("no sentence end in these many words here", 30) == "no sentence end in these\u2026"
     assert code_span("a`b|c") == "`a'b\\|c`"
     block = fence("print('```')")
     assert block.startswith("````\n") and block.endswith("\n````")
@@ -81,8 +83,10 @@ def test_capped_for_a_huge_report(big_report: Report) -> None:
     assert "more findings not shown" in md
     assert "more fixes not shown" in md
     # every section still shows something, the top finding first
-    for heading in ("Findings", "Fixes", "Key metrics", "Skipped / not evaluated"):
+    for heading in ("Findings", "Fixes"):
         assert f"### {heading}" in md
+    for heading in ("Key metrics", "Skipped / not evaluated"):  # folded
+        assert f"<summary><b>{heading}</b> (" in md
     rows = _table_rows(md, "Findings")
     assert "input-bound" in rows[2]
     # code fences stay balanced after truncation

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from bench.scenarios import Spec, generate
+from tests._pty import advisor_on_pty
 from tests.robustness.rb_util import run_cli
 
 #: What an attacker puts in an operator name (the renamed kernel of the current run).
@@ -75,26 +76,9 @@ def test_compare_prints_operator_names_without_control_characters(runs):
 
 def test_compare_on_a_terminal_prints_no_escape_of_the_profile(runs):
     """On a pty (colour on): only rich's own colour sequences."""
-    import pty
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "advisor", "compare", "base", "cur", "-o", "cmp_tty"],
-                            cwd=runs, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "200", "TERM": "xterm-256color"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the command closed the pty
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    out = b"".join(chunks).decode("utf-8", "replace")
+    code, out, err = advisor_on_pty(["compare", "base", "cur", "-o", "cmp_tty"], runs,
+                                    {**os.environ, "COLUMNS": "200", "TERM": "xterm-256color"})
+    assert code == 0, err
     assert "grew: operator flash" in out                          # the operator is named ...
     assert _controls(_SGR.sub("", out), allowed="\r\n") == []   # ... with nothing that drives the terminal
     assert not [line for line in out.splitlines() if line.startswith(("forged", "@octocat"))]
