@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import advisor
-from advisor.cli import main
 from advisor.errors import ConfigError, InputError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -34,14 +33,6 @@ def _undated(text: str) -> str:
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", "<time>", text)
 
 
-def _cli(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
-
-
 def test_print_is_one_short_line(bound, capsys) -> None:
     print(bound)
     out = capsys.readouterr().out
@@ -56,12 +47,11 @@ def test_print_of_a_clean_report_names_no_top_finding(fixed) -> None:
     assert repr(fixed) == f"<advisor Report {FIXED}: {fixed.verdict.status}, 0 finding(s)>"
 
 
-def test_save_writes_the_cli_report_set(bound, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_writes_the_cli_report_set(bound, tmp_path: Path, run_cli) -> None:
     paths = bound.save(tmp_path / "api")
     assert {k: p.name for k, p in paths.items()} == {"html": "report.html", "markdown": "report.md",
                                                       "json": "report.json"}
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert _cli("report", str(BOUND), "-o", str(tmp_path / "cli"), "--jobs", "1") == 0
+    assert run_cli("report", str(BOUND), "-o", str(tmp_path / "cli"), "--jobs", "1").returncode == 0
     assert sorted(p.name for p in (tmp_path / "api").iterdir()) == sorted(p.name for p in (tmp_path / "cli").iterdir())
     api_md, cli_md = (_undated((tmp_path / d / "report.md").read_text()) for d in ("api", "cli"))
     assert api_md == cli_md
@@ -81,7 +71,7 @@ def test_to_markdown_follows_the_language(bound) -> None:
     assert bound.to_markdown("zh") != bound.to_markdown()
 
 
-def test_compare_matches_the_cli(bound, fixed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_matches_the_cli(bound, fixed, tmp_path: Path, run_cli) -> None:
     result = advisor.compare(bound, fixed)
     step = next(m for m in result.metrics if m.id == "step.time_ms")
     assert step.current < step.baseline / 4  # the 5x speed-up of the fixed input pipeline
@@ -89,8 +79,7 @@ def test_compare_matches_the_cli(bound, fixed, tmp_path: Path, monkeypatch: pyte
     assert repr(result).startswith(f"<advisor Comparison {BOUND} -> {FIXED}: step {step.baseline:.4g} -> "
                                    f"{step.current:.4g} ms (")
     assert "resolved input-bound" in repr(result)
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert _cli("compare", str(BOUND), str(FIXED), "-o", str(tmp_path / "cmp")) == 0
+    assert run_cli("compare", str(BOUND), str(FIXED), "-o", str(tmp_path / "cmp")).returncode == 0
     cli = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     from_paths = advisor.compare(BOUND, FIXED, use_config=False).model_dump(mode="json")
     for key in ("metrics", "findings", "growth", "shrink"):

@@ -11,26 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import main
 from advisor.collectors.search import MAX_LISTED
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def _cli(capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def _one_error_line(code: int, err: str) -> str:
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1, err
+def _one_error_line(done) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("advisor: error: ")
     return lines[0]
 
@@ -43,21 +31,21 @@ def _one_error_line(code: int, err: str) -> str:
     (("metrics", "explain"), "step.free-ratio", "'step.free_ratio'"),
     (("metrics", "explain"), "overlap_ratio", "'comm.overlap_ratio'"),
 ])
-def test_unknown_name_suggests_the_close_one(capsys, command, typed, meant) -> None:
-    line = _one_error_line(*_cli(capsys, *command, typed)[::2])
+def test_unknown_name_suggests_the_close_one(run_cli, command, typed, meant) -> None:
+    line = _one_error_line(run_cli(*command, typed))
     assert f"did you mean {meant}?" in line
     assert repr(typed) in line
 
 
 @pytest.mark.parametrize("command", [("rules", "explain"), ("metrics", "explain")])
-def test_unrelated_name_gets_no_suggestion(capsys, command) -> None:
-    line = _one_error_line(*_cli(capsys, *command, "zebra")[::2])
+def test_unrelated_name_gets_no_suggestion(run_cli, command) -> None:
+    line = _one_error_line(run_cli(*command, "zebra"))
     assert "did you mean" not in line and "'zebra'" in line
 
 
-def test_parent_of_several_profiles_lists_them(capsys, corpus: Path, tmp_path: Path) -> None:
+def test_parent_of_several_profiles_lists_them(run_cli, corpus: Path, tmp_path: Path) -> None:
     root = corpus / "mstt"
-    line = _one_error_line(*_cli(capsys, "report", str(root), "-o", str(tmp_path / "out"))[::2])
+    line = _one_error_line(run_cli("report", str(root), "-o", str(tmp_path / "out")))
     assert "4 separate profiles below it" in line
     for place in ("test/resource/advisor/cluster_analysis_output",
                   "test/ut/advisor/advisor_backend/compute_advice",
@@ -67,16 +55,16 @@ def test_parent_of_several_profiles_lists_them(capsys, corpus: Path, tmp_path: P
     assert not (tmp_path / "out").exists()
 
 
-def test_parent_of_one_profile_is_read_and_named(capsys, corpus: Path, tmp_path: Path) -> None:
+def test_parent_of_one_profile_is_read_and_named(run_cli, corpus: Path, tmp_path: Path) -> None:
     root = corpus / "mstt" / "test" / "resource"
-    code, out, err = _cli(capsys, "report", str(root), "-o", str(tmp_path / "out"))
-    assert code == 0, err
+    done = run_cli("report", str(root), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
     found = root / "advisor" / "cluster_analysis_output"
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["run"]["source_path"] == str(found)
     assert report["run"]["ranks"] == list(range(8))
     assert report["run"]["notes"][0] == f"read advisor/cluster_analysis_output, the one profile found below {root}"
-    assert "read advisor/cluster_analysis_output, the one profile found below" in out
+    assert "read advisor/cluster_analysis_output, the one profile found below" in done.stdout
 
 
 def _nest(parent: Path, name: str, *, link: bool = False) -> Path:
@@ -95,10 +83,10 @@ def _nest(parent: Path, name: str, *, link: bool = False) -> Path:
     ("resnet50_data_bound", 1, "input-bound"),
     ("resnet50_8p_allreduce_tail", 8, "exposed-allreduce"),
 ])
-def test_deep_example_is_found_and_named(capsys, tmp_path: Path, name: str, ranks: int, top: str) -> None:
+def test_deep_example_is_found_and_named(run_cli, tmp_path: Path, name: str, ranks: int, top: str) -> None:
     where = _nest(tmp_path / "runs", name)
-    code, _, err = _cli(capsys, "report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))
-    assert code == 0, err
+    done = run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["run"]["source_path"] == str(where / "profiler")
     assert len(report["run"]["ranks"]) == ranks
@@ -107,26 +95,26 @@ def test_deep_example_is_found_and_named(capsys, tmp_path: Path, name: str, rank
     assert report["run"]["notes"][0] == note
 
 
-def test_two_deep_examples_are_listed_not_merged(capsys, tmp_path: Path) -> None:
+def test_two_deep_examples_are_listed_not_merged(run_cli, tmp_path: Path) -> None:
     _nest(tmp_path / "runs", "resnet50_data_bound")
     _nest(tmp_path / "runs", "resnet50_data_fixed")
-    line = _one_error_line(*_cli(capsys, "report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))[::2])
+    line = _one_error_line(run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out")))
     assert "2 separate profiles below it" in line
     assert "a/b/c/d/resnet50_data_bound/profiler, a/b/c/d/resnet50_data_fixed/profiler" in line
 
 
-def test_many_places_are_cut_to_a_few(capsys, tmp_path: Path) -> None:
+def test_many_places_are_cut_to_a_few(run_cli, tmp_path: Path) -> None:
     names = sorted(p.name for p in EXAMPLES.iterdir() if (p / "profiler").is_dir())
     assert len(names) > MAX_LISTED
     for name in names:
         _nest(tmp_path / "runs", name)
-    line = _one_error_line(*_cli(capsys, "report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))[::2])
+    line = _one_error_line(run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out")))
     assert f"{len(names)} separate profiles" in line
     assert f"and {len(names) - MAX_LISTED} more; give one of them" in line
     assert names[MAX_LISTED - 1] in line and names[MAX_LISTED] not in line
 
 
-def test_link_out_of_the_folder_is_not_followed(capsys, tmp_path: Path) -> None:
+def test_link_out_of_the_folder_is_not_followed(run_cli, tmp_path: Path) -> None:
     _nest(tmp_path / "runs", "resnet50_data_bound", link=True)
-    line = _one_error_line(*_cli(capsys, "report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))[::2])
+    line = _one_error_line(run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out")))
     assert "no profiler output found" in line
