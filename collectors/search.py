@@ -3,7 +3,7 @@
 ``advisor report runs/`` where ``runs/job_a/prof/*_ascend_pt`` lies deeper
 than a collector looks: the folders below are searched, shallowest first,
 and each collector's ``discover`` is asked about each folder in turn; a
-folder where one answers holds a profile (or several, see ``_split``) and
+folder where one answers holds a profile (or several, see ``separate``) and
 is not searched further.
 
 Bounds: folders at most ``MAX_DEPTH`` levels below the given one are asked,
@@ -17,6 +17,7 @@ leads outside the given folder are dropped.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,10 @@ MAX_DEPTH = 6
 #: Entries (files and folders) the tree below the given folder may hold for
 #: it to be searched at all.
 MAX_ENTRIES = 50_000
+#: A folder named for a rank (``rank3``, ``rank_3``, ``3``, as MindInsight
+#: r1.3's ``cluster_profiler/{rank}/profiler``): same-named files in two of
+#: them are two ranks of one run.
+RANK_DIR = re.compile(r"^(?:rank[_-]?)?(\d+)$", re.IGNORECASE)
 #: Places named in the error when several profiles are found.
 MAX_LISTED = 4
 
@@ -85,18 +90,22 @@ def _shown(units: list[Path], folder: Path) -> Path:
     return common.parent if common.is_file() else common
 
 
-def _split(place: Place) -> list[Place]:
-    """One place per folder when the units a collector found lie in several
-    folders and the same file or folder name recurs among them (two runs'
-    ``step_trace_raw_0_detail_time.csv``: separate profiles, not one run's
-    ranks, whose units are named apart); else the place itself."""
+def separate(folder: Path, module, units: list[Path]) -> list[Place]:
+    """The profiles among the units ``module`` found at ``folder``: one, or
+    one per folder when the same file or folder name recurs among them
+    without a rank folder (``RANK_DIR``) to tell the copies apart (two
+    runs' ``profiler/step_trace_raw_0_detail_time.csv``: separate
+    profiles; ``cluster_profiler/1/profiler`` and ``.../2/profiler``, or
+    rank folders named apart: one run's ranks)."""
+    units = [Path(u) for u in units]
     homes: dict[Path, list[Path]] = {}
-    for unit in place.units:
-        homes.setdefault(Path(unit).parent, []).append(Path(unit))
-    names = [u.name for units in homes.values() for u in units]
-    if len(homes) < 2 or len(set(names)) == len(names):
-        return [place]
-    return [Place(home, _shown(units, home), place.module, units) for home, units in sorted(homes.items())]
+    for unit in units:
+        homes.setdefault(unit.parent, []).append(unit)
+    keys = [(u.name, tuple(p for p in u.relative_to(folder).parts[:-1] if RANK_DIR.match(p)))
+            for u in units if u.is_relative_to(folder)]
+    if len(homes) < 2 or len(set(keys)) == len(keys):
+        return [Place(folder, _shown(units, folder), module, units)]
+    return [Place(home, _shown(found, home), module, found) for home, found in sorted(homes.items())]
 
 
 def places_below(root: Path, modules) -> list[Place]:
@@ -111,7 +120,7 @@ def places_below(root: Path, modules) -> list[Place]:
             for module in modules:
                 units = _inside(module.discover(folder), root)
                 if units:
-                    places.extend(_split(Place(folder, _shown(units, folder), module, units)))
+                    places.extend(separate(folder, module, units))
                     taken.append(folder)
                     break
     return places
@@ -119,12 +128,17 @@ def places_below(root: Path, modules) -> list[Place]:
 
 def one_place_below(root: Path, modules) -> Place | None:
     """The one place below ``root`` holding a profile; None when there is
-    none; InputError (one line, listing up to ``MAX_LISTED`` of them) when
-    there are several, for the user to pick one."""
+    none; InputError when there are several (``refuse_several``)."""
     places = places_below(root, modules)
-    if len(places) <= 1:
-        return places[0] if places else None
+    if len(places) > 1:
+        refuse_several(root, places, "no profiler output in this folder itself, and")
+    return places[0] if places else None
+
+
+def refuse_several(root: Path, places: list[Place], lead: str) -> None:
+    """InputError (one line, listing up to ``MAX_LISTED`` of the places
+    relative to ``root``) for the user to pick one profile."""
     names = [os.path.relpath(p.shown, root) for p in places[:MAX_LISTED]]
     more = f" and {len(places) - MAX_LISTED} more" if len(places) > MAX_LISTED else ""
-    raise InputError(root, f"no profiler output in this folder itself, and {len(places)} separate "
-                           f"profiles below it: {', '.join(names)}{more}; give one of them")
+    raise InputError(root, f"{lead} {len(places)} separate profiles below it: {', '.join(names)}{more}; "
+                           "give one of them")

@@ -118,3 +118,17 @@ def test_link_out_of_the_folder_is_not_followed(run_cli, tmp_path: Path) -> None
     _nest(tmp_path / "runs", "resnet50_data_bound", link=True)
     line = _one_error_line(run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out")))
     assert "no profiler output found" in line
+
+
+
+def test_rank_folders_deep_down_are_one_run(run_cli, examples: Path, tmp_path: Path) -> None:
+    """MindInsight r1.3 writes ``cluster_profiler/{rank}/profiler`` with the
+    same file names in each rank's folder: one run, not a list to pick from."""
+    src = examples / "resnet50_data_fixed" / "profiler"
+    for rank in (1, 2):
+        shutil.copytree(src, tmp_path / "runs" / "a" / "b" / "job" / "cluster_profiler" / str(rank) / "profiler")
+    done = run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["run"]["ranks"] == [1, 2]
+    assert report["run"]["notes"][0] == f"read a/b/job/cluster_profiler, the one profile found below {tmp_path / 'runs'}"
