@@ -128,17 +128,12 @@ def places_below(root: Path, modules) -> list[Place]:
 
 def one_place_below(root: Path, modules) -> Place | None:
     """The one place below ``root`` holding a profile; None when there is
-    none; InputError when there are several (``refuse_several``)."""
+    none; InputError (one line, listing up to ``MAX_LISTED`` of them
+    relative to ``root``) when there are several, for the user to pick one."""
     places = places_below(root, modules)
-    if len(places) > 1:
-        refuse_several(root, places, "no profiler output in this folder itself, and")
-    return places[0] if places else None
-
-
-def refuse_several(root: Path, places: list[Place], lead: str) -> None:
-    """InputError (one line, listing up to ``MAX_LISTED`` of the places
-    relative to ``root``) for the user to pick one profile."""
+    if len(places) <= 1:
+        return places[0] if places else None
     names = [os.path.relpath(p.shown, root) for p in places[:MAX_LISTED]]
     more = f" and {len(places) - MAX_LISTED} more" if len(places) > MAX_LISTED else ""
-    raise InputError(root, f"{lead} {len(places)} separate profiles below it: {', '.join(names)}{more}; "
-                           "give one of them")
+    raise InputError(root, f"no profiler output in this folder itself, and {len(places)} separate profiles "
+                           f"below it: {', '.join(names)}{more}; give one of them")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.collectors import search
 from advisor.collectors.search import MAX_LISTED
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -132,3 +133,15 @@ def test_rank_folders_deep_down_are_one_run(run_cli, examples: Path, tmp_path: P
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["run"]["ranks"] == [1, 2]
     assert report["run"]["notes"][0] == f"read a/b/job/cluster_profiler, the one profile found below {tmp_path / 'runs'}"
+
+
+def test_a_tree_too_large_to_search_is_refused(run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = _nest(tmp_path / "runs", "resnet50_data_bound")
+    entries = sum(1 for _ in (tmp_path / "runs").rglob("*"))
+    monkeypatch.setattr(search, "MAX_ENTRIES", entries - 1)
+    line = _one_error_line(run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out")))
+    assert f"more than {entries - 1} entries below it to search" in line
+    monkeypatch.setattr(search, "MAX_ENTRIES", entries)
+    done = run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0 and json.loads((tmp_path / "out" / "report.json").read_text())["run"][
+        "source_path"] == str(where / "profiler")
