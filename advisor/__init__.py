@@ -7,6 +7,9 @@ Python API (imports stay lazy so ``import advisor`` is fast)::
     report.findings, report.metrics, report.run     # the data the CLI renders
     report.frame("step_breakdown")                  # a table as a DataFrame
     report                                          # in Jupyter: the HTML report
+    print(report)                                   # one line: verdict and top finding
+    report.save("out/"), report.to_markdown()       # report.html/.md/.json; the Markdown
+    advisor.compare("before/", "after/")            # what ``advisor compare`` computes
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from advisor.collectors import KERNEL_RANKS
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "analyze"]
+__all__ = ["__version__", "analyze", "compare"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from advisor.model import Report
+    from advisor.regression.compare import Comparison
 
 
 def analyze(
@@ -62,3 +66,34 @@ def analyze(
     )
     report.lang = lang
     return report
+
+
+def compare(baseline: Any, current: Any, *, alpha: float | None = None, use_config: bool = True,
+            jobs: int | None = None) -> Comparison:
+    """Compare two runs as ``advisor compare`` does and return the
+    Comparison (what compare.json holds: metric changes beyond noise,
+    new and resolved findings, what grew and shrank).
+
+    ``baseline`` and ``current``: a Report (from ``analyze``), a
+    report.json file, a folder holding one, or profiler output (analyzed
+    with the config file's rules and thresholds when ``use_config``).
+    ``alpha``: the significance level (default 0.01). Raises
+    ``advisor.errors.AdvisorError`` with one-line messages, InputError when
+    the two runs profile different models.
+    """
+    from advisor.model import Report
+    from advisor.regression.compare import DEFAULT_ALPHA, check_alpha, load_report, side_from_reports
+    from advisor.regression.compare import compare as _compare
+    from advisor.settings import Settings, load_settings
+
+    check_alpha(alpha)
+    settings = load_settings() if use_config else Settings()
+    rule_paths, overrides = settings.with_command_line()
+
+    def side(run: Any):
+        if isinstance(run, Report):
+            return side_from_reports([run], run.run.source_path)
+        report = load_report(run, jobs=jobs, rule_paths=rule_paths, overrides=overrides, config=settings.used())
+        return side_from_reports([report], str(run))
+
+    return _compare(side(baseline), side(current), alpha=alpha or DEFAULT_ALPHA)

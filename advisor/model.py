@@ -168,6 +168,22 @@ class Report(BaseModel):
 
     # ------------------------------------------------------------ Python API
 
+    def __repr__(self) -> str:
+        """One line: the verdict, how many findings, the top one and the
+        source (``print(report)``; the data is in the fields)."""
+        status = self.verdict.status if self.verdict else "no verdict"
+        contributing = len(self.all_findings()) - len(self.findings)
+        parts = [f"{status}, {len(self.findings)} finding(s)"
+                 + (f" (+{contributing} contributing)" if contributing else "")]
+        if self.findings:
+            top = self.findings[0]
+            gain = (f", estimated gain {top.estimated_gain_ms:.3g} ms/step"
+                    if top.estimated_gain_ms is not None else "")
+            parts.append(f"top: [{top.severity}] {top.rule} ({top.id}) {top.title}{gain}")
+        return f"<advisor Report {self.run.source_path}: {'; '.join(parts)}>"
+
+    __str__ = __repr__
+
     def all_findings(self) -> list[Finding]:
         """Every rule that fired: each primary finding followed by its
         contributing causes. A rule that fired is a finding whether it

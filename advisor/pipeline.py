@@ -29,6 +29,25 @@ class AnalysisReport(Report):
 
         return render_html(self, lang or self.lang)
 
+    def to_markdown(self, lang: str | None = None) -> str:
+        """The Markdown report (what report.md holds)."""
+        from advisor.reports import render_markdown
+
+        return render_markdown(self, lang or self.lang)
+
+    def save(self, out_dir: str | Path, lang: str | None = None) -> dict[str, Path]:
+        """Write report.html, report.md and report.json into ``out_dir``, as
+        ``advisor report -o`` does; returns ``{"html": path, "markdown":
+        path, "json": path}``. ConfigError when ``out_dir`` is inside the
+        profile that was analyzed (input folders are never written to)."""
+        from advisor.cli.options import refuse_inside
+        from advisor.reports import write_reports
+
+        if self.run.source_path:
+            refuse_inside(Path(out_dir), Path(self.run.source_path), what="the folder to save into",
+                          option="folder")
+        return write_reports(self, Path(out_dir), lang=lang or self.lang)
+
     def _repr_html_(self) -> str:
         """Jupyter display: the HTML report in an iframe (``srcdoc``), so its
         scripts and styles run isolated from the notebook's."""

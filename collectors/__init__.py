@@ -15,6 +15,7 @@ profile is read.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,9 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
     are identical, and in the same rank order, whichever way they are read.
     ``kernel_ranks``: read kernel files on at most this many ranks (None:
     every rank; see ``advisor.collectors.parallel.kernel_sample``).
+    A folder no collector recognises is searched below
+    (``advisor.collectors.search``): the one profile found there is read,
+    and several are refused with a list to pick from.
     Raises InputError (one line, names the path) when nothing usable is
     there, ConfigError for an unusable ``jobs`` or Dask address.
     """
@@ -72,6 +76,19 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
         others = engine.other_formats(root, units, [m for m in modules if m is not module])
         return engine.read_units(module.__name__, root, units, jobs=jobs,
                                  dask_address=dask_address, others=others, kernel_ranks=kernel_ranks)
+    if root.is_dir():
+        from advisor.collectors.search import one_place_below
+
+        place = one_place_below(root, modules)
+        if place is not None:
+            others = engine.other_formats(place.shown, place.units,
+                                          [m for m in modules if m is not place.module])
+            profile = engine.read_units(place.module.__name__, place.shown, place.units, jobs=jobs,
+                                        dask_address=dask_address, others=others,
+                                        kernel_ranks=kernel_ranks)
+            below = os.path.relpath(place.shown, root)
+            profile.meta.notes.insert(0, f"read {below}, the one profile found below {root}")
+            return profile
     raise InputError(
         root,
         "no profiler output found (expected *_ascend_pt / *_ascend_ms folders, "

@@ -52,6 +52,7 @@ MEASURED = {
     # the examples and generated runs of every kind and layout analyzed, and random metric sets
     "tests/robustness/test_gains_and_evidence.py",
     # the MindSpore guide's example profiles through the full analysis
+    "tests/test_api.py",
     "tests/engine/test_verdict.py::test_the_guide_cases_after_their_fix_are_not_problems",
     "tests/engine/test_verdict.py::test_the_guide_cases_have_problems",
     "tests/engine/test_pools.py::test_resnet50_data_bound_claims_its_data_wait_once",

@@ -55,3 +55,32 @@ def _no_network():
         yield
     finally:
         undo()
+
+
+class Done:
+    """What a command did: exit code, standard output, standard error."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def run_cli(capsys, monkeypatch):
+    """The real CLI entry point, in process (a subprocess costs seconds of
+    imports each), plain (``NO_COLOR``), from ``cwd`` when given."""
+    from advisor.cli import main
+
+    def run(*args: str, cwd: Path | None = None) -> Done:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        monkeypatch.setenv("NO_COLOR", "1")
+        capsys.readouterr()
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return Done(code, out.out, out.err)
+
+    return run

@@ -45,13 +45,16 @@ def rules_list(rule_paths, lang: str) -> None:
 @_LANG_OPTION
 def rules_explain(name: str, rule_paths, lang: str) -> None:
     """What a rule detects, why it matters, how to fix it, thresholds, examples."""
+    from advisor.cli.suggest import did_you_mean
     from advisor.engine.docs import explain_rule
 
-    for r in _rule_set(rule_paths, lang):
+    rule_set = _rule_set(rule_paths, lang)
+    for r in rule_set:
         if name in (r.name, r.id):
             click.echo(explain_rule(r, lang))
             return
-    raise ConfigError(f"no rule named {name!r} (see `advisor rules list`)")
+    hint = did_you_mean(name, [n for r in rule_set for n in (r.name, r.id)])
+    raise ConfigError(f"no rule named {name!r}{hint} (see `advisor rules list`)")
 
 
 @rules.command("docs")
@@ -103,11 +106,13 @@ def metrics_list() -> None:
 @click.argument("metric_id")
 def metrics_explain(metric_id: str) -> None:
     """A metric's full definition."""
+    from advisor.cli.suggest import did_you_mean
     from advisor.metrics import REGISTRY
 
     spec = REGISTRY.get(metric_id)
     if spec is None:
-        raise ConfigError(f"no metric {metric_id!r} (see `advisor metrics list`)")
+        hint = did_you_mean(metric_id, REGISTRY)
+        raise ConfigError(f"no metric {metric_id!r}{hint} (see `advisor metrics list`)")
     needs = ", ".join(spec.needs) or "-"
     click.echo(f"{spec.id}  [{spec.unit}, scope {spec.scope}]\nneeds: {needs}\n\n{spec.doc}")
 

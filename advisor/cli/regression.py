@@ -63,14 +63,12 @@ def _side(path: Path, settings: Settings):
 @click.option("--no-color", is_flag=True)
 def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, strict_config, no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
-    from advisor.regression.budgets import MAX_ALPHA, MIN_ALPHA
-    from advisor.regression.compare import DEFAULT_ALPHA
+    from advisor.regression.compare import DEFAULT_ALPHA, check_alpha
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
     from advisor.reports.sanitize import clean
 
-    if alpha is not None and not MIN_ALPHA <= alpha <= MAX_ALPHA:
-        raise ConfigError(f"--alpha {alpha}: must be between {MIN_ALPHA:g} and {MAX_ALPHA:g}")
+    check_alpha(alpha)
     refuse_inside(out_dir, baseline, current)
     settings = settings_for(config_path, strict_config)
     result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)

@@ -41,7 +41,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from scipy.stats import mannwhitneyu
 
-from advisor.errors import InputError
+from advisor.errors import ConfigError, InputError
 from advisor.model import SEVERITY_ORDER, ConfigUsed, Finding, Report
 
 WARMUP_MIN_STEPS = 4
@@ -357,6 +357,20 @@ class Comparison(BaseModel):
     common_ops: int | None = None
     notes: list[str] = Field(default_factory=list)
 
+    def __repr__(self) -> str:
+        """One line: the two runs, the step time before and after, and the
+        findings that changed (``print(comparison)``)."""
+        step = next((m for m in self.metrics if m.id == "step.time_ms"), None)
+        parts = []
+        if step is not None and step.baseline is not None and step.current is not None:
+            pct = f" ({step.change_pct:+.1f}%)" if step.change_pct is not None else ""
+            parts.append(f"step {step.baseline:.4g} -> {step.current:.4g} ms{pct}")
+        changed = [f"{f.status} {f.rule}" for f in self.findings if f.status != "same"]
+        parts.append(", ".join(changed) if changed else "no finding changed")
+        return f"<advisor Comparison {self.baseline.label} -> {self.current.label}: {'; '.join(parts)}>"
+
+    __str__ = __repr__
+
 
 # ---------------------------------------------------------------- comparing
 
@@ -469,6 +483,15 @@ def _contributors(b: Side, c: Side) -> list[Contributor]:
         out.append(Contributor(kind=key[0], name=key[1], type=key[2], baseline_ms=base, current_ms=cur,
                                change_ms=round(delta, 4), change_pct=_pct(base, cur)))
     return out
+
+
+def check_alpha(alpha: float | None) -> None:
+    """ConfigError when a significance level given is outside the gate's
+    bounds (``advisor.regression.budgets``)."""
+    from advisor.regression.budgets import MAX_ALPHA, MIN_ALPHA
+
+    if alpha is not None and not MIN_ALPHA <= alpha <= MAX_ALPHA:
+        raise ConfigError(f"--alpha {alpha}: must be between {MIN_ALPHA:g} and {MAX_ALPHA:g}")
 
 
 def compare(baseline: Side, current: Side, *, alpha: float = DEFAULT_ALPHA) -> Comparison:

@@ -12,6 +12,9 @@ import os
 import re
 from pathlib import Path
 
+# folder names that carry a rank (MindInsight r1.3 ``cluster_profiler/{rank}/profiler``)
+from advisor.collectors.search import RANK_DIR as _RANK_DIR
+
 STEP_TRACE_FILE = "step_trace_raw_{}_detail_time.csv"
 PIPELINE_CSV_FILE = "minddata_pipeline_raw_{}.csv"
 PIPELINE_JSON_FILE = "pipeline_profiling_{}.json"
@@ -37,8 +40,6 @@ _ANCHORS = (
 )
 #: Folders never searched: other collectors' layouts and raw CANN data.
 _SKIP_DIR = re.compile(r"(_ascend_pt|_ascend_ms)$|^(PROF_|JOB)|^(ASCEND_PROFILER_OUTPUT|FRAMEWORK_FILE)$")
-#: Folder names that carry a rank (MindInsight r1.3 ``cluster_profiler/{rank}/profiler``).
-_RANK_DIR = re.compile(r"^(?:rank[_-]?)?(\d+)$", re.IGNORECASE)
 _MAX_DEPTH = 4
 
 

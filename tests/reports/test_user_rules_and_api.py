@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 import advisor
-from advisor.cli import main
 from advisor.engine.docs import DOC_PATH, rules_markdown
 from advisor.settings import load_settings
 
@@ -51,31 +50,6 @@ examples:
     metrics: {step.time_ms: 20.0}
     expect: pass
 """
-
-
-class Done:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-@pytest.fixture
-def run_cli(capsys, monkeypatch):
-    """The real CLI entry point, in process (a subprocess costs seconds of
-    imports each), from a given current directory."""
-
-    def run(*args: str, cwd: Path) -> Done:
-        monkeypatch.chdir(cwd)
-        monkeypatch.setenv("NO_COLOR", "1")
-        capsys.readouterr()
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return Done(code, out.out, out.err)
-
-    return run
 
 
 @pytest.fixture

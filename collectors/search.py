@@ -1,0 +1,139 @@
+"""Profiles below a parent folder that no collector recognises itself.
+
+``advisor report runs/`` where ``runs/job_a/prof/*_ascend_pt`` lies deeper
+than a collector looks: the folders below are searched, shallowest first,
+and each collector's ``discover`` is asked about each folder in turn; a
+folder where one answers holds a profile (or several, see ``separate``) and
+is not searched further.
+
+Bounds: folders at most ``MAX_DEPTH`` levels below the given one are asked,
+and the tree below it is listed only while it holds at most ``MAX_ENTRIES``
+entries (files and folders; a larger tree is refused, as every ``discover``
+call would walk it again). Hidden folders are skipped, symbolic links to
+folders are never entered, and units a collector finds through a link that
+leads outside the given folder are dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.errors import InputError
+
+#: Folder levels below the given folder that are searched.
+MAX_DEPTH = 6
+#: Entries (files and folders) the tree below the given folder may hold for
+#: it to be searched at all.
+MAX_ENTRIES = 50_000
+#: A folder named for a rank (``rank3``, ``rank_3``, ``3``, as MindInsight
+#: r1.3's ``cluster_profiler/{rank}/profiler``): same-named files in two of
+#: them are two ranks of one run.
+RANK_DIR = re.compile(r"^(?:rank[_-]?)?(\d+)$", re.IGNORECASE)
+#: Places named in the error when several profiles are found.
+MAX_LISTED = 4
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a collector found a profile: the folder it was asked about, the
+    folder the units share (what the user is told) and the units."""
+
+    folder: Path
+    shown: Path
+    module: object
+    units: list[Path]
+
+
+def _subfolders(root: Path) -> list[list[Path]]:
+    """The folders below ``root`` by level (level 1 first, down to
+    ``MAX_DEPTH``); InputError when the tree holds more than ``MAX_ENTRIES``
+    entries. Symbolic links and hidden folders are not entered."""
+    levels: list[list[Path]] = []
+    level, seen, depth = [root], 0, 0
+    while level:
+        below: list[Path] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        seen += 1
+                        if seen > MAX_ENTRIES:
+                            raise InputError(root, f"no profiler output in this folder itself, and more than "
+                                                   f"{MAX_ENTRIES} entries below it to search: give the "
+                                                   "profile's own folder")
+                        if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                            below.append(Path(entry.path))
+            except OSError:
+                continue
+        depth += 1
+        if depth <= MAX_DEPTH and below:
+            levels.append(sorted(below))
+        level = below
+    return levels
+
+
+def _inside(units: list[Path], root: Path) -> list[Path]:
+    """The units that resolve to a place inside ``root``."""
+    real = root.resolve()
+    return [u for u in units if Path(u).resolve().is_relative_to(real)]
+
+
+def _shown(units: list[Path], folder: Path) -> Path:
+    """The folder the units share (a single trace file: its folder)."""
+    try:
+        common = Path(os.path.commonpath([str(u) for u in units]))
+    except ValueError:
+        return folder
+    return common.parent if common.is_file() else common
+
+
+def separate(folder: Path, module, units: list[Path]) -> list[Place]:
+    """The profiles among the units ``module`` found at ``folder``: one, or
+    one per folder when the same file or folder name recurs among them
+    without a rank folder (``RANK_DIR``) to tell the copies apart (two
+    runs' ``profiler/step_trace_raw_0_detail_time.csv``: separate
+    profiles; ``cluster_profiler/1/profiler`` and ``.../2/profiler``, or
+    rank folders named apart: one run's ranks)."""
+    units = [Path(u) for u in units]
+    homes: dict[Path, list[Path]] = {}
+    for unit in units:
+        homes.setdefault(unit.parent, []).append(unit)
+    keys = [(u.name, tuple(p for p in u.relative_to(folder).parts[:-1] if RANK_DIR.match(p)))
+            for u in units if u.is_relative_to(folder)]
+    if len(homes) < 2 or len(set(keys)) == len(keys):
+        return [Place(folder, _shown(units, folder), module, units)]
+    return [Place(home, _shown(found, home), module, found) for home, found in sorted(homes.items())]
+
+
+def places_below(root: Path, modules) -> list[Place]:
+    """Every place below ``root`` where one of ``modules`` (collectors, most
+    specific first) finds units, shallowest first."""
+    places: list[Place] = []
+    taken: list[Path] = []
+    for level in _subfolders(root):
+        for folder in level:
+            if any(folder.is_relative_to(t) for t in taken):
+                continue
+            for module in modules:
+                units = _inside(module.discover(folder), root)
+                if units:
+                    places.extend(separate(folder, module, units))
+                    taken.append(folder)
+                    break
+    return places
+
+
+def one_place_below(root: Path, modules) -> Place | None:
+    """The one place below ``root`` holding a profile; None when there is
+    none; InputError (one line, listing up to ``MAX_LISTED`` of them
+    relative to ``root``) when there are several, for the user to pick one."""
+    places = places_below(root, modules)
+    if len(places) <= 1:
+        return places[0] if places else None
+    names = [os.path.relpath(p.shown, root) for p in places[:MAX_LISTED]]
+    more = f" and {len(places) - MAX_LISTED} more" if len(places) > MAX_LISTED else ""
+    raise InputError(root, f"no profiler output in this folder itself, and {len(places)} separate profiles "
+                           f"below it: {', '.join(names)}{more}; give one of them")
