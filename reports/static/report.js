@@ -25,6 +25,7 @@
     computing: "#2563eb",
     overlapped: "#14b8a6",
     exposed_comm: "#f97316",
+    data_wait: "#dc2626",
     free: "#cbd5e1",
     duration: "#2563eb",
     interval: "#94a3b8",
