@@ -21,8 +21,7 @@ Chart tables read here (rows in ``Report.tables``, all times in ms):
 ``rank_heatmap``    one row per rank or rank group: ``rank`` (int or a label
     like ``"0-3"``) and component columns in ms (``step_ms``,
     ``computing_ms``, ``exposed_comm_ms``, ``free_ms``, ...). Cell colour is
-    normalised per component (lowest rank light, highest dark) so an
-    outlier stands out in every component whatever its scale.
+    the rank's deviation from the median rank in % (see ``_heatmap_chart``).
 
 Stacking: ``computing_ms`` includes the overlapped time, so the stack shows
 ``computing - overlapped`` (or ``computing_only_ms`` when a row has it),
@@ -37,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from typing import Any
 
 from advisor.engine.render import ms_filter
@@ -324,25 +324,47 @@ def _series_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | Non
     }
 
 
+#: The heatmap's colour scale spans at least +-this % deviation from the
+#: median rank, so ranks within a fraction of a percent of each other look
+#: alike; a wider spread widens it to the next of ``HEATMAP_SCALE_STEPS``.
+HEATMAP_MIN_SCALE_PCT = 5.0
+HEATMAP_SCALE_STEPS = (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+
+
+def _deviation_pct(v: float, med: float, fallback: float | None) -> float:
+    """``v``'s deviation from the component's median in % of that median;
+    of ``fallback`` (the median step time) when the median is 0."""
+    base = med if med > 0 else fallback
+    return 100.0 * (v - med) / base if base else 0.0
+
+
 def _heatmap_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
-    """Ranks (x) by component (y); colour normalised per component."""
+    """Ranks (x) by component (y). A cell's colour is the rank's deviation
+    from the median rank of its component, in % of that median, on one
+    symmetric scale for the whole map (at least ``HEATMAP_MIN_SCALE_PCT``):
+    a uniform cluster looks uniform, a straggler stands out in the component
+    where it differs. Cells carry [x, y, ms, colour in -1..1, ms from the
+    median, % from the median]."""
     rows = [r for r in rows if isinstance(r, dict)]
     if len(rows) < 2:
         return None
     comps = [(c, k) for c, k in HEATMAP_SERIES if any(_num(r, c) is not None for r in rows)]
     if not comps:
         return None
-    cells = []
+    steps = [v for v in (_num(r, "step_ms") for r in rows) if v is not None]
+    step_med = statistics.median(steps) if steps else None
+    raw = []
     for yi, (col, _) in enumerate(comps):
         vals = [_num(r, col) for r in rows]
         known = [v for v in vals if v is not None]
-        lo, hi = min(known), max(known)
-        med = sorted(known)[len(known) // 2]
+        med = statistics.median(known)
         for xi, v in enumerate(vals):
-            if v is None:
-                continue
-            norm = (v - lo) / (hi - lo) if hi > lo else 0.0
-            cells.append([xi, yi, round(v, 3), round(norm, 3), round(v - med, 3)])
+            if v is not None:
+                raw.append((xi, yi, v, v - med, _deviation_pct(v, med, step_med)))
+    widest = max((abs(d) for *_, d in raw), default=0.0)
+    scale = next((s for s in HEATMAP_SCALE_STEPS if s >= max(widest, HEATMAP_MIN_SCALE_PCT)), HEATMAP_SCALE_STEPS[-1])
+    cells = [[xi, yi, round(v, 3), round(max(-1.0, min(1.0, d / scale)), 3), round(dm, 3), round(d, 2)]
+             for xi, yi, v, dm, d in raw]
     grouped = any(r.get("ranks") not in (None, 1) for r in rows)
     return {
         "kind": "heatmap",
@@ -351,6 +373,12 @@ def _heatmap_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | No
         "cells": cells,
         "axis": t(lang, "axis_rank_group" if grouped else "axis_rank"),
         "delta_label": t(lang, "heatmap_vs_median"),
+        "legend": {
+            "low": f"\u2212{scale:g}%",
+            "mid": t(lang, "heatmap_median"),
+            "high": f"+{scale:g}%",
+            "label": t(lang, "heatmap_legend", widest=fmt_pct(widest)),
+        },
     }
 
 

@@ -87,8 +87,9 @@ MEASURED = {
     "tests/robustness/test_crashes_are_exit_2.py",
     # pairs of processes creating one history file; the example analyzed
     "tests/regression/test_history_writes.py",
-    # the ResNet-50 examples analyzed in process: the verdict's story and a gate
+    # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale
     "tests/reports/test_verdict_story.py",
+    "tests/reports/test_heatmap_scale.py",
 }
 
 #: seconds a test outside the slow set may take before it is named
