@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from _browser import Page, browser, require_chromium  # noqa: F401  (fixture)
 from advisor.collectors import load_profile
-from advisor.reports import _view, render_markdown
+from advisor.reports import _view, render_markdown, write_reports
 
 from advisor.model import Report
 from advisor.pipeline import analyze_profile
@@ -89,3 +90,27 @@ def test_gate_names_its_statistics_and_prints_the_reports_mean(data_bound: Repor
     assert step.status == "fail"
     assert "per-step median 18.03 ms -> 94.79 ms" in step.message
     assert "report mean" in step.message and "-> 91.19 ms" in step.message
+
+
+def test_browser_verdict_bar_shows_the_data_wait(browser, kineto_data_bound: Report, tmp_path: Path) -> None:
+    """In Chromium: the verdict's bar has a data-wait part of the finding's
+    share, the subtitle names it, and the per-step chart stacks it."""
+    require_chromium()
+    page = Page(browser, write_reports(kineto_data_bound, tmp_path / "out")["html"])
+    try:
+        p = page.page
+        assert p.locator("#verdict .verdict-bound").inner_text() == (
+            "the device idles waiting for the next batch 35.2% of step time")
+        seg = p.locator("#verdict .share-bar rect.seg-data_wait")
+        assert seg.count() == 1 and float(seg.get_attribute("width")) == pytest.approx(352, abs=1)
+        assert p.locator("#verdict .share-legend li", has_text="data wait").inner_text().endswith("35.2%")
+        box = p.locator("#verdict .share-bar").bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 800  # on the first screen
+        assert p.locator("#verdict .fact-step").inner_text() == "mean step 163.13 ms"
+        labels = p.evaluate("() => Chart.getChart(document.getElementById('chart-steps')).data.datasets"
+                            ".map(d => d.label)")
+        assert "data wait" in labels
+        assert page.errors == [] and page.requests == [page.url]
+        page.screenshot("verdict_data_wait.png")
+    finally:
+        page.close()
