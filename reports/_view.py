@@ -21,22 +21,25 @@ Chart tables read here (rows in ``Report.tables``, all times in ms):
 ``rank_heatmap``    one row per rank or rank group: ``rank`` (int or a label
     like ``"0-3"``) and component columns in ms (``step_ms``,
     ``computing_ms``, ``exposed_comm_ms``, ``free_ms``, ...). Cell colour is
-    normalised per component (lowest rank light, highest dark) so an
-    outlier stands out in every component whatever its scale.
+    the rank's deviation from the median rank in % (see ``_heatmap_chart``).
 
 Stacking: ``computing_ms`` includes the overlapped time, so the stack shows
 ``computing - overlapped`` (or ``computing_only_ms`` when a row has it),
-``overlapped``, ``exposed communication`` and ``free``: four disjoint parts
-that add up to the step time. Without ``overlapped_ms`` computing is shown
-as is.
+``overlapped``, ``exposed communication``, ``data wait`` and ``free``:
+disjoint parts that add up to the step time. Data wait (``data_wait_ms``,
+host time fetching the next batch) is drawn inside the free time, up to it,
+and ``free`` is the rest of the idle time. Without ``overlapped_ms``
+computing is shown as is.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from typing import Any
 
+from advisor.engine.render import ms_filter
 from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Report
 from advisor.reports.i18n import t
 
@@ -49,6 +52,7 @@ STACK_SERIES = (
     ("computing", "series_computing"),
     ("overlapped", "series_overlapped"),
     ("exposed_comm", "series_exposed_comm"),
+    ("data_wait", "series_data_wait"),
     ("free", "series_free"),
 )
 TRACE_SERIES = (
@@ -246,11 +250,19 @@ def _stack_values(row: dict[str, Any]) -> dict[str, float | None]:
     only = _num(row, "computing_only_ms")
     if only is None and computing is not None:
         only = max(computing - overlapped, 0.0) if overlapped is not None else computing
+    free = _num(row, "free_ms")
+    data_wait = _num(row, "data_wait_ms")
+    if free is not None and data_wait is not None:
+        data_wait = min(data_wait, free)
+        free -= data_wait
+    else:
+        data_wait = None
     return {
         "computing": only,
         "overlapped": overlapped,
         "exposed_comm": _num(row, "exposed_comm_ms"),
-        "free": _num(row, "free_ms"),
+        "data_wait": data_wait,
+        "free": free,
         "interval": _num(row, "iteration_interval_ms"),
         "fp_bp": _num(row, "fp_bp_ms"),
         "tail": _num(row, "tail_ms"),
@@ -312,25 +324,47 @@ def _series_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | Non
     }
 
 
+#: The heatmap's colour scale spans at least +-this % deviation from the
+#: median rank, so ranks within a fraction of a percent of each other look
+#: alike; a wider spread widens it to the next of ``HEATMAP_SCALE_STEPS``.
+HEATMAP_MIN_SCALE_PCT = 5.0
+HEATMAP_SCALE_STEPS = (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+
+
+def _deviation_pct(v: float, med: float, fallback: float | None) -> float:
+    """``v``'s deviation from the component's median in % of that median;
+    of ``fallback`` (the median step time) when the median is 0."""
+    base = med if med > 0 else fallback
+    return 100.0 * (v - med) / base if base else 0.0
+
+
 def _heatmap_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
-    """Ranks (x) by component (y); colour normalised per component."""
+    """Ranks (x) by component (y). A cell's colour is the rank's deviation
+    from the median rank of its component, in % of that median, on one
+    symmetric scale for the whole map (at least ``HEATMAP_MIN_SCALE_PCT``):
+    a uniform cluster looks uniform, a straggler stands out in the component
+    where it differs. Cells carry [x, y, ms, colour in -1..1, ms from the
+    median, % from the median]."""
     rows = [r for r in rows if isinstance(r, dict)]
     if len(rows) < 2:
         return None
     comps = [(c, k) for c, k in HEATMAP_SERIES if any(_num(r, c) is not None for r in rows)]
     if not comps:
         return None
-    cells = []
+    steps = [v for v in (_num(r, "step_ms") for r in rows) if v is not None]
+    step_med = statistics.median(steps) if steps else None
+    raw = []
     for yi, (col, _) in enumerate(comps):
         vals = [_num(r, col) for r in rows]
         known = [v for v in vals if v is not None]
-        lo, hi = min(known), max(known)
-        med = sorted(known)[len(known) // 2]
+        med = statistics.median(known)
         for xi, v in enumerate(vals):
-            if v is None:
-                continue
-            norm = (v - lo) / (hi - lo) if hi > lo else 0.0
-            cells.append([xi, yi, round(v, 3), round(norm, 3), round(v - med, 3)])
+            if v is not None:
+                raw.append((xi, yi, v, v - med, _deviation_pct(v, med, step_med)))
+    widest = max((abs(d) for *_, d in raw), default=0.0)
+    scale = next((s for s in HEATMAP_SCALE_STEPS if s >= max(widest, HEATMAP_MIN_SCALE_PCT)), HEATMAP_SCALE_STEPS[-1])
+    cells = [[xi, yi, round(v, 3), round(max(-1.0, min(1.0, d / scale)), 3), round(dm, 3), round(d, 2)]
+             for xi, yi, v, dm, d in raw]
     grouped = any(r.get("ranks") not in (None, 1) for r in rows)
     return {
         "kind": "heatmap",
@@ -339,6 +373,12 @@ def _heatmap_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | No
         "cells": cells,
         "axis": t(lang, "axis_rank_group" if grouped else "axis_rank"),
         "delta_label": t(lang, "heatmap_vs_median"),
+        "legend": {
+            "low": f"\u2212{scale:g}%",
+            "mid": t(lang, "heatmap_median"),
+            "high": f"+{scale:g}%",
+            "label": t(lang, "heatmap_legend", widest=fmt_pct(widest)),
+        },
     }
 
 
@@ -490,29 +530,78 @@ def charts(report: Report, lang: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- verdict
 
 
+#: Where the verdict's share bar reads each part: (part, step metric in ms).
+#: Device view first; the MindSpore step-trace view when the run has no
+#: device part. ``computing`` is shown without its overlapped part, and
+#: ``data_wait`` inside the free time (up to it): the device idles while
+#: the loop fetches the next batch; ``free`` is then the rest of the idle time.
+SHARE_METRICS = {
+    "computing": "step.computing_ms",
+    "overlapped": "step.overlapped_ms",
+    "exposed_comm": "step.exposed_comm_ms",
+    "data_wait": "step.data_wait_ms",
+    "free": "step.free_ms",
+    "interval": "step.iteration_interval_ms",
+    "fp_bp": "step.fp_bp_ms",
+    "tail": "step.tail_ms",
+}
+
+#: The part of the step a finding's time pool (its rule's ``claims``) is,
+#: per scheme, so the verdict's subtitle names the cause its headline names.
+CAUSE_PARTS = {
+    "data_wait": ("data_wait", "interval"),
+    "host_idle": ("free", None),
+    "exposed_comm_allreduce": ("exposed_comm", "tail"),
+    "fp32_matrix": ("computing", "fp_bp"),
+}
+
+
+def _metric_ms(report: Report, metric_id: str) -> float | None:
+    m = report.metrics.get(metric_id)
+    if m is None or not is_number(m.value) or not math.isfinite(m.value):
+        return None
+    return float(m.value)
+
+
+def _part_ms(report: Report) -> dict[str, float]:
+    """The step's disjoint parts in ms per step, from the run's step
+    metrics (see ``SHARE_METRICS``); empty when none is known."""
+    ms = {k: _metric_ms(report, mid) for k, mid in SHARE_METRICS.items()}
+    device = [k for k, _ in STACK_SERIES if k != "data_wait"]
+    if any(ms[k] is not None for k in device):
+        if ms["computing"] is not None and ms["overlapped"] is not None:
+            ms["computing"] = max(ms["computing"] - ms["overlapped"], 0.0)
+        if ms["free"] is not None and ms["data_wait"] is not None:
+            ms["data_wait"] = min(ms["data_wait"], ms["free"])
+            ms["free"] -= ms["data_wait"]
+        else:
+            ms["data_wait"] = None
+        keys = [k for k, _ in STACK_SERIES]
+    else:
+        keys = [k for k, _ in TRACE_SERIES]
+    return {k: ms[k] for k in keys if ms[k] is not None and ms[k] > 0}
+
+
 def step_shares(report: Report, lang: str) -> list[dict[str, Any]]:
-    """Where the step time goes, from the per-step breakdown (or the per-rank
-    one): the four disjoint stack parts as % of their sum; empty when the
-    report has no breakdown."""
-    for name in ("step_breakdown", "rank_breakdown"):
-        rows = [r for r in (report.tables or {}).get(name) or [] if isinstance(r, dict)]
-        values = [_stack_values(r) for r in rows]
-        scheme = _scheme(values)
-        sums = {k: sum(v[k] or 0.0 for v in values) for k, _ in scheme}
-        total = sum(sums.values())
-        if not scheme or total <= 0:
-            continue
-        return [
-            {"key": k, "label": t(lang, mkey), "pct": 100.0 * sums[k] / total, "text": fmt_pct(100.0 * sums[k] / total)}
-            for k, mkey in scheme
-            if sums[k] > 0
-        ]
-    return []
+    """Where the step time goes: the disjoint parts of the step as % of the
+    run's step time (``step.time_ms``), the same statistic the findings'
+    shares use (mean over ranks of each rank's mean over steady steps), so
+    one quantity prints one number; empty when the run has no breakdown."""
+    step = _metric_ms(report, "step.time_ms")
+    parts = _part_ms(report)
+    if not step or step <= 0 or not parts:
+        return []
+    labels = dict(STACK_SERIES + TRACE_SERIES)
+    return [
+        {"key": k, "label": t(lang, labels[k]), "pct": 100.0 * v / step, "text": fmt_pct(100.0 * v / step)}
+        for k, v in parts.items()
+    ]
 
 
 BOUND_KEYS = {
     "computing": "bound_compute",
     "exposed_comm": "bound_comm",
+    "data_wait": "bound_data_wait",
     "free": "bound_free",
     "interval": "bound_interval",
     "fp_bp": "bound_fp_bp",
@@ -520,16 +609,28 @@ BOUND_KEYS = {
 }
 
 
-def bound(shares: list[dict[str, Any]], lang: str) -> str | None:
-    """What bounds the job: the largest part of the step, computing counted
-    with its overlapped part (device scheme), or the largest of iteration
-    interval, forward + backward and tail (step-trace scheme)."""
+def bound(shares: list[dict[str, Any]], lang: str, top: Finding | None = None) -> str | None:
+    """The verdict's subtitle. With a leading finding whose cause is a part
+    of the step (``CAUSE_PARTS``), that part and its share, so the subtitle
+    agrees with the headline; with a leading finding of another kind, the
+    largest part, named as such (not as what bounds the job); without one,
+    what bounds the job: the largest part, computing counted with its
+    overlapped part (device scheme), or the largest of iteration interval,
+    forward + backward and tail (step-trace scheme)."""
     if not shares:
         return None
     pct = {s["key"]: s["pct"] for s in shares}
+    if top is not None:
+        for part in CAUSE_PARTS.get(top.claims or top.rule, ()):
+            if part in pct:
+                return t(lang, f"cause_{part}", pct=fmt_pct(pct[part]))
     if "overlapped" in pct or "computing" in pct:
         pct["computing"] = pct.get("computing", 0.0) + pct.pop("overlapped", 0.0)
     kind = max(pct, key=lambda k: pct[k])
+    if top is not None:
+        label = next(s["label"] for s in shares if s["key"] == kind) if kind != "computing" \
+            else t(lang, "series_computing_all")
+        return t(lang, "bound_largest", part=label, pct=fmt_pct(pct[kind]))
     return t(lang, BOUND_KEYS[kind], pct=fmt_pct(pct[kind]))
 
 
@@ -541,7 +642,8 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
     """The verdict box: the run's status (``report.verdict``; a report
     written before verdicts had none), its one-line reason and what could
     not be judged, the leading finding's title, what bounds the step, the
-    finding count and the largest gain."""
+    finding count, the mean step time (printed as the rule messages print
+    it; every "% of step" is of it) and the largest gain."""
     findings = ordered_findings(report)
     n = len(findings)
     counts = t(lang, "findings_count_one") if n == 1 else t(lang, "findings_count", n=n)
@@ -560,6 +662,7 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
             gain = t(lang, "gain_up_to_ms", ms=fmt_num(best.estimated_gain_ms))
     top = findings[0] if findings else None
     shares = step_shares(report, lang)
+    step_ms = _metric_ms(report, "step.time_ms")
     v = report.verdict
     status = v.status if v is not None else ("problems" if top else "clean")
     if status == "problems" and top is not None:
@@ -575,8 +678,10 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
         "title": title,
         "severity": top.severity if top else None,
         "style": style,
-        "bound": bound(shares, lang),
+        "bound": bound(shares, lang, top if status == "problems" else None),
         "shares": shares,
         "counts": counts,
+        "step": t(lang, "step_mean", ms=ms_filter(step_ms)) if step_ms else None,
+        "step_def": t(lang, "step_mean_def"),
         "gain": gain,
     }

@@ -262,7 +262,12 @@ def _header(report: Report, lang: str) -> str:
         lines += [verdict, ""]
     elif v["bound"]:
         lines += [escape(v["bound"], 200), ""]
+    if v["shares"]:
+        parts = " \u00b7 ".join(f"{s['label']} {s['text']}" for s in v["shares"])
+        lines += [escape(f"{t(lang, 'step_share')}: {parts}", 400), ""]
     facts = [v["counts"]]
+    if v["step"]:
+        facts.append(v["step"])
     if v["gain"]:
         facts.append(v["gain"])
     lines.append(escape(" \u00b7 ".join(facts), 400))

@@ -51,6 +51,9 @@ MEASURED = {
     "tests/collectors/ascend/test_layouts_agree.py",
     # the examples and generated runs of every kind and layout analyzed, and random metric sets
     "tests/robustness/test_gains_and_evidence.py",
+    # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale
+    "tests/reports/test_verdict_story.py",
+    "tests/reports/test_heatmap_scale.py",
     # the MindSpore guide's example profiles through the full analysis
     "tests/test_api.py",
     "tests/engine/test_verdict.py::test_the_guide_cases_after_their_fix_are_not_problems",

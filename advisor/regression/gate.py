@@ -113,8 +113,10 @@ class Check(BaseModel):
     limit: float | None = Field(None, description="effective limit: fraction (relative) or metric unit")
     relative: bool = True
     noise_floor: float | None = None
-    baseline: float | None = None
-    current: float | None = None
+    baseline: float | None = Field(
+        None, description="the compared statistic: the per-step median when the rank test applies, "
+        "else the report's value (a step time: the mean over steady steps, as the report prints it)")
+    current: float | None = Field(None, description="the same statistic for the current run")
     change_pct: float | None = None
     p_value: float | None = None
     test: str | None = None
@@ -270,7 +272,8 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
         significant = p < config.alpha
         regress = significant and over
         why = (f"p={p:.2g} {'<' if significant else '>='} {config.alpha:g}, "
-               f"median {_fmt(bm, unit)} -> {_fmt(cm, unit)}")
+               f"per-step median {_fmt(bm, unit)} -> {_fmt(cm, unit)}; "
+               f"report mean {_fmt(bv, unit)} -> {_fmt(cv, unit)}")
     else:
         check.test = "effect size only"
         n = (0 if bs is None else len(bs), 0 if cs is None else len(cs))
@@ -278,7 +281,7 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
                              f"{MIN_SAMPLES}): decided on the effect size alone, which cannot tell a "
                              "regression from noise")
         regress = over
-        why = f"{_fmt(bm, unit)} -> {_fmt(cm, unit)}"
+        why = f"report mean {_fmt(bm, unit)} -> {_fmt(cm, unit)}"
     change = change_text(bm, cm, unit)
     if regress:
         check.status = "fail"

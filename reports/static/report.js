@@ -25,6 +25,7 @@
     computing: "#2563eb",
     overlapped: "#14b8a6",
     exposed_comm: "#f97316",
+    data_wait: "#dc2626",
     free: "#cbd5e1",
     duration: "#2563eb",
     interval: "#94a3b8",
@@ -194,14 +195,13 @@
     });
   }
 
-  // light amber -> orange -> dark red, t in [0, 1]
-  var HEAT = [[254, 243, 199], [249, 115, 22], [127, 29, 29]];
+  // deviation from the median rank, t in [-1, 1]: blue (less time) -> white -> dark red (more);
+  // the stops match .heat-scale in report.css
+  var HEAT_LOW = [37, 99, 235], HEAT_MID = [248, 250, 252], HEAT_HIGH = [185, 28, 28];
   function heat(t) {
-    t = Math.max(0, Math.min(1, t || 0));
-    var seg = t < 0.5 ? 0 : 1;
-    var u = t < 0.5 ? t / 0.5 : (t - 0.5) / 0.5;
-    var a = HEAT[seg], b = HEAT[seg + 1];
-    var c = [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * u); });
+    t = Math.max(-1, Math.min(1, t || 0));
+    var b = t < 0 ? HEAT_LOW : HEAT_HIGH, u = Math.abs(t);
+    var c = [0, 1, 2].map(function (k) { return Math.round(HEAT_MID[k] + (b[k] - HEAT_MID[k]) * u); });
     return "rgb(" + c.join(",") + ")";
   }
 
@@ -211,7 +211,7 @@
     // one band per component: size the box before Chart.js measures it
     canvas.parentNode.style.height = (78 + 36 * ny) + "px";
     var data = spec.cells.map(function (c) {
-      return { x: spec.x[c[0]], y: spec.y[c[1]], v: c[2], n: c[3], d: c[4] };
+      return { x: spec.x[c[0]], y: spec.y[c[1]], v: c[2], n: c[3], d: c[4], p: c[5] };
     });
     return new window.Chart(canvas, {
       type: "matrix",
@@ -238,7 +238,8 @@
               label: function (item) {
                 var r = item.raw;
                 var d = (r.d >= 0 ? "+" : "") + fmt(r.d);
-                return " " + r.y + ": " + fmt(r.v) + " " + msLabel + " (" + d + " " + msLabel + " " + (spec.delta_label || "") + ")";
+                var p = (r.p >= 0 ? "+" : "") + fmt(r.p) + "%";
+                return " " + r.y + ": " + fmt(r.v) + " " + msLabel + " (" + d + " " + msLabel + ", " + p + " " + (spec.delta_label || "") + ")";
               }
             }
           }

@@ -205,6 +205,13 @@ def _metrics(n_extra: int, rng: random.Random) -> dict[str, Metric]:
     base = [
         Metric(id="step.mean_ms", value=185.2, unit="ms", evidence={"ranks": [0, 1, 2, 3]}),
         Metric(id="step.free_ratio", value=0.221, unit="ratio"),
+        # the step's parts (the verdict's share bar): 100 + 20 + 24 + 41.2 = 185.2
+        Metric(id="step.time_ms", value=185.2, unit="ms"),
+        Metric(id="step.computing_ms", value=120.0, unit="ms"),
+        Metric(id="step.overlapped_ms", value=20.0, unit="ms"),
+        Metric(id="step.exposed_comm_ms", value=24.0, unit="ms"),
+        Metric(id="step.free_ms", value=41.2, unit="ms"),
+        Metric(id="step.data_wait_ms", value=36.9, unit="ms"),
         Metric(id="comm.overlap_ratio", value=0.43, unit="ratio"),
         Metric(id="comm.exposed_ratio", value=0.13, unit="ratio"),
         Metric(id="cluster.slow_rank", value=2, unit="count", scope="rank"),

@@ -8,7 +8,7 @@ import json
 import re
 from html.parser import HTMLParser
 
-from advisor.model import Report
+from advisor.model import Metric, Report
 from advisor.reports import render_html
 from advisor.reports.html import json_for_script
 
@@ -128,7 +128,10 @@ def test_layout_order_and_contents(report: Report) -> None:
     assert order == sorted(order)
     verdict = html[html.index('id="verdict"') : html.index('id="findings"')]
     assert top.title in verdict
-    assert "compute-bound" in verdict
+    # the subtitle names the headline's cause (input-bound claims the data wait), with the share
+    # the bar shows: 36.9 of 185.2 ms
+    assert "the device idles waiting for the next batch 19.9% of step time" in verdict
+    assert verdict.count('class="seg-data_wait"') == 1 and "data wait <strong>19.9%</strong>" in verdict
     assert '<span class="status status-problems" id="verdict-status">Problems</span>' in verdict
     assert report.verdict.reason in verdict
     assert "Could not be judged" in verdict and "&lt;img src=x" in verdict  # escaped
@@ -195,11 +198,19 @@ def test_step_trace_scheme_and_plain_step_time(report: Report) -> None:
         {"step": s, "step_ms": 91.2, "iteration_interval_ms": 74.0, "fp_bp_ms": 15.6, "tail_ms": 1.6}
         for s in range(1, 11)
     ]
-    r = report.model_copy(update={"tables": {"step_breakdown": trace}})
+    metrics = {k: m for k, m in report.metrics.items() if not k.endswith("_ms")}
+    for mid, v in (("step.time_ms", 91.2), ("step.iteration_interval_ms", 74.0),
+                   ("step.fp_bp_ms", 15.6), ("step.tail_ms", 1.6)):
+        metrics[mid] = Metric(id=mid, value=v, unit="ms")
+    r = report.model_copy(update={"tables": {"step_breakdown": trace}, "metrics": metrics})
     html = render_html(r)
     data = json.loads([t for a, t in parse(html).scripts if a.get("type") == "application/json"][0])
     assert [s["key"] for s in data["charts"]["steps"]["series"]] == ["interval", "fp_bp", "tail"]
-    assert "host/input wait: the iteration interval between steps takes 81.1% of step time" in html
+    # the top finding (input-bound) claims the data wait: in a step trace, the iteration interval
+    assert "the iteration interval between steps (host / input wait) takes 81.1% of step time" in html
+    # without a finding, what bounds the run: the largest part
+    clean = r.model_copy(update={"findings": [], "verdict": None})
+    assert "host/input wait: the iteration interval between steps takes 81.1% of step time" in render_html(clean)
 
     bare = report.model_copy(update={"tables": {"step_breakdown": [{"step": 1, "step_ms": 10.0}, {"step": 2, "step_ms": 12.5}]}})
     data = json.loads([t for a, t in parse(render_html(bare)).scripts if a.get("type") == "application/json"][0])
