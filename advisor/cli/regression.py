@@ -63,7 +63,7 @@ def _side(path: Path, settings: Settings):
 @click.option("--no-color", is_flag=True)
 def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, strict_config, no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
-    from advisor.regression.compare import DEFAULT_ALPHA, check_alpha
+    from advisor.regression.compare import DEFAULT_ALPHA, change_text, check_alpha
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
     from advisor.reports.sanitize import clean
@@ -74,11 +74,17 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, st
     result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
     out = console(no_color)
-    for g in result.growth[:5]:  # operator names from the profiles: printed without control characters
-        out.print(f"grew: {clean(g.kind)} {clean(g.name)}: +{g.change_ms:.4g} ms/step", markup=False)
+    out.print(result.step_line(), markup=False)
+    for name, ref in (("baseline", result.baseline), ("current", result.current)):
+        out.print(f"{name}: {clean(ref.framework)} on {clean(ref.where)}, {ref.steps} steps", markup=False)
+    for g in result.changes[:5]:  # operator names from the profiles: printed without control characters
+        out.print(f"{'grew' if g.change_ms > 0 else 'shrank'}: {clean(g.kind)} {clean(g.name)}: "
+                  f"{g.change_ms:+.4g} ms/step ({change_text(g.baseline_ms, g.current_ms, 'ms')})", markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
             out.print(f"{f.status}: {clean(f.rule)} [{f.current_severity or f.baseline_severity}]", markup=False)
+    for note in result.notes:
+        out.print(f"note: {clean(note)}", markup=False)
     out.print(f"comparison: {paths['html']}", markup=False)
 
 
