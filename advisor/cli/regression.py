@@ -53,6 +53,17 @@ def _side(path: Path, settings: Settings):
     return side_from_reports([_load(path, settings)], str(path))
 
 
+def _how(g) -> str:
+    """A contributor's change: "new", "gone", or as ``change_text`` gives it."""
+    from advisor.regression.compare import change_text
+
+    if g.baseline_ms is None:
+        return "new"
+    if g.current_ms is None:
+        return "gone"
+    return change_text(g.baseline_ms, g.current_ms, "ms")
+
+
 @click.command()
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("current", type=click.Path(path_type=Path))
@@ -63,7 +74,7 @@ def _side(path: Path, settings: Settings):
 @click.option("--no-color", is_flag=True)
 def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, strict_config, no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
-    from advisor.regression.compare import DEFAULT_ALPHA, change_text, check_alpha
+    from advisor.regression.compare import DEFAULT_ALPHA, check_alpha
     from advisor.regression.compare import compare as do_compare
     from advisor.reports.comparison import write_compare
     from advisor.reports.sanitize import clean
@@ -79,7 +90,7 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, st
         out.print(f"{name}: {clean(ref.framework)} on {clean(ref.where)}, {ref.steps} steps", markup=False)
     for g in result.changes[:5]:  # operator names from the profiles: printed without control characters
         out.print(f"{'grew' if g.change_ms > 0 else 'shrank'}: {clean(g.kind)} {clean(g.name)}: "
-                  f"{g.change_ms:+.4g} ms/step ({change_text(g.baseline_ms, g.current_ms, 'ms')})", markup=False)
+                  f"{g.change_ms:+.4g} ms/step ({_how(g)})", markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
             out.print(f"{f.status}: {clean(f.rule)} [{f.current_severity or f.baseline_severity}]", markup=False)

@@ -561,7 +561,7 @@ def few_steps(baseline: Side, current: Side) -> str | None:
         return ("no per-step samples on both sides: no change is tested against noise, "
                 "\"beyond noise\" is unknown")
     b, c = max(n[0] for n in counts), max(n[1] for n in counts)
-    return (f"too few steps to test against noise: baseline {b}, current {c} (after the warm-up step); "
+    return (f"too few steps to test against noise: baseline {b}, current {c}; "
             f"the test needs at least {MIN_SAMPLES} on each side, so \"beyond noise\" is unknown, not \"no\"")
 
 
