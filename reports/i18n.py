@@ -12,7 +12,7 @@ the caller, never here.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 from advisor.i18n import DEFAULT_LANG
 
@@ -339,7 +339,7 @@ ZH: dict[str, str] = {
     "col_scope": "范围",
     "unit_ms": "毫秒", "unit_ratio": "比例", "unit_count": "个数", "unit_text": "文本", "unit_list": "列表",
     "unit_map": "映射", "unit_rank": "rank 编号", "unit_stage": "流水线阶段", "unit_steps": "步数", "unit_z": "z 分数",
-    "scope_name_run": "整个运行", "scope_name_step": "迭代", "scope_name_rank": "rank", "scope_name_op": "算子",
+    "scope_name_run": "整个运行", "scope_name_step": "迭代", "scope_name_rank": "每个 rank", "scope_name_op": "算子",
     "scope_name_link": "链路",
     "skip_what_metric": "指标 {id}",
     "skip_no_table": "此 profile 中没有 {table} 表",
@@ -435,12 +435,12 @@ def t(lang: str, key: str, **kwargs: object) -> str:
 SKIP_REASON_KEYS = ("skip_failed", "skip_no_column", "skip_no_table", "skip_no_value", "skip_single_rank")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pattern(template: str) -> re.Pattern[str]:
     """The English ``template`` as a regex, each ``{name}`` a named group."""
     parts = re.split(r"\{(\w+)\}", template)
     rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
-    return re.compile(rx + r"\Z", re.S)
+    return re.compile(rx + r"\Z", re.DOTALL)
 
 
 def _localized(lang: str, text: str, keys: tuple[str, ...]) -> str:

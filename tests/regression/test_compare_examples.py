@@ -3,6 +3,7 @@ what a user reads first (the terminal lines, compare.md, compare.html)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -83,9 +84,8 @@ def test_html_bars_are_shares_of_the_step_and_growth_is_red(fixed_vs_bound) -> N
 
 def test_template_variants_of_a_kernel_are_one_operator(corpus) -> None:
     trace = corpus / "hta" / "trace_compare" / "base" / "base.json.gz"
-    import gzip
-
-    names = {e["name"] for e in json.load(gzip.open(trace))["traceEvents"] if e.get("cat") == "kernel"}
+    with gzip.open(trace) as fh:
+        names = {e["name"] for e in json.load(fh)["traceEvents"] if e.get("cat") == "kernel"}
     keys = {operator_key(n) for n in names}
     assert len(names) == 3 and len(keys) == 2  # add<int> and add<float> are one elementwise kernel
     assert "void at::native::vectorized_elementwise_kernel<>(int, at::native::CUDAFunctor_add<>, " \

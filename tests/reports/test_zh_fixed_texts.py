@@ -39,7 +39,7 @@ def test_units_and_scopes_are_chinese_in_markdown(report) -> None:
     scopes = {r[3] for r in rows}
     assert not units & {"ms", "ratio", "count", "text", "list", "map"}, units
     assert "毫秒" in units and "比例" in units
-    assert scopes <= {"整个运行", "迭代", "rank", "算子", "链路"} and "整个运行" in scopes
+    assert scopes <= {"整个运行", "迭代", "每个 rank", "算子", "链路"} and "整个运行" in scopes
 
 
 def test_skipped_registry_reasons_are_chinese(report) -> None:
