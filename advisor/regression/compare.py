@@ -334,7 +334,7 @@ class RunRef(BaseModel):
 
     @property
     def where(self) -> str:
-        """Device model (or kind) and job size: "Tesla V100-SXM2-16GB, rank of 2"."""
+        """Device model (or kind) and job size: "Tesla V100-SXM2-16GB, 2 ranks"."""
         size = self.world_size or self.ranks
         what = self.device_model or self.device
         return f"{what}, {size} rank{'s' if size != 1 else ''}" if size else what
