@@ -129,10 +129,14 @@ class RunInfo(BaseModel):
 
     framework: str
     device: str
+    device_model: str | None = Field(None, description="the accelerator's model as the profile names it "
+                                     "(null where it does not)")
     source_format: str
     source_version: str | None = None
     source_path: str
     ranks: list[int]
+    world_size: int | None = Field(None, description="ranks in the job as the profile records it (null: not "
+                                   "recorded; ``ranks`` lists those analyzed)")
     steps_found: int
     notes: list[str] = Field(default_factory=list)
     advisor_version: str

@@ -137,10 +137,12 @@ def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
     run = RunInfo(
         framework=meta.framework,
         device=meta.device,
+        device_model=getattr(meta, "device_model", None),
         source_format=meta.source_format,
         source_version=meta.source_version,
         source_path=meta.source_path,
         ranks=meta.ranks,
+        world_size=meta.world_size,
         steps_found=steps_found,
         notes=list(dict.fromkeys(meta.notes)),  # merged units' notes are deduplicated, one unit's are not
         advisor_version=__version__,

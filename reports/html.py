@@ -31,7 +31,7 @@ from markupsafe import Markup
 from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Report
 from advisor.reports import _view
-from advisor.reports.i18n import messages, t
+from advisor.reports.i18n import messages, scope_name, skip_texts, t, unit_text
 from advisor.runtime import cache
 
 HERE = Path(__file__).resolve().parent
@@ -193,7 +193,10 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
         scopes=scopes,
         ops=ops,
         op_columns=op_columns,
-        skipped=report.skipped,
+        skipped=[dict(zip(("what", "reason"), skip_texts(lang, sk.what, sk.reason), strict=True))
+                 for sk in report.skipped],
+        unit_of=partial(unit_text, lang),
+        scope_of=partial(scope_name, lang),
         data_json=json_for_script(chart_data),
         css=Markup(assets["css"]),
         chart_js=Markup(assets["chart"]),

@@ -11,6 +11,9 @@ the caller, never here.
 
 from __future__ import annotations
 
+import re
+from functools import cache
+
 from advisor.i18n import DEFAULT_LANG
 
 EN: dict[str, str] = {
@@ -149,6 +152,19 @@ EN: dict[str, str] = {
     "col_value": "value",
     "col_unit": "unit",
     "col_scope": "scope",
+    # metric units and scopes as the metrics table shows them (a unit without a key is shown as it is)
+    "unit_ms": "ms", "unit_ratio": "ratio", "unit_count": "count", "unit_text": "text", "unit_list": "list",
+    "unit_map": "map", "unit_rank": "rank", "unit_stage": "stage", "unit_steps": "steps", "unit_z": "z-score",
+    "scope_name_run": "run", "scope_name_step": "step", "scope_name_rank": "rank", "scope_name_op": "operator",
+    "scope_name_link": "link",
+    # skipped items whose text comes from a fixed template of the metric registry
+    # (advisor/metrics/registry.py); matched in English, shown in the report's language
+    "skip_what_metric": "metric {id}",
+    "skip_no_table": "no {table} table in this profile",
+    "skip_no_column": "the {table} table has no {column} values",
+    "skip_failed": "metric {id} failed on this input: {error}",
+    "skip_no_value": "no value on this profile",
+    "skip_single_rank": "a single rank: nothing to compare",
     "sort_hint": "Sort by this column",
     # operators
     "ops_heading": "Operators",
@@ -347,6 +363,16 @@ ZH: dict[str, str] = {
     "col_value": "值",
     "col_unit": "单位",
     "col_scope": "范围",
+    "unit_ms": "毫秒", "unit_ratio": "比例", "unit_count": "个数", "unit_text": "文本", "unit_list": "列表",
+    "unit_map": "映射", "unit_rank": "rank 编号", "unit_stage": "流水线阶段", "unit_steps": "步数", "unit_z": "z 分数",
+    "scope_name_run": "整个运行", "scope_name_step": "迭代", "scope_name_rank": "每个 rank", "scope_name_op": "算子",
+    "scope_name_link": "链路",
+    "skip_what_metric": "指标 {id}",
+    "skip_no_table": "此 profile 中没有 {table} 表",
+    "skip_no_column": "{table} 表中没有 {column} 的值",
+    "skip_failed": "指标 {id} 在此输入上计算失败：{error}",
+    "skip_no_value": "此 profile 上没有取值",
+    "skip_single_rank": "只有一个 rank：没有可比较的对象",
     "ops_heading": "算子",
     "ops_filter_placeholder": "按名称、类型或核筛选算子",
     "col_op_name": "名称",
@@ -429,3 +455,42 @@ def t(lang: str, key: str, **kwargs: object) -> str:
     """One UI text in ``lang`` with ``{placeholders}`` filled in."""
     text = messages(lang)[key]
     return text.format(**kwargs) if kwargs else text
+
+
+#: Keys of the fixed skip-reason templates (``skip_*`` above), most specific first.
+SKIP_REASON_KEYS = ("skip_failed", "skip_no_column", "skip_no_table", "skip_no_value", "skip_single_rank")
+
+
+@cache
+def _pattern(template: str) -> re.Pattern[str]:
+    """The English ``template`` as a regex, each ``{name}`` a named group."""
+    parts = re.split(r"\{(\w+)\}", template)
+    rx = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+    return re.compile(rx + r"\Z", re.DOTALL)
+
+
+def _localized(lang: str, text: str, keys: tuple[str, ...]) -> str:
+    if lang == DEFAULT_LANG:
+        return text
+    for key in keys:
+        m = _pattern(EN[key]).match(text)
+        if m:
+            return t(lang, key, **m.groupdict())
+    return text
+
+
+def skip_texts(lang: str, what: str, reason: str) -> tuple[str, str]:
+    """A skipped item's (what, reason) in ``lang`` where the text is one of
+    the fixed templates (:data:`SKIP_REASON_KEYS`, ``skip_what_metric``);
+    other texts are returned as they are."""
+    return _localized(lang, what, ("skip_what_metric",)), _localized(lang, reason, SKIP_REASON_KEYS)
+
+
+def unit_text(lang: str, unit: str) -> str:
+    """A metric unit in ``lang`` (``GB/s`` and other symbols as they are)."""
+    return t(lang, f"unit_{unit}") if f"unit_{unit}" in EN else unit
+
+
+def scope_name(lang: str, scope: str) -> str:
+    """A metric scope (run, step, rank, op, link) in ``lang``."""
+    return t(lang, f"scope_name_{scope}") if f"scope_name_{scope}" in EN else scope

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Finding, Report
 from advisor.reports import _view
-from advisor.reports.i18n import t
+from advisor.reports.i18n import scope_name, skip_texts, t, unit_text
 from advisor.reports.sanitize import clean, inert_markdown
 
 MAX_CHARS = 60_000
@@ -223,7 +223,7 @@ def _metrics_section(report: Report, lang: str) -> _Section:
         m = report.metrics[mid]
         rows.append(
             f"| {code_span(m.id)} | {escape(_view.fmt_value(m.value, 120))} | "
-            f"{escape(m.unit, 30)} | {escape(m.scope, 10)} |\n"
+            f"{escape(unit_text(lang, m.unit), 30)} | {escape(scope_name(lang, m.scope), 10)} |\n"
         )
     more = len(ids) - KEY_METRICS_LIMIT
     tail = f"\n_{t(lang, 'md_metrics_more', n=f'{more:,}')}_\n" if more > 0 else ""
@@ -233,7 +233,8 @@ def _metrics_section(report: Report, lang: str) -> _Section:
 
 def _skipped_section(report: Report, lang: str) -> _Section:
     head = f"| {t(lang, 'col_what')} | {t(lang, 'col_reason')} |\n|---|---|\n"
-    rows = [f"| {escape(s.what, 120)} | {escape(s.reason, 300)} |\n" for s in report.skipped]
+    rows = [f"| {escape(what, 120)} | {escape(reason, 300)} |\n"
+            for what, reason in (skip_texts(lang, s.what, s.reason) for s in report.skipped)]
     return _Section(t(lang, "md_skipped_heading"), rows, head=head, noun=t(lang, "md_noun_skipped"), folded=True)
 
 

@@ -90,6 +90,10 @@ MEASURED = {
     "tests/robustness/test_crashes_are_exit_2.py",
     # pairs of processes creating one history file; the example analyzed
     "tests/regression/test_history_writes.py",
+    # the ResNet-50 examples (one rank, eight ranks) analyzed and compared in process
+    "tests/regression/test_compare_examples.py",
+    # the ResNet-50 example analyzed in Chinese
+    "tests/reports/test_zh_fixed_texts.py",
 }
 
 #: seconds a test outside the slow set may take before it is named

@@ -76,7 +76,7 @@ def test_compare_matches_the_cli(bound, fixed, tmp_path: Path, run_cli) -> None:
     step = next(m for m in result.metrics if m.id == "step.time_ms")
     assert step.current < step.baseline / 4  # the 5x speed-up of the fixed input pipeline
     assert {f.rule: f.status for f in result.findings}["input-bound"] == "resolved"
-    assert repr(result).startswith(f"<advisor Comparison {BOUND} -> {FIXED}: step {step.baseline:.4g} -> "
+    assert repr(result).startswith(f"<advisor Comparison {BOUND} -> {FIXED}: step time {step.baseline:.4g} -> "
                                    f"{step.current:.4g} ms (")
     assert "resolved input-bound" in repr(result)
     assert run_cli("compare", str(BOUND), str(FIXED), "-o", str(tmp_path / "cmp")).returncode == 0

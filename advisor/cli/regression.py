@@ -53,6 +53,17 @@ def _side(path: Path, settings: Settings):
     return side_from_reports([_load(path, settings)], str(path))
 
 
+def _how(g) -> str:
+    """A contributor's change: "new", "gone", or as ``change_text`` gives it."""
+    from advisor.regression.compare import change_text
+
+    if g.baseline_ms is None:
+        return "new"
+    if g.current_ms is None:
+        return "gone"
+    return change_text(g.baseline_ms, g.current_ms, "ms")
+
+
 @click.command()
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("current", type=click.Path(path_type=Path))
@@ -74,11 +85,17 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, st
     result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
     paths = write_compare(result, out_dir)
     out = console(no_color)
-    for g in result.growth[:5]:  # operator names from the profiles: printed without control characters
-        out.print(f"grew: {clean(g.kind)} {clean(g.name)}: +{g.change_ms:.4g} ms/step", markup=False)
+    out.print(result.step_line(), markup=False)
+    for name, ref in (("baseline", result.baseline), ("current", result.current)):
+        out.print(f"{name}: {clean(ref.framework)} on {clean(ref.where)}, {ref.steps} steps", markup=False)
+    for g in result.changes[:5]:  # operator names from the profiles: printed without control characters
+        out.print(f"{'grew' if g.change_ms > 0 else 'shrank'}: {clean(g.kind)} {clean(g.name)}: "
+                  f"{g.change_ms:+.4g} ms/step ({_how(g)})", markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
             out.print(f"{f.status}: {clean(f.rule)} [{f.current_severity or f.baseline_severity}]", markup=False)
+    for note in result.notes:
+        out.print(f"note: {clean(note)}", markup=False)
     out.print(f"comparison: {paths['html']}", markup=False)
 
 

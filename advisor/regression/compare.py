@@ -26,7 +26,13 @@ samples are compared as values only (``beyond_noise`` is null).
 Growth: per-step time of step components, operators, collectives and
 dataset ops, matched by (kind, name, type) across the sides, ranked by the
 absolute growth in ms per step. Operator ids that differ from run to run
-(``_123`` suffixes, ``-op45``) are stripped before matching.
+(``_123`` suffixes, ``-op45``) are stripped before matching, and template
+arguments are dropped (``kernel<float, 4>`` and ``kernel<half, 8>`` are one
+operator, ``kernel<>``): :func:`operator_key`. :attr:`Comparison.changes`
+orders growth and reduction together by absolute ms per step, largest first.
+
+When a side has fewer than ``MIN_SAMPLES`` steps no metric is tested and a
+note says so: "beyond noise" is then unknown, not "no".
 """
 
 from __future__ import annotations
@@ -52,12 +58,14 @@ MIN_SAMPLES = 8
 #: Significance level of the Mann-Whitney U tests (compare, and the gate's default ``alpha``).
 DEFAULT_ALPHA = 0.01
 GROWTH_LIMIT = 15
+STEP_METRIC = "step.time_ms"
 
 #: metric id -> per-step column(s) of ``step_breakdown`` that sample it.
 SAMPLE_COLUMNS = {
     "step.time_ms": ("step_ms", "duration_ms"),
     "step.computing_ms": ("computing_ms",),
     "step.data_wait_ms": ("data_wait_ms", "iteration_interval_ms"),
+    "step.iteration_interval_ms": ("iteration_interval_ms",),
     "step.free_ms": ("free_ms",),
     "step.exposed_comm_ms": ("exposed_comm_ms",),
     "step.overlapped_ms": ("overlapped_ms",),
@@ -73,6 +81,31 @@ COMPONENTS = {
     "step.tail_ms": "tail (all-reduce + optimizer)",
 }
 _ID_SUFFIX = re.compile(r"(-op\d+|_\d+)+$")
+
+
+def operator_key(name: str) -> str:
+    """An operator name as compare matches it: run-specific id suffixes
+    stripped and the arguments of each top-level template emptied
+    (``vec_kernel<4, Fill<float>>(int)`` -> ``vec_kernel<>(int)``). A name
+    whose angle brackets do not balance (``operator<<``) keeps them."""
+    name = _ID_SUFFIX.sub("", name)
+    if "<" not in name:
+        return name
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            if depth == 0:
+                out.append(ch)
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+            if depth == 0:
+                out.append(ch)
+        elif ch == ">" and not depth:
+            return name
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out) if depth == 0 else name
 
 
 # ---------------------------------------------------------------- loading
@@ -192,7 +225,7 @@ def _op_rows(report: Report) -> list[tuple[str, str, str, float]]:
             v = r.get(value_key)
             if not isinstance(v, (int, float)) or isinstance(v, bool):
                 continue
-            name = _ID_SUFFIX.sub("", str(r.get("name", "?"))) if kind != "dataset op" else str(r.get("name"))
+            name = operator_key(str(r.get("name", "?"))) if kind != "dataset op" else str(r.get("name"))
             out.append((kind, name, str(r.get(type_key) or ""), float(v)))
     return out
 
@@ -200,9 +233,9 @@ def _op_rows(report: Report) -> list[tuple[str, str, str, float]]:
 def op_names(report: Report) -> set[str]:
     """Operator names the report knows (for the same-model check)."""
     rows = report.tables.get("ops") or report.tables.get("top_ops") or []
-    names = {_ID_SUFFIX.sub("", str(r.get("name"))) for r in rows if r.get("name")}
+    names = {operator_key(str(r.get("name"))) for r in rows if r.get("name")}
     if not names and "ops.top" in report.metrics and isinstance(report.metrics["ops.top"].value, list):
-        names = {_ID_SUFFIX.sub("", str(r.get("name"))) for r in report.metrics["ops.top"].value if isinstance(r, dict)}
+        names = {operator_key(str(r.get("name"))) for r in report.metrics["ops.top"].value if isinstance(r, dict)}
     return names
 
 
@@ -293,8 +326,18 @@ class RunRef(BaseModel):
     source: str
     framework: str
     device: str
+    device_model: str | None = None
+    world_size: int | None = Field(None, description="ranks in the job (null: not recorded)")
+    ranks: int = Field(0, description="ranks analyzed")
     steps: int
     generated_at: str
+
+    @property
+    def where(self) -> str:
+        """Device model (or kind) and job size: "Tesla V100-SXM2-16GB, 2 ranks"."""
+        size = self.world_size or self.ranks
+        what = self.device_model or self.device
+        return f"{what}, {size} rank{'s' if size != 1 else ''}" if size else what
 
 
 class SampleTest(BaseModel):
@@ -357,14 +400,35 @@ class Comparison(BaseModel):
     common_ops: int | None = None
     notes: list[str] = Field(default_factory=list)
 
+    @property
+    def step(self) -> MetricChange | None:
+        """The step time change (``step.time_ms``), when both sides have one."""
+        m = next((m for m in self.metrics if m.id == STEP_METRIC), None)
+        return m if m is not None and m.baseline is not None and m.current is not None else None
+
+    @property
+    def changes(self) -> list[Contributor]:
+        """Growth and reduction together, largest absolute ms per step first."""
+        return sorted(self.growth + self.shrink, key=lambda x: -abs(x.change_ms))
+
+    def step_line(self) -> str:
+        """The step time before -> after, its change and the speed ratio:
+        "step time 91.19 -> 18.03 ms (-80.2%, 5.06x faster, beyond noise)"."""
+        m = self.step
+        if m is None:
+            return "step time: not measured on both sides"
+        parts = [change_text(m.baseline, m.current, m.unit)]
+        if m.baseline > 0 and m.current > 0 and m.baseline != m.current:
+            ratio = m.baseline / m.current
+            parts.append(f"{ratio:.3g}x faster" if ratio > 1 else f"{1 / ratio:.3g}x slower")
+        if m.beyond_noise is not None:
+            parts.append("beyond noise" if m.beyond_noise else "within noise")
+        return f"step time {m.baseline:.4g} -> {m.current:.4g} ms ({', '.join(parts)})"
+
     def __repr__(self) -> str:
         """One line: the two runs, the step time before and after, and the
         findings that changed (``print(comparison)``)."""
-        step = next((m for m in self.metrics if m.id == "step.time_ms"), None)
-        parts = []
-        if step is not None and step.baseline is not None and step.current is not None:
-            pct = f" ({step.change_pct:+.1f}%)" if step.change_pct is not None else ""
-            parts.append(f"step {step.baseline:.4g} -> {step.current:.4g} ms{pct}")
+        parts = [self.step_line()] if self.step is not None else []
         changed = [f"{f.status} {f.rule}" for f in self.findings if f.status != "same"]
         parts.append(", ".join(changed) if changed else "no finding changed")
         return f"<advisor Comparison {self.baseline.label} -> {self.current.label}: {'; '.join(parts)}>"
@@ -390,7 +454,8 @@ def check_same_model(baseline: Side, current: Side) -> int | None:
 def _ref(side: Side) -> RunRef:
     r = side.latest.run
     return RunRef(label=side.label, runs=side.runs, source=r.source_path, framework=r.framework,
-                  device=r.device, steps=r.steps_found, generated_at=r.generated_at)
+                  device=r.device, device_model=r.device_model, world_size=r.world_size, ranks=len(r.ranks),
+                  steps=r.steps_found, generated_at=r.generated_at)
 
 
 #: A change is given in percent only when the baseline is at least this
@@ -485,6 +550,21 @@ def _contributors(b: Side, c: Side) -> list[Contributor]:
     return out
 
 
+def few_steps(baseline: Side, current: Side) -> str | None:
+    """A note when no metric could be tested for noise because a side has
+    fewer than ``MIN_SAMPLES`` per-step samples (None otherwise)."""
+    counts = [(len(baseline.samples[m]), len(current.samples[m]))
+              for m in SAMPLE_COLUMNS if m in baseline.samples and m in current.samples]
+    if any(min(n) >= MIN_SAMPLES for n in counts):
+        return None
+    if not counts:
+        return ("no per-step samples on both sides: no change is tested against noise, "
+                "\"beyond noise\" is unknown")
+    b, c = max(n[0] for n in counts), max(n[1] for n in counts)
+    return (f"too few steps to test against noise: baseline {b}, current {c}; "
+            f"the test needs at least {MIN_SAMPLES} on each side, so \"beyond noise\" is unknown, not \"no\"")
+
+
 def check_alpha(alpha: float | None) -> None:
     """ConfigError when a significance level given is outside the gate's
     bounds (``advisor.regression.budgets``)."""
@@ -504,8 +584,15 @@ def compare(baseline: Side, current: Side, *, alpha: float = DEFAULT_ALPHA) -> C
         notes.append("operator names unavailable on one side: the same-model check was not made")
     if baseline.runs > 1:
         notes.append(f"baseline is the median of {baseline.runs} runs; its findings are those of any of them")
+    short = few_steps(baseline, current)
+    if short:
+        notes.append(short)
+    b_ref, c_ref = _ref(baseline), _ref(current)
+    if b_ref.where != c_ref.where:
+        notes.append(f"the runs differ in hardware or job size: baseline {b_ref.where}, current {c_ref.where}; "
+                     "operators present on one side only may be the platform's, not a change of the model")
     return Comparison(
-        baseline=_ref(baseline), current=_ref(current), alpha=alpha,
+        baseline=b_ref, current=c_ref, alpha=alpha,
         metrics=_metric_changes(baseline, current, alpha),
         findings=_finding_changes(baseline, current),
         growth=sorted((x for x in contribs if x.change_ms > 0), key=lambda x: -x.change_ms)[:GROWTH_LIMIT],
