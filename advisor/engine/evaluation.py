@@ -27,8 +27,9 @@ own examples) raises :class:`ExpressionError` instead.
 Direct evidence (a rule's ``confirm``): when its ``direct`` expression is
 false (or cannot be evaluated) the cause is inferred from its symptom: the
 finding's confidence is capped at ``INFERRED_CONFIDENCE`` (schema), its
-``confirm.text`` (what it is inferred from, what would confirm it) is
-appended to the message, and templates see ``inferred`` true so the
+title says it is inferred (``inferred_title``), its ``confirm.text`` (what
+it is inferred from, what would confirm it) is appended to the message, and
+templates see ``inferred`` true so the
 message can leave out what only the direct evidence would show.
 
 Evidence: a finding's ``evidence`` holds the value of every metric its rule
@@ -101,6 +102,7 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
         "gain_clamped": "The estimated gain was lowered from {was} to {now} ms per step: the findings' gains "
                         "together may not exceed the {step} ms step, and this finding's confidence is among "
                         "the lowest.",
+        "inferred_title": "{title} (inferred)",
         "if_torch_npu": "If the job runs PyTorch with torch_npu: {text}",
         "if_mindspore": "If it runs MindSpore: {text}",
         "either_framework": "torch_npu or MindSpore (the profile does not record which)",
@@ -108,6 +110,7 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
     "zh": {
         "gain_clamped": "预计收益已从每步 {was} ms 下调为 {now} ms：各问题的预计收益之和不能超过 {step} ms 的迭代时间，"
                         "而该问题的置信度较低。",
+        "inferred_title": "{title}（推断）",
         "if_torch_npu": "若作业使用 PyTorch（torch_npu）：{text}",
         "if_mindspore": "若使用 MindSpore：{text}",
         "either_framework": "torch_npu 或 MindSpore（性能数据未记录框架）",
@@ -287,12 +290,13 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     if direct is False:
         message = f"{message} {_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
     fix_model = _fix(rule, platform, context, lang, checked)
+    title = engine_note(lang, "inferred_title", title=rule.title) if direct is False else rule.title
     read = metric_refs(rule) | ({STEP_TIME} if stake_pct is not None or gain_pct is not None else set())
     evidence = {m: values[m] for m in sorted(read) if values.get(m) is not None}
     return Finding(
         rule=rule.name,
         id=rule.id,
-        title=rule.title,
+        title=title,
         severity=_severity(rule, stake_pct if stake_pct is not None else gain_pct),
         message=message,
         estimated_gain_ms=gain_ms,
