@@ -84,6 +84,21 @@ def test_launch_bound_without_launch_times_is_inferred_and_says_from_what():
     assert "the step is launch-bound" in direct.message and "inferred" not in direct.title
 
 
+def test_exposed_p2p_without_stage_times_infers_the_bubble_and_says_from_what():
+    """Send / receive is what a pipeline bubble waits in, and also what ring
+    attention or a hand-written exchange uses: without the stage times the
+    bubble is a guess."""
+    rule = _rules()["exposed-p2p"]
+    values = {"step.time_ms": 200.0, "comm.exposed_p2p_ms": 80.0, "comm.exposed_p2p_ratio": 0.4}
+    f, _ = evaluate_rule(rule, values)
+    assert f.direct_evidence is False and f.confidence <= INFERRED_CONFIDENCE and f.title.endswith("(inferred)")
+    assert "inferred from the operators' kind alone" in f.message
+    assert "nothing overlaps: pipeline stages waiting" not in f.message
+    direct, _ = evaluate_rule(rule, {**values, "pipeline.bubble_ratio": 0.35})
+    assert direct.direct_evidence is True and direct.confidence == 0.7
+    assert "nothing overlaps: pipeline stages waiting" in direct.message and "inferred" not in direct.message
+
+
 def test_exposed_allreduce_measured_against_compute_is_direct():
     rule = _rules()["exposed-allreduce"]
     values = {"step.time_ms": 100.0, "comm.exposed_allreduce_ms": 20.0, "comm.exposed_allreduce_ratio": 0.2,
