@@ -47,7 +47,8 @@ Fixes per platform: a finding carries the rule's fix for the run's framework
 torch_npu fix). On an Ascend device whose framework the profile does not
 record, the job ran either PyTorch with torch_npu or MindSpore: the finding
 carries both fixes, each under its condition (:data:`ENGINE_NOTES`
-``if_torch_npu``, ``if_mindspore``). Templates see ``run``: the run's
+``if_torch_npu``, ``if_mindspore``; only the first where the rule has no
+fix that serves MindSpore). Templates see ``run``: the run's
 ``framework``, ``device``, ``device_model``, ``compute_capability`` and
 ``bf16_tensor_cores`` (:class:`advisor.profile.RunMeta`; None where the
 profile does not record them), so a fix can name what the device supports.
@@ -401,14 +402,22 @@ def metric_refs(rule: Rule) -> set[str]:
     return {f"{a}.{b}" for text in texts for a, b in pattern.findall(text)} | rule.metric_ids()
 
 
-def _pick_fix(rule: Rule, framework: str):
-    """(key, fix text) of the rule's fix for ``framework``: its own, else the
-    nearest (torch_npu and PyTorch stand in for each other), else the
-    framework-neutral ``default``, else the first; None for a rule without."""
-    order = [framework, "torch_npu" if framework == "pytorch" else "pytorch", "default"]
-    if framework == "torch_npu":
-        order.insert(1, "pytorch")
-    for key in order + list(rule.fix):
+#: The fixes that serve a framework, nearest first: torch_npu and PyTorch
+#: stand in for each other, ``default`` is framework-neutral; a PyTorch fix
+#: is no MindSpore fix.
+_FIX_ORDER = {
+    "torch_npu": ("torch_npu", "pytorch", "default"),
+    "pytorch": ("pytorch", "torch_npu", "default"),
+    "mindspore": ("mindspore", "default"),
+}
+
+
+def _pick_fix(rule: Rule, framework: str, *, any_fix: bool = True):
+    """(key, fix text) of the rule's fix for ``framework`` (``_FIX_ORDER``;
+    an unknown framework: PyTorch's, else ``default``); with ``any_fix``,
+    else the rule's first fix. None when none serves."""
+    order = _FIX_ORDER.get(framework, (framework, "pytorch", "default"))
+    for key in (*order, *(rule.fix if any_fix else ())):
         if key in rule.fix:
             return key, rule.fix[key]
     return None
@@ -418,14 +427,14 @@ def _fix(rule: Rule, platform: dict, context: dict, lang: str, checked: bool) ->
     """The finding's fix (module doc, "Fixes per platform"), rendered."""
     framework = platform["framework"]
     if framework == "unknown" and platform["device"] == "ascend":
-        npu, ms = _pick_fix(rule, "torch_npu"), _pick_fix(rule, "mindspore")
-        if npu is not None and ms is not None and npu[0] != ms[0]:
-            both = [_rendered(key, text, context, checked) for key, text in (npu, ms)]
-            (_, npu_text, npu_code), (_, ms_text, ms_code) = both
-            text = " ".join([engine_note(lang, "if_torch_npu", text=npu_text),
-                             engine_note(lang, "if_mindspore", text=ms_text)])
-            codes = [f"# {label}\n{code}" for label, code in (("torch_npu", npu_code), ("MindSpore", ms_code))
-                     if code]
+        npu = _pick_fix(rule, "torch_npu", any_fix=False)
+        ms = _pick_fix(rule, "mindspore", any_fix=False)
+        if npu is not None and (ms is None or ms[0] != npu[0]):
+            parts = [("if_torch_npu", "torch_npu", *_rendered(*npu, context, checked)[1:])]
+            if ms is not None:
+                parts.append(("if_mindspore", "MindSpore", *_rendered(*ms, context, checked)[1:]))
+            text = " ".join(engine_note(lang, note, text=fix_text) for note, _, fix_text, _ in parts)
+            codes = [f"# {label}\n{code}" for _, label, _, code in parts if code]
             return Fix(framework=engine_note(lang, "either_framework"), text=text,
                        code="\n\n".join(codes) or None)
     picked = _pick_fix(rule, framework)

@@ -118,3 +118,11 @@ def _rank(tmp_path: Path, framework_files: list[str]) -> Path:
 ])
 def test_ascend_framework_is_read_from_the_files_the_framework_writes(tmp_path, files, framework):
     assert load_profile(_rank(tmp_path, files)).meta.framework == framework
+
+
+def test_ascend_run_without_framework_never_gets_a_pytorch_fix_as_the_mindspore_one():
+    """memory-growth has a PyTorch fix only: it is the torch_npu one, under
+    its condition, and nothing is offered as MindSpore's."""
+    finding = _fired("memory-growth", "", device="ascend")
+    assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: Keep only detached values")
+    assert "MindSpore" not in finding.fix.text and "# MindSpore" not in finding.fix.code
