@@ -9,7 +9,7 @@ from pathlib import Path
 from advisor import __version__
 from advisor.chart_tables import build_tables
 from advisor.collectors import KERNEL_RANKS, load_profile
-from advisor.engine.evaluation import compile_rule, evaluate_run
+from advisor.engine.evaluation import compile_rule, evaluate_run, run_context
 from advisor.engine.loader import LANGS, load_rules
 from advisor.engine.verdict import judge
 from advisor.errors import ConfigError
@@ -123,7 +123,9 @@ def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
     """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
     metrics, metric_skips = evaluate_metrics(profile)
     meta = profile.meta
-    rules = evaluate_run(compiled, metrics, framework=meta.framework, device=meta.device, lang=lang)
+    platform = run_context(meta.framework, meta.device, meta.device_model, meta.compute_capability,
+                           meta.bf16_tensor_cores)
+    rules = evaluate_run(compiled, metrics, framework=meta.framework, device=meta.device, lang=lang, run=platform)
     verdict = judge(
         rules.outcomes,
         rules.findings,

@@ -293,6 +293,9 @@ def _is_kind(values: pd.Series, kind: Kind) -> bool:
     return pdtypes.is_float_dtype(dtype) and bool((values.dropna() % 1 == 0).all())
 
 
+#: The first NVIDIA compute capability with bfloat16 tensor cores (Ampere).
+BF16_TENSOR_CORES_SINCE = 8.0
+
 Framework = Literal["mindspore", "pytorch", "torch_npu", "unknown"]
 Device = Literal["ascend", "gpu", "cpu", "unknown"]
 
@@ -309,6 +312,12 @@ class RunMeta(BaseModel):
 
     framework: Framework = "unknown"
     device: Device = "unknown"
+    device_model: str | None = Field(
+        None, description="the accelerator's model as the profile names it (Kineto's deviceProperties: "
+        "'Tesla V100-SXM2-16GB'); None where it does not")
+    compute_capability: str | None = Field(
+        None, description="an NVIDIA GPU's compute capability, 'major.minor' ('7.0' for a V100); "
+        "None where the profile does not record it")
     source_format: str = Field(
         "unknown",
         description="ascend_pt, ascend_ms, mindinsight, msprof_cluster, kineto, ...",
@@ -337,6 +346,19 @@ class RunMeta(BaseModel):
     )
     time_unit: str = "us"
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def bf16_tensor_cores(self) -> bool | None:
+        """Whether the GPU runs bfloat16 matrix work on tensor cores: NVIDIA
+        added them with compute capability 8.0 (Ampere); a V100 (7.0) or T4
+        (7.5) has float16 tensor cores only. None where the capability is
+        not recorded."""
+        if self.compute_capability is None:
+            return None
+        try:
+            return float(self.compute_capability) >= BF16_TENSOR_CORES_SINCE
+        except ValueError:
+            return None
 
 
 @dataclass

@@ -27,8 +27,9 @@ own examples) raises :class:`ExpressionError` instead.
 Direct evidence (a rule's ``confirm``): when its ``direct`` expression is
 false (or cannot be evaluated) the cause is inferred from its symptom: the
 finding's confidence is capped at ``INFERRED_CONFIDENCE`` (schema), its
-``confirm.text`` (what it is inferred from, what would confirm it) is
-appended to the message, and templates see ``inferred`` true so the
+title says it is inferred (``inferred_title``), its ``confirm.text`` (what
+it is inferred from, what would confirm it) is appended to the message, and
+templates see ``inferred`` true so the
 message can leave out what only the direct evidence would show.
 
 Evidence: a finding's ``evidence`` holds the value of every metric its rule
@@ -40,6 +41,17 @@ gain and time at stake as shares of the step.
 One cause, one finding (:mod:`advisor.engine.pools`): findings whose rules
 claim the same time pool are merged into one, and the primary findings'
 gains are clamped to the step time together.
+
+Fixes per platform: a finding carries the rule's fix for the run's framework
+(:func:`_pick_fix`; for torch_npu the PyTorch one where the rule has no
+torch_npu fix). On an Ascend device whose framework the profile does not
+record, the job ran either PyTorch with torch_npu or MindSpore: the finding
+carries both fixes, each under its condition (:data:`ENGINE_NOTES`
+``if_torch_npu``, ``if_mindspore``; only the first where the rule has no
+fix that serves MindSpore). Templates see ``run``: the run's
+``framework``, ``device``, ``device_model``, ``compute_capability`` and
+``bf16_tensor_cores`` (:class:`advisor.profile.RunMeta`; None where the
+profile does not record them), so a fix can name what the device supports.
 
 Language: a rule's texts arrive already translated (``load_rules(lang=)``
 applies the overlay); ``lang`` here only picks the language of the engine's
@@ -91,10 +103,18 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
         "gain_clamped": "The estimated gain was lowered from {was} to {now} ms per step: the findings' gains "
                         "together may not exceed the {step} ms step, and this finding's confidence is among "
                         "the lowest.",
+        "inferred_title": "{title} (inferred)",
+        "if_torch_npu": "If the job runs PyTorch with torch_npu: {text}",
+        "if_mindspore": "If it runs MindSpore: {text}",
+        "either_framework": "torch_npu or MindSpore (the profile does not record which)",
     },
     "zh": {
         "gain_clamped": "预计收益已从每步 {was} ms 下调为 {now} ms：各问题的预计收益之和不能超过 {step} ms 的迭代时间，"
                         "而该问题的置信度较低。",
+        "inferred_title": "{title}（推断）",
+        "if_torch_npu": "若作业使用 PyTorch（torch_npu）：{text}",
+        "if_mindspore": "若使用 MindSpore：{text}",
+        "either_framework": "torch_npu 或 MindSpore（性能数据未记录框架）",
     },
 }
 
@@ -195,10 +215,12 @@ def evaluate_rule(
     device: str = "unknown",
     lang: str = "en",
     checked: bool = False,
+    run: dict[str, Any] | None = None,
 ) -> tuple[Finding | None, Skip | None]:
     """Evaluate one rule over flat metric values -> (finding or None, skip or
     None). ``checked``: an expression or template that fails raises
-    :class:`ExpressionError` naming the rule field (see the module doc)."""
+    :class:`ExpressionError` naming the rule field (see the module doc).
+    ``run``: what templates see as ``run`` (module doc; ``run_context``)."""
     rule = compiled.rule
     what = _reason(lang, "rule", name=rule.name)
     if not _applies(rule, framework, device):
@@ -218,10 +240,20 @@ def evaluate_rule(
         return None, Skip(what=what, reason=_reason(lang, "condition_failed", error=str(exc)))
     if fired is not True:
         return None, None
-    return _finding(compiled, values, tree, activation, framework, checked), None
+    platform = {**run_context(framework, device), **(run or {})}
+    return _finding(compiled, values, tree, activation, platform, lang, checked), None
 
 
-def _finding(compiled: CompiledRule, values, tree, activation, framework: str, checked: bool) -> Finding:
+def run_context(framework: str = "unknown", device: str = "unknown", device_model: str | None = None,
+                compute_capability: str | None = None, bf16_tensor_cores: bool | None = None) -> dict[str, Any]:
+    """What rule templates see as ``run`` (module doc); the pipeline fills it
+    from the run's :class:`~advisor.profile.RunMeta`."""
+    return {"framework": framework, "device": device, "device_model": device_model,
+            "compute_capability": compute_capability, "bf16_tensor_cores": bf16_tensor_cores}
+
+
+def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, lang: str,
+             checked: bool) -> Finding:
     rule = compiled.rule
     step_ms = values.get(STEP_TIME)
     gain_pct = None
@@ -253,23 +285,19 @@ def _finding(compiled: CompiledRule, values, tree, activation, framework: str, c
         "stake_ms": stake_ms,
         "stake_pct": stake_pct,
         "inferred": direct is False,
+        "run": platform,
     }
     message = _render(rule.message, context, "message", checked).strip()
     if direct is False:
         message = f"{message} {_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
-    fix = _pick_fix(rule, framework)
-    fix_model = None
-    if fix is not None:
-        key, text = fix
-        code = _render(text.code, context, f"fix.{key}.code", checked).rstrip() if text.code else None
-        fix_model = Fix(framework=key, text=_render(text.text, context, f"fix.{key}.text", checked).strip(),
-                        code=code)
+    fix_model = _fix(rule, platform, context, lang, checked)
+    title = engine_note(lang, "inferred_title", title=rule.title) if direct is False else rule.title
     read = metric_refs(rule) | ({STEP_TIME} if stake_pct is not None or gain_pct is not None else set())
     evidence = {m: values[m] for m in sorted(read) if values.get(m) is not None}
     return Finding(
         rule=rule.name,
         id=rule.id,
-        title=rule.title,
+        title=title,
         severity=_severity(rule, stake_pct if stake_pct is not None else gain_pct),
         message=message,
         estimated_gain_ms=gain_ms,
@@ -374,14 +402,52 @@ def metric_refs(rule: Rule) -> set[str]:
     return {f"{a}.{b}" for text in texts for a, b in pattern.findall(text)} | rule.metric_ids()
 
 
-def _pick_fix(rule: Rule, framework: str):
-    order = [framework, "torch_npu" if framework == "pytorch" else "pytorch", "default"]
-    if framework == "torch_npu":
-        order.insert(1, "pytorch")
-    for key in order + list(rule.fix):
+#: The fixes that serve a framework, nearest first: torch_npu and PyTorch
+#: stand in for each other, ``default`` is framework-neutral; a PyTorch fix
+#: is no MindSpore fix.
+_FIX_ORDER = {
+    "torch_npu": ("torch_npu", "pytorch", "default"),
+    "pytorch": ("pytorch", "torch_npu", "default"),
+    "mindspore": ("mindspore", "default"),
+}
+
+
+def _pick_fix(rule: Rule, framework: str, *, any_fix: bool = True):
+    """(key, fix text) of the rule's fix for ``framework`` (``_FIX_ORDER``;
+    an unknown framework: PyTorch's, else ``default``); with ``any_fix``,
+    else the rule's first fix. None when none serves."""
+    order = _FIX_ORDER.get(framework, (framework, "pytorch", "default"))
+    for key in (*order, *(rule.fix if any_fix else ())):
         if key in rule.fix:
             return key, rule.fix[key]
     return None
+
+
+def _fix(rule: Rule, platform: dict, context: dict, lang: str, checked: bool) -> Fix | None:
+    """The finding's fix (module doc, "Fixes per platform"), rendered."""
+    framework = platform["framework"]
+    if framework == "unknown" and platform["device"] == "ascend":
+        npu = _pick_fix(rule, "torch_npu", any_fix=False)
+        ms = _pick_fix(rule, "mindspore", any_fix=False)
+        if npu is not None and (ms is None or ms[0] != npu[0]):
+            parts = [("if_torch_npu", "torch_npu", *_rendered(*npu, context, checked)[1:])]
+            if ms is not None:
+                parts.append(("if_mindspore", "MindSpore", *_rendered(*ms, context, checked)[1:]))
+            text = " ".join(engine_note(lang, note, text=fix_text) for note, _, fix_text, _ in parts)
+            codes = [f"# {label}\n{code}" for _, label, _, code in parts if code]
+            return Fix(framework=engine_note(lang, "either_framework"), text=text,
+                       code="\n\n".join(codes) or None)
+    picked = _pick_fix(rule, framework)
+    if picked is None:
+        return None
+    key, text, code = _rendered(*picked, context, checked)
+    return Fix(framework=key, text=text, code=code)
+
+
+def _rendered(key: str, fix, context: dict, checked: bool) -> tuple[str, str, str | None]:
+    """(key, text, code) of one of a rule's fixes, its templates rendered."""
+    code = _render(fix.code, context, f"fix.{key}.code", checked).rstrip() if fix.code else None
+    return key, _render(fix.text, context, f"fix.{key}.text", checked).strip(), code
 
 
 def _severity(rule: Rule, share_pct: float | None) -> str:
@@ -430,15 +496,17 @@ def evaluate_run(
     framework: str = "unknown",
     device: str = "unknown",
     lang: str = "en",
+    run: dict[str, Any] | None = None,
 ) -> Evaluation:
-    """All rules over all metrics (see module doc); skip reasons in ``lang``."""
+    """All rules over all metrics (see module doc); skip reasons in ``lang``;
+    ``run``: see :func:`evaluate_rule`."""
     values = {mid: m.value for mid, m in metrics.items()}
     findings: list[Finding] = []
     skipped: list[Skip] = []
     outcomes: list[RuleOutcome] = []
     for compiled in rules:
         rule = compiled.rule
-        finding, skip = evaluate_rule(compiled, values, framework=framework, device=device, lang=lang)
+        finding, skip = evaluate_rule(compiled, values, framework=framework, device=device, lang=lang, run=run)
         if finding:
             findings.append(finding)
             outcomes.append(RuleOutcome(rule, "fired"))

@@ -4,7 +4,9 @@
 gains, confidences and scopes are Google CEL expressions evaluated over the
 metric namespaces (the first part of each metric id, ``step.free_ratio``
 being the metric of that id) plus ``params``; messages and fix snippets are
-Jinja2 templates rendered in a sandbox over the same names.
+Jinja2 templates rendered in a sandbox over the same names, plus ``run``
+(the run's framework, device and GPU model, see
+:mod:`advisor.engine.evaluation`).
 """
 
 from __future__ import annotations

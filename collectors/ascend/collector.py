@@ -36,6 +36,7 @@ from advisor.collectors.ascend import comm_rollup, link_ranks, tables
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
+    framework_from_files,
     framework_of,
     host_from_folder_name,
     pipeline_stage,
@@ -319,9 +320,8 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         _read_trace_steps(reader, out_dir)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
-    if (profile.meta.framework == "unknown" and root is not None
-            and listing.glob(root / "FRAMEWORK", "cpu_op_*.csv")):
-        profile.meta.framework = "mindspore"  # only MindSpore writes these
+    if profile.meta.framework == "unknown":
+        profile.meta.framework = framework_from_files(root)
     _require_something(profile, reader, out_dir)
     if reader.kernels is not None:
         kernels[index] = (reader.kernels, rank)

@@ -39,6 +39,25 @@ def framework_of(folder: Path) -> tuple[str, str]:
     return "unknown", "ascend"
 
 
+#: Files under a rank folder's ``FRAMEWORK/`` that only one framework writes:
+#: torch_npu's host records (``torch.op_range``, ``torch.op_mark``, ...),
+#: MindSpore's host operator tables (``cpu_op_*``).
+_FRAMEWORK_FILES = (("torch_npu", "torch.*"), ("mindspore", "cpu_op_*"))
+
+
+def framework_from_files(folder: Path | None) -> str:
+    """The framework that wrote a rank folder, from the files under its
+    ``FRAMEWORK/`` (``_FRAMEWORK_FILES``); "unknown" where none tells. The
+    ``ASCEND_PROFILER_OUTPUT/`` files themselves do not: torch_npu and
+    MindSpore 2.3+ both write them."""
+    if folder is None:
+        return "unknown"
+    for framework, pattern in _FRAMEWORK_FILES:
+        if listing.glob(folder / "FRAMEWORK", pattern):
+            return framework
+    return "unknown"
+
+
 def rank_from_info_names(folder: Path | None) -> int | None:
     """Rank from a ``profiler_info_{N}.json`` file name in ``folder``."""
     if folder is None:

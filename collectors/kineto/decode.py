@@ -146,10 +146,29 @@ class DistInfo(msgspec.Struct):
     backend: str | None = None
 
 
+class GpuModel(msgspec.Struct, frozen=True):
+    """A ``deviceProperties`` entry's ``name`` and ``computeMajor.computeMinor``."""
+
+    name: str | None = None
+    computeMajor: int | None = None
+    computeMinor: int | None = None
+
+    @property
+    def capability(self) -> str | None:
+        """"7.0" for a V100; None when the entry gives no major version."""
+        if self.computeMajor is None:
+            return None
+        return f"{self.computeMajor}.{self.computeMinor or 0}"
+
+
+_GPU = msgspec.json.Decoder(GpuModel)
+
+
 class TraceDoc(msgspec.Struct):
     """Top level of a Kineto trace object. ``deviceProperties`` lists the
-    GPUs the profiler saw (an empty list on a machine without one); only
-    their number is read."""
+    GPUs the profiler saw (an empty list on a machine without one); their
+    number and the first one's model and compute capability are read
+    (:func:`_devices`)."""
 
     traceEvents: list[Event] = []
     distributedInfo: DistInfo | None = None
@@ -328,6 +347,7 @@ class Trace:
     dropped: int = 0  # events dropped for unusable fields
     problems: list[str] = field(default_factory=list)
     devices: int = 0  # entries of deviceProperties (GPUs the profiler saw)
+    gpu: GpuModel | None = None  # the first deviceProperties entry's model, where it names one
     categories: frozenset = frozenset()  # the ``cat`` of every event, analysed or not
     counters: bool = False  # the trace holds counter ("ph": "C") events
 
@@ -433,14 +453,28 @@ def _decode_batch(text: bytes) -> tuple[list[Event], int]:
     return _convert_loose(loose if isinstance(loose, list) else [])
 
 
-def _devices(listed) -> int:
-    """The number of ``deviceProperties`` entries (0 unless it is a list)."""
-    return len(listed) if isinstance(listed, list) else 0
+def _devices(listed) -> tuple[int, GpuModel | None]:
+    """The number of ``deviceProperties`` entries (0 unless it is a list) and
+    the first entry's model (None where it names none or is malformed; the
+    GPUs of one trace are one machine's, and a profiler sees one model)."""
+    if not isinstance(listed, list):
+        return 0, None
+    gpu = None
+    if listed:
+        first = listed[0]
+        try:
+            gpu = (_GPU.decode(first) if isinstance(first, msgspec.Raw)
+                   else msgspec.convert(first, GpuModel, strict=False))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            gpu = None
+        if gpu is not None and gpu.name is None and gpu.computeMajor is None:
+            gpu = None
+    return len(listed), gpu
 
 
-def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any, int]:
-    """distributedInfo, schemaVersion and the number of deviceProperties
-    entries from the document without events."""
+def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any, tuple[int, GpuModel | None]]:
+    """distributedInfo, schemaVersion and the deviceProperties (``_devices``)
+    from the document without events."""
     try:
         doc = _DOC.decode(text)
         return doc.distributedInfo, doc.schemaVersion, _devices(doc.deviceProperties)
@@ -1127,10 +1161,10 @@ def _progress(path: Path):
         yield show
 
 
-def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any, int]:
+def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any, tuple[int, GpuModel | None]]:
     """Fallback for documents that cannot be streamed: decode at once
-    (typed, then leniently); distributedInfo, schemaVersion and the number
-    of deviceProperties entries."""
+    (typed, then leniently); distributedInfo, schemaVersion and the
+    deviceProperties (``_devices``)."""
     data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "empty file")
@@ -1191,7 +1225,8 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
         old_vocabulary=bool(builder.cats_seen & OLD_VOCAB_CATS),
         analysed=builder.analysed,
         dropped=builder.dropped,
-        devices=devices,
+        devices=devices[0],
+        gpu=devices[1],
         categories=frozenset(builder.all_cats),
         counters="C" in builder.phases,
     )

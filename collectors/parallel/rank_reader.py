@@ -348,9 +348,13 @@ def _no_kernels(module_name: str, paths: list[str], kernel_ranks: int | None) ->
 
 def _merge(parts: list[Profile], root: Path) -> Profile:
     first = parts[0].meta
+    known = next((p.meta for p in parts if p.meta.framework != "unknown"), first)
+    modelled = next((p.meta for p in parts if p.meta.device_model or p.meta.compute_capability), first)
     meta = RunMeta(
-        framework=first.framework,
+        framework=known.framework,
         device=first.device,
+        device_model=modelled.device_model,
+        compute_capability=modelled.compute_capability,
         source_format=first.source_format,
         source_version=first.source_version,
         source_path=str(root),

@@ -45,12 +45,15 @@ def test_input_bound_from_the_iteration_interval_alone_is_inferred(examples, tmp
         assert name in f.message  # what would confirm it
     assert "sets the pace" not in f.message  # no claim the evidence does not show
     assert f.severity == "critical"  # the time at stake is what it is
+    assert f.title == "Training waits for input data (inferred)"  # the headline says so too
+    assert "led by: Training waits for input data (inferred)" in report.verdict.reason
 
 
 def test_input_bound_with_the_queue_samples_is_direct(examples):
     f = next(f for f in analyze(examples / "resnet50_data_bound", jobs=1).findings if f.rule == "input-bound")
     assert f.direct_evidence is True and f.confidence == 0.9
     assert "inferred" not in f.message and "sets the pace" in f.message
+    assert f.title == "Training waits for input data"
     assert f.evidence["data.queue_empty_ratio"] == 1.0
 
 
@@ -62,6 +65,38 @@ def test_exposed_allreduce_from_the_step_tail_is_inferred(examples):
     assert f.direct_evidence is False and f.confidence <= INFERRED_CONFIDENCE
     assert "step tail after backward" in f.message and "nothing overlaps" not in f.message
     assert "profile_communication=True" in f.message
+
+
+def test_launch_bound_without_launch_times_is_inferred_and_says_from_what():
+    """Short kernels and short gaps are also what host work or synchronizations
+    leave; only the launch-to-start times show the host as the cause."""
+    rule = _rules()["launch-bound"]
+    values = {"step.time_ms": 12.0, "ops.short_kernel_ratio": 0.85, "step.kernel_gap_ratio": 0.45,
+              "step.kernel_gap_ms": 5.4}
+    f, _ = evaluate_rule(rule, values)
+    assert f.direct_evidence is False and f.confidence <= INFERRED_CONFIDENCE
+    assert f.title.endswith("(inferred)")
+    assert "inferred from the kernels' lengths and the gaps between them" in f.message
+    assert "the step is launch-bound" not in f.message
+    direct, _ = evaluate_rule(rule, {**values, "step.launch_queue_ms": 0.004})
+    assert direct.direct_evidence is True and direct.confidence == 0.8
+    assert "Kernels start a median 4 us after their launch" in direct.message
+    assert "the step is launch-bound" in direct.message and "inferred" not in direct.title
+
+
+def test_exposed_p2p_without_stage_times_infers_the_bubble_and_says_from_what():
+    """Send / receive is what a pipeline bubble waits in, and also what ring
+    attention or a hand-written exchange uses: without the stage times the
+    bubble is a guess."""
+    rule = _rules()["exposed-p2p"]
+    values = {"step.time_ms": 200.0, "comm.exposed_p2p_ms": 80.0, "comm.exposed_p2p_ratio": 0.4}
+    f, _ = evaluate_rule(rule, values)
+    assert f.direct_evidence is False and f.confidence <= INFERRED_CONFIDENCE and f.title.endswith("(inferred)")
+    assert "inferred from the operators' kind alone" in f.message
+    assert "nothing overlaps: pipeline stages waiting" not in f.message
+    direct, _ = evaluate_rule(rule, {**values, "pipeline.bubble_ratio": 0.35})
+    assert direct.direct_evidence is True and direct.confidence == 0.7
+    assert "nothing overlaps: pipeline stages waiting" in direct.message and "inferred" not in direct.message
 
 
 def test_exposed_allreduce_measured_against_compute_is_direct():

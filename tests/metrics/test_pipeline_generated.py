@@ -40,6 +40,7 @@ def test_a_healthy_pipeline_is_not_flagged(tmp_path, pp, serious):
     assert [f.rule for f in report.findings if f.severity in ("medium", "high", "critical")] == serious
     if serious:
         assert "pipeline bubble" in report.findings[0].message
+        assert report.findings[0].direct_evidence is True  # the step trace times the stages and the bubble
     exposed = report.metrics["comm.exposed_allreduce_ratio"].value
     assert exposed < 0.10
     assert report.metrics["comm.exposed_allreduce_ms"].evidence["less"].startswith("pipeline Receive")

@@ -1,0 +1,128 @@
+"""A finding's fix is the one for the platform the profile shows: the GPU
+model a Kineto trace records (float16 advice where the GPU has no bfloat16
+tensor cores), the framework an Ascend layout's files name, and both Ascend
+frameworks' fixes, each under its condition, where none names it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import advisor
+from advisor.collectors import load_profile
+from advisor.engine.evaluation import compile_rule, evaluate_rule, run_context
+from advisor.engine.loader import load_rules
+
+V100_RUN = Path("kineto-tb-plugin/resnet50_num_workers_0")
+ASCEND_CLUSTER = Path("mstt/test/resource/advisor")
+STEP_TRACE = (
+    "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,"
+    "Bubble,Communication(Not Overlapped and Exclude Receive)\n"
+    "1,20,0,0,0,5,25,0,0\n2,15,0,0,0,10,25,0,0\n"
+)
+#: What a GPU-only fix says that is wrong on an NPU.
+GPU_ONLY = ("torch.compile", "ProfilerActivity.CUDA", "device_type=\"cuda\"", "torch.cuda")
+
+
+def _rule(name: str):
+    return compile_rule(next(r for r in load_rules([]) if r.name == name))
+
+
+def _fired(rule: str, example: str, **run):
+    compiled = _rule(rule)
+    metrics = next(e for e in compiled.rule.examples if e.name.startswith(example)).metrics
+    finding, skip = evaluate_rule(compiled, metrics, framework=run.get("framework", "unknown"),
+                                  device=run.get("device", "unknown"), run=run_context(**run))
+    assert skip is None and finding is not None
+    return finding
+
+
+def test_v100_trace_records_the_gpu_and_fp32_compute_advises_float16_with_grad_scaler(corpus):
+    profile = load_profile(corpus / V100_RUN)
+    assert profile.meta.device_model == "Tesla V100-DGXS-32GB"
+    assert profile.meta.compute_capability == "7.0" and profile.meta.bf16_tensor_cores is False
+    report = advisor.analyze(corpus / V100_RUN)
+    fix = next(f for f in report.findings if f.rule == "fp32-compute").fix
+    assert fix.framework == "pytorch"
+    assert "float16 autocast with a GradScaler" in fix.text and "Tesla V100-DGXS-32GB" in fix.text
+    assert "torch.float16" in fix.code and "GradScaler" in fix.code
+    assert "bfloat16" not in fix.code
+
+
+def test_fp32_compute_keeps_bfloat16_on_a_gpu_with_bf16_tensor_cores():
+    ampere = _fired("fp32-compute", "MindSpore VGG16", framework="pytorch", device="gpu",
+                    device_model="NVIDIA A100-SXM4-40GB", compute_capability="8.0", bf16_tensor_cores=True)
+    assert "torch.bfloat16" in ampere.fix.code and "GradScaler" not in ampere.fix.code
+    unknown = _fired("fp32-compute", "MindSpore VGG16", framework="pytorch", device="gpu")
+    assert "bfloat16 where the GPU has bfloat16 tensor cores" in unknown.fix.text
+
+
+def test_gpu_model_threshold_is_compute_capability_8():
+    from advisor.profile import RunMeta
+
+    assert RunMeta(compute_capability="7.5").bf16_tensor_cores is False  # T4
+    assert RunMeta(compute_capability="8.0").bf16_tensor_cores is True  # A100
+    assert RunMeta(compute_capability="8.9").bf16_tensor_cores is True
+    assert RunMeta().bf16_tensor_cores is None
+
+
+def test_ascend_run_without_framework_gets_torch_npu_and_mindspore_fixes_each_with_its_condition(corpus):
+    report = advisor.analyze(corpus / ASCEND_CLUSTER)
+    assert report.run.device == "ascend" and report.run.framework == "unknown"
+    idle = next(f for f in report.findings if f.rule == "device-idle")
+    assert "torch_npu or MindSpore" in idle.fix.framework
+    assert idle.fix.text.startswith("If the job runs PyTorch with torch_npu: ")
+    assert " If it runs MindSpore: " in idle.fix.text
+    assert "# torch_npu\nimport torch_npu" in idle.fix.code and "# MindSpore\nimport mindspore" in idle.fix.code
+    for finding in report.findings:
+        for wrong in GPU_ONLY:
+            assert wrong not in finding.fix.text + (finding.fix.code or ""), (finding.rule, wrong)
+
+
+def test_ascend_fix_under_both_conditions_in_english_and_chinese():
+    finding = _fired("fp32-compute", "MindSpore VGG16", device="ascend")
+    assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: Run the forward pass under "
+                                       "autocast on the NPU")
+    assert 'device_type="npu"' in finding.fix.code and "add_flags_recursive(fp16=True)" in finding.fix.code
+    compiled = compile_rule(next(r for r in load_rules([], lang="zh") if r.name == "fp32-compute"))
+    metrics = compiled.rule.examples[0].metrics
+    zh, _ = evaluate_rule(compiled, metrics, device="ascend", lang="zh", run=run_context(device="ascend"))
+    assert zh.fix.text.startswith("若作业使用 PyTorch（torch_npu）：") and "若使用 MindSpore：" in zh.fix.text
+
+
+def test_known_framework_gets_its_own_fix_only():
+    npu = _fired("fp32-compute", "MindSpore VGG16", framework="torch_npu", device="ascend")
+    assert npu.fix.framework == "torch_npu" and "MindSpore" not in npu.fix.text
+
+
+def _rank(tmp_path: Path, framework_files: list[str]) -> Path:
+    """A rank folder whose name does not tell the framework, with the given
+    files under FRAMEWORK/."""
+    root = tmp_path / "rank_0"
+    (root / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (root / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv").write_text(STEP_TRACE)
+    (root / "profiler_info_0.json").write_text(json.dumps({"rank_id": 0}))
+    if framework_files:
+        (root / "FRAMEWORK").mkdir()
+        for name in framework_files:
+            (root / "FRAMEWORK" / name).write_bytes(b"\0")
+    return root
+
+
+@pytest.mark.parametrize(("files", "framework"), [
+    (["torch.op_range", "torch.op_mark"], "torch_npu"),
+    (["cpu_op_execute_timestamp_0.txt"], "mindspore"),
+    ([], "unknown"),
+])
+def test_ascend_framework_is_read_from_the_files_the_framework_writes(tmp_path, files, framework):
+    assert load_profile(_rank(tmp_path, files)).meta.framework == framework
+
+
+def test_ascend_run_without_framework_never_gets_a_pytorch_fix_as_the_mindspore_one():
+    """memory-growth has a PyTorch fix only: it is the torch_npu one, under
+    its condition, and nothing is offered as MindSpore's."""
+    finding = _fired("memory-growth", "", device="ascend")
+    assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: Keep only detached values")
+    assert "MindSpore" not in finding.fix.text and "# MindSpore" not in finding.fix.code
