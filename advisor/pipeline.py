@@ -139,7 +139,7 @@ def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
     run = RunInfo(
         framework=meta.framework,
         device=meta.device,
-        device_model=getattr(meta, "device_model", None),
+        device_model=meta.device_model,
         source_format=meta.source_format,
         source_version=meta.source_version,
         source_path=meta.source_path,
