@@ -71,14 +71,10 @@ def _serious(severity: str) -> bool:
     return SEVERITY_ORDER[severity] >= SEVERITY_ORDER[SERIOUS]
 
 
-def _all_findings(report) -> list:
-    return [g for f in report.findings for g in (f, *f.contributing)]
-
-
 def judge(entry: dict, report) -> list[str]:
     """What in ``entry`` does not hold on ``report`` (empty: right)."""
     problems: list[str] = []
-    found = _all_findings(report)
+    found = report.all_findings()
     fired = {f.rule for f in found}
     serious = [f for f in found if _serious(f.severity)]
     status = report.verdict.status if report.verdict else None
@@ -123,7 +119,7 @@ def _figure(value) -> str:
 def summary(report, metrics=()) -> str:
     """advisor's verdict in a line: status, the serious findings (or all,
     if none is), then the values of ``metrics`` (those the entry checks)."""
-    found = _all_findings(report)
+    found = report.all_findings()
     shown = [f for f in found if _serious(f.severity)] or found
     status = report.verdict.status if report.verdict else "-"
     line = status + (": " + ", ".join(f"{f.rule} ({f.severity})" for f in shown) if shown else "")

@@ -191,13 +191,19 @@ def _why(outcomes: list[RuleOutcome], metric_reasons: Mapping[str, str], lang: s
     return "; ".join(dict.fromkeys(parts + rule_reasons))
 
 
+def _number(values: Mapping[str, object], metric: str) -> float | None:
+    """A metric's value when it is a number (not a bool, a list or absent)."""
+    value = values.get(metric)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _memory_figures(values: Mapping[str, object], lang: str) -> str:
     """The memory figures a memory timeline's verdict names ('' without them)."""
-    peak = values.get(MEMORY_PEAK_METRIC)
-    if not isinstance(peak, (int, float)) or isinstance(peak, bool):
+    peak = _number(values, MEMORY_PEAK_METRIC)
+    if peak is None:
         return ""
-    n = values.get(MEMORY_ITERATIONS_METRIC)
-    iterations = _t(lang, "memory_iterations", n=n) if isinstance(n, int) and not isinstance(n, bool) else ""
+    n = _number(values, MEMORY_ITERATIONS_METRIC)
+    iterations = _t(lang, "memory_iterations", n=n) if isinstance(n, int) else ""
     return _t(lang, "memory_figures", peak=peak, iterations=iterations)
 
 
@@ -240,14 +246,14 @@ def judge(
     where = {"where": _t(lang, where_key, framework=meta.framework, device=meta.device)}
     sev_word = SEVERITY_WORDS.get(lang, SEVERITY_WORDS["en"])[PROBLEM_SEVERITY]
 
-    warmup = metric_values.get(WARMUP_METRIC)
-    if isinstance(warmup, (int, float)) and not isinstance(warmup, bool) and warmup >= WARMUP_RATIO:
+    warmup = _number(metric_values, WARMUP_METRIC)
+    if warmup is not None and warmup >= WARMUP_RATIO:
         missing.insert(0, _t(lang, "warmup_missing", pct=_pct(warmup)))
         return Verdict(status="inconclusive", reason=_t(lang, "warmup", pct=_pct(warmup)),
                        missing=missing, checks=checks)
 
-    sparse = metric_values.get(SPARSE_METRIC)
-    if isinstance(sparse, (int, float)) and not isinstance(sparse, bool) and sparse < MIN_DEVICE_OPS_PER_STEP:
+    sparse = _number(metric_values, SPARSE_METRIC)
+    if sparse is not None and sparse < MIN_DEVICE_OPS_PER_STEP:
         missing.insert(0, _t(lang, "sparse_missing", n=sparse))
         return Verdict(status="inconclusive", reason=_t(lang, "sparse", n=sparse, min=MIN_DEVICE_OPS_PER_STEP),
                        missing=missing, checks=checks)

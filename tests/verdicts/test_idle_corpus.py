@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from advisor import analyze
-from advisor.pipeline import load_profile
+from advisor.pipeline import analyze_profile, load_profile
 
 SEVERE = {"medium", "high", "critical"}
 CAUSE_MS = {"host-bound": "step.idle_host_ops_ms", "sync-stall": "step.idle_sync_ms",
@@ -32,10 +32,10 @@ def test_event_sync_trace_links_its_waits_but_judges_no_toy(corpus):
     """One 3.15 ms step of a toy script: its syncs (about 0.1 ms) are each
     linked to the stream they wait on, but a device record this sparse gets
     no idle figures and no sync verdict."""
-    path = corpus / "hta/critical_path/cuda_event_sync"
-    causes = load_profile(path, jobs=1).table("idle_causes")
+    profile = load_profile(corpus / "hta/critical_path/cuda_event_sync", jobs=1)
+    causes = profile.table("idle_causes")
     assert "cudaEventSynchronize (waits on stream 7)" in set(causes.loc[causes["cause"] == "sync", "name"])
-    report = analyze(path)
+    report = analyze_profile(profile)
     assert "step.idle_sync_ratio" not in report.metrics
     assert not [f for f in report.findings if f.rule == "sync-stall"]
 
@@ -54,11 +54,11 @@ def test_nccl_trace_is_host_bound_on_named_host_ops(corpus):
 def test_one_pinned_copy_is_not_called_pageable(corpus):
     """trace_compare/base copies once, from pinned memory: no copy finding
     and no claim of pageable memory."""
-    path = corpus / "hta/trace_compare/base"
-    copies = load_profile(path, jobs=1).table("ops")
-    copies = set(copies.loc[copies["name"].str.startswith("Memcpy HtoD"), "name"])
+    profile = load_profile(corpus / "hta/trace_compare/base", jobs=1)
+    ops = profile.table("ops")
+    copies = set(ops.loc[ops["name"].str.startswith("Memcpy HtoD"), "name"])
     assert copies and not any("Pageable" in c for c in copies), copies
-    report = analyze(path)
+    report = analyze_profile(profile)
     assert "h2d-copy-bound" not in {f.rule for f in report.findings}
     assert not any("pageable" in f.message.lower() for f in report.findings)
 

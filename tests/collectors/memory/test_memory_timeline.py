@@ -30,7 +30,7 @@ STEPS = 6
 
 
 def _rules(report) -> set[str]:
-    return {g.rule for f in report.findings for g in (f, *f.contributing)}
+    return {f.rule for f in report.all_findings()}
 
 
 def test_the_corpus_timeline_peaks_on_activations_and_does_not_leak(corpus):
