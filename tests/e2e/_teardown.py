@@ -9,6 +9,10 @@ failure, or the same abort twice, still fails the test."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+
 SIGNATURE = "terminate called without an active exception"
 
 
@@ -19,3 +23,17 @@ def run_twice_on_teardown_abort(run, exit_code, stderr):
     if exit_code(result) != 0 and SIGNATURE in stderr(result):
         result = run()
     return result
+
+
+def advisor_run_report(argv: list[str], out, steps: int, cwd, env: dict | None = None) -> dict:
+    """Run ``argv`` (an ``advisor run ... -o out`` command line) to success,
+    re-running once on the exit-time abort, and return its report.json
+    after checking that it profiled ``steps`` steps."""
+    result = run_twice_on_teardown_abort(
+        lambda: subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd,
+                               env=dict(os.environ, **(env or {}))),
+        lambda r: r.returncode, lambda r: r.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["run"]["steps_found"] == steps
+    return report

@@ -19,13 +19,10 @@ its buckets behind).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 
 import pytest
-from _teardown import run_twice_on_teardown_abort
+from _teardown import advisor_run_report
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -47,17 +44,9 @@ DP_STEPS, DP_TRAIN_STEPS = 10, "14"
 def _advisor_run(tmp_path, steps: int, command: list[str], warmup: int = 1) -> dict:
     tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    result = run_twice_on_teardown_abort(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup),
-             "-o", str(out), "--no-color", "--", *command],
-            capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env),
-        lambda r: r.returncode, lambda r: r.stderr)
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    assert report["run"]["steps_found"] == steps
-    return report
+    argv = [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup),
+            "-o", str(out), "--no-color", "--", *command]
+    return advisor_run_report(argv, out, steps, cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
 
 
 def _findings(report: dict) -> dict[str, dict]:

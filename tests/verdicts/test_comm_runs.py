@@ -12,15 +12,12 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 
 import pytest
 
 from bench.repeatability import ENV, SCENARIOS, argv
-from tests.e2e._teardown import run_twice_on_teardown_abort
+from tests.e2e._teardown import advisor_run_report
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -31,14 +28,7 @@ def _report(name: str, tmp_path) -> dict:
     steps, command = SCENARIOS[name]
     out = tmp_path / name
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = run_twice_on_teardown_abort(
-        lambda: subprocess.run(argv(steps, command, out), capture_output=True, text=True, timeout=300,
-                               env=dict(os.environ, **ENV), cwd=tmp_path),
-        lambda r: r.returncode, lambda r: r.stderr)
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    assert report["run"]["steps_found"] == steps
-    return report
+    return advisor_run_report(argv(steps, command, out), out, steps, cwd=tmp_path, env=ENV)
 
 
 def _serious(report: dict) -> dict[str, dict]:
