@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from advisor.collectors.mindspore_gpu.layout import has_device as _gpu_device
+
 # folder names that carry a rank (MindInsight r1.3 ``cluster_profiler/{rank}/profiler``)
 from advisor.collectors.search import RANK_DIR as _RANK_DIR
 
@@ -56,6 +58,13 @@ def folders(folder: Path, depth: int):
         yield from folders(sub, depth + 1)
 
 
+def claims(path: Path) -> bool:
+    """Whether the file ``path`` is an anchor of this layout: named as one,
+    and not a file the MindSpore GPU layout shares (its device has GPU files)."""
+    hit = anchor_id(path.name)
+    return hit is not None and not _gpu_device(path.parent, hit[1])
+
+
 def anchor_id(name: str) -> tuple[int, int] | None:
     """(anchor priority, rank id) when ``name`` is one of our file names."""
     for prio, pattern in enumerate(_ANCHORS):
@@ -73,6 +82,7 @@ def folder_anchors(folder: Path) -> list[Path]:
     with a message naming the file instead of the rank vanishing silently.
     """
     best: dict[int, tuple[bool, int, Path]] = {}
+    gpu: dict[int, bool] = {}  # rank id -> files of the MindSpore GPU layout (not ours)
     try:
         entries = sorted(folder.iterdir())
     except OSError:
@@ -80,6 +90,10 @@ def folder_anchors(folder: Path) -> list[Path]:
     for path in entries:
         hit = anchor_id(path.name)
         if hit is None:
+            continue
+        if hit[1] not in gpu:
+            gpu[hit[1]] = _gpu_device(folder, hit[1])
+        if gpu[hit[1]]:
             continue
         prio, rid = hit
         key = (not path.is_file(), prio, path)
