@@ -22,9 +22,13 @@ https://mindspore.cn/mindinsight/docs/en/r2.3/performance_profiling_gpu.html):
 * ``profiler_info_{dev}.json`` -> world size and MindSpore version.
 
 Not read: ``gpu_timeline_display_{dev}.json`` and the ``*_execute_timestamp_{dev}.txt``
-files (per-launch timelines: the aggregated files above carry what the metrics use),
-``gpu_framework_{dev}.txt`` (input shapes without dtypes). No GPU file names the
-device model, so the run's ``device_model`` stays unknown.
+files, the per-launch timelines. Their gaps between kernels would give device idle
+time per step, but by default (``sync_enable=True``) the GPU profiler waits for each
+op's kernels before launching the next, so those gaps are partly the profiler's own;
+no file records which mode was used, so no device-idle figure is derived (the host /
+device idle checks are reported as not evaluated). ``gpu_framework_{dev}.txt`` holds
+input shapes without dtypes. No GPU file names the device model, so the run's
+``device_model`` stays unknown.
 """
 
 from __future__ import annotations
