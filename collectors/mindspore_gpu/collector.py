@@ -72,10 +72,8 @@ def read(unit: Path) -> Profile:
     """
     unit = Path(unit)
     hit = layout.anchor_id(unit.name)
-    if hit is None:
-        raise InputError(unit, "not a MindSpore GPU profiler file")
-    if not unit.is_file():
-        raise InputError(unit, ascend_layout.not_a_file(unit))
+    if hit is None or not unit.is_file():
+        raise InputError(unit, ascend_layout.not_a_file(unit) if hit else "not a MindSpore GPU profiler file")
     folder, dev = unit.parent, hit[1]
     # On GPU the files are named by get_rank() in an NCCL job, by the device id otherwise.
     rank = dev
@@ -85,22 +83,15 @@ def read(unit: Path) -> Profile:
     frame = _step_frame(profile, folder, dev)
     if frame is not None:
         profile.steps = ascend_steps.steps_table(frame, rank)
-    failures: list[InputError] = []
-    readers = (("data_ops", minddata.data_ops), ("data_queue", queues.data_queue), ("ops", operators.ops))
-    for name, fn in readers:
-        try:
-            table = fn(profile, folder, dev, rank)
-        except InputError as exc:
-            failures.append(exc)
-            profile.skip(exc.path, exc.problem)
-            continue
-        if table is not None and len(table):
-            setattr(profile, name, table)
+    try:
+        profile.data_ops = minddata.data_ops(profile, folder, dev, rank)
+    except InputError as exc:
+        profile.skip(exc.path, exc.problem)
+    profile.data_queue = queues.data_queue(profile, folder, dev, rank)  # skips what it cannot read
+    profile.ops = operators.ops(profile, folder, dev, rank)  # likewise
     profile.comm = communication.comm_table(profile, frame, None, rank)
     if not any(profile.table(t) is not None for t in ("steps", "data_ops", "data_queue", "ops")):
-        if failures:
-            raise failures[0]
-        if profile.skipped:
+        if profile.skipped:  # nothing left: the first file that could not be read is the error
             raise InputError(profile.skipped[0].what, profile.skipped[0].reason)
         raise InputError(folder, f"no usable MindSpore GPU profiler data for device {dev}")
     if profile.steps is None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from advisor.collectors.io.listing import best_per_id
+
 OP_DETAIL_FILE = "gpu_op_detail_info_{}.csv"
 OP_TYPE_FILE = "gpu_op_type_info_{}.csv"
 ACTIVITY_FILE = "gpu_activity_data_{}.csv"
@@ -29,40 +31,21 @@ CPU_OP_TYPE_FILE = "cpu_op_type_info_{}.csv"
 
 #: The GPU-only files, in anchor order: any one marks a device of this layout.
 _ANCHOR_FILES = (OP_DETAIL_FILE, ACTIVITY_FILE, OP_TYPE_FILE, STEP_TRACE_TXT_FILE, TIMELINE_FILE, GETNEXT_FILE)
-#: Their names as patterns (anchor order).
-_ANCHORS = tuple(re.compile("^" + re.escape(t).replace(r"\{\}", r"(\d+)") + "$") for t in _ANCHOR_FILES)
+#: One pattern for them all: the alternative that matches (its group) is the anchor priority.
+_ANCHOR = re.compile("^(?:" + "|".join(re.escape(t).replace(r"\{\}", r"(\d+)") for t in _ANCHOR_FILES) + ")$")
 
 
 def anchor_id(name: str) -> tuple[int, int] | None:
     """(anchor priority, device id) when ``name`` is one of our anchor names."""
-    for prio, pattern in enumerate(_ANCHORS):
-        m = pattern.match(name)
-        if m:
-            return prio, int(m.group(1))
-    return None
+    m = _ANCHOR.match(name)
+    return None if m is None else (m.lastindex - 1, int(m.group(m.lastindex)))
 
 
 def folder_anchors(folder: Path) -> list[Path]:
-    """The best anchor file of each device id present in ``folder``.
-
-    A device whose only anchors are not readable files (a dangling link, a
-    folder with a file's name) still yields one, so that reading it fails
-    with a message naming the file instead of the device vanishing.
-    """
-    best: dict[int, tuple[bool, int, Path]] = {}
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError:
-        return []
-    for path in entries:
-        hit = anchor_id(path.name)
-        if hit is None:
-            continue
-        prio, dev = hit
-        key = (not path.is_file(), prio, path)
-        if dev not in best or key[:2] < best[dev][:2]:
-            best[dev] = key
-    return [best[d][2] for d in sorted(best)]
+    """The best anchor file of each device id present in ``folder``
+    (``listing.best_per_id``: a device whose only anchors are not readable
+    files still yields one, so that reading it fails naming the file)."""
+    return best_per_id(folder, anchor_id)
 
 
 def has_device(folder: Path, dev: int) -> bool:
