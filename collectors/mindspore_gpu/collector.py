@@ -47,6 +47,11 @@ from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
 
+#: Why the host / device idle checks are not evaluated on these folders (module doc).
+IDLE_NOTE = ("device idle time per step is not derived from the MindSpore GPU timelines: with the "
+             "profiler's default sync_enable=True each op waits for its kernels, so the gaps between "
+             "kernels are partly the profiler's own")
+
 #: ``discover`` and ``read`` only.
 CAPABILITIES = Capabilities(label="MindSpore GPU profiler output(s)")
 
@@ -94,6 +99,7 @@ def read(unit: Path) -> Profile:
         if profile.skipped:  # nothing left: the first file that could not be read is the error
             raise InputError(profile.skipped[0].what, profile.skipped[0].reason)
         raise InputError(folder, f"no usable MindSpore GPU profiler data for device {dev}")
+    profile.meta.notes.append(IDLE_NOTE)
     if profile.steps is None:
         profile.meta.notes.append(f"no step trace for device {dev} (step_trace_raw_{dev}_detail_time.csv or "
                                   f"step_trace_profiling_{dev}.txt): per-step times are not available")

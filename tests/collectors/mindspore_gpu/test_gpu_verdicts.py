@@ -30,7 +30,8 @@ def test_input_bound_folder_gets_the_input_and_compute_verdicts(tmp_path):
     tc = found["no-tensor-cores"]
     assert report.metrics["ops.fp32_no_tensor_core_ms"].value == pytest.approx(30.0)
     assert report.metrics["ops.fp32_no_tensor_core_ratio"].value == pytest.approx(30.0 / 38.0)
-    assert tc.fix.framework == "mindspore"
+    assert tc.fix.framework == "mindspore" and 'amp_level="O2"' in tc.fix.code
+    assert "Mixed precision" in tc.message and "TF32" not in tc.message
     # the GPU files record no input dtypes: fp32-compute is not judged, and says why
     assert "ops.fp32_matrix_ratio" not in report.metrics
     assert any("input_dtypes" in s.reason for s in report.skipped if "fp32_matrix" in s.what)

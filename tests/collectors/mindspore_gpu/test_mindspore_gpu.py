@@ -58,6 +58,7 @@ def test_input_bound_folder_gives_steps_operators_and_data(tmp_path):
     assert device["time_us"].iloc[0] == pytest.approx(gf.T0_NS / 1000.0)
     assert len(queue[queue["queue"] == "host"]) == 10
     assert profile.skipped == []
+    assert gpu.IDLE_NOTE in meta.notes  # why the device-idle checks are not judged
 
 
 def test_summary_rows_are_not_steps(tmp_path):
