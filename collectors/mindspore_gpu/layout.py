@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advisor.collectors.io.listing import best_per_id
+from advisor.collectors.io import listing
 
 OP_DETAIL_FILE = "gpu_op_detail_info_{}.csv"
 OP_TYPE_FILE = "gpu_op_type_info_{}.csv"
@@ -45,12 +45,12 @@ def folder_anchors(folder: Path) -> list[Path]:
     """The best anchor file of each device id present in ``folder``
     (``listing.best_per_id``: a device whose only anchors are not readable
     files still yields one, so that reading it fails naming the file)."""
-    return best_per_id(folder, anchor_id)
+    return listing.best_per_id(folder, anchor_id)
 
 
 def has_device(folder: Path, dev: int) -> bool:
     """Whether ``folder`` holds a GPU-layout file of device ``dev``: a few
-    stats, no listing (the MindInsight reader asks it of every file it
-    would claim, so that the step-trace and MindData files the two layouts
-    share are not taken for an Ascend rank)."""
-    return any((Path(folder) / template.format(dev)).is_file() for template in _ANCHOR_FILES)
+    stats (or look-ups in a cached scan), no listing. The MindInsight reader
+    asks it of every rank id it would claim, so that the step-trace and
+    MindData files the two layouts share are not taken for an Ascend rank."""
+    return any(listing.is_file(Path(folder) / template.format(dev)) for template in _ANCHOR_FILES)
