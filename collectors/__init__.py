@@ -1,6 +1,6 @@
 """Collectors: detect a profiler's output layout and read it into a Profile.
 
-One subpackage per format (``ascend``, ``mindinsight``, ``kineto``,
+One subpackage per format (``ascend``, ``mindspore_gpu``, ``mindinsight``, ``kineto``,
 ``memory``; ``live`` records a run), each with a ``collector`` module that follows the contract
 in ``advisor.collectors.protocol``. ``load_profile`` picks the first
 collector (in ``collectors()`` order) that finds units and reads every
@@ -33,8 +33,9 @@ def collectors() -> tuple[Collector, ...]:
     from advisor.collectors.kineto import collector as kineto
     from advisor.collectors.memory import collector as memory
     from advisor.collectors.mindinsight import collector as mindinsight
+    from advisor.collectors.mindspore_gpu import collector as mindspore_gpu
 
-    return (ascend, mindinsight, kineto, memory)
+    return (ascend, mindspore_gpu, mindinsight, kineto, memory)
 
 
 def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None,
@@ -93,5 +94,5 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
         root,
         "no profiler output found (expected *_ascend_pt / *_ascend_ms folders, "
         "ASCEND_PROFILER_OUTPUT/, cluster_analysis_output/, MindInsight "
-        "profiler files, *.pt.trace.json[.gz] traces, or PyTorch memory timelines)",
+        "or MindSpore GPU profiler files, *.pt.trace.json[.gz] traces, or PyTorch memory timelines)",
     )

@@ -49,6 +49,10 @@ MEASURED = {
     "tests/collectors/ascend/test_ascend_meta.py::test_index_matches_depth_first_search",
     # generated clusters written in two layouts and analyzed, fault by fault
     "tests/collectors/ascend/test_layouts_agree.py",
+    # MindSpore GPU folders through the full analysis (the first analysis in a process imports the engine)
+    "tests/collectors/mindspore_gpu/test_gpu_verdicts.py",
+    # every file of a MindSpore GPU folder damaged in five ways, the folder read after each
+    "tests/collectors/mindspore_gpu/test_gpu_robustness.py::test_every_damaged_file_is_an_input_error_or_a_skip",
     # the examples and generated runs of every kind and layout analyzed, and random metric sets
     "tests/robustness/test_gains_and_evidence.py",
     # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale

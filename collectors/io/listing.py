@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -133,3 +133,36 @@ def names(folder: Path) -> list[str]:
         return os.listdir(folder)
     except OSError:
         return []
+
+
+def best_per_id(folder: Path, anchor: Callable[[str], tuple[int, int] | None],
+                skip: Callable[[int], bool] | None = None) -> list[Path]:
+    """One file per id in ``folder``, by id: of the names ``anchor`` maps to
+    (priority, id), a readable file before one that is not, then the lowest
+    priority, then the first name. ``skip(id)``, asked once per id, leaves
+    that id out.
+
+    An id whose only files are not readable (a dangling symlink, a folder
+    with a file's name) still yields one, so that reading it fails with a
+    message naming the file instead of the id vanishing silently.
+    """
+    best: dict[int, tuple[bool, int, Path]] = {}
+    skipped: dict[int, bool] = {}
+    try:
+        entries = sorted(Path(folder).iterdir())
+    except OSError:
+        return []
+    for path in entries:
+        hit = anchor(path.name)
+        if hit is None:
+            continue
+        prio, ident = hit
+        if skip is not None:
+            if ident not in skipped:
+                skipped[ident] = skip(ident)
+            if skipped[ident]:
+                continue
+        key = (not path.is_file(), prio, path)
+        if ident not in best or key[:2] < best[ident][:2]:
+            best[ident] = key
+    return [best[i][2] for i in sorted(best)]

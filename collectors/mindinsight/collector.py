@@ -63,7 +63,7 @@ def discover(root: Path) -> list[Path]:
     """
     root = Path(root)
     if root.is_file():
-        return [root] if layout.anchor_id(root.name) is not None else []
+        return [root] if layout.claims(root) else []
     units: list[Path] = []
     for folder in layout.folders(root, 0):
         units.extend(layout.folder_anchors(folder))

@@ -12,6 +12,9 @@ import os
 import re
 from pathlib import Path
 
+from advisor.collectors.io.listing import best_per_id
+from advisor.collectors.mindspore_gpu.layout import has_device as _gpu_device
+
 # folder names that carry a rank (MindInsight r1.3 ``cluster_profiler/{rank}/profiler``)
 from advisor.collectors.search import RANK_DIR as _RANK_DIR
 
@@ -56,6 +59,13 @@ def folders(folder: Path, depth: int):
         yield from folders(sub, depth + 1)
 
 
+def claims(path: Path) -> bool:
+    """Whether the file ``path`` is an anchor of this layout: named as one,
+    and not a file the MindSpore GPU layout shares (its device has GPU files)."""
+    hit = anchor_id(path.name)
+    return hit is not None and not _gpu_device(path.parent, hit[1])
+
+
 def anchor_id(name: str) -> tuple[int, int] | None:
     """(anchor priority, rank id) when ``name`` is one of our file names."""
     for prio, pattern in enumerate(_ANCHORS):
@@ -66,26 +76,15 @@ def anchor_id(name: str) -> tuple[int, int] | None:
 
 
 def folder_anchors(folder: Path) -> list[Path]:
-    """The best anchor file of each rank id present in ``folder``.
+    """The best anchor file of each rank id present in ``folder``
+    (``listing.best_per_id``; a rank id whose files belong to the MindSpore
+    GPU layout is left to it).
 
     A rank whose only anchors are not readable files (a dangling symlink, a
     folder with a file's name) still yields one, so that reading it fails
     with a message naming the file instead of the rank vanishing silently.
     """
-    best: dict[int, tuple[bool, int, Path]] = {}
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError:
-        return []
-    for path in entries:
-        hit = anchor_id(path.name)
-        if hit is None:
-            continue
-        prio, rid = hit
-        key = (not path.is_file(), prio, path)
-        if rid not in best or key[:2] < best[rid][:2]:
-            best[rid] = key
-    return [best[r][2] for r in sorted(best)]
+    return best_per_id(folder, anchor_id, skip=lambda rid: _gpu_device(folder, rid))
 
 
 def not_a_file(path: Path) -> str:

@@ -15,12 +15,14 @@ from advisor.collectors.protocol import Capabilities, check, load
 def test_every_collector_keeps_the_contract():
     declared = {m.__name__.split(".")[-2]: check(m) for m in collectors()}
     # most specific layout first; memory timelines last, so that a folder holding
-    # both a trace and a timeline is read as the trace (the timeline is noted)
-    assert list(declared) == ["ascend", "mindinsight", "kineto", "memory"]
+    # both a trace and a timeline is read as the trace (the timeline is noted);
+    # the MindSpore GPU layout before MindInsight's, whose step-trace and MindData names it shares
+    assert list(declared) == ["ascend", "mindspore_gpu", "mindinsight", "kineto", "memory"]
     assert declared["ascend"] == Capabilities("Ascend profiler folder(s)", arrow=True, batch=True,
                                               skips_kernels=True)
     assert declared["kineto"] == Capabilities("Kineto trace(s)", splits_unit=True, shared_ranks=True)
     assert declared["mindinsight"] == Capabilities("MindInsight profiler output(s)")
+    assert declared["mindspore_gpu"] == Capabilities("MindSpore GPU profiler output(s)")
     assert declared["memory"] == Capabilities("PyTorch memory timeline(s)")
     module, caps = load("advisor.collectors.ascend.collector")
     assert module is collectors()[0] and caps is declared["ascend"]
