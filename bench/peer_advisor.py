@@ -70,7 +70,9 @@ FAULT_CHECKS = {
 #: seconds one incumbent run may take (it takes minutes on a busy machine)
 PEER_TIMEOUT_S = 1800
 
-_SLOW_RANK_COMPONENT = re.compile(r"^(\w[\w ()]*?)\s*\n\s*has some issues in the cluster", re.MULTILINE)
+#: one component's paragraph of a "slow rank" row (SlowRankAnalyzer.produce_bottleneck)
+_SLOW_RANK_COMPONENT = re.compile(r"^(\w[\w ()]*?)\s*\n\s*has some issues in the cluster.*?has reached [\d.]+ ?ms\.",
+                                  re.MULTILINE | re.DOTALL)
 
 
 # ------------------------------------------------------------------ incumbent
@@ -120,7 +122,7 @@ class PeerProblem:
     @property
     def summary(self) -> str:
         text = " ".join(self.description.split())
-        return text if len(text) <= 110 else text[:107] + "..."
+        return text if len(text) <= 160 else text[:157] + "..."
 
 
 def problems(doc: dict, table: peer_checks.PeerChecks) -> list[PeerProblem]:
@@ -136,8 +138,8 @@ def problems(doc: dict, table: peer_checks.PeerChecks) -> list[PeerProblem]:
         category, description = str(row[cat_i]), str(row[desc_i])
         check = table.for_category(category)
         if check is not None and check.check == "slow-rank":
-            components = _SLOW_RANK_COMPONENT.findall(description)
-            out += [PeerProblem(category, description, c.strip(), check) for c in components]
+            out += [PeerProblem(category, m.group(0), m.group(1).strip(), check)
+                    for m in _SLOW_RANK_COMPONENT.finditer(description)]
             continue
         out.append(PeerProblem(category, description, None, check))
     return out
@@ -247,7 +249,13 @@ def _gain(side: Side, rules: list[str]) -> str:
     return "; ".join(parts)
 
 
-def totals(sides: list[Side]) -> dict[str, int]:
+def _rule_names() -> set[str]:
+    from advisor.engine.loader import load_rules
+
+    return {r.name for r in load_rules()}
+
+
+def totals(sides: list[Side], known: set[str]) -> dict[str, int]:
     probs = [(s, p) for s in sides for p in s.problems]
     inj = [(s, p) for s, p in probs if s.injected(p)]
     return {
@@ -256,14 +264,22 @@ def totals(sides: list[Side]) -> dict[str, int]:
         "injected": len(inj),
         "injected_reported": sum(bool(s.reported(p)) for s, p in inj),
         "unmapped": sum(p.check is None for _, p in probs),
+        "not_yet": sum(bool(p.check and p.check.rules) and not set(p.check.rules) & known for _, p in probs),
     }
 
 
-def render(sides: list[Side], markdown: bool) -> str:
-    t = totals(sides)
+def _rules_cell(p: PeerProblem, known: set[str]) -> str:
+    rules = p.check.rules if p.check else ()
+    return ", ".join(r if r in known else f"{r} (not in this rule set)" for r in rules) or "-"
+
+
+def render(sides: list[Side], markdown: bool, known: set[str] | None = None) -> str:
+    known = _rule_names() if known is None else known
+    t = totals(sides, known)
     head = (f"advisor reports {t['reported']} of {t['problems']} incumbent problems; "
             f"{t['injected']} of them name the injected fault of a generated input, and advisor reports "
-            f"{t['injected_reported']} of those; {t['unmapped']} row(s) map to no known check.")
+            f"{t['injected_reported']} of those; {t['not_yet']} map only to rules not in this rule set; "
+            f"{t['unmapped']} row(s) map to no known check.")
     lines: list[str] = []
     if markdown:
         lines += [head, "",
@@ -276,12 +292,11 @@ def render(sides: list[Side], markdown: bool) -> str:
             if not s.problems:
                 lines.append(f"| {s.name} ({fault}) | none ({s.peer_status}) | | | | | |")
             for p in s.problems:
-                rules = p.check.rules if p.check else ()
                 got = s.reported(p)
                 inj = {None: "-", True: "yes", False: "no"}[s.injected(p)]
                 lines.append(
                     f"| {s.name} ({fault}) | **{p.label}**: {p.summary.replace('|', '/')} | "
-                    f"{p.check.check if p.check else '?'} | {inj} | {', '.join(rules) or '-'} | "
+                    f"{p.check.check if p.check else '?'} | {inj} | {_rules_cell(p, known)} | "
                     f"{'yes' if got else 'no'} | {_gain(s, got) if got else ''} |")
         else:
             lines.append(f"{s.name} [fault: {fault}]  incumbent: {s.peer_status} ({s.peer_note})")
@@ -305,7 +320,7 @@ def render(sides: list[Side], markdown: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.peer_advisor", description=__doc__.split("\n\n")[0])
     ap.add_argument("--markdown", action="store_true", help="a Markdown section for docs/accuracy.md")
-    ap.add_argument("--ranks", type=int, default=4, help="ranks of each generated cluster (default 4)")
+    ap.add_argument("--ranks", type=int, default=8, help="ranks of each generated cluster (default 8: two hosts)")
     ap.add_argument("--steps", type=int, default=8, help="steps of each generated cluster (default 8)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", help="run only inputs whose name contains this")
