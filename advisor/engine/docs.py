@@ -57,6 +57,7 @@ HEADINGS = {
         "col_beyond": "beyond the peer, or why not covered",
         "planned": "planned",
         "not_covered": "not covered: {why}",
+        "peer_none": "Rules of advisor that no check of these tools makes: {rules}.",
     },
     "zh": {
         "what": "检测内容",
@@ -95,6 +96,7 @@ HEADINGS = {
         "col_beyond": "超出之处，或未覆盖的原因",
         "planned": "planned",
         "not_covered": "未覆盖：{why}",
+        "peer_none": "这些工具均无对应检查的 advisor 规则：{rules}。",
     },
 }
 
@@ -215,7 +217,9 @@ def peer_coverage_markdown(rules: list[Rule], lang: str = "en") -> list[str]:
         cover += [f"`advisor {c.command}`"] if c.command else []
         note = h["not_covered"].format(why=_md(c.not_covered)) if c.not_covered else _md(c.beyond or "")
         out.append(f"| {c.peer} | **{c.check}**: {_md(c.title)} | `{c.source}` | {', '.join(cover)} | {note} |")
-    out.append("")
+    named = {r for c in table.checks for r in c.rules}
+    only_advisor = [f"[`{r.name}`]({anchors[r.name]})" for r in rules if r.name not in named]
+    out += ["", h["peer_none"].format(rules=", ".join(only_advisor) or "-"), ""]
     return out
 
 
