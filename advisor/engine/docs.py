@@ -45,6 +45,19 @@ HEADINGS = {
         "col_title": "title",
         "col_group": "group",
         "col_status": "status",
+        "peer_title": "Coverage of the incumbent tools' checks",
+        "peer_intro": "Every check of {peers}, and what in advisor reports the same problem, or why nothing "
+        "does (the data it would need). Generated from `docs/peer_checks.yaml`. "
+        "{covered} of {total} checks have a rule, metric or command in advisor "
+        "({with_planned} of {total} counting the rules marked *planned*).",
+        "col_peer": "peer",
+        "col_check": "check",
+        "col_source": "source",
+        "col_advisor": "advisor",
+        "col_beyond": "beyond the peer, or why not covered",
+        "planned": "planned",
+        "not_covered": "not covered: {why}",
+        "peer_none": "Rules of advisor that no check of these tools makes: {rules}.",
     },
     "zh": {
         "what": "检测内容",
@@ -72,6 +85,18 @@ HEADINGS = {
         "col_title": "标题",
         "col_group": "分组",
         "col_status": "状态",
+        "peer_title": "对现有工具检查项的覆盖",
+        "peer_intro": "{peers} 的每一项检查，以及 advisor 中报告同一问题的规则或指标；未覆盖时说明所需的数据。"
+        "由 `docs/peer_checks.yaml` 生成。{total} 项中 {covered} 项在 advisor 中有规则、指标或命令"
+        "（计入标为 *planned* 的规则时为 {with_planned} 项）。",
+        "col_peer": "工具",
+        "col_check": "检查",
+        "col_source": "来源",
+        "col_advisor": "advisor",
+        "col_beyond": "超出之处，或未覆盖的原因",
+        "planned": "planned",
+        "not_covered": "未覆盖：{why}",
+        "peer_none": "这些工具均无对应检查的 advisor 规则：{rules}。",
     },
 }
 
@@ -165,7 +190,37 @@ def rules_markdown(lang: str = "en") -> str:
     out += [f"| {r.id} | [`{r.name}`](#{r.name}-{r.id.lower()}) | {_md(r.title)} | {r.group} | {r.status} |" for r in rules]
     out.append("")
     out += [rule_markdown(r, lang) for r in rules]
+    out += peer_coverage_markdown(rules, lang)
     return "\n".join(out).rstrip() + "\n"
+
+
+def peer_coverage_markdown(rules: list[Rule], lang: str = "en") -> list[str]:
+    """The coverage table of ``docs/peer_checks.yaml`` (no lines when the
+    data file is not there, as in an installed package)."""
+    from advisor.engine import peer_checks
+
+    if not peer_checks.DATA_PATH.is_file():
+        return []
+    h = _h(lang)
+    table = peer_checks.load()
+    anchors = {r.name: f"#{r.name}-{r.id.lower()}" for r in rules}
+    covered, total = table.share()
+    with_planned, _ = table.share(with_planned=True)
+    peers = ", ".join(f"{name} {info['version']}" for name, info in table.peers.items())
+    out = [f"## {h['peer_title']}", "",
+           h["peer_intro"].format(peers=peers, covered=covered, total=total, with_planned=with_planned), "",
+           f"| {h['col_peer']} | {h['col_check']} | {h['col_source']} | {h['col_advisor']} | {h['col_beyond']} |",
+           "|---|---|---|---|---|"]
+    for c in table.checks:
+        cover = [f"[`{r}`]({anchors[r]})" if r in anchors else f"`{r}` ({h['planned']})" for r in c.rules]
+        cover += [f"`{m}`" for m in c.metrics]
+        cover += [f"`advisor {c.command}`"] if c.command else []
+        note = h["not_covered"].format(why=_md(c.not_covered)) if c.not_covered else _md(c.beyond or "")
+        out.append(f"| {c.peer} | **{c.check}**: {_md(c.title)} | `{c.source}` | {', '.join(cover)} | {note} |")
+    named = {r for c in table.checks for r in c.rules}
+    only_advisor = [f"[`{r.name}`]({anchors[r.name]})" for r in rules if r.name not in named]
+    out += ["", h["peer_none"].format(rules=", ".join(only_advisor) or "-"), ""]
+    return out
 
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
