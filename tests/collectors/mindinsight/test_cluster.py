@@ -237,3 +237,92 @@ def test_steps_table_from_cluster_file_alone(tmp_path):
     assert len(steps) == fx.STEPS  # the row of means (over steps 2..5) dropped
     assert steps["duration_us"].tolist() == pytest.approx([fx.STEP_MS * 1000] * fx.STEPS, abs=1)
     assert isinstance(steps, pd.DataFrame)
+
+
+def test_a_slow_rank_inside_a_stage_is_named(tmp_path, monkeypatch):
+    """Rank 1 computes 18 ms more per step than rank 0 of its stage, which
+    waits for it at the all-reduce: slow-rank names rank 1 (compared within
+    stage 0), never the ranks of the waiting stage."""
+    timing = fx._timing
+
+    def slow_one(rank, step):
+        t = dict(timing(rank, step))
+        if rank in (0, 1):
+            t["allreduce"] = 20.0 if rank == 0 else 2.0
+        return t
+
+    monkeypatch.setattr(fx, "_timing", slow_one)
+    report = advisor.analyze(fx.write_cluster(tmp_path / "profiler"), use_config=False)
+    rank = _findings(report)["slow-rank"]
+    assert rank.scope.ranks == [1]
+    assert report.metrics["cluster.slow_component"].value == "compute"
+    assert report.metrics["cluster.slow_rank_excess_ms"].value == pytest.approx(18.0, abs=0.5)
+    # both ranks of stage 0 do the same work: the message says so
+    assert report.metrics["cluster.slow_rank_flops_ratio"].value == pytest.approx(1.0)
+    assert "slower at the same work" in rank.message
+
+
+# ------------------------------------------------------------- MindData
+
+
+def _data_bound_rank(folder, pipeline_csv: str) -> None:
+    """One rank: the dataset pipeline file given, a step trace whose steps
+    wait 40 of 100 ms for data (iteration interval), and the MindData CPU
+    sampling (``cpu_util`` cites its writer) with each reader's workers
+    at 95% of a core."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "minddata_pipeline_raw_0.csv").write_text(pipeline_csv)
+    rows = ["step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail"]
+    for step in range(1, 7):
+        start = step * 1e7
+        rows.append(f"{step},{start:.0f},{start + 1e7:.0f},10000000,{start + 4e6:.0f},{start + 9e6:.0f},"
+                    "4000000,5000000,1000000")
+    rows.append("-,0,0,10000000,0,0,4000000,5000000,1000000")
+    (folder / "step_trace_raw_0_detail_time.csv").write_text("\n".join(rows) + "\n")
+    ops = [{"op_id": i, "op_type": t, "metrics": {"user_utilization": [u, u], "sys_utilization": [5, 5]}}
+           for i, t, u in ((2, "TFReader", 375), (3, "TFReader", 375), (1, "Shuffle", 20), (4, "Shuffle", 20))]
+    (folder / "minddata_cpu_utilization_0.json").write_text(json.dumps({
+        "sampling_interval": 10, "cpu_processor_num": 32, "time_stamp": [1, 2],
+        "device_info": {"user_utilization": [50, 50], "sys_utilization": [5, 5], "io_utilization": [0, 0],
+                        "idle_utilization": [45, 45], "runable_processes": [3, 3]},
+        "process_info": {"user_utilization": [40, 40], "sys_utilization": [5, 5]},
+        "op_info": ops + [{"op_id": -1, "metrics": {"user_utilization": [1, 1], "sys_utilization": [0, 0]}}]}))
+
+
+def test_minddata_cpu_utilization_per_op(tmp_path, corpus):
+    _data_bound_rank(tmp_path / "p", (corpus / "mindinsight-minddata" / "minddata_pipeline_raw_3.csv").read_text())
+    ops = load_profile(tmp_path / "p").data_ops.set_index("op_id")
+    assert ops.loc[2, "cpu_pct"] == pytest.approx(380.0)  # user 375 + sys 5
+    assert pd.isna(ops.loc[0, "cpu_pct"])  # the root was not sampled
+
+
+def test_every_queue_empty_names_the_readers(tmp_path, corpus):
+    """The corpus pipeline whose queues are all 16% full, on a rank that
+    waits for data: slow-dataset-op names the two readers, as sources, and
+    says their workers are CPU-bound (380% over 4 workers)."""
+    _data_bound_rank(tmp_path / "p", (corpus / "mindinsight-minddata" / "minddata_pipeline_raw_3.csv").read_text())
+    report = advisor.analyze(tmp_path / "p", use_config=False)
+    finding = _findings(report)["slow-dataset-op"]
+    assert report.metrics["data.bottleneck_op"].value == "TFReader_2, TFReader_3"
+    assert report.metrics["data.bottleneck_is_source"].value is True
+    assert "reading the data from storage" in finding.message
+    assert report.metrics["data.bottleneck_cpu_per_worker"].value == pytest.approx(95.0)
+    assert "CPU-bound" in finding.message
+
+
+def test_a_full_queue_after_the_readers_clears_them(tmp_path, corpus):
+    """The corpus pipeline _0: the readers' queue is 31% full but the one
+    after Shuffle_1 is 94% full: Shuffle_4 is named, not the readers."""
+    _data_bound_rank(tmp_path / "p", (corpus / "mindinsight-minddata" / "minddata_pipeline_raw_0.csv").read_text())
+    report = advisor.analyze(tmp_path / "p", use_config=False)
+    finding = _findings(report)["slow-dataset-op"]
+    assert report.metrics["data.bottleneck_op"].value == "Shuffle_4"
+    assert report.metrics["data.bottleneck_is_source"].value is False
+    assert finding.scope.ops == ["Shuffle_4"]
+
+
+def test_every_queue_full_gives_no_slow_dataset_op(tmp_path, corpus):
+    _data_bound_rank(tmp_path / "p", (corpus / "mindinsight-minddata" / "minddata_pipeline_raw_2.csv").read_text())
+    report = advisor.analyze(tmp_path / "p", use_config=False)
+    assert "slow-dataset-op" not in _findings(report)
+    assert report.metrics["data.bottleneck_usage_drop"].value < 0.1
