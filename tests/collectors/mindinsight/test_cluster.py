@@ -21,6 +21,12 @@ def _findings(report) -> dict:
     return {f.rule: f for f in report.all_findings()}
 
 
+def _folder(tmp_path):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    return folder
+
+
 # ------------------------------------------------------------- reading
 
 
@@ -105,8 +111,7 @@ def test_flops_summary_both_eras(tmp_path):
 
 
 def test_flops_per_operator_file(tmp_path):
-    folder = tmp_path / "p"
-    folder.mkdir()
+    folder = _folder(tmp_path)
     fx.write_step_trace(folder, 0)
     (folder / "flops_0.txt").write_text(
         "op_full_name,MFLOPs(10^6 cube),GFLOPS(10^9 cube),MFLOPs(10^6 vector),GFLOPS(10^9 vector)\n"
@@ -118,8 +123,7 @@ def test_flops_per_operator_file(tmp_path):
 def test_summary_row_is_not_a_step(tmp_path, summary):
     """MindSpore ends the step trace with a row of means numbered '-'
     (older releases: 0); it is never read as a step."""
-    folder = tmp_path / "p"
-    folder.mkdir()
+    folder = _folder(tmp_path)
     fx.write_step_trace(folder, 0, summary=summary)
     steps = load_profile(folder).steps
     assert steps["step"].tolist() == list(range(1, fx.STEPS + 1))
@@ -127,8 +131,7 @@ def test_summary_row_is_not_a_step(tmp_path, summary):
 
 
 def test_a_last_row_of_zeros_is_not_a_step(tmp_path):
-    folder = tmp_path / "p"
-    folder.mkdir()
+    folder = _folder(tmp_path)
     path = folder / "step_trace_raw_0_detail_time.csv"
     path.write_text("step_num,start_point,end_point,total,fp_point,bp_point,iteration_interval,fp_and_bp,tail\n"
                     "1,0,2000000,2000000,0,0,100000,1800000,100000\n"
@@ -227,8 +230,7 @@ def test_balanced_pipeline_gives_no_slow_stage(tmp_path, monkeypatch):
 def test_steps_table_from_cluster_file_alone(tmp_path):
     """A rank folder with the cluster analysis file but no step trace (an
     anchor from the dataset files): steps = computation + communication alone."""
-    folder = tmp_path / "p"
-    folder.mkdir()
+    folder = _folder(tmp_path)
     fx.write_cluster_analyse(folder, 2)
     (folder / "minddata_pipeline_raw_2.csv").write_text(
         "op_id,op_type,num_workers,output_queue_size,output_queue_average_size,output_queue_length,"
@@ -236,7 +238,6 @@ def test_steps_table_from_cluster_file_alone(tmp_path):
     steps = load_profile(folder).steps
     assert len(steps) == fx.STEPS  # the row of means (over steps 2..5) dropped
     assert steps["duration_us"].tolist() == pytest.approx([fx.STEP_MS * 1000] * fx.STEPS, abs=1)
-    assert isinstance(steps, pd.DataFrame)
 
 
 def test_a_slow_rank_inside_a_stage_is_named(tmp_path, monkeypatch):
