@@ -45,7 +45,7 @@ _COLUMNS = {
     "computation": ("computation_time",),
     "comm_alone": ("communication_alone_time",),
     "stage": ("stage_time",),
-    "receive": ("receive_alone_time",),
+    "receive_alone": ("receive_alone_time",),
     "collective": ("collective_communication_alone_time",),
 }
 
@@ -124,8 +124,8 @@ def apply(profile: Profile, folder: Path, fid: int, rank: int) -> None:
     steps["computing_us"] = _computing(us("computation"), steps)
     if "stage" in frame and frame["stage"].notna().any():
         steps["stage_us"] = us("stage")
-    if "receive" in frame and frame["receive"].notna().any():
-        steps["receive_us"] = us("receive")
+    if "receive_alone" in frame and frame["receive_alone"].notna().any():
+        steps["receive_us"] = us("receive_alone")
     profile.steps = steps
 
 

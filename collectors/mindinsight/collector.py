@@ -152,9 +152,9 @@ def read(unit: Path) -> Profile:
             setattr(profile, name, table)
     cluster_analyse.apply(profile, folder, fid, rank)
     hccl = _hccl(profile, folder / hccl_raw.FILE.format(fid), rank)
-    profile.comm = communication.comm_table(profile, step_frame, framework, rank,
-                                            hccl and hccl_raw.operator_rows(hccl, rank))
-    profile.links = hccl and hccl_raw.links_table(hccl, rank)
+    waits = hccl_raw.operator_rows(hccl, rank) if hccl else None
+    profile.comm = communication.comm_table(profile, step_frame, framework, rank, waits)
+    profile.links = hccl_raw.links_table(hccl, rank) if hccl else None
     profile.flops = flops.flops_table(profile, folder, fid, rank)
     if not any(profile.table(t) is not None for t in ("steps", "data_ops", "data_queue", "ops", "links")):
         if failures:
