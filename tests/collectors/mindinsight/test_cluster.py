@@ -202,6 +202,11 @@ def test_victims_are_not_named_without_stage_layout(tmp_path):
     assert rank is None or not set(rank.scope.ranks) & {2, 3}
     spread = report.metrics["cluster.component_spread"].value
     assert spread and all(v["max_rank"] not in (2, 3) for v in spread.values())
+    # no layout names the stages: the pipeline finding speaks of ranks
+    stage = _findings(report)["slow-pipeline-stage"]
+    assert report.metrics["pipeline.grouped_by"].value == "rank"
+    assert stage.message.startswith("Rank ") and "no pipeline layout" in stage.message
+    assert set(stage.scope.ranks) <= {0, 1}
 
 
 @pytest.mark.parametrize("transport", ["SDMA", "RDMA"])
