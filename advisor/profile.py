@@ -213,6 +213,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "avg_time_us": Column("float", "mean time per call"),
         "stage": Column("text", "pipeline stage"),
         "count": Column("int", "calls"),
+        "cpu_pct": Column("float", "mean CPU use of the op's threads, percent of one core summed over them "
+                          "(MindSpore minddata_cpu_utilization)"),
     },
     "idle_causes": {  # per (rank, step, cause): the host ops, calls or waits device-idle time went to
         "rank": _rank(),
@@ -242,6 +244,13 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "category": Column("text", "what the memory holds (PyTorch's memory profiler): parameter, "
                            "optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown",
                            required=True),
+    },
+    "flops": {  # floating-point work per rank over the profiled window (MindSpore flops_summary)
+        "rank": _rank(),
+        "mflops": Column("float", "floating-point operations executed, in millions (cube + vector units)",
+                         required=True),
+        "gflops_per_s": Column("float", "achieved rate while the operators ran, GFLOP/s"),
+        "utilization": Column("float", "achieved rate / the device's peak, 0..1"),
     },
 }
 TABLES = tuple(SCHEMA)
@@ -377,6 +386,7 @@ class Profile:
     warmup: pd.DataFrame | None = None
     idle_causes: pd.DataFrame | None = None
     memory: pd.DataFrame | None = None
+    flops: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -98,6 +98,8 @@ MEASURED = {
     "tests/regression/test_compare_examples.py",
     # the ResNet-50 example analyzed in Chinese
     "tests/reports/test_zh_fixed_texts.py",
+    # MindInsight pipeline-parallel clusters written file by file and analyzed
+    "tests/collectors/mindinsight/test_cluster.py",
 }
 
 #: seconds a test outside the slow set may take before it is named

@@ -67,6 +67,15 @@ wait, ``others_wait``: time nobody waits for does not hold the cluster back.
 * Otherwise: ``others_wait`` is the median rank's exposed communication
   (``exposed_comm_us``, per-rank medians) minus the slow rank's.
 
+Pipeline stages run different layers, so their ranks are not expected to
+take equal time: where the run has stages (``advisor.metrics.pipeline.
+stage_of``), ranks are compared within their stage (MindInsight's cluster
+guide: the stage time finds the slow stage, and inside a stage the slow
+card) and the component's worst rank is the one with the largest excess in
+its stage; the slow stage itself is ``pipeline.slowest_stage``. A rank
+whose step is mostly pipeline Receive wait (``VICTIM_RECEIVE_SHARE``)
+waits for another stage: a victim, never named slow.
+
 Per collective (``cluster.late_rank``): where the profiler measured each
 rank's wait inside its communication operators (``comm.wait_us``, Ascend:
 the time an operator waits for its peers), per collective kind
@@ -87,6 +96,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics.comm import peer_waits
+from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median, steady_steps, steps_per_rank
 from advisor.profile import Profile
@@ -128,6 +138,9 @@ SLOW_LINK_RATIO = 0.5
 LATE_MIN_RANKS = 4
 LATE_MIN_SHARE = 0.02
 COLLECTIVE_KINDS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall")
+#: A rank whose step is at least this share pipeline Receive wait spends
+#: most of it waiting for another stage: a victim (module doc).
+VICTIM_RECEIVE_SHARE = 0.5
 
 
 def _robust_z(values: pd.Series, x: float) -> float:
@@ -169,6 +182,39 @@ def _upper_cluster(values: pd.Series) -> list[int] | None:
     return sorted(int(r) for r in order.index[k[int(np.nanargmax(gaps))]:])
 
 
+def _comparison_groups(p: Profile) -> list[list[int]]:
+    """The sets of ranks compared with each other (module doc, pipeline
+    stages): each pipeline stage's ranks where the run has stages, else
+    all ranks."""
+    steps = p.table("steps")
+    ranks = sorted(int(r) for r in steps["rank"].dropna().unique())
+    mapping, grouping = stage_of(p, ranks)
+    if grouping != "stage":
+        return [ranks]
+    stages: dict[int, list[int]] = {}
+    for rank in ranks:
+        stages.setdefault(mapping[rank], []).append(rank)
+    return list(stages.values())
+
+
+def _victims(p: Profile) -> set[int]:
+    """Ranks whose step is mostly pipeline Receive wait (median ``receive_us``
+    at least ``VICTIM_RECEIVE_SHARE`` of the median step): they wait for
+    another stage and are never named slow."""
+    if not p.has("steps", "receive_us"):
+        return set()
+    receive = per_rank_median(p, "receive_us")
+    step = per_rank_median(p, "duration_us").reindex(receive.index)
+    return {int(r) for r in receive.index[(receive >= VICTIM_RECEIVE_SHARE * step).to_numpy()]}
+
+
+def _candidates(p: Profile, values: pd.Series, members: list[int]) -> pd.Series:
+    """``values`` of the ranks in ``members``, victims left out."""
+    victims = p.memo("cluster.victims", lambda: _victims(p))
+    keep = [r for r in members if r in values.index and r not in victims]
+    return values.reindex(keep).dropna()
+
+
 def _require_real_ranks(p: Profile) -> None:
     if p.meta.ranks_inferred:
         raise NotEvaluated("ranks were assigned to trace files without rank information; "
@@ -189,53 +235,60 @@ def _component_spreads(p: Profile) -> list[dict]:
     cpu = p.meta.device == "cpu"
     held = p.memo("cluster.held_back", lambda: _held_back(p)) if cpu else None
     waits = per_rank_median(p, "exposed_comm_us") if cpu and held is None else pd.Series(dtype=float)
+    groups = _comparison_groups(p)
     for column, label in COMPONENTS.items():
-        values = per_rank_median(p, column)
-        if len(values) < MIN_RANKS:
-            continue
-        worst = int(values.idxmax())
-        extra = {}
-        if len(values) < SMALL_CLUSTER:
-            excess, extra = _paired_gap(p, column, values, worst)
-            zscore = extra.pop("zscore")
-        else:
-            excess = float(values.max() - values.median())
-            zscore = _robust_z(values, float(values.max()))
-        saved = None
-        if held is not None and worst in held.index:
-            saved, source = float(held[worst]), "matched collectives: lead over the runner-up"
-        elif len(waits) == len(values) and worst in waits.index:
-            # in a small cluster against the other ranks (the median of two is halfway)
-            base = waits.drop(worst).median() if len(values) < SMALL_CLUSTER else waits.median()
-            saved = max(float(base - waits[worst]), 0.0)
-            source = "exposed communication: median rank minus this rank"
-        if saved is not None:
-            # Corroboration (module doc): excess the others do not wait for
-            # (a rank descheduled between two of its own ops, made up before
-            # the collective, or late among scattered peers) holds nobody back.
-            extra |= {"component_excess_ms": round(excess / US_PER_MS, 3),
-                      "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
-            excess = min(excess, saved)
-        small = len(values) < SMALL_CLUSTER
-        group = [worst] if saved is not None or small else _slow_group(values, worst, zscore)
-        if len(group) > 1:
-            # a group: measured against the ranks outside it (the median may sit inside it)
-            rest = values.drop(group)
-            excess = float(values.max() - rest.median())
-            zscore = _robust_z(rest, float(values.max()))
-        out.append(
-            {
-                **extra,
-                "component": label,
-                "column": column,
-                "rank": worst,
-                "group": group,
-                "excess_ms": excess / US_PER_MS,
-                "excess_ratio": excess / float(step.median()),
-                "zscore": zscore,
-                "per_rank_ms": {int(k): round(float(v) / US_PER_MS, 3) for k, v in values.items()},
-            }
-        )
+        entries = []
+        for members in groups:
+            values = _candidates(p, per_rank_median(p, column), members)
+            if len(values) < MIN_RANKS:
+                continue
+            waits_here = waits.reindex(values.index).dropna() if len(waits) else waits
+            worst = int(values.idxmax())
+            extra = {}
+            if len(values) < SMALL_CLUSTER:
+                excess, extra = _paired_gap(p, column, values, worst)
+                zscore = extra.pop("zscore")
+            else:
+                excess = float(values.max() - values.median())
+                zscore = _robust_z(values, float(values.max()))
+            saved = None
+            if held is not None and worst in held.index:
+                saved, source = float(held[worst]), "matched collectives: lead over the runner-up"
+            elif len(waits_here) == len(values) and worst in waits_here.index:
+                # in a small cluster against the other ranks (the median of two is halfway)
+                base = (waits_here.drop(worst).median() if len(values) < SMALL_CLUSTER
+                        else waits_here.median())
+                saved = max(float(base - waits_here[worst]), 0.0)
+                source = "exposed communication: median rank minus this rank"
+            if saved is not None:
+                # Corroboration (module doc): excess the others do not wait for
+                # (a rank descheduled between two of its own ops, made up before
+                # the collective, or late among scattered peers) holds nobody back.
+                extra |= {"component_excess_ms": round(excess / US_PER_MS, 3),
+                          "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
+                excess = min(excess, saved)
+            small = len(values) < SMALL_CLUSTER
+            group = [worst] if saved is not None or small else _slow_group(values, worst, zscore)
+            if len(group) > 1:
+                # a group: measured against the ranks outside it (the median may sit inside it)
+                rest = values.drop(group)
+                excess = float(values.max() - rest.median())
+                zscore = _robust_z(rest, float(values.max()))
+            entries.append(
+                {
+                    **extra,
+                    "component": label,
+                    "column": column,
+                    "rank": worst,
+                    "group": group,
+                    "excess_ms": excess / US_PER_MS,
+                    "excess_ratio": excess / float(step.median()),
+                    "zscore": zscore,
+                    "per_rank_ms": {int(k): round(float(v) / US_PER_MS, 3) for k, v in values.items()},
+                }
+            )
+        if entries:
+            out.append(max(entries, key=lambda e: e["excess_ms"]))
     if not out:
         raise NotEvaluated("no step component measured on two or more ranks")
     return out
@@ -395,6 +448,23 @@ def slow_rank_step_share(p: Profile) -> Value:
     if share is None:
         raise NotEvaluated(f"only measured for fewer than {SMALL_CLUSTER} ranks with common step ids")
     return Value(round(share, 4))
+
+
+@metric("cluster.slow_rank_flops_ratio", unit="ratio", needs=["steps.duration_us", "flops.mflops"])
+def slow_rank_flops_ratio(p: Profile) -> Value:
+    """FLOPs ``cluster.slow_rank`` executed in the profiled window over the
+    median of the other ranks it was compared with (its stage in a
+    pipeline run; MindSpore's ``flops_summary``): well above 1 means it
+    was given more work (uneven split, longer sequences), near 1 that it
+    is slower at the same work (device, host)."""
+    s = _slowest(p)
+    flops = p.table("flops").groupby("rank")["mflops"].mean()
+    peers = [r for r in s["per_rank_ms"] if r != s["rank"]]
+    others = flops.reindex(peers).dropna()
+    if s["rank"] not in flops.index or others.empty or others.median() <= 0:
+        raise NotEvaluated("FLOPs not recorded for the slow rank and the ranks it is compared with")
+    return Value(float(flops[s["rank"]] / others.median()),
+                 {"mflops": round(float(flops[s["rank"]]), 1), "peers_median_mflops": round(float(others.median()), 1)})
 
 
 @metric("cluster.compute_spread_ratio", unit="ratio", needs=["steps.computing_us"])

@@ -58,95 +58,106 @@ def _op_label(row) -> str:
 
 
 def _bottleneck(p: Profile) -> dict:
-    """The dataset op that starves the ones after it: the op with the
-    largest drop in queue usage across it (its inputs' output queues full,
-    its own empty) or, where every queue of a rank's pipeline drains, the
-    sources (see ``SOURCES_DRAIN``)."""
+    """The dataset op that starves the ones after it (``_find_bottleneck``)."""
     return p.memo("data_bottleneck", lambda: _find_bottleneck(p))
 
 
-#: A pipeline whose fullest recorded queue is below this share of its
-#: capacity drains everywhere: no op is held up by a full input, so the ops
-#: that read from storage (the sources, which have no inputs) set its pace.
-SOURCES_DRAIN = 0.5
+#: Queue usage is a mean of sampled fill levels: differences below this
+#: share of the capacity are not read as a gradient (a queue "fuller"
+#: downstream by less, or sources whose drops differ by less, are equal).
+QUEUE_NOISE = 0.1
 
 
-def _ops_by_rank(ops: pd.DataFrame):
-    """(rank, op_id, own output-queue usage, frame, position of the op's row
-    in frame) of every dataset op, rank by rank in table order (an op id
-    listed twice in a rank has the usage of its first row)."""
-    ranked = ops[ops["rank"].notna()].sort_values("rank", kind="stable")
-    if not ranked.duplicated(["rank", "op_id"]).any():
-        # one row per (rank, op): the op's own usage is its row's
-        yield from ((rank, op_id, own, ranked, pos) for pos, (rank, op_id, own) in enumerate(zip(
-            ranked["rank"].tolist(), ranked["op_id"].tolist(), ranked["output_queue_usage"].tolist())))
-        return
-    for rank, group in ops.groupby("rank"):
-        by_id = group.set_index("op_id")["output_queue_usage"]
-        by_id = by_id[~by_id.index.duplicated()]
-        for pos, op_id in enumerate(group["op_id"].tolist()):
-            yield rank, op_id, by_id.get(op_id), group, pos
+#: A queue more than half full on average is filling: its producer runs
+#: ahead of its consumer, which holds every op before it up (below one
+#: half it drains: its consumer is the faster).
+BACKED_UP = 0.5
 
 
 def _workers(op) -> int | None:
     return None if pd.isna(op.get("workers")) else int(op.get("workers"))
 
 
-def _draining_sources(ops: pd.DataFrame) -> dict | None:
-    """The sources of the rank whose whole pipeline drains most (fullest
-    recorded queue below ``SOURCES_DRAIN``), or None when none drains."""
-    best: dict | None = None
-    for rank, group in ops.dropna(subset=["output_queue_usage"]).groupby("rank"):
-        fullest = float(group["output_queue_usage"].max())
-        if fullest >= SOURCES_DRAIN:
+def _root_output(p: Profile, rank, ops: pd.DataFrame) -> float | None:
+    """The usage of the queue the root op feeds (the host queue into the
+    device, ``data_queue`` ``host`` samples with their capacity), when the
+    pipeline file leaves the root's own queue empty."""
+    q = p.table("data_queue")
+    if q is None or "capacity" not in q.columns:
+        return None
+    host = q[(q["queue"] == "host") & (q["rank"] == rank) & (q["capacity"] > 0)]
+    if host.empty:
+        return None
+    return float((host["size"] / host["capacity"]).clip(0, 1).mean())
+
+
+def _rank_candidates(p: Profile, rank, group: pd.DataFrame) -> list[dict]:
+    """Per op of one rank's pipeline tree: the usage of its fullest input
+    queue (1 for a source, the leaf that reads storage, which is always
+    ready), of its own output queue, and the drop between them; only ops
+    with no backed-up queue downstream (``BACKED_UP``, and fuller than
+    their own output): an op upstream of a filling queue is held up by the
+    op after that queue, not the other way round."""
+    group = group.drop_duplicates("op_id")
+    usage = dict(zip(group["op_id"].tolist(), group["output_queue_usage"].tolist()))
+    parent = dict(zip(group["op_id"].tolist(), group["parent_id"].tolist()))
+    roots = [i for i, par in parent.items() if pd.isna(par) or par not in parent]
+    for root in roots:
+        if pd.isna(usage.get(root)):
+            usage[root] = _root_output(p, rank, group)
+    children: dict = {}
+    for op_id, par in parent.items():
+        if not pd.isna(par):
+            children.setdefault(par, []).append(op_id)
+    out = []
+    for _, op in group.iterrows():
+        own = usage.get(op["op_id"])
+        if own is None or pd.isna(own):
             continue
-        parents = set(ops.loc[ops["rank"] == rank, "parent_id"].dropna().tolist())
-        sources = group[~group["op_id"].isin(parents)]
-        if sources.empty:
+        fed = [usage.get(c) for c in children.get(op["op_id"], [])]
+        fed = [u for u in fed if u is not None and not pd.isna(u)]
+        if children.get(op["op_id"]) and not fed:
+            continue  # inputs not recorded: no gradient to read
+        source = not children.get(op["op_id"])
+        inputs = 1.0 if source else min(fed)
+        downstream, seen, node = [], set(), parent.get(op["op_id"])
+        while node is not None and not pd.isna(node) and node not in seen:
+            seen.add(node)
+            if usage.get(node) is not None and not pd.isna(usage.get(node)):
+                downstream.append(usage[node])
+            node = parent.get(node)
+        if any(d >= BACKED_UP and d - own >= QUEUE_NOISE for d in downstream):
             continue
-        drop = 1.0 - float(sources["output_queue_usage"].max())
-        if best is None or drop > best["drop"]:
-            workers = [w for w in (_workers(op) for _, op in sources.iterrows()) if w is not None]
-            best = {
-                "rank": int(rank),
-                "op": ", ".join(_op_label(op) for _, op in sources.iterrows()),
-                "drop": drop,
-                "input_usage": 1.0,
-                "output_usage": float(sources["output_queue_usage"].max()),
-                "workers": min(workers) if workers else None,
-                "sources": True,
-            }
-    return best
+        out.append({"rank": int(rank), "op": _op_label(op), "op_ids": [op["op_id"]], "drop": float(inputs - own),
+                    "input_usage": float(inputs), "output_usage": float(own),
+                    "workers": _workers(op), "sources": source})
+    return out
 
 
 def _find_bottleneck(p: Profile) -> dict:
+    """Walk each rank's dataset tree from the sources (the leaves that read
+    storage: input usage 1) to the queue that feeds the device, and take
+    the op where the queue usage drops most from its inputs to its output
+    (ops upstream of a backed-up queue excluded: ``_rank_candidates``). When
+    that op is a source, the sources whose drop is as large (within
+    ``QUEUE_NOISE``) are named together: every queue after them drains."""
     ops = p.table("data_ops")
     if ops is None or not {"op_id", "output_queue_usage", "parent_id"} <= set(ops.columns):
         raise NotEvaluated("dataset ops have no queue usage or pipeline links")
-    # per (rank, op): the usage of its fullest input queue (the ops whose parent it is)
-    fed = ops.dropna(subset=["output_queue_usage"]).groupby(["rank", "parent_id"])["output_queue_usage"].min()
-    fullest = dict(zip(fed.index.tolist(), fed.tolist()))
     best: dict | None = None
-    for rank, op_id, own, frame, pos in _ops_by_rank(ops):
-        inputs_min = fullest.get((rank, op_id))
-        if inputs_min is None:
+    for rank, group in ops[ops["rank"].notna()].groupby("rank", sort=True):
+        candidates = _rank_candidates(p, rank, group)
+        if not candidates:
             continue
-        if own is None or pd.isna(own):
-            continue
-        drop = float(inputs_min - own)
-        if best is None or drop > best["drop"]:
-            op = frame.iloc[pos]
-            best = {
-                "rank": int(rank),
-                "op": _op_label(op),
-                "drop": drop,
-                "input_usage": float(inputs_min),
-                "output_usage": float(own),
-                "workers": _workers(op),
-            }
-    sources = _draining_sources(ops)
-    if sources is not None and (best is None or sources["drop"] > best["drop"]):
-        best = sources
+        top = max(candidates, key=lambda c: c["drop"])
+        if top["sources"]:
+            peers = [c for c in candidates if c["sources"] and top["drop"] - c["drop"] < QUEUE_NOISE]
+            workers = [c["workers"] for c in peers if c["workers"] is not None]
+            top = {**top, "op": ", ".join(c["op"] for c in peers), "op_ids": [i for c in peers for i in c["op_ids"]],
+                   "output_usage": max(c["output_usage"] for c in peers),
+                   "workers": min(workers) if workers else None}
+        if best is None or top["drop"] > best["drop"]:
+            best = top
     if best is None:
         raise NotEvaluated("no dataset op with both input and output queue usage")
     return best
@@ -154,11 +165,15 @@ def _find_bottleneck(p: Profile) -> dict:
 
 @metric("data.bottleneck_op", unit="text", needs=["data_ops.output_queue_usage"])
 def bottleneck_op(p: Profile) -> Value:
-    """The dataset-pipeline operator that starves the ones after it: the op
-    with the largest drop from its inputs' output-queue usage (the fullest
-    input) to its own output-queue usage; or, when a rank's whole pipeline
-    drains, its sources (input usage 1: storage is always ready). Named as
-    type_id, e.g. MapOp_3 (sources joined by commas)."""
+    """The dataset-pipeline operator that starves the ones after it. From
+    the sources (leaves reading storage, input usage 1: storage is always
+    ready) to the queue that feeds the device (the host queue, for the
+    root), the op with the largest drop from its inputs' output-queue usage
+    (the fullest input) to its own; an op with a backed-up queue (more
+    than half full, and fuller than its own) downstream is held up there
+    and is not a candidate. When every queue drains, that
+    is the sources. Named as type_id, e.g. MapOp_3 (sources joined by
+    commas)."""
     b = _bottleneck(p)
     return Value(b["op"], b)
 
@@ -169,6 +184,29 @@ def bottleneck_usage_drop(p: Profile) -> Value:
     queues minus usage of its output queue (0..1; 1 = full before, empty after)."""
     b = _bottleneck(p)
     return Value(b["drop"], {"op": b["op"]})
+
+
+@metric("data.bottleneck_is_source", unit="bool", needs=["data_ops.output_queue_usage"])
+def bottleneck_is_source(p: Profile) -> Value:
+    """Whether ``data.bottleneck_op`` is the pipeline's sources (the
+    operations that read storage): every queue after them drains."""
+    return Value(bool(_bottleneck(p)["sources"]))
+
+
+@metric("data.bottleneck_cpu_per_worker", unit="%", needs=["data_ops.cpu_pct", "data_ops.workers"])
+def bottleneck_cpu_per_worker(p: Profile) -> Value:
+    """CPU use of ``data.bottleneck_op`` per worker, in percent of one core
+    (MindSpore's MindData CPU sampling over its ``num_parallel_workers``;
+    the largest of the ops when several are named). Near 100: each worker
+    is busy computing, so more workers (on free cores) raise its output;
+    low: the workers wait (storage, locks), and more of them help less."""
+    b = _bottleneck(p)
+    ops = p.table("data_ops")
+    rows = ops[(ops["rank"] == b["rank"]) & ops["op_id"].isin(b["op_ids"])].dropna(subset=["cpu_pct", "workers"])
+    rows = rows[rows["workers"] > 0]
+    if rows.empty:
+        raise NotEvaluated(f"no CPU sampling or worker count for {b['op']}")
+    return Value(float((rows["cpu_pct"] / rows["workers"]).max()), {"op": b["op"]})
 
 
 @metric("data.bottleneck_workers", unit="count", needs=["data_ops.workers"])

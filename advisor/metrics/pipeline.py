@@ -35,7 +35,7 @@ from advisor.profile import Profile
 MIN_STAGES = 2
 
 
-def _stage_of(p: Profile, ranks: list[int]) -> tuple[dict[int, int], str]:
+def stage_of(p: Profile, ranks: list[int]) -> tuple[dict[int, int], str]:
     """rank -> stage id, and "stage" or "rank" (how ranks were grouped)."""
     known = p.meta.stages
     if all(r in known for r in ranks) and len({known[r] for r in ranks}) >= MIN_STAGES:
@@ -72,7 +72,7 @@ def stage_table(p: Profile) -> tuple[pd.DataFrame, str]:
     """Per stage (or per rank): stage, receive, pure communication with and
     without receive (ms), bubble share and the ranks; plus the grouping."""
     ranks = _per_rank(p)
-    mapping, grouping = _stage_of(p, [int(r) for r in ranks.index])
+    mapping, grouping = stage_of(p, [int(r) for r in ranks.index])
     ranks = ranks.assign(stage=[mapping[int(r)] for r in ranks.index])
     ms = ranks.drop(columns=["stage", "bubble_ratio"]) / US_PER_MS
     ms["bubble_ratio"] = ranks["bubble_ratio"]
@@ -127,6 +127,15 @@ def slowest_stage_ranks(p: Profile) -> Value:
     return Value(table.loc[table["stage_ms"].idxmax(), "ranks"])
 
 
+@metric("pipeline.grouped_by", unit="text", needs=["steps.stage_us"])
+def grouped_by(p: Profile) -> Value:
+    """How ranks were grouped into the stages the other ``pipeline``
+    metrics compare: ``stage`` (a pipeline layout is known) or ``rank``
+    (none is: each rank is its own group)."""
+    _, grouping = _stages(p)
+    return Value(grouping)
+
+
 def _excess_ms(table: pd.DataFrame) -> float:
     """Stage time of the slowest stage minus the median of the *other*
     stages: with two stages the median of all sits halfway between them and
@@ -176,3 +185,22 @@ def bubble_ratio(p: Profile) -> Value:
         raise NotEvaluated("no bubble or receive time in the steps table")
     table, grouping = stage_table(p)
     return Value(float(values.mean()), _evidence(table, grouping))
+
+
+@metric("pipeline.slowest_stage_flops_ratio", unit="ratio", needs=["steps.stage_us", "flops.mflops"])
+def slowest_stage_flops_ratio(p: Profile) -> Value:
+    """Floating-point work per rank of ``pipeline.slowest_stage`` over the
+    median of the other stages' (each stage: the mean over its ranks of
+    the FLOPs they executed in the profiled window, MindSpore's
+    ``flops_summary``). Well above 1: the split gives that stage more work;
+    near 1: its devices are slower at the same work. Evidence: per stage
+    MFLOPs."""
+    table, _ = _stages(p)
+    flops = p.table("flops").groupby("rank")["mflops"].mean()
+    per_stage = {int(s): float(flops.reindex(r).mean()) for s, r in table["ranks"].items()}
+    slowest = int(table["stage_ms"].idxmax())
+    others = pd.Series({s: v for s, v in per_stage.items() if s != slowest}).dropna()
+    if pd.isna(per_stage[slowest]) or others.empty or others.median() <= 0:
+        raise NotEvaluated("FLOPs not recorded for the slowest stage and another stage")
+    return Value(per_stage[slowest] / float(others.median()),
+                 {"mflops_per_stage": {s: round(v, 1) for s, v in per_stage.items() if v == v}})

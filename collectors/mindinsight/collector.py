@@ -11,8 +11,10 @@ MindInsight read: flat files named by rank id in one folder.
     system-counter ticks of **10 ns** (MindInsight ``PER_MS_SYSCNT = 100000``,
     "one sys count takes 10 ns"; MindSpore 2.x writes msprof milliseconds
     times ``1e5``), so microseconds = value / 100. The last row is an
-    average row with ``step_num`` = ``-``; it is dropped. Inference runs
-    have no ``bp_point``/``tail`` and name the forward time ``fp``.
+    average row with ``step_num`` = ``-`` (older releases: ``0``); it is
+    dropped. Inference runs have no ``bp_point``/``tail`` and name the
+    forward time ``fp``. Reduce columns of Receive operators give the
+    pipeline wait (``step_trace``).
 
 ``minddata_pipeline_raw_{rank}.csv`` / ``pipeline_profiling_{rank}.json``
     The dataset pipeline: per op its type, workers, output connector queue
@@ -33,7 +35,24 @@ MindInsight read: flat files named by rank id in one folder.
     Per-operator average AI Core time; the framework file adds the type and
     ``op_info`` JSON with each input's ``data_type`` and ``shape``.
 
-Tables: ``steps`` (``step_trace``), ``data_ops`` (``minddata``),
+``ascend_cluster_analyse_{mode}_{stages}_{rank_size}_{rank}.csv``
+    Per step: computation, communication alone, and in pipeline-parallel
+    runs stage time, receive alone, collective communication alone; the
+    name gives the parallel layout (``cluster_analyse``).
+
+``hccl_raw_{rank}.csv``
+    Per step and link (src-dst, SDMA/RDMA): time, size, bandwidth; per
+    communication operator its transfer and wait time (``hccl_raw``).
+
+``flops_summary_{rank}.json`` / ``flops_{rank}.txt``
+    The FLOPs the rank executed (``flops``).
+
+The MindInsight r1.3 cluster folder (``cluster_profiler/{n}/profiler``
+with ``hccl.json`` and ``host_ips_mapping.txt``) names files by device id:
+``rank_table`` maps them to ranks and hosts.
+
+Tables: ``steps`` (``step_trace``, ``cluster_analyse``), ``links``
+(``hccl_raw``), ``flops`` (``flops``), ``data_ops`` (``minddata``),
 ``data_queue`` (``queues``), ``ops`` (``operators``), ``comm``
 (``communication``); which files make up a rank: ``layout``; run
 metadata: ``meta``. ``examples/README.md`` describes the example profiles
@@ -45,7 +64,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.collectors.mindinsight import communication, layout, minddata, operators, queues, step_trace
+from advisor.collectors.mindinsight import (
+    cluster_analyse,
+    communication,
+    flops,
+    hccl_raw,
+    layout,
+    minddata,
+    operators,
+    queues,
+    rank_table,
+    step_trace,
+)
 from advisor.collectors.mindinsight.meta import read_profiler_info
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -84,7 +114,8 @@ def read(unit: Path) -> Profile:
     if not unit.is_file():
         raise InputError(unit, layout.not_a_file(unit))
     folder, fid = unit.parent, hit[1]
-    rank = layout.rank_of(folder, fid)
+    placed = rank_table.lookup(folder, fid)
+    rank = placed[0] if placed else layout.rank_of(folder, fid)
     meta = RunMeta(
         framework="mindspore",
         device="ascend",
@@ -92,6 +123,7 @@ def read(unit: Path) -> Profile:
         source_path=str(folder),
         ranks=[rank],
         time_unit="us",
+        hosts={rank: placed[1]} if placed else {},
     )
     profile = Profile(meta=meta)
     read_profiler_info(profile, folder / layout.PROFILER_INFO_FILE.format(fid))
@@ -118,11 +150,25 @@ def read(unit: Path) -> Profile:
             continue
         if table is not None and len(table):
             setattr(profile, name, table)
-    profile.comm = communication.comm_table(profile, step_frame, framework, rank)
-    if not any(profile.table(t) is not None for t in ("steps", "data_ops", "data_queue", "ops")):
+    cluster_analyse.apply(profile, folder, fid, rank)
+    hccl = _hccl(profile, folder / hccl_raw.FILE.format(fid), rank)
+    waits = hccl_raw.operator_rows(hccl, rank) if hccl else None
+    profile.comm = communication.comm_table(profile, step_frame, framework, rank, waits)
+    profile.links = hccl_raw.links_table(hccl, rank) if hccl else None
+    profile.flops = flops.flops_table(profile, folder, fid, rank)
+    if not any(profile.table(t) is not None for t in ("steps", "data_ops", "data_queue", "ops", "links")):
         if failures:
             raise failures[0]
         raise InputError(folder, f"no usable MindSpore profiler data for rank id {fid}")
     return profile
 
 
+def _hccl(profile: Profile, path: Path, rank: int) -> list[dict] | None:
+    """The step rows of ``hccl_raw`` (None when absent; unusable -> skip)."""
+    if not path.is_file():
+        return None
+    try:
+        return hccl_raw.load(path)
+    except InputError as exc:
+        profile.skip(exc.path, exc.problem)
+        return None

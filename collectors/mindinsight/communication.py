@@ -1,30 +1,34 @@
-"""All-reduces -> ``comm``: timed by the step trace's reduce points, with
-the tensors each fuses from ``framework_raw``."""
+"""Communication operators -> ``comm``: timed by the step trace's per-stream
+columns (``stream_*_parallel_*`` and other reduce points: gradient
+all-reduces; ``stream_*_Receive-op*`` / ``Send-op*``: pipeline
+point-to-point), with each operator's transfer and wait time per step from
+``hccl_raw`` and the tensors it fuses from ``framework_raw``; from
+``hccl_raw`` alone when the step trace has no such columns."""
 
 from __future__ import annotations
-
-import re
 
 import pandas as pd
 
 from advisor.collectors import vocab
+from advisor.collectors.mindinsight.hccl_raw import operator_kind, short_name
 from advisor.collectors.mindinsight.step_trace import SYSCNT_PER_US
 from advisor.profile import Profile
 
 
-def comm_table(profile: Profile, steps: pd.DataFrame | None, framework: pd.DataFrame | None, rank: int):
-    """``comm`` rows: all-reduces timed by the step trace, each with the
-    number of tensors its framework op takes (the gradients it fuses)."""
+def comm_table(profile: Profile, steps: pd.DataFrame | None, framework: pd.DataFrame | None, rank: int,
+               hccl: pd.DataFrame | None = None):
+    """``comm`` rows: communication operators timed by the step trace, each
+    with its per-step wait from ``hccl`` (``hccl_raw.operator_rows``) and
+    the number of tensors its framework op takes (the gradients it fuses)."""
     rows = []
     if steps is not None:
         for col in steps.attrs.get("reduce_cols", []):
-            m = re.match(r"^stream_(\d+)_(\d+)_(.+)$", col)
-            name = m.group(3) if m else col
+            name = short_name(col)
             block = pd.DataFrame(
                 {
                     "rank": rank,
                     "name": name,
-                    "kind": _reduce_kind(name),
+                    "kind": operator_kind(name),
                     "elapse_us": (steps[col] / SYSCNT_PER_US).to_numpy(),
                     "step": pd.array(steps["step_num"].to_numpy(), dtype="Int64"),
                     "start_us": (steps[col + "_start_point"] / SYSCNT_PER_US).to_numpy(),
@@ -33,6 +37,10 @@ def comm_table(profile: Profile, steps: pd.DataFrame | None, framework: pd.DataF
             rows.append(block[block["elapse_us"].notna() & (block["elapse_us"] > 0)])
     if rows:
         comm = pd.concat(rows, ignore_index=True)
+        if hccl is not None:
+            comm = _with_waits(comm, hccl)
+    elif hccl is not None:
+        comm = hccl
     elif framework is not None:
         kinds = [vocab.collective_kind(t) for t in framework["type"]]
         collective = [k != vocab.OTHER for k in kinds]
@@ -54,8 +62,11 @@ def comm_table(profile: Profile, steps: pd.DataFrame | None, framework: pd.DataF
     return comm if len(comm) else None
 
 
-def _reduce_kind(name: str) -> str:
-    """The kind of a step-trace reduce point: what its name says, else
-    ``allreduce`` (the points mark the gradient all-reduces)."""
-    kind = vocab.collective_kind(name)
-    return vocab.ALLREDUCE if kind == vocab.OTHER else kind
+def _with_waits(comm: pd.DataFrame, hccl: pd.DataFrame) -> pd.DataFrame:
+    """The step-trace rows with ``transit_us`` and ``wait_us`` of the same
+    operator and step from ``hccl_raw`` (matched by name)."""
+    waits = hccl.groupby(["name", "step"], as_index=False)[["transit_us", "wait_us"]].sum()
+    out = comm.merge(waits, on=["name", "step"], how="left")
+    if out["wait_us"].isna().all():
+        return comm
+    return out

@@ -11,6 +11,7 @@ import pandas as pd
 
 from advisor.collectors.io.csv_files import read_columns
 from advisor.collectors.io.files import load_json
+from advisor.collectors.mindinsight import cpu_util
 from advisor.collectors.mindinsight.frames import drop_empty, put_float, put_int
 from advisor.collectors.mindinsight.layout import PIPELINE_CSV_FILE, PIPELINE_JSON_FILE
 from advisor.errors import InputError
@@ -18,6 +19,20 @@ from advisor.profile import Profile
 
 
 def data_ops(profile: Profile, folder: Path, fid: int, rank: int) -> pd.DataFrame | None:
+    """``data_ops`` from the pipeline CSV, else the pipeline JSON, with each
+    op's CPU use from ``minddata_cpu_utilization`` (``cpu_util``)."""
+    ops = _pipeline(profile, folder, fid, rank)
+    cpu_path = folder / cpu_util.FILE.format(fid)
+    if ops is None or not cpu_path.is_file():
+        return ops
+    try:
+        return cpu_util.add_cpu(ops, cpu_util.op_cpu(cpu_path))
+    except InputError as exc:
+        profile.skip(exc.path, exc.problem)
+        return ops
+
+
+def _pipeline(profile: Profile, folder: Path, fid: int, rank: int) -> pd.DataFrame | None:
     """``data_ops`` from the pipeline CSV, else the pipeline JSON."""
     csv_path = folder / PIPELINE_CSV_FILE.format(fid)
     json_path = folder / PIPELINE_JSON_FILE.format(fid)

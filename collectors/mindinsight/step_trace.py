@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from advisor.collectors import vocab
 from advisor.collectors.io.csv_files import read_columns, read_header
+from advisor.collectors.mindinsight.hccl_raw import operator_kind, short_name
 from advisor.errors import InputError
 
 #: Ascend system counter: one tick is 10 ns, so ticks / 100 = microseconds.
@@ -47,8 +49,9 @@ def load(path: Path) -> pd.DataFrame:
     numeric = [c for c in wanted if c != "step_num"]
     frame = read_columns(path, wanted, numeric=numeric, required=("step_num", "total"))
     step = pd.to_numeric(frame["step_num"], errors="coerce")
-    frame = frame[step.notna()].copy()  # drops the '-' average row
-    frame["step_num"] = step[step.notna()].astype("int64")
+    keep = step.notna() & ~_summary_row(step)
+    frame = frame[keep].copy()
+    frame["step_num"] = step[keep].astype("int64")
     if frame.empty:
         raise InputError(path, "no step rows (only a header or the average row)")
     if frame["total"].isna().all():
@@ -61,6 +64,19 @@ def load(path: Path) -> pd.DataFrame:
     frame.attrs["reduce_cols"] = reduce_cols
     frame.attrs["path"] = str(path)
     return frame
+
+
+def _summary_row(step: pd.Series) -> pd.Series:
+    """The average row MindSpore ends the file with: its step number is
+    ``-`` (non-numeric, dropped by the caller), or ``0`` in older releases
+    (MindInsight r1.3 ``ClusterStepTraceAnalyser`` reads "the last line"
+    as "the average value" when asked for step 0; steps count from 1).
+    A last row numbered 0 after steps numbered from 1 is that row."""
+    out = pd.Series(False, index=step.index)
+    numbered = step.dropna()
+    if len(numbered) >= 2 and numbered.iloc[-1] == 0 and (numbered.iloc[:-1] >= 1).all():
+        out[numbered.index[-1]] = True
+    return out
 
 
 def _reduce_columns(header: list[str]) -> list[str]:
@@ -96,5 +112,13 @@ def steps_table(frame: pd.DataFrame, rank: int) -> pd.DataFrame:
         out["fp_bp_us"] = us("fp").to_numpy()
     if "tail" in frame and "fp_and_bp" in frame:
         out["tail_us"] = us("tail").to_numpy()
+    receive = [c for c in frame.attrs.get("reduce_cols", []) if operator_kind(short_name(c)) == vocab.RECEIVE]
+    if receive:
+        # Pipeline point-to-point: the stage waits for its neighbour in its
+        # Receive operators (their whole span; the cluster analysis file,
+        # where present, replaces this with the time they run alone).
+        wait = frame[receive].fillna(0).sum(axis=1) / SYSCNT_PER_US
+        out["receive_us"] = wait.to_numpy()
+        out["stage_us"] = out["duration_us"] - out["receive_us"]
     return out
 
