@@ -136,6 +136,18 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "max_us": Column("float", "longest launch"),
         "min_us": Column("float", "shortest launch"),
         "wait_us": Column("float", "time the operator waited before it ran"),
+        "op_state": Column("text", "static or dynamic: whether the operator ran as a static- or a "
+                           "dynamic-shape kernel (Ascend kernel_details.csv OP State; absent before CANN 8.0)"),
+        "aicore_us": Column("float", "AI Core cube-part time summed over launches (Ascend PipeUtilization; "
+                            "the base of the aic_* pipe times)"),
+        "aic_mac_us": Column("float", "cube part: time the MAC (matrix) pipe was busy"),
+        "aic_mte2_us": Column("float", "cube part: time the MTE2 pipe (global memory -> on-chip) was busy"),
+        "aic_fixpipe_us": Column("float", "cube part: time the FIXPIPE (on-chip -> global memory) was busy"),
+        "aiv_us": Column("float", "AI Core vector-part time summed over launches (the base of the aiv_* pipe "
+                         "times)"),
+        "aiv_vec_us": Column("float", "vector part: time the vector pipe was busy"),
+        "aiv_mte2_us": Column("float", "vector part: time the MTE2 pipe (global memory -> on-chip) was busy"),
+        "aiv_mte3_us": Column("float", "vector part: time the MTE3 pipe (on-chip -> global memory) was busy"),
     },
     "comm": {  # communication operators per rank: one row per operator (Kineto), or summed per
         # (rank, step, kind, group, operator type) on Ascend layouts, ``name`` then being the type

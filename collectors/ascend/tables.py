@@ -124,7 +124,10 @@ def read_cluster_step_trace(path: Path) -> pd.DataFrame:
 _KERNELS = fields.text("kernel_details.csv").fields
 
 #: Kernel text columns that identify an operator: the ops table's keys.
-_OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
+_OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes", "op_state")
+#: Kernel pipe busy times, summed per operator where the file has them.
+PIPE_TIMES = ("aicore_us", "aic_mac_us", "aic_mte2_us", "aic_fixpipe_us",
+              "aiv_us", "aiv_vec_us", "aiv_mte2_us", "aiv_mte3_us")
 
 
 def _finish_key(column: str, text: str | None) -> str | None:
@@ -155,7 +158,7 @@ def kernel_table(path: Path) -> pa.Table:
     simply absent. Start times with a trailing TAB parse as floats. Text
     columns are as written: ``ops_from_kernels`` finishes them per operator
     (``_finish_text``), ~20x fewer values than kernels."""
-    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us"),
+    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us", *PIPE_TIMES),
                        required=("name", "duration_us"), raw_text=True)
     if "step" in table.column_names:
         i = table.column_names.index("step")
@@ -195,16 +198,18 @@ def ops_for_ranks(entries: list[tuple[pa.Table, int]]) -> list[pa.Table | None]:
             keys = tuple(k for k in _OP_KEYS if k in kernels.column_names)
             has_wait = ("wait_us" in kernels.column_names
                         and kernels.column("wait_us").null_count < kernels.num_rows)
-            layouts.setdefault((keys, has_wait), []).append(i)
-    for (keys, has_wait), members in layouts.items():
-        for i, ops in zip(members, _ops_of_layout([entries[i] for i in members], list(keys), has_wait)):
+            pipes = tuple(c for c in PIPE_TIMES if c in kernels.column_names)
+            layouts.setdefault((keys, has_wait, pipes), []).append(i)
+    for (keys, has_wait, pipes), members in layouts.items():
+        for i, ops in zip(members, _ops_of_layout([entries[i] for i in members], list(keys), has_wait, pipes)):
             out[i] = ops
     return out
 
 
-def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wait: bool) -> list[pa.Table]:
-    """``ops_for_ranks`` for kernels tables sharing ``keys`` and ``has_wait``."""
-    values = ["duration_us", "wait_us"] if has_wait else ["duration_us"]
+def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wait: bool,
+                   pipes: tuple[str, ...] = ()) -> list[pa.Table]:
+    """``ops_for_ranks`` for kernels tables sharing ``keys``, ``has_wait`` and pipe times."""
+    values = (["duration_us", "wait_us"] if has_wait else ["duration_us"]) + list(pipes)
     kernels = pa.concat_tables(
         [k.select([*keys, *values]).append_column("_unit", pa.array(np.full(k.num_rows, i, dtype=np.int64)))
          for i, (k, _) in enumerate(entries)], promote_options="permissive")
@@ -212,6 +217,7 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
             ("duration_us", "max"), ("duration_us", "min")]
     if has_wait:
         aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
+    aggs += [(c, "sum", pc.ScalarAggregateOptions(min_count=1)) for c in pipes]
     by = ["_unit", *keys]
     grouped = _finish_text(kernels.group_by(by, use_threads=False).aggregate(aggs))
     if len(set(zip(*(grouped.column(k).to_pylist() for k in by)))) < grouped.num_rows:
@@ -219,8 +225,9 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
         grouped = _finish_text(kernels).group_by(by, use_threads=False).aggregate(aggs)
     unit = grouped.column("_unit")
     ranks = pa.array(np.array([rank for _, rank in entries], dtype=np.int64))
-    order = ["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
+    order = ["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else []) + list(pipes)
     by_name = {_OP_NAMES[n]: grouped.column(n) for n in grouped.column_names if n in _OP_NAMES}
+    by_name.update({c: grouped.column(f"{c}_sum") for c in pipes})
     ops = pa.table([unit, pc.take(ranks, unit), *(grouped.column(k) for k in keys), *(by_name[n] for n in order)],
                    names=["_unit", "rank", *keys, *order])
     ops = ops.take(pc.sort_indices(ops, sort_keys=[("_unit", "ascending"), ("total_us", "descending")]))
