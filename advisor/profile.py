@@ -148,6 +148,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "aiv_vec_us": Column("float", "vector part: time the vector pipe was busy"),
         "aiv_mte2_us": Column("float", "vector part: time the MTE2 pipe (global memory -> on-chip) was busy"),
         "aiv_mte3_us": Column("float", "vector part: time the MTE3 pipe (on-chip -> global memory) was busy"),
+        "steps": Column("int", "distinct steps the operator, with these input shapes, ran in (Ascend kernels "
+                        "with a step id)"),
     },
     "comm": {  # communication operators per rank: one row per operator (Kineto), or summed per
         # (rank, step, kind, group, operator type) on Ascend layouts, ``name`` then being the type
@@ -183,6 +185,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "transport": Column("text", "SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...", required=True),
         **_transfers("operator records"),
         "large_packet_ratio": Column("float", "mean weighted by size"),
+        "size_class": Column("int", "floor(log2(MB)) of each operator's transfer before summing (Ascend "
+                             "communication.json / CommAnalyzerBandwidth)"),
     },
     "links": {  # point-to-point links (the totals of communication_matrix.json), summed per
         # rank, step, src, dst, transport and size_class

@@ -167,6 +167,47 @@ def dynamic_ms(p: Profile) -> Value:
     return Value(_per_step(p, ops, dynamic))
 
 
+#: Steps a rank's kernels must cover before shapes can be said to vary
+#: between steps: with two, a start-up step's one-time operators would look
+#: like shapes that changed.
+VARYING_MIN_STEPS = 3
+
+
+def _varying(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    """Compute operators of ranks with enough steps, and the mask of those
+    whose (name, type, dtypes, shapes) ran in fewer steps than the rank's
+    most regular operator."""
+    ops = _compute_ops(p)
+    ops = ops[ops["steps"].notna()]
+    ref = ops.groupby("rank")["steps"].transform("max")
+    ops = ops[ref >= VARYING_MIN_STEPS]
+    if ops.empty:
+        raise NotEvaluated(f"fewer than {VARYING_MIN_STEPS} steps of kernels: shapes cannot be compared "
+                           "between steps")
+    return ops, ops["steps"] < ref[ops.index]
+
+
+@metric("kernels.varying_shape_ratio", unit="ratio", needs=["ops.steps", "ops.total_us"])
+def varying_shape_ratio(p: Profile) -> Value:
+    """Share of compute-operator time in operators whose input shapes change
+    between steps: an operator group (name, type, dtypes, input shapes) that
+    ran in fewer steps than the rank's most regular operator group (the
+    weight update runs every step with the same shapes). Per rank, mean
+    over ranks; needs kernels with step ids over at least 3 steps. A
+    training loop with fixed shapes gives 0; variable sequence lengths or a
+    changing batch give each step its own shapes. The evidence names the
+    heaviest such operator types and how many distinct shape sets each had."""
+    ops, varying = _varying(p)
+    kinds = "type" if "type" in ops.columns else "name"
+    shapes = ops[varying].groupby(kinds)["input_shapes"].nunique() if "input_shapes" in ops.columns else None
+    top = [r[kinds] for r in _top(ops, varying, [kinds]) if r.get(kinds)]
+    return Value(_share(ops, varying), {
+        "ops": top,
+        "shape_sets": {t: int(shapes[t]) for t in top} if shapes is not None else {},
+        "steps": int(ops["steps"].max()),
+    })
+
+
 # ---------------------------------------------------------------- unaligned shapes
 
 

@@ -332,7 +332,7 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
                     (T0_NS + start, T0_NS + end, spec.rank % 8, gid, gid, 1, s(core), 0, 2, gid, 0))
         con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (s(tname), gid, 24, 0, s(core), s(op_type), s("ND;ND"), s(dtypes), s(shapes),
-                     s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("static"), s("NO")))
+                     s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))  # OP State as in the text layout
     for k, (oname, op_type, group, start, end) in enumerate(spec.comm_ops, 1):
         con.execute("INSERT INTO COMMUNICATION_OP VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (s(oname), T0_NS + start, T0_NS + end, 10_000 + k, s(group), k, 0, 0, 4,

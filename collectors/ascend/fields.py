@@ -186,6 +186,7 @@ FIELDS: dict[str, dict[str, Source]] = {
             "core": ("taskType",),
             "input_dtypes": ("inputDataTypes",),
             "input_shapes": ("inputShapes",),
+            "op_state": ("opState",),  # static / dynamic; CANN 8.0 and later (read when present)
         }),
         "COMMUNICATION_OP": Source({
             "name": ("opName",),

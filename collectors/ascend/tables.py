@@ -199,6 +199,8 @@ def ops_for_ranks(entries: list[tuple[pa.Table, int]]) -> list[pa.Table | None]:
             has_wait = ("wait_us" in kernels.column_names
                         and kernels.column("wait_us").null_count < kernels.num_rows)
             pipes = tuple(c for c in PIPE_TIMES if c in kernels.column_names)
+            if "step" in kernels.column_names and kernels.column("step").null_count < kernels.num_rows:
+                pipes += ("step",)
             layouts.setdefault((keys, has_wait, pipes), []).append(i)
     for (keys, has_wait, pipes), members in layouts.items():
         for i, ops in zip(members, _ops_of_layout([entries[i] for i in members], list(keys), has_wait, pipes)):
@@ -217,7 +219,8 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
             ("duration_us", "max"), ("duration_us", "min")]
     if has_wait:
         aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
-    aggs += [(c, "sum", pc.ScalarAggregateOptions(min_count=1)) for c in pipes]
+    aggs += [(c, "count_distinct", pc.CountOptions(mode="only_valid")) if c == "step"
+             else (c, "sum", pc.ScalarAggregateOptions(min_count=1)) for c in pipes]
     by = ["_unit", *keys]
     grouped = _finish_text(kernels.group_by(by, use_threads=False).aggregate(aggs))
     if len(set(zip(*(grouped.column(k).to_pylist() for k in by)))) < grouped.num_rows:
@@ -225,9 +228,12 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
         grouped = _finish_text(kernels).group_by(by, use_threads=False).aggregate(aggs)
     unit = grouped.column("_unit")
     ranks = pa.array(np.array([rank for _, rank in entries], dtype=np.int64))
-    order = ["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else []) + list(pipes)
+    order = (["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
+             + [c for c in pipes if c != "step"] + (["steps"] if "step" in pipes else []))
     by_name = {_OP_NAMES[n]: grouped.column(n) for n in grouped.column_names if n in _OP_NAMES}
-    by_name.update({c: grouped.column(f"{c}_sum") for c in pipes})
+    by_name.update({c: grouped.column(f"{c}_sum") for c in pipes if c != "step"})
+    if "step" in pipes:  # the steps an operator with these shapes ran in
+        by_name["steps"] = grouped.column("step_count_distinct")
     ops = pa.table([unit, pc.take(ranks, unit), *(grouped.column(k) for k in keys), *(by_name[n] for n in order)],
                    names=["_unit", "rank", *keys, *order])
     ops = ops.take(pc.sort_indices(ops, sort_keys=[("_unit", "ascending"), ("total_us", "descending")]))
