@@ -94,6 +94,9 @@ MEASURED = {
     "tests/regression/test_compare_examples.py",
     # the ResNet-50 example analyzed in Chinese
     "tests/reports/test_zh_fixed_texts.py",
+    # generated Ascend runs (a healthy one; three faults of a 4-rank cluster) analyzed
+    "tests/metrics/test_kernels.py::test_dynamic_shape_quiet_on_a_fixed_shape_run_of_dynamic_kernels",
+    "tests/metrics/test_transfer.py",
 }
 
 #: seconds a test outside the slow set may take before it is named
