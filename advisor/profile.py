@@ -259,6 +259,12 @@ SCHEMA: dict[str, dict[str, Column]] = {
                            "optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown",
                            required=True),
     },
+    "device_freq": {  # AI Core clock samples (Ascend trace_view.json "AI Core Freq" counter, AICORE_FREQ table)
+        "rank": _rank(),
+        "time_us": Column("float", "when the clock changed to this frequency (it holds until the next sample)",
+                          required=True),
+        "mhz": Column("float", "AI Core frequency", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -393,6 +399,7 @@ class Profile:
     warmup: pd.DataFrame | None = None
     idle_causes: pd.DataFrame | None = None
     memory: pd.DataFrame | None = None
+    device_freq: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

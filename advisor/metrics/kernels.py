@@ -19,7 +19,7 @@ import pandas as pd
 
 from advisor.metrics.ops import TOP_NAMES, _compute_ops
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, per_step_ms
+from advisor.metrics.steps_view import US_PER_MS, per_step_ms, rank_evidence
 from advisor.profile import Profile
 
 #: Accelerator core of AI CPU operators, as ``kernel_details.csv`` writes it.
@@ -389,3 +389,38 @@ def memory_bound_ops(p: Profile) -> Value:
     (``kernels.memory_bound_ratio``), heaviest first."""
     ops, mask = _memory_bound(p)
     return Value([r["type"] for r in _top(ops, mask, ["type"]) if r.get("type")])
+
+
+# ---------------------------------------------------------------- AI Core clock
+
+
+@metric("kernels.aicore_freq_drop", unit="ratio", needs=["device_freq.mhz", "device_freq.time_us"])
+def aicore_freq_drop(p: Profile) -> Value:
+    """How far the AI Core clock ran below its highest recorded frequency:
+    the time-weighted mean of (highest - f) / highest over the recorded
+    samples, each holding until the next (the clock is recorded when it
+    changes: trace_view.json "AI Core Freq" counter, the AICORE_FREQ table),
+    per rank, mean over ranks. The highest sample stands for the nominal
+    clock: a run throttled over its whole window shows no drop. The evidence
+    gives the lowest and highest MHz and the share of the sampled time below
+    the highest."""
+    freq = p.table("device_freq").dropna(subset=["time_us", "mhz"]).sort_values(["rank", "time_us"])
+    drops, below, lows, highs = {}, {}, [], []
+    for rank, f in freq.groupby("rank"):
+        top = float(f["mhz"].max())
+        if top <= 0:
+            continue
+        gaps = f["time_us"].diff().shift(-1).fillna(0.0).clip(lower=0.0)
+        weights = gaps if gaps.sum() > 0 else pd.Series(1.0, index=f.index)
+        drop = (top - f["mhz"]) / top
+        drops[rank] = float((drop * weights).sum() / weights.sum())
+        below[rank] = float(weights[f["mhz"] < top].sum() / weights.sum())
+        lows.append(float(f["mhz"].min()))
+        highs.append(top)
+    if not drops:
+        raise NotEvaluated("no AI Core frequency samples")
+    series = pd.Series(drops)
+    evidence = {"min_mhz": min(lows), "max_mhz": max(highs),
+                "below_max_share": round(float(pd.Series(below).mean()), 4)}
+    evidence.update(rank_evidence(series, scale=1.0))
+    return Value(float(series.mean()), evidence)

@@ -677,5 +677,19 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
                     "(no StepTraceTime table in analysis.db)")
     if profile.comm is None:
         profile.comm = comm_from_ops(comm_ops, windows, rank)
+    if prof_db is not None:
+        profile.device_freq = reader.attempt(prof_db, lambda path: read_freq(path, rank))
     names = [_any_rank(p) for p in (prof_db, ana_db) if p is not None]
     profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")
+
+
+def read_freq(path: Path, rank: int):
+    """``AICORE_FREQ(deviceId, timestampNs, freq)`` -> the ``device_freq``
+    table (the AI Core clock, one row per change); None without the table."""
+    with _connect(path) as con:
+        if not _has_table(con, "AICORE_FREQ"):
+            return None
+        cols = con.columns("SELECT timestampNs, freq FROM AICORE_FREQ")
+    samples = [(t / NS_PER_US, f) for t, f in zip(cols["timestampNs"], cols["freq"])
+               if t is not None and f is not None]
+    return tables.freq_table(samples, rank)

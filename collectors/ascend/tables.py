@@ -366,3 +366,15 @@ def require_rows(path: Path, df: pd.DataFrame | None, what: str) -> pd.DataFrame
     if df is None or df.empty:
         raise InputError(path, f"no {what} rows")
     return df
+
+
+def freq_table(samples: list[tuple[float, float]], rank: int) -> pd.DataFrame | None:
+    """AI Core clock samples (time us, MHz) -> the ``device_freq`` table, in
+    time order; None without a usable sample."""
+    df = pd.DataFrame(samples, columns=["time_us", "mhz"]).dropna()
+    df = df[df["mhz"] > 0]
+    if df.empty:
+        return None
+    df = df.sort_values("time_us", kind="stable").reset_index(drop=True)
+    df.insert(0, "rank", np.int64(rank))
+    return df

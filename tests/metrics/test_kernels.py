@@ -14,6 +14,7 @@ description (msprof / torch_npu "kernel_details.csv" data reference).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,47 @@ def test_memory_bound_ops_quiet_on_the_newer_mstt_kernels(corpus):
     assert report.metrics["kernels.memory_bound_ops"].value == ["Add"]
     assert report.metrics["kernels.memory_bound_ratio"].value == pytest.approx(110.082 / 10061.159, rel=1e-3)
     assert "memory-bound-ops" not in _rules(report)
+
+
+# ------------------------------------------------------------------ freq-throttle
+
+
+def _trace(tmp_path: Path, mhz: list[tuple[float, int]]) -> Path:
+    """A trace_view.json as torch_npu writes it: process/thread metadata, the
+    Overlap Analysis lanes (Computing, Free) and ProfilerStep#N markers, as in
+    the corpus's mstt timeline_advice/trace_view.json; plus the AI Core clock
+    as msprof's AicoreFreqAssembler writes it (a CounterEvent "AI Core Freq"
+    with the series "MHz", one event each time the clock changes; the peer
+    reads it the same way, advisor/dataset/ai_core_freq/ai_core_freq_dataset.py)."""
+    t0 = 1736413971000000.0
+    events = [{"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "Overlap Analysis"}},
+              {"ph": "M", "name": "thread_name", "pid": 9, "tid": 1, "args": {"name": "Computing"}},
+              {"ph": "M", "name": "thread_name", "pid": 9, "tid": 2, "args": {"name": "Free"}},
+              {"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "AI Core Freq"}}]
+    for s in range(4):
+        start = t0 + s * 10000.0
+        events += [{"ph": "X", "name": f"ProfilerStep#{s + 1}", "pid": 1, "tid": 1, "ts": str(start), "dur": 10000},
+                   {"ph": "X", "name": "Computing", "pid": 9, "tid": 1, "ts": str(start), "dur": 8000},
+                   {"ph": "X", "name": "Free", "pid": 9, "tid": 2, "ts": str(start + 8000), "dur": 2000}]
+    events += [{"ph": "C", "name": "AI Core Freq", "pid": 7, "tid": 0, "ts": str(t0 + at), "args": {"MHz": f}}
+               for at, f in mhz]
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def test_freq_throttle_fires_when_the_clock_drops(tmp_path):
+    # 1800 MHz for the first 10 ms, 1300 MHz for the next 30 ms (the last sample ends the window)
+    report = analyze(_trace(tmp_path, [(0.0, 1800), (10000.0, 1300), (40000.0, 1300)]), jobs=1)
+    drop = report.metrics["kernels.aicore_freq_drop"]
+    assert drop.value == pytest.approx(0.75 * 500 / 1800, rel=1e-4)
+    assert drop.evidence["min_mhz"] == 1300 and drop.evidence["max_mhz"] == 1800
+    finding = next(f for f in report.all_findings() if f.rule == "freq-throttle")
+    # 8 ms of compute a step at 79% of the clock: 8 x 0.208 / 0.792 ms longer than at full clock
+    assert finding.estimated_gain_ms == pytest.approx(8.0 * drop.value / (1 - drop.value), rel=0.01)
+
+
+def test_freq_throttle_quiet_on_a_steady_clock(tmp_path):
+    report = analyze(_trace(tmp_path, [(0.0, 1800), (40000.0, 1800)]), jobs=1)
+    assert report.metrics["kernels.aicore_freq_drop"].value == 0.0
+    assert "freq-throttle" not in _rules(report)
