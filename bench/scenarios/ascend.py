@@ -83,7 +83,7 @@ KERNEL_HEADER = (
 )
 #: the kernel columns advisor reads
 KERNEL_HEADER_READ = ("Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),"
-                      "Input Shapes,Input Data Types\n")
+                      "Input Shapes,Input Data Types,OP State\n")
 
 
 def _dumps(obj) -> bytes:
@@ -211,10 +211,10 @@ def write_text(parent: Path, spec: RankSpec, suffix: str = "ascend_pt") -> Path:
     for name, op_type, core, dtypes, shapes, start, end in spec.tasks:
         step = _step_of(spec, start)
         rows.append(f'{step},{name},{op_type},{core},{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},'
-                    f'"{shapes}","{dtypes}"\n')
+                    f'"{shapes}","{dtypes}",dynamic\n')
     for name, op_type, _group, start, end in spec.comm_ops:
         step = _step_of(spec, start)
-        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,\n")
+        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,,N/A\n")
     (out / "kernel_details.csv").write_text("".join(rows))
     (out / "communication.json").write_bytes(_dumps(communication(_comm_op_records(spec))))
     (out / "communication_matrix.json").write_bytes(_dumps(matrix(_link_records(spec))))
@@ -332,7 +332,7 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
                     (T0_NS + start, T0_NS + end, spec.rank % 8, gid, gid, 1, s(core), 0, 2, gid, 0))
         con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (s(tname), gid, 24, 0, s(core), s(op_type), s("ND;ND"), s(dtypes), s(shapes),
-                     s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))  # OP State as in the text layout
+                     s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))
     for k, (oname, op_type, group, start, end) in enumerate(spec.comm_ops, 1):
         con.execute("INSERT INTO COMMUNICATION_OP VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (s(oname), T0_NS + start, T0_NS + end, 10_000 + k, s(group), k, 0, 0, 4,
