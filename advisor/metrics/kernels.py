@@ -60,6 +60,14 @@ TRANSFER_BOUND = 0.7
 COMPUTE_BUSY = 0.7
 
 
+def _ascend(p: Profile) -> None:
+    """NotEvaluated on a profile of another device: AI CPU and the cube's
+    tile alignment are Ascend's (a GPU trace has neither, and its shapes are
+    written differently)."""
+    if p.meta.device not in ("ascend", "unknown"):
+        raise NotEvaluated(f"an Ascend check; this profile is of a {p.meta.device} device")
+
+
 def _per_step(p: Profile, ops: pd.DataFrame, mask: pd.Series) -> float:
     """Time per step of the ``mask`` operators among ``ops``, mean over ranks."""
     per_rank = ops[mask].groupby("rank")["total_us"].sum().reindex(ops["rank"].unique(), fill_value=0.0)
@@ -96,6 +104,7 @@ def _top(ops: pd.DataFrame, mask: pd.Series, keys: list[str], extra=None) -> lis
 
 
 def _aicpu(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    _ascend(p)
     ops = _compute_ops(p)
     return ops, ops["core"].astype(str).str.upper().str.replace(" ", "_") == AI_CPU
 
@@ -244,6 +253,7 @@ def unaligned_reason(op_type: str, shapes: str | None) -> str | None:
 
 
 def _unaligned(p: Profile) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    _ascend(p)
     ops = _compute_ops(p)
     kind = (ops["type"] if "type" in ops.columns else ops["name"]).astype(str)
     pairs = pd.Series(list(zip(kind, ops["input_shapes"])), index=ops.index)
