@@ -136,6 +136,20 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "max_us": Column("float", "longest launch"),
         "min_us": Column("float", "shortest launch"),
         "wait_us": Column("float", "time the operator waited before it ran"),
+        "op_state": Column("text", "static or dynamic: whether the operator ran as a static- or a "
+                           "dynamic-shape kernel (Ascend kernel_details.csv OP State; absent before CANN 8.0)"),
+        "aicore_us": Column("float", "AI Core cube-part time summed over launches (Ascend PipeUtilization; "
+                            "the base of the aic_* pipe times)"),
+        "aic_mac_us": Column("float", "cube part: time the MAC (matrix) pipe was busy"),
+        "aic_mte2_us": Column("float", "cube part: time the MTE2 pipe (global memory -> on-chip) was busy"),
+        "aic_fixpipe_us": Column("float", "cube part: time the FIXPIPE (on-chip -> global memory) was busy"),
+        "aiv_us": Column("float", "AI Core vector-part time summed over launches (the base of the aiv_* pipe "
+                         "times)"),
+        "aiv_vec_us": Column("float", "vector part: time the vector pipe was busy"),
+        "aiv_mte2_us": Column("float", "vector part: time the MTE2 pipe (global memory -> on-chip) was busy"),
+        "aiv_mte3_us": Column("float", "vector part: time the MTE3 pipe (on-chip -> global memory) was busy"),
+        "steps": Column("int", "distinct steps the operator, with these input shapes, ran in (Ascend kernels "
+                        "with a step id)"),
     },
     "comm": {  # communication operators per rank: one row per operator (Kineto), or summed per
         # (rank, step, kind, group, operator type) on Ascend layouts, ``name`` then being the type
@@ -171,6 +185,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "transport": Column("text", "SDMA, RDMA, HCCS, PCIE, SIO, NVLINK, ...", required=True),
         **_transfers("operator records"),
         "large_packet_ratio": Column("float", "mean weighted by size"),
+        "size_class": Column("int", "floor(log2(MB)) of each operator's transfer before summing (Ascend "
+                             "communication.json / CommAnalyzerBandwidth)"),
     },
     "links": {  # point-to-point links (the totals of communication_matrix.json), summed per
         # rank, step, src, dst, transport and size_class
@@ -251,6 +267,12 @@ SCHEMA: dict[str, dict[str, Column]] = {
                          required=True),
         "gflops_per_s": Column("float", "achieved rate while the operators ran, GFLOP/s"),
         "utilization": Column("float", "achieved rate / the device's peak, 0..1"),
+    },
+    "device_freq": {  # AI Core clock samples (Ascend trace_view.json "AI Core Freq" counter, AICORE_FREQ table)
+        "rank": _rank(),
+        "time_us": Column("float", "when the clock changed to this frequency (it holds until the next sample)",
+                          required=True),
+        "mhz": Column("float", "AI Core frequency", required=True),
     },
 }
 TABLES = tuple(SCHEMA)
@@ -387,6 +409,7 @@ class Profile:
     idle_causes: pd.DataFrame | None = None
     memory: pd.DataFrame | None = None
     flops: pd.DataFrame | None = None
+    device_freq: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

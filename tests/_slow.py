@@ -100,6 +100,9 @@ MEASURED = {
     "tests/reports/test_zh_fixed_texts.py",
     # MindInsight pipeline-parallel clusters written file by file and analyzed
     "tests/collectors/mindinsight/test_cluster.py",
+    # generated Ascend runs (a healthy one; three faults of a 4-rank cluster) analyzed
+    "tests/metrics/test_kernels.py::test_dynamic_shape_quiet_on_a_fixed_shape_run_of_dynamic_kernels",
+    "tests/metrics/test_transfer.py",
 }
 
 #: seconds a test outside the slow set may take before it is named

@@ -83,7 +83,7 @@ KERNEL_HEADER = (
 )
 #: the kernel columns advisor reads
 KERNEL_HEADER_READ = ("Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),"
-                      "Input Shapes,Input Data Types\n")
+                      "Input Shapes,Input Data Types,OP State\n")
 
 
 def _dumps(obj) -> bytes:
@@ -211,10 +211,10 @@ def write_text(parent: Path, spec: RankSpec, suffix: str = "ascend_pt") -> Path:
     for name, op_type, core, dtypes, shapes, start, end in spec.tasks:
         step = _step_of(spec, start)
         rows.append(f'{step},{name},{op_type},{core},{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},'
-                    f'"{shapes}","{dtypes}"\n')
+                    f'"{shapes}","{dtypes}",dynamic\n')
     for name, op_type, _group, start, end in spec.comm_ops:
         step = _step_of(spec, start)
-        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,\n")
+        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,,N/A\n")
     (out / "kernel_details.csv").write_text("".join(rows))
     (out / "communication.json").write_bytes(_dumps(communication(_comm_op_records(spec))))
     (out / "communication_matrix.json").write_bytes(_dumps(matrix(_link_records(spec))))
@@ -332,7 +332,7 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
                     (T0_NS + start, T0_NS + end, spec.rank % 8, gid, gid, 1, s(core), 0, 2, gid, 0))
         con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (s(tname), gid, 24, 0, s(core), s(op_type), s("ND;ND"), s(dtypes), s(shapes),
-                     s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("static"), s("NO")))
+                     s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))
     for k, (oname, op_type, group, start, end) in enumerate(spec.comm_ops, 1):
         con.execute("INSERT INTO COMMUNICATION_OP VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (s(oname), T0_NS + start, T0_NS + end, 10_000 + k, s(group), k, 0, 0, 4,
@@ -512,15 +512,19 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
         w = sc.wait[j, r] / 1000
         start = sc.start_us[j] + sc.data_wait[j, r] + sc.bubble[j, r] + sc.computing[j, r] - sc.overlapped[j, r]
         transit = 0.9 * t
-        n = sc.spec.collectives
+        n = sc.buckets
+        stuck = max((ms for (jj, _), ms in sc.retransmit.items() if jj == j), default=0.0)
+        mine = sc.retransmit.get((j, r), 0.0)
         for b in range(1, n + 1):  # bucket b: 1/n of the bytes and time; the first waits for the peers
             tb, wb = t / n, (w if b == 1 else 0.0)
             xb = transit / n
+            tl = (t - stuck) / n  # the links' own transfer time (a retransmission's wait left out)
+            rdma = 0.35 * tl + (mine if b == 1 else 0.0)
             packets = (175, 90) if n == 1 else (175 / n, 90 / n)  # counts as written before buckets
-            bands = {"HCCS": _bw(350.0 / n, 0.55 * tb, {"2.0": [packets[0], 0.55 * tb]}),
-                     "RDMA": (_bw(180.0 / n, 0.35 * tb, {"2.0": [packets[1], 0.35 * tb]})
+            bands = {"HCCS": _bw(350.0 / n, 0.55 * tl, {"2.0": [packets[0], 0.55 * tl]}),
+                     "RDMA": (_bw(180.0 / n, rdma, {"2.0": [packets[1], rdma]})
                               if hosts_in_group > 1 else _bw(0, 0)),
-                     "PCIE": _bw(0, 0), "SDMA": _bw(350.0 / n, 0.05 * tb)}
+                     "PCIE": _bw(0, 0), "SDMA": _bw(350.0 / n, 0.05 * tl)}
             begin = start if b == 1 else start + 1000 * (w + (b - 1) * tb)
             ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{600 + j}_{s}_{b}@{gid}",
                         "time": {"Start Timestamp(us)": round(float(begin), 3), "Elapse Time(ms)": tb + wb,
@@ -529,7 +533,7 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
                                  "Wait Time Ratio": round(wb / (wb + xb), 4),
                                  "Synchronization Time Ratio": round(0.8 * wb / (0.8 * wb + xb), 4)},
                         "bands": bands})
-        small = 0.02 * t
+        small = 0.02 * (t - stuck)
         ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{800 + j}_{s}_1@{gid}",
                     "time": {"Start Timestamp(us)": round(float(start) - 5000.0, 3), "Elapse Time(ms)": small,
                              "Transit Time(ms)": 0.8 * small, "Wait Time(ms)": 0.001,
@@ -556,7 +560,7 @@ def link_records(sc: Scenario, r: int) -> list[dict]:
     gid = group_id(sc, f"dp_{sc.stage_of(r)}")
     mine: list[Link] = [lk for lk in sc.links if lk.src == r]
     out = []
-    n = sc.spec.collectives
+    n = sc.buckets
     for j, s in enumerate(sc.step_ids):
         ops = [("big", f"hcom_allReduce__{600 + j}_{s}_{b}", n) for b in range(1, n + 1)]
         for size_class, op, parts in (*ops, ("small", f"hcom_allReduce__{800 + j}_{s}_1", 1)):
@@ -564,9 +568,13 @@ def link_records(sc: Scenario, r: int) -> list[dict]:
                 size0, bw0 = LINK_SIZES[(lk.transport, size_class)]
                 size = size0 / parts * float(1 + rng.normal(0, 0.03))
                 bw = bw0 * lk.factor * float(1 + rng.normal(0, 0.04))
+                took = size / bw
+                if lk.transport == "RDMA" and op.endswith(f"_{s}_1") and size_class == "big":
+                    took += sc.retransmit.get((j, r), 0.0)  # the retransmitted transfer
+                    bw = size / took
                 out.append({"step": int(s), "key": f"{op}@{gid}", "link": f"{lk.local_src}-{lk.local_dst}",
                             "info": {"Transport Type": lk.transport, "Transit Size(MB)": round(size, 6),
-                                     "Transit Time(ms)": round(size / bw, 6),
+                                     "Transit Time(ms)": round(took, 6),
                                      "Bandwidth(GB/s)": round(bw, 4), "op_name": op},
                             "src": lk.src, "dst": lk.dst, "local": (lk.local_src, lk.local_dst)})
     return out

@@ -39,7 +39,15 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
   of one stage compute 6-30% of the step longer, the other stages wait in
   Receive (Bubble);
 * ``stall``: every K-th step (K = 4 or 5) all ranks stall 25-80% of the
-  step in host time (a synchronous checkpoint, say).
+  step in host time (a synchronous checkpoint, say);
+* ``small-packets``: the gradient all-reduce goes as ``SMALL_PACKET_BUCKETS``
+  operators (per-layer collectives, no bucketing): every SDMA transfer is
+  below 16 MB, and the all-reduce takes 5-20% longer (small messages are
+  latency bound);
+* ``rdma-retransmission``: in one step one rank's RDMA transfer of the
+  all-reduce takes ``RETRANSMIT_MS`` (a retransmission timeout); every rank
+  waits for it, so that step is as much longer (Ascend layouts write the
+  transfer; Kineto traces show only the longer collective).
 """
 
 from __future__ import annotations
@@ -49,8 +57,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Order matters: a fault's index seeds its draws, so new kinds go last.
-FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic")
+FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic",
+          "small-packets", "rdma-retransmission")
 MICROBATCHES = 8
+#: Operators the all-reduce is split into under ``small-packets``: 350 MB of
+#: SDMA transfer in 64 parts of 5.5 MB each, below msprof-analyze's 16 MB.
+SMALL_PACKET_BUCKETS = 64
+#: Range of the retransmitted transfer's time (ms) under
+#: ``rdma-retransmission``: above msprof-analyze's 4 s retransmission bound.
+RETRANSMIT_MS = (4500.0, 6500.0)
 
 
 @dataclass
@@ -111,6 +126,10 @@ class Scenario:
     duration: np.ndarray
     links: list[Link]
     labels: dict = field(default_factory=dict)
+    #: operators the step's large all-reduce is split into (``Spec.collectives``, or the small-packets fault's)
+    buckets: int = 1
+    #: (step index, rank) -> extra RDMA transfer time (ms) of a retransmission
+    retransmit: dict = field(default_factory=dict)
 
     @property
     def communication(self) -> np.ndarray:
@@ -218,6 +237,18 @@ def build(spec: Spec) -> Scenario:
         for s in steps:
             data_wait[s - 1] += sev * d0 * (1 + rng.normal(0, 0.05, R))
         labels.update(steps=steps, every=every)
+    buckets, retransmit = spec.collectives, {}
+    if spec.fault == "small-packets":
+        sev = sev if sev is not None else rng.uniform(0.05, 0.20)
+        buckets = SMALL_PACKET_BUCKETS
+        transfer = transfer * (1 + sev)
+        labels.update(buckets=buckets)
+    elif spec.fault == "rdma-retransmission" and R // rph > 1:
+        extra = float(rng.uniform(*RETRANSMIT_MS))
+        j, rank = (1 + int(rng.integers(S - 1)) if S > 1 else 0), int(rng.integers(R))
+        retransmit[(j, rank)] = extra
+        transfer[j] += extra * 1000.0
+        labels.update(ranks=[rank], steps=[j + 1], retransmit_ms=round(extra, 1))
     overlapped = np.minimum(overlapped, computing * 0.9)
     overlapped = np.minimum(overlapped, transfer[:, None] * 0.95)
 
@@ -244,7 +275,7 @@ def build(spec: Spec) -> Scenario:
     return Scenario(spec=spec, ranks_per_host=rph, pp=pp, step_ids=np.arange(1, S + 1),
                     start_us=start, computing=computing, free=free, data_wait=data_wait,
                     transfer=transfer, overlapped=overlapped, wait=wait, bubble=bubble,
-                    duration=duration, links=links, labels=labels)
+                    duration=duration, links=links, labels=labels, buckets=buckets, retransmit=retransmit)
 
 
 def _ring_links(R: int, rph: int, pp: int, rng: np.random.Generator) -> list[Link]:

@@ -437,6 +437,8 @@ def _read_trace_steps(reader: _Reader, out_dir: Path) -> None:
     only_trace = not reader.has_ops() and profile.comm is None
     if facts.device == "cpu" and only_trace:
         profile.meta.device = "cpu"
+    if facts.freq:
+        profile.device_freq = tables.freq_table(facts.freq, profile.meta.ranks[0])
     if facts.steps is not None:
         profile.steps = facts.steps
         profile.steps.insert(0, "rank", profile.meta.ranks[0])

@@ -14,7 +14,7 @@ so the Ascend collectors keep the sums instead (``advisor.profile``):
   the operator type: the instance suffix of an HCCL name dropped
   (``hcom_allReduce__606_0_1`` -> ``hcom_allReduce_``); times summed,
   ``start_us`` the first start;
-* ``bandwidth``: one row per (rank, step, kind, transport);
+* ``bandwidth``: one row per (rank, step, kind, transport, size_class);
 * ``links``: one row per (rank, step, src, dst, transport, size_class);
 
 each with ``ops`` (records summed). Bandwidth and links sum ``size_mb``
@@ -25,7 +25,9 @@ across ranks needs each one's start.
 
 ``size_class`` is floor(log2(size_mb)) of each record before summing, so a
 link's 0.5 MB and 64 MB transfers stay apart: small transfers are latency
-bound and never reach the bandwidth of large ones. Bandwidth and link
+bound and never reach the bandwidth of large ones (and the share of an
+operator's transfers below 16 MB or 1 MB stays countable:
+``advisor.metrics.transfer``). Bandwidth and link
 records that moved nothing or took no time (size or time not positive)
 say nothing about speed and are left out. Summing is idempotent: rolling
 up rolled-up rows changes nothing, so a reader may roll up per batch and
@@ -54,7 +56,7 @@ class _Spec:
 SPECS = {
     "comm": _Spec(("rank", "step", "kind", "group", "name"),
                   ("elapse_us", "transit_us", "wait_us", "sync_us", "idle_us"), firsts=("start_us",)),
-    "bandwidth": _Spec(("rank", "step", "kind", "transport"), ("size_mb", "time_ms"), transfers=True),
+    "bandwidth": _Spec(("rank", "step", "kind", "transport", "size_class"), ("size_mb", "time_ms"), transfers=True),
     "links": _Spec(("rank", "step", "src", "dst", "transport", "size_class"), ("size_mb", "time_ms"),
                    transfers=True),
 }

@@ -379,15 +379,17 @@ def steps_from_tasks(kernels: _Kernels, windows: _Windows, rank: int) -> Pending
 
 # -------------------------------------------------------------------- ops
 
-def _text_sql(table: str, alias: str, tail: str, strings: bool = True) -> str:
-    """``SELECT`` of ``table``'s text columns (``ascend.fields``), named as
-    the Profile's, then ``tail`` (more columns, ``FROM`` and joins); each
-    text looked up in STRING_IDS, or with ``strings=False`` left as its id."""
+def _text_sql(table: str, alias: str, tail: str, strings: bool = True, only: tuple[str, ...] | None = None) -> str:
+    """``SELECT`` of ``table``'s text columns (``ascend.fields``; ``only``
+    these when given), named as the Profile's, then ``tail`` (more columns,
+    ``FROM`` and joins); each text looked up in STRING_IDS, or with
+    ``strings=False`` left as its id."""
     source = fields.db(table)
+    chosen = [c for c in source.fields if only is None or c in only]
     names = [f'{alias}.{source.raw(c)} AS "{c}"' if not strings else f's{i}.value AS "{c}"'
-             for i, c in enumerate(source.fields)]
+             for i, c in enumerate(chosen)]
     joins = "".join(f"LEFT JOIN STRING_IDS s{i} ON s{i}.id = {alias}.{source.raw(c)}\n"
-                    for i, c in enumerate(source.fields)) if strings else ""
+                    for i, c in enumerate(chosen)) if strings else ""
     return f"SELECT {', '.join(names)}, {tail}\n{joins}"
 
 
@@ -398,6 +400,18 @@ _COMM_OP_SQL = _text_sql("COMMUNICATION_OP", "o", "o.startNs, o.endNs\nFROM COMM
 _KERNEL_TEXT = tuple(fields.db("COMPUTE_TASK_INFO").fields)
 #: ``_KERNEL_SQL`` with the texts left as their STRING_IDS ids (``_compute_arrow``).
 _KERNEL_IDS_SQL = _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, strings=False)
+#: Kernel text columns older databases lack (opState: CANN 8.0 and later), read when present.
+_OPTIONAL_KERNEL_TEXT = ("op_state",)
+
+
+def _kernel_text(con: _Con) -> tuple[str, ...]:
+    """The kernel text columns this database's COMPUTE_TASK_INFO has."""
+    optional = [c for c in _OPTIONAL_KERNEL_TEXT if c in _KERNEL_TEXT]
+    if not optional:
+        return _KERNEL_TEXT
+    present = _columns(con, "COMPUTE_TASK_INFO")
+    source = fields.db("COMPUTE_TASK_INFO")
+    return tuple(c for c in _KERNEL_TEXT if c not in optional or source.raw(c) in present)
 
 
 @dataclass(frozen=True)
@@ -423,9 +437,12 @@ def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.array([b for b, k in zip(end, keep) if k], dtype=np.int64))
 
 
-def _compute_arrow(path: Path) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray] | None:
+def _compute_arrow(path: Path, wanted: tuple[str, ...] = _KERNEL_TEXT
+                   ) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray] | None:
     """The compute tasks as (texts, start ns, end ns) of the rows with both
-    times, through ADBC (module doc); None where that path is not taken."""
+    times, through ADBC (module doc); None where that path is not taken.
+    ``wanted``: the text columns the database has (``_kernel_text``); the
+    others are null."""
     try:
         import adbc_driver_sqlite.dbapi as adbc
     except ImportError:
@@ -433,13 +450,14 @@ def _compute_arrow(path: Path) -> tuple[dict[str, pa.Array], np.ndarray, np.ndar
     try:
         with adbc.connect(Path(path).absolute().as_uri() + "?mode=ro&immutable=1") as con:
             with con.cursor() as cur:
-                cur.execute(_KERNEL_IDS_SQL)
+                cur.execute(_KERNEL_IDS_SQL if wanted == _KERNEL_TEXT else
+                            _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, strings=False, only=wanted))
                 tasks = cur.fetch_arrow_table()
                 cur.execute("SELECT id, value FROM STRING_IDS")
                 strings = cur.fetch_arrow_table()
     except Exception:  # noqa: BLE001 -- any driver error: the sqlite3 path reads it or says what is wrong
         return None
-    ints = [tasks.schema.field(c).type for c in (*_KERNEL_TEXT, "startNs", "endNs")]
+    ints = [tasks.schema.field(c).type for c in (*wanted, "startNs", "endNs")]
     if not all(pa.types.is_integer(t) or pa.types.is_null(t) for t in ints):
         return None
     value = strings.column("value")
@@ -452,7 +470,7 @@ def _compute_arrow(path: Path) -> tuple[dict[str, pa.Array], np.ndarray, np.ndar
         ids = strings.column("id").combine_chunks()
         value = value.cast(pa.string()).combine_chunks()
         text = {c: pc.take(value, pc.index_in(tasks.column(c), value_set=ids)).combine_chunks()
-                for c in _KERNEL_TEXT}
+                if c in wanted else pa.nulls(tasks.num_rows, pa.string()) for c in _KERNEL_TEXT}
         start = tasks.column("startNs").to_numpy().astype(np.int64)
         end = tasks.column("endNs").to_numpy().astype(np.int64)
     except (pa.ArrowException, ValueError, TypeError):  # an odd column: the sqlite3 path handles it
@@ -473,8 +491,10 @@ def read_kernels(path: Path, kernels: bool = True
             raise InputError(path, "no STRING_IDS table (not an Ascend profiler database?)")
         windows = _step_windows(con)
         has_compute = kernels and _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK")
-        fast = _compute_arrow(path) if has_compute else None
-        compute = con.columns(_KERNEL_SQL) if has_compute and fast is None else None
+        wanted = _kernel_text(con) if has_compute else _KERNEL_TEXT
+        fast = _compute_arrow(path, wanted) if has_compute else None
+        sql = _KERNEL_SQL if wanted == _KERNEL_TEXT else _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, only=wanted)
+        compute = con.columns(sql) if has_compute and fast is None else None
         comm = con.columns(_COMM_OP_SQL) if _has_table(con, "COMMUNICATION_OP") else None
     if not kernels:
         return None, comm, windows
@@ -506,6 +526,7 @@ def read_kernels(path: Path, kernels: bool = True
         "start_us": (start - base) / NS_PER_US,
         "duration_us": (end - start) / NS_PER_US,
         **{c: text[c] for c in ("input_shapes", "input_dtypes")},
+        **{c: text[c] for c in _OPTIONAL_KERNEL_TEXT if c in text and text[c].null_count < len(text[c])},
     })
     core = pc.equal(pc.utf8_upper(pc.utf8_trim_whitespace(text["core"])), "HCCL")
     core = core.fill_null(False).to_numpy(zero_copy_only=False)
@@ -656,5 +677,19 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
                     "(no StepTraceTime table in analysis.db)")
     if profile.comm is None:
         profile.comm = comm_from_ops(comm_ops, windows, rank)
+    if prof_db is not None:
+        profile.device_freq = reader.attempt(prof_db, lambda path: read_freq(path, rank))
     names = [_any_rank(p) for p in (prof_db, ana_db) if p is not None]
     profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")
+
+
+def read_freq(path: Path, rank: int):
+    """``AICORE_FREQ(deviceId, timestampNs, freq)`` -> the ``device_freq``
+    table (the AI Core clock, one row per change); None without the table."""
+    with _connect(path) as con:
+        if not _has_table(con, "AICORE_FREQ"):
+            return None
+        cols = con.columns("SELECT timestampNs, freq FROM AICORE_FREQ")
+    samples = [(t / NS_PER_US, f) for t, f in zip(cols["timestampNs"], cols["freq"])
+               if t is not None and f is not None]
+    return tables.freq_table(samples, rank)

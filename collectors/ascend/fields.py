@@ -75,6 +75,19 @@ FIELDS: dict[str, dict[str, Source]] = {
             "wait_us": ("Wait Time(us)",),
             "input_shapes": ("Input Shapes",),
             "input_dtypes": ("Input Data Types",),
+            # static or dynamic (CANN 8.0+ with torch_npu's Level1 profiling; absent before)
+            "op_state": ("OP State",),
+            # pipe busy times of the AI Core's cube part (aic_*) and vector part (aiv_*),
+            # written with aic_metrics=PipeUtilization (the default metric set); the file's
+            # aic_*_ratio columns are each time over aicore_time / aiv_time
+            "aicore_us": ("aicore_time(us)",),
+            "aic_mac_us": ("aic_mac_time(us)",),
+            "aic_mte2_us": ("aic_mte2_time(us)",),
+            "aic_fixpipe_us": ("aic_fixpipe_time(us)",),
+            "aiv_us": ("aiv_time(us)",),
+            "aiv_vec_us": ("aiv_vec_time(us)",),
+            "aiv_mte2_us": ("aiv_mte2_time(us)",),
+            "aiv_mte3_us": ("aiv_mte3_time(us)",),
         }),
         "op_statistic.csv": Source({
             "type": ("OP Type",),
@@ -173,6 +186,7 @@ FIELDS: dict[str, dict[str, Source]] = {
             "core": ("taskType",),
             "input_dtypes": ("inputDataTypes",),
             "input_shapes": ("inputShapes",),
+            "op_state": ("opState",),  # static / dynamic; CANN 8.0 and later (read when present)
         }),
         "COMMUNICATION_OP": Source({
             "name": ("opName",),

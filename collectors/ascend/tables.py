@@ -124,7 +124,10 @@ def read_cluster_step_trace(path: Path) -> pd.DataFrame:
 _KERNELS = fields.text("kernel_details.csv").fields
 
 #: Kernel text columns that identify an operator: the ops table's keys.
-_OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes")
+_OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes", "op_state")
+#: Kernel pipe busy times, summed per operator where the file has them.
+PIPE_TIMES = ("aicore_us", "aic_mac_us", "aic_mte2_us", "aic_fixpipe_us",
+              "aiv_us", "aiv_vec_us", "aiv_mte2_us", "aiv_mte3_us")
 
 
 def _finish_key(column: str, text: str | None) -> str | None:
@@ -155,7 +158,7 @@ def kernel_table(path: Path) -> pa.Table:
     simply absent. Start times with a trailing TAB parse as floats. Text
     columns are as written: ``ops_from_kernels`` finishes them per operator
     (``_finish_text``), ~20x fewer values than kernels."""
-    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us"),
+    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us", *PIPE_TIMES),
                        required=("name", "duration_us"), raw_text=True)
     if "step" in table.column_names:
         i = table.column_names.index("step")
@@ -195,16 +198,20 @@ def ops_for_ranks(entries: list[tuple[pa.Table, int]]) -> list[pa.Table | None]:
             keys = tuple(k for k in _OP_KEYS if k in kernels.column_names)
             has_wait = ("wait_us" in kernels.column_names
                         and kernels.column("wait_us").null_count < kernels.num_rows)
-            layouts.setdefault((keys, has_wait), []).append(i)
-    for (keys, has_wait), members in layouts.items():
-        for i, ops in zip(members, _ops_of_layout([entries[i] for i in members], list(keys), has_wait)):
+            pipes = tuple(c for c in PIPE_TIMES if c in kernels.column_names)
+            if "step" in kernels.column_names and kernels.column("step").null_count < kernels.num_rows:
+                pipes += ("step",)
+            layouts.setdefault((keys, has_wait, pipes), []).append(i)
+    for (keys, has_wait, pipes), members in layouts.items():
+        for i, ops in zip(members, _ops_of_layout([entries[i] for i in members], list(keys), has_wait, pipes)):
             out[i] = ops
     return out
 
 
-def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wait: bool) -> list[pa.Table]:
-    """``ops_for_ranks`` for kernels tables sharing ``keys`` and ``has_wait``."""
-    values = ["duration_us", "wait_us"] if has_wait else ["duration_us"]
+def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wait: bool,
+                   pipes: tuple[str, ...] = ()) -> list[pa.Table]:
+    """``ops_for_ranks`` for kernels tables sharing ``keys``, ``has_wait`` and pipe times."""
+    values = (["duration_us", "wait_us"] if has_wait else ["duration_us"]) + list(pipes)
     kernels = pa.concat_tables(
         [k.select([*keys, *values]).append_column("_unit", pa.array(np.full(k.num_rows, i, dtype=np.int64)))
          for i, (k, _) in enumerate(entries)], promote_options="permissive")
@@ -212,6 +219,8 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
             ("duration_us", "max"), ("duration_us", "min")]
     if has_wait:
         aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
+    aggs += [(c, "count_distinct", pc.CountOptions(mode="only_valid")) if c == "step"
+             else (c, "sum", pc.ScalarAggregateOptions(min_count=1)) for c in pipes]
     by = ["_unit", *keys]
     grouped = _finish_text(kernels.group_by(by, use_threads=False).aggregate(aggs))
     if len(set(zip(*(grouped.column(k).to_pylist() for k in by)))) < grouped.num_rows:
@@ -219,8 +228,12 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
         grouped = _finish_text(kernels).group_by(by, use_threads=False).aggregate(aggs)
     unit = grouped.column("_unit")
     ranks = pa.array(np.array([rank for _, rank in entries], dtype=np.int64))
-    order = ["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
+    order = (["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
+             + [c for c in pipes if c != "step"] + (["steps"] if "step" in pipes else []))
     by_name = {_OP_NAMES[n]: grouped.column(n) for n in grouped.column_names if n in _OP_NAMES}
+    by_name.update({c: grouped.column(f"{c}_sum") for c in pipes if c != "step"})
+    if "step" in pipes:  # the steps an operator with these shapes ran in
+        by_name["steps"] = grouped.column("step_count_distinct")
     ops = pa.table([unit, pc.take(ranks, unit), *(grouped.column(k) for k in keys), *(by_name[n] for n in order)],
                    names=["_unit", "rank", *keys, *order])
     ops = ops.take(pc.sort_indices(ops, sort_keys=[("_unit", "ascending"), ("total_us", "descending")]))
@@ -352,4 +365,16 @@ def require_rows(path: Path, df: pd.DataFrame | None, what: str) -> pd.DataFrame
     """``df`` when it has rows, else InputError "no <what> rows"."""
     if df is None or df.empty:
         raise InputError(path, f"no {what} rows")
+    return df
+
+
+def freq_table(samples: list[tuple[float, float]], rank: int) -> pd.DataFrame | None:
+    """AI Core clock samples (time us, MHz) -> the ``device_freq`` table, in
+    time order; None without a usable sample."""
+    df = pd.DataFrame(samples, columns=["time_us", "mhz"]).dropna()
+    df = df[df["mhz"] > 0]
+    if df.empty:
+        return None
+    df = df.sort_values("time_us", kind="stable").reset_index(drop=True)
+    df.insert(0, "rank", np.int64(rank))
     return df

@@ -29,7 +29,10 @@ OVERLAP_PROCESS = "Overlap Analysis"
 #: Thread name of an overlap lane -> steps column.
 LANES = fields.text("trace_view.json").by_raw()
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # as collectors.kineto.tables.STEP_RE
-_NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", "AI Core Freq")
+#: The AI Core clock's counter events (msprof's AicoreFreqAssembler: ``{"name": "AI Core Freq",
+#: "ph": "C", "args": {"MHz": 1800}}``, one event each time the clock changes).
+FREQ_COUNTER = "AI Core Freq"
+_NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", FREQ_COUNTER)
 
 
 class _Event(msgspec.Struct):
@@ -60,6 +63,7 @@ class TraceFacts:
     has_overlap_lanes: bool = False
     has_step_markers: bool = False
     event_count: int = 0
+    freq: list = field(default_factory=list)  # (ts, MHz) of the "AI Core Freq" counter events
 
     @property
     def device(self) -> str:
@@ -112,6 +116,16 @@ def _meta_name(ev: _Event, key: str) -> str | None:
     return str(value) if value is not None else None
 
 
+def _counter(ev: _Event, key: str) -> float | None:
+    """A counter event's ``args[key]`` as a number, or None."""
+    try:
+        args = msgspec.json.decode(ev.args) if ev.args else None
+    except msgspec.DecodeError:
+        return None
+    value = _num(args.get(key)) if isinstance(args, dict) else np.nan
+    return None if np.isnan(value) else float(value)
+
+
 def read_trace(path: Path) -> TraceFacts:
     """Decode a trace_view.json into TraceFacts (steps from the overlap lanes)."""
     events = decode_events(path)
@@ -131,6 +145,10 @@ def read_trace(path: Path) -> TraceFacts:
                if key[0] in overlap_pids and name in LANES}
     intervals, markers = [], []
     for ev in events:
+        if ev.ph == "C" and ev.name == FREQ_COUNTER:
+            mhz = _counter(ev, "MHz")
+            if mhz is not None:
+                facts.freq.append((_num(ev.ts), mhz))
         if ev.ph != "X":
             continue
         lane = lane_of.get((ev.pid, ev.tid))

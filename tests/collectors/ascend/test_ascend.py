@@ -97,19 +97,20 @@ def test_cluster_communication_json(corpus):
     assert row["start_us"] == pytest.approx(mine["start_us"].min())
     bw = profile.bandwidth
     assert "RDMA" not in set(bw["transport"])  # all-zero transports are not rows
-    # rolled up per rank, step, kind and transport: rank 0's two broadcasts
-    # over HCCS (0.063936 MB in 0.02367 ms, 0.000056 MB in 0.00113 ms)
+    # rolled up per rank, step, kind, transport and size class: rank 0's two
+    # broadcasts over HCCS (0.063936 MB in 0.02367 ms, 0.000056 MB in 0.00113 ms)
     hccs = bw[(bw["rank"] == 0) & (bw["kind"] == "broadcast") & (bw["transport"] == "HCCS")]
-    assert hccs["ops"].item() == 2
-    assert hccs["size_mb"].item() == pytest.approx(0.063936 + 0.000056)
-    assert hccs["time_ms"].item() == pytest.approx(0.02367 + 0.00113, rel=1e-4)
-    assert hccs["bandwidth_gbps"].item() == pytest.approx(0.063992 / 0.0248, rel=1e-4)
+    assert hccs["ops"].sum() == 2 and sorted(hccs["size_class"]) == [-15, -4]  # floor(log2(MB)) each
+    assert hccs["size_mb"].sum() == pytest.approx(0.063936 + 0.000056)
+    assert hccs["time_ms"].sum() == pytest.approx(0.02367 + 0.00113, rel=1e-4)
+    big = hccs[hccs["size_class"] == -4]
+    assert big["bandwidth_gbps"].item() == pytest.approx(0.063936 / 0.02367, rel=1e-3)
     records = read_communication(corpus / CLUSTER_PARENT / "cluster_analysis_output" / "cluster_communication.json",
                                  None)[1].to_pandas()
     by_transport = records.groupby(["rank", "transport"])[["size_mb", "time_ms"]].sum()
-    assert len(bw) == len(by_transport)
-    assert bw.set_index(["rank", "transport"])[["size_mb", "time_ms"]].sort_index().to_numpy() == \
-        pytest.approx(by_transport.sort_index().to_numpy())
+    rolled = bw.groupby(["rank", "transport"])[["size_mb", "time_ms"]].sum()
+    assert len(rolled) == len(by_transport)
+    assert rolled.sort_index().to_numpy() == pytest.approx(by_transport.sort_index().to_numpy())
 
 
 # -------------------------------------------------------- real: kernel CSVs

@@ -26,7 +26,7 @@ from bench.scenarios import Spec, build, write
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 LINK_KEYS = ["rank", "step", "src", "dst", "transport", "size_class"]
-BANDWIDTH_KEYS = ["rank", "step", "kind", "transport"]
+BANDWIDTH_KEYS = ["rank", "step", "kind", "transport", "size_class"]
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +91,9 @@ def test_links_are_the_sums_of_the_matrix_records(cluster, jobs):
 
 def test_bandwidth_is_the_sums_of_the_operator_records(cluster):
     records = _records(cluster, read_communication)
+    records["size_class"] = np.floor(np.log2(records["size_mb"])).astype(int)  # each operator's record
     bandwidth = load_profile(cluster, jobs=2).bandwidth
-    got = bandwidth.astype({"step": "int64"}).set_index(BANDWIDTH_KEYS).sort_index()
+    got = bandwidth.astype({"step": "int64", "size_class": "int64"}).set_index(BANDWIDTH_KEYS).sort_index()
     want = _sums(records, BANDWIDTH_KEYS)
     assert got.index.equals(want.index) and got["ops"].tolist() == want["ops"].tolist()
     assert got[["size_mb", "time_ms"]].to_numpy() == pytest.approx(want[["size_mb", "time_ms"]].to_numpy())
