@@ -155,6 +155,40 @@ def _outermost_sync_us(p: Profile) -> float:
     return max(_mean_per_step(steady, syncs[ops]), _mean_per_step(steady, syncs[calls]))
 
 
+def _sync_stall_us(p: Profile) -> float:
+    """Mean over ranks of the per-step mean of min(sync time, device free
+    time): the steps' own pairs, so a step whose sync falls in a busy step
+    does not borrow another step's free time."""
+    steady, rows = _steady(p)
+    syncs = rows[rows["cls"] == "sync"]
+    ops = syncs["name"].isin(["aten::item", "aten::is_nonzero", "aten::tolist"])
+    calls = ~ops & (syncs["name"] != "aten::_local_scalar_dense")
+    key = ["rank", "step"]
+    per_step = pd.concat([syncs[ops].groupby(key)["total_us"].sum().rename("ops"),
+                          syncs[calls].groupby(key)["total_us"].sum().rename("calls")], axis=1)
+    blocked = per_step.max(axis=1).rename("sync")
+    steps = steady.dropna(subset=["step"]).astype({"step": "int64"}).set_index(key)
+    both = steps[["free_us"]].join(blocked, how="left").fillna({"sync": 0.0})
+    stall = both[["free_us", "sync"]].min(axis=1)
+    return float(stall.groupby(level="rank").mean().mean())
+
+
+@metric("host.sync_stall_ms", unit="ms", needs=[*_NEEDS, "steps.free_us"])
+def sync_stall_ms(p: Profile) -> float:
+    """Per step, the host's time blocked in synchronizations
+    (``host.sync_ms``) bounded by the device's free time in the same step:
+    what the synchronizations can have cost the device where the trace does
+    not attribute its idle time to host calls (Ascend). Needs the device's
+    free time (``steps.free_us``)."""
+    return _sync_stall_us(p) / US_PER_MS
+
+
+@metric("host.sync_stall_ratio", unit="ratio", needs=[*_NEEDS, "steps.free_us"])
+def sync_stall_ratio(p: Profile) -> float:
+    """``host.sync_stall_ms`` over the mean step time."""
+    return _sync_stall_us(p) / _step_us(p)
+
+
 def _mean_per_step(steady: pd.DataFrame, rows: pd.DataFrame, column: str = "total_us") -> float:
     """Mean over the ranks of ``steady`` of the per-step sum of ``column``
     over ``rows`` (a rank without rows counts 0)."""
