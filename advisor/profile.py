@@ -238,7 +238,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "cudaStreamSynchronize, aclrtSynchronizeStream ...), alloc (device memory allocation or "
                       "release by the driver), empty_cache (the caching allocator's empty_cache() frame), "
                       "optimizer (an optimizer's step, Optimizer.step#AdamW.step), optimizer_fused / "
-                      "optimizer_foreach (fused or multi-tensor optimizer kernels inside one), syncbn "
+                      "optimizer_foreach / optimizer_op (fused, multi-tensor or per-parameter elementwise ops "
+                      "inside one), syncbn "
                       "(SyncBatchNorm's cross-rank statistics)", required=True),
         "name": Column("text", "the event's name as the profiler wrote it", required=True),
         "count": Column("int", "events", required=True),

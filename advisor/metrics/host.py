@@ -240,6 +240,16 @@ def optimizer_ratio(p: Profile) -> float:
     return _per_step(p, "optimizer") / _step_us(p)
 
 
+@metric("host.optimizer_ops", unit="count", needs=_NEEDS)
+def optimizer_ops(p: Profile) -> float:
+    """Elementwise, foreach and fused ops the optimizer issues per steady
+    step (those of ``calls.OPTIMIZER_OP_RE``, ``FOREACH_RE`` and
+    ``FUSED_OPTIMIZER_RE`` inside its ``step()``): several per parameter
+    tensor in the single-tensor loop, a few per parameter group otherwise."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    return _per_step(p, ("optimizer_op", "optimizer_foreach", "optimizer_fused"), "count")
+
+
 @metric("host.optimizer_classes", unit="list", needs=_NEEDS)
 def optimizer_classes(p: Profile) -> list[str]:
     """The optimizer classes whose ``step()`` the profile records

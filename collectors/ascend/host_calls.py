@@ -23,7 +23,7 @@ import pandas as pd
 from advisor.collectors.ascend.trace_view import _STEP_NAME
 from advisor.collectors.io.files import read_bytes
 from advisor.collectors.kineto.calls import host_call_class
-from advisor.collectors.kineto.host_calls import step_of
+from advisor.collectors.kineto.host_calls import in_optimizer, step_of
 from advisor.errors import InputError
 
 
@@ -33,6 +33,8 @@ class _Event(msgspec.Struct):
     ph: str = ""
     name: str = ""
     cat: str | None = None
+    pid: int | str | float = 0
+    tid: int | str | float = 0
     ts: float | str | None = None
     dur: float | str | None = None
 
@@ -65,10 +67,14 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
                 classes[ev.name] = host_call_class(ev.name)
             cls = classes[ev.name]
         if cls is not None:
-            rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur)))
+            rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur), f"{ev.pid}/{ev.tid}"))
     if not rows:
         return None
-    df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur"]).dropna()
+    df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
+    ts, dur = df["ts"].to_numpy(float), df["dur"].to_numpy(float)
+    df = df[in_optimizer(df["cls"].to_numpy(object), ts, ts + dur, df["thread"].to_numpy(object))]
+    if df.empty:
+        return None
     df["step"] = _steps_of(df["ts"].to_numpy(), markers)
     out = (df.groupby(["step", "cls", "name"], dropna=False, sort=True)["dur"]
            .agg(count="size", total_us="sum", max_us="max").reset_index())

@@ -45,8 +45,9 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
 :func:`host_call_class`
     The class of a host event the ``host_calls`` table counts per step
     (``HOST_CALL_CLASSES``): Python garbage collection, host syncs,
-    allocator calls, ``empty_cache()``, optimizer steps and the fused or
-    multi-tensor kernels inside them, SyncBatchNorm; None for the rest.
+    allocator calls, ``empty_cache()``, optimizer steps and the fused,
+    multi-tensor or per-parameter ops inside them, SyncBatchNorm; None for
+    the rest.
 :func:`program_frame`
     A Python frame of the profiled program (``with_stack=True`` writes one
     ``python_function`` event per frame, ``train.py(57): train_step``), not
@@ -117,6 +118,11 @@ OPTIMIZER_STEP_RE = re.compile(r"^Optimizer\.step#(?P<cls>\w+)\.step$")
 #: also uses ``_foreach_norm``).
 FUSED_OPTIMIZER_RE = re.compile(r"^(?:aten::_fused_(?:adamw?|sgd|adagrad)_?|npu::npu_apply_adam(?:_w)?)$")
 FOREACH_RE = re.compile(r"^aten::_foreach_\w+$")
+#: The elementwise ops an optimizer's single-tensor loop issues for each
+#: parameter (torch/optim/sgd.py, adam.py, adamw.py ``_single_tensor_*``:
+#: add_, mul_, lerp_, addcmul_, addcdiv_, sqrt, div ...), counted only
+#: inside an optimizer step.
+OPTIMIZER_OP_RE = re.compile(r"^aten::(?:add|mul|sub|div|lerp|addcmul|addcdiv|sqrt|pow|neg|maximum|clamp|copy)_?$")
 #: SyncBatchNorm: torch_npu records the layer as a framework op
 #: ``SyncBatchNorm`` (what msprof-analyze's syncbn checker counts);
 #: PyTorch's ``torch.nn.SyncBatchNorm`` gathers statistics across ranks with
@@ -132,13 +138,15 @@ ACL_ALLOC_CALLS = frozenset({"AscendCL@aclrtMalloc", "AscendCL@aclrtFree", "Asce
                              "AscendCL@aclrtFreePhysical", "AscendCL@aclrtMallocPhysical"})
 #: The classes of ``host_call_class``, in order of precedence.
 HOST_CALL_CLASSES = ("gc", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
-                     "optimizer_foreach", "syncbn")
+                     "optimizer_foreach", "optimizer_op", "syncbn")
+#: The classes that count only inside an optimizer step.
+OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
 
 
 def host_call_class(name: str) -> str | None:
     """The ``host_calls`` class of an event name (``HOST_CALL_CLASSES``), or
-    None. ``optimizer_fused`` and ``optimizer_foreach`` are candidates: they
-    count only inside an optimizer step."""
+    None. The ``OPTIMIZER_INNER`` classes are candidates: they count only
+    inside an optimizer step."""
     if name in GC_EVENTS:
         return "gc"
     if name in SYNC_CALLS or name in SYNC_OPS or name in ACL_SYNC_CALLS:
@@ -153,6 +161,8 @@ def host_call_class(name: str) -> str | None:
         return "optimizer_fused"
     if FOREACH_RE.match(name):
         return "optimizer_foreach"
+    if OPTIMIZER_OP_RE.match(name):
+        return "optimizer_op"
     if SYNCBN_RE.match(name):
         return "syncbn"
     return None

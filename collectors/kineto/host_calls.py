@@ -2,9 +2,9 @@
 classes (``calls.host_call_class``) counted per step.
 
 One row per (step, class, name[, frame]): how many, their summed and
-longest duration. ``optimizer_fused`` / ``optimizer_foreach`` kernels count
+longest duration. The fused, foreach and per-parameter optimizer ops count
 only inside an ``Optimizer.step#...`` span of the same thread (clipping
-gradients uses ``_foreach_norm`` too). ``frame`` is the innermost Python
+gradients uses ``_foreach_norm`` too, the model ``aten::add`` ...). ``frame`` is the innermost Python
 frame of the profiled program around the event, where the trace has
 stacks (``with_stack=True``): the call site a user can change.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto.calls import host_call_class, program_frame
+from advisor.collectors.kineto.calls import OPTIMIZER_INNER, host_call_class, program_frame
 from advisor.collectors.kineto.decode import HOST, PYTHON, RUNTIME, Events
 
 #: Classes whose rows name the program's frame they ran in.
@@ -34,14 +34,10 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     if idx.size == 0:
         return None
     cls = cls[idx]
-    inner = (cls == "optimizer_fused") | (cls == "optimizer_foreach")
-    if inner.any():
-        inside = _inside(ev, idx[inner], idx[cls == "optimizer"])
-        keep = ~inner
-        keep[np.flatnonzero(inner)[inside]] = True
-        idx, cls = idx[keep], cls[keep]
-        if idx.size == 0:
-            return None
+    keep = in_optimizer(cls, ev.ts[idx], ev.end_at(idx), ev.thread[idx])
+    idx, cls = idx[keep], cls[keep]
+    if idx.size == 0:
+        return None
     rows = pd.DataFrame({
         "step": _step_of(ev.ts[idx], steps),
         "cls": cls.astype(str),
@@ -84,20 +80,22 @@ def step_of(ts: np.ndarray, start: np.ndarray, end: np.ndarray, ids: np.ndarray)
     return out
 
 
-def _inside(ev: Events, cand: np.ndarray, spans: np.ndarray) -> np.ndarray:
-    """Mask of ``cand`` events that start inside one of ``spans`` on the same thread."""
-    hit = np.zeros(cand.size, dtype=bool)
-    for thread in np.unique(ev.thread[cand]):
-        mine = spans[ev.thread[spans] == thread]
+def in_optimizer(cls: np.ndarray, start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """Mask of the events to keep: all but those of ``calls.OPTIMIZER_INNER``
+    classes that do not start inside an ``optimizer`` event of the same thread."""
+    inner = np.isin(cls, list(OPTIMIZER_INNER))
+    keep = ~inner
+    spans = np.flatnonzero(cls == "optimizer")
+    for t in np.unique(thread[inner]):
+        mine = spans[thread[spans] == t]
         if mine.size == 0:
             continue
-        order = np.argsort(ev.ts[mine], kind="stable")
-        start, end = ev.ts[mine][order], ev.end_at(mine)[order]
-        sel = np.flatnonzero(ev.thread[cand] == thread)
-        t = ev.ts[cand[sel]]
-        at = np.searchsorted(start, t, side="right") - 1
-        hit[sel] = (at >= 0) & (t <= np.maximum.accumulate(end)[np.clip(at, 0, None)])
-    return hit
+        order = np.argsort(start[mine], kind="stable")
+        s_start, s_end = start[mine][order], np.maximum.accumulate(end[mine][order])
+        sel = np.flatnonzero(inner & (thread == t))
+        at = np.searchsorted(s_start, start[sel], side="right") - 1
+        keep[sel] = (at >= 0) & (start[sel] <= s_end[np.clip(at, 0, None)])
+    return keep
 
 
 def _frames(ev: Events, idx: np.ndarray, framed: np.ndarray) -> np.ndarray | None:
