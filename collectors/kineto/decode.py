@@ -531,8 +531,8 @@ def name_flags(name: str) -> int:
     start-up and allocation calls, torch.compile's compile ops, c10d front
     ends)."""
     from advisor.collectors.kineto import tables as kt  # it imports this module
-    from advisor.collectors.kineto.calls import (
-        ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS, host_call_class)
+    from advisor.collectors.kineto.calls import ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS
+    from advisor.collectors.kineto.calls import host_call_class
 
     return (STEP_NAME * bool(kt.STEP_RE.search(name))
             | LOADER_NAME * bool(DATALOADER_RE.search(name))
