@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import OPTIMIZER_INNER, host_call_class, program_frame
 from advisor.collectors.kineto.decode import HOST, PYTHON, RUNTIME, Events
 
@@ -103,17 +104,13 @@ def _frames(ev: Events, idx: np.ndarray, framed: np.ndarray) -> np.ndarray | Non
     on its thread that encloses it, for the ``framed`` ones; None when the
     trace has no program frames."""
     py = np.flatnonzero(ev.kind == PYTHON)
-    if py.size == 0:
-        return None
-    prog = py[np.array([program_frame(str(ev.names[c])) for c in ev.name[py]], dtype=bool)]
+    prog = py[np.array([program_frame(str(ev.names[c])) for c in ev.name[py]], dtype=bool)] if py.size else py
     if prog.size == 0:
         return None
     out = np.full(idx.size, None, dtype=object)
-    f_ts, f_end, f_thread = ev.ts[prog], ev.end_at(prog), ev.thread[prog]
-    for j in np.flatnonzero(framed):
-        i = idx[j]
-        around = (f_thread == ev.thread[i]) & (f_ts <= ev.ts[i]) & (f_end >= ev.ts[i] + ev.dur[i])
-        if around.any():
-            k = np.flatnonzero(around)
-            out[j] = str(ev.names[ev.name[prog[k[np.argmax(f_ts[k])]]]])
+    sel = idx[framed]
+    at = iv.Nesting(ev.thread[prog], ev.ts[prog], ev.end_at(prog)).enclosing(ev.thread[sel], ev.ts[sel],
+                                                                              ev.end_at(sel))
+    hit = at >= 0
+    out[np.flatnonzero(framed)[hit]] = ev.names[ev.name[prog[at[hit]]]].astype(str)
     return out
