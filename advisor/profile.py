@@ -248,6 +248,24 @@ SCHEMA: dict[str, dict[str, Column]] = {
                         "the standard library's) the op or call ran in, when the trace has Python stacks "
                         "(with_stack=True), e.g. 'train.py(57): train_step'"),
     },
+    "host_calls": {  # host events of known classes per (rank, step, class, name): collectors/kineto/host_calls.py,
+        # collectors/ascend/host_calls.py
+        "rank": _rank(),
+        "step": _step("the step the events start in (NA outside every step or without step markers)"),
+        "cls": Column("text", "gc (Python garbage collection), sync (host waits for the device: aten::item, "
+                      "cudaStreamSynchronize, aclrtSynchronizeStream ...), alloc (device memory allocation or "
+                      "release by the driver), empty_cache (the caching allocator's empty_cache() frame), "
+                      "optimizer (an optimizer's step, Optimizer.step#AdamW.step), optimizer_fused / "
+                      "optimizer_foreach / optimizer_op (fused, multi-tensor or per-parameter elementwise ops "
+                      "inside one), syncbn "
+                      "(SyncBatchNorm's cross-rank statistics)", required=True),
+        "name": Column("text", "the event's name as the profiler wrote it", required=True),
+        "count": Column("int", "events", required=True),
+        "total_us": Column("float", "their summed duration", required=True),
+        "max_us": Column("float", "the longest one"),
+        "frame": Column("text", "the innermost Python frame of the profiled program around them (sync and "
+                        "empty_cache events, when the trace has Python stacks)"),
+    },
     "memory": {  # memory events of one device, in time order (a PyTorch memory timeline; collectors/memory)
         "rank": _rank(),
         "time_us": Column("float", "when the event happened (NaN for memory that existed before recording "
@@ -375,6 +393,11 @@ class RunMeta(BaseModel):
     parallel: dict[str, int] = Field(
         default_factory=dict, description="e.g. {'dp': 8, 'tp': 1, 'pp': 1}"
     )
+    env: dict[int, dict[str, str]] = Field(
+        default_factory=dict,
+        description="rank -> the environment variables the profiler recorded for it (torch_npu's "
+        "profiler_metadata.json ENV_VARIABLES); absent where the profile records none",
+    )
     time_unit: str = "us"
     notes: list[str] = Field(default_factory=list)
 
@@ -410,6 +433,7 @@ class Profile:
     memory: pd.DataFrame | None = None
     flops: pd.DataFrame | None = None
     device_freq: pd.DataFrame | None = None
+    host_calls: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -468,6 +492,8 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
             out.meta.hosts.setdefault(rank, host)
         for rank, stage in p.meta.stages.items():
             out.meta.stages.setdefault(rank, stage)
+        for rank, env in p.meta.env.items():
+            out.meta.env.setdefault(rank, env)
     out.meta.ranks = sorted(ranks)
     if strict_mode():
         out.check()

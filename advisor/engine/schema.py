@@ -96,7 +96,7 @@ class Rule(Strict):
     id: str = Field(pattern=r"^ADV\d{3}$", description="stable code, never reused")
     name: str = Field(description="kebab-case, names the problem")
     title: str
-    group: Literal["data", "compute", "communication", "cluster", "host", "stability"]
+    group: Literal["data", "compute", "communication", "cluster", "host", "stability", "habits"]
     claims: str | None = Field(
         None,
         pattern=r"^[a-z][a-z0-9_]*$",

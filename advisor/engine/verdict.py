@@ -9,7 +9,11 @@ device idle for its host?), ``compute`` (is the device's own work slow?),
 ``communication`` (does the step wait for collectives?) and ``cluster``
 (does one rank or link hold the others back?). ``stability`` (outlier
 steps) is not weighed: it judges the spread of step times, needs many
-steps, and says nothing about where a step's time goes. A kind of check
+steps, and says nothing about where a step's time goes; nor is ``habits``
+(garbage collection, the optimizer's implementation, allocator calls, the
+environment): it reads host events and settings, which a trace holds even
+when its device record is missing, so passing it says nothing about the
+device's time either. A kind of check
 *matters* for a run when at least one of its rules applies to the run's
 framework and device, and, for ``communication``, the run is distributed
 (several ranks read, a world size above one, or collectives recorded) and,

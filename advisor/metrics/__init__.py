@@ -7,6 +7,7 @@ anomaly model comes last, as it reads the steps the others describe.
 
 # Registration, in evaluation order.
 from advisor.metrics import cluster, comm, data, memory, ops, step, window  # noqa: F401  isort: skip
+from advisor.metrics import host  # noqa: F401  isort: skip
 from advisor.metrics import pipeline  # noqa: F401  isort: skip
 from advisor.metrics import kernels  # noqa: F401  isort: skip
 from advisor.metrics import transfer  # noqa: F401  isort: skip

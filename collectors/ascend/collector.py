@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, link_ranks, tables
+from advisor.collectors.ascend import comm_rollup, host_calls, link_ranks, tables
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -318,6 +318,8 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
     if profile.steps is None:
         _read_trace_steps(reader, out_dir)
+    if _is_file(out_dir / "trace_view.json"):
+        profile.host_calls = reader.attempt(out_dir / "trace_view.json", host_calls.read, rank)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if profile.meta.framework == "unknown":
@@ -370,6 +372,7 @@ def _fill_meta(meta: RunMeta, facts, rank: int) -> None:
     meta.world_size = facts.world_size
     meta.parallel = dict(facts.parallel)
     meta.source_version = facts.version
+    meta.env = {rank: dict(facts.env)} if facts.env else {}
     if meta.framework == "unknown" and facts.framework:
         meta.framework = facts.framework
 

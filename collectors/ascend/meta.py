@@ -105,6 +105,8 @@ class MetaFacts:
     groups: dict[str, list[int]] = field(default_factory=dict)
     #: the global ranks, sorted, of the pipeline-parallel group the metadata lists
     pp_group: list[int] | None = None
+    #: ``ENV_VARIABLES`` of profiler_metadata.json: the environment torch_npu recorded (name -> value)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class _Scalars:
@@ -219,6 +221,9 @@ def _merge(facts: MetaFacts, data) -> None:
                 break
     if isinstance(data, dict):
         add_groups(facts, data.get("parallel_group_info"))
+        env = data.get("ENV_VARIABLES")
+        if isinstance(env, dict) and not facts.env:
+            facts.env = {str(k): "" if v is None else str(v) for k, v in env.items()}
     for short, keys in _PARALLEL_KEYS.items():
         if short not in facts.parallel:
             value = _int(doc.find(keys))

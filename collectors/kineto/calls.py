@@ -42,6 +42,12 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
 ``STREAM_WAIT_RECORD``
     The cuda_sync record of ``cudaStreamWaitEvent``: a stream (the record's
     row) waits on an event recorded on another stream; the host goes on.
+:func:`host_call_class`
+    The class of a host event the ``host_calls`` table counts per step
+    (``HOST_CALL_CLASSES``): Python garbage collection, host syncs,
+    allocator calls, ``empty_cache()``, optimizer steps and the fused,
+    multi-tensor or per-parameter ops inside them, SyncBatchNorm; None for
+    the rest.
 :func:`program_frame`
     A Python frame of the profiled program (``with_stack=True`` writes one
     ``python_function`` event per frame, ``train.py(57): train_step``), not
@@ -95,10 +101,80 @@ QUERY_CALLS = frozenset({"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "c
                          "hipEventQuery", "hipStreamQuery"})
 STREAM_WAIT_RECORD = "Stream Wait Event"
 
+#: PyTorch's Python tracer (``with_stack=True`` with
+#: ``_ExperimentalConfig(record_python_gc_info=True)``, torch >= 2.6) writes
+#: each collection as a ``python_function`` event of this name.
+GC_EVENTS = frozenset({"Python GC"})
+#: ``empty_cache()`` of the CUDA or NPU caching allocator, as a Python frame
+#: (``torch/cuda/memory.py(224): empty_cache``): only traces with stacks show it.
+EMPTY_CACHE_RE = re.compile(r"(?:^|/)(?:cuda|npu)/memory\.py\(\d+\): empty_cache$")
+#: ``Optimizer.step#AdamW.step``: the annotation PyTorch's optimizers record
+#: around each ``step()`` (torch/optim/optimizer.py, ``profile_hook_step``);
+#: torch_npu records its own optimizers alike (``NpuFusedAdamW.step``).
+OPTIMIZER_STEP_RE = re.compile(r"^Optimizer\.step#(?P<cls>\w+)\.step$")
+#: Kernels of a fused optimizer (``fused=True``: one kernel for all
+#: parameters; torch_npu's ``npu_apply_adam_w``) and of the multi-tensor
+#: ``foreach`` path, counted only inside an optimizer step (``clip_grad_norm_``
+#: also uses ``_foreach_norm``).
+FUSED_OPTIMIZER_RE = re.compile(r"^(?:aten::_fused_(?:adamw?|sgd|adagrad)_?|npu::npu_apply_adam(?:_w)?)$")
+FOREACH_RE = re.compile(r"^aten::_foreach_\w+$")
+#: The elementwise ops an optimizer's single-tensor loop issues for each
+#: parameter (torch/optim/sgd.py, adam.py, adamw.py ``_single_tensor_*``:
+#: add_, mul_, lerp_, addcmul_, addcdiv_, sqrt, div ...), counted only
+#: inside an optimizer step.
+OPTIMIZER_OP_RE = re.compile(r"^aten::(?:add|mul|sub|div|lerp|addcmul|addcdiv|sqrt|pow|neg|maximum|clamp|copy)_?$")
+#: SyncBatchNorm: torch_npu records the layer as a framework op
+#: ``SyncBatchNorm`` (what msprof-analyze's syncbn checker counts);
+#: PyTorch's ``torch.nn.SyncBatchNorm`` gathers statistics across ranks with
+#: ``batch_norm_gather_stats_with_counts`` once per layer and step.
+SYNCBN_RE = re.compile(r"^(?:SyncBatchNorm|aten::batch_norm_gather_stats_with_counts)$")
+#: torch_npu / CANN host calls, as ``trace_view.json`` names them
+#: (``AscendCL@`` + the ACL function): stream and device synchronizations,
+#: and device memory allocation and release (msprof-analyze's
+#: ``Constant.SYNC_STREAM`` and ``MemCollector.MEMORY_OP_NAME``).
+ACL_SYNC_CALLS = frozenset({"AscendCL@aclrtSynchronizeStream", "AscendCL@aclrtSynchronizeDevice",
+                            "AscendCL@aclrtSynchronizeEvent", "AscendCL@aclrtSynchronizeStreamWithTimeout"})
+ACL_ALLOC_CALLS = frozenset({"AscendCL@aclrtMalloc", "AscendCL@aclrtFree", "AscendCL@aclMallocMemInner",
+                             "AscendCL@aclrtFreePhysical", "AscendCL@aclrtMallocPhysical"})
+#: The classes of ``host_call_class``, in order of precedence.
+HOST_CALL_CLASSES = ("gc", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
+                     "optimizer_foreach", "optimizer_op", "syncbn")
+#: The classes that count only inside an optimizer step.
+OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
+
+
+def host_call_class(name: str) -> str | None:
+    """The ``host_calls`` class of an event name (``HOST_CALL_CLASSES``), or
+    None. The ``OPTIMIZER_INNER`` classes are candidates: they count only
+    inside an optimizer step."""
+    if name in GC_EVENTS:
+        return "gc"
+    if name in SYNC_CALLS or name in SYNC_OPS or name in ACL_SYNC_CALLS:
+        return "sync"
+    if name in ALLOC_CALLS or name in ACL_ALLOC_CALLS:
+        return "alloc"
+    if EMPTY_CACHE_RE.search(name):
+        return "empty_cache"
+    if OPTIMIZER_STEP_RE.match(name):
+        return "optimizer"
+    if FUSED_OPTIMIZER_RE.match(name):
+        return "optimizer_fused"
+    if FOREACH_RE.match(name):
+        return "optimizer_foreach"
+    if OPTIMIZER_OP_RE.match(name):
+        return "optimizer_op"
+    if SYNCBN_RE.match(name):
+        return "syncbn"
+    return None
+
+
 #: ``file.py(line): function`` as the profiler names a Python frame; the
 #: profiler writes files under an import path relative to it (``torch/nn/...``,
 #: ``logging/__init__.py``) and others as given.
 FRAME_RE = re.compile(r"^(?P<file>[^<(][^()]*\.py)\(\d+\): ")
+#: Files of ``advisor run``'s own bootstrap (it wraps the optimizer's step
+#: to count steps): the profiler's frames, never the program's.
+PROFILER_FILES = frozenset({"_advisor_live.py"})
 #: Top-level packages of the framework's own frames.
 FRAMEWORK_PACKAGES = frozenset({"torch", "torch_npu", "torchvision", "torchaudio", "torchtext", "triton",
                                 "mindspore"})
@@ -122,6 +198,8 @@ def program_frame(name: str) -> bool:
     if m is None:
         return False
     path = m.group("file").replace("\\", "/")
+    if path.rpartition("/")[2] in PROFILER_FILES:
+        return False
     if path.startswith("/"):
         return "-packages/" not in path and re.search(r"/lib/python3[.\d]*/", path) is None
     top, sep, _ = path.partition("/")

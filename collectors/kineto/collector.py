@@ -153,7 +153,7 @@ from pathlib import Path
 
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto import presence
+from advisor.collectors.kineto import host_calls, presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -337,7 +337,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         notes=notes + tables.notes,
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
-                      idle_causes=tables.idle_causes)
+                      idle_causes=tables.idle_causes, host_calls=tables.host_calls)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"
@@ -368,6 +368,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         tables.notes.append(presence.missing_device_note(evidence))
     else:
         tables = cpu_tables(ev, rank)
+    tables.host_calls = host_calls.table(ev, tables.steps, rank)
     del ev
     if trace.analysed >= dec.BIG_TRACE_EVENTS:
         dec.release_free_memory()

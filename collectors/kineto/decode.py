@@ -213,7 +213,8 @@ class Events:
     size in bytes: :func:`_msg_bytes`); -1 means absent. Code columns use
     the smallest integer type that holds their table's size. ``kind`` SYNC
     marks the cuda_sync records, PYTHON the Python frames of the profiled
-    program (``calls.program_frame``; other frames are not kept).
+    program (``calls.program_frame``) and those ``calls.host_call_class``
+    names (``Python GC``, ``empty_cache``); other frames are not kept.
 
     Facts about every analysed event, also those not kept: ``span`` (first
     start, last end), ``activity`` (the same over every event but the
@@ -513,7 +514,10 @@ def _numeric(values: list) -> np.ndarray:
 # Flags of a distinct event name: the names the tables look for.
 STEP_NAME, LOADER_NAME, COMM_NAME, SYNC_NAME, ANNOTATION_NAME = 1, 2, 4, 8, 16
 INIT_NAME, ALLOC_NAME, COMPILE_NAME, FRONT_END_NAME = 32, 64, 128, 256
-_WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME
+#: Events the ``host_calls`` table counts (``calls.host_call_class``): kept
+#: whether nested or not, Python frames among them (``Python GC``) included.
+HOST_CALL_NAME = 512
+_WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME | HOST_CALL_NAME
 #: Runtime calls kept whatever they launched: they block, start up the
 #: device, or allocate (the one-time work of :mod:`kineto_window`, and
 #: what the host was doing while the device idled).
@@ -528,6 +532,7 @@ def name_flags(name: str) -> int:
     ends)."""
     from advisor.collectors.kineto import tables as kt  # it imports this module
     from advisor.collectors.kineto.calls import ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS
+    from advisor.collectors.kineto.calls import host_call_class
 
     return (STEP_NAME * bool(kt.STEP_RE.search(name))
             | LOADER_NAME * bool(DATALOADER_RE.search(name))
@@ -537,7 +542,8 @@ def name_flags(name: str) -> int:
             | INIT_NAME * (name in INIT_CALLS)
             | ALLOC_NAME * (name in ALLOC_CALLS)
             | COMPILE_NAME * bool(COMPILE_OPS.search(name))
-            | FRONT_END_NAME * bool(kt.FRONT_END_RE.search(name)))
+            | FRONT_END_NAME * bool(kt.FRONT_END_RE.search(name))
+            | HOST_CALL_NAME * (host_call_class(name) is not None))
 
 
 def _long_op_us() -> float:
@@ -790,7 +796,7 @@ class _Builder:
         keep = kind >= KERNEL
         keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & _WANTED_RUNTIME_NAME) != 0))
         keep |= host & self._wanted_host(part, flags)
-        keep |= (kind == SYNC) | self._program_frames(part)
+        keep |= (kind == SYNC) | self._program_frames(part) | ((kind == PYTHON) & ((flags & HOST_CALL_NAME) != 0))
         part["top"] = self._top_level_ops(part, host & _oplike(part["cat"], flags))
         keep |= part["top"]
         return keep

@@ -62,6 +62,7 @@ class Tables:
     notes: list[str] = field(default_factory=list)
     warmup: pd.DataFrame | None = None  # the one-time work (kineto_window)
     idle_causes: pd.DataFrame | None = None
+    host_calls: pd.DataFrame | None = None  # host events of known classes per step (kineto_host_calls)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:

@@ -15,6 +15,7 @@ Configuration travels in environment variables:
 ``ADVISOR_STATUS_DIR``     where each profiling process writes a status JSON
 ``ADVISOR_FRAMEWORK``      optional: force pytorch / torch_npu / mindspore
 ``ADVISOR_PROFILE_MEMORY`` optional: "1" records torch memory events (off by default: overhead and noise)
+``ADVISOR_WITH_STACK``     optional: "1" records Python stacks (call sites) and, where torch has it, Python GC
 =========================  ==================================================
 
 The job runs in its own session (process group) so a timeout or Ctrl-C can

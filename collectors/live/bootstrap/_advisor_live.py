@@ -66,6 +66,7 @@ ENV_WARMUP = "ADVISOR_WARMUP"
 ENV_STATUS_DIR = "ADVISOR_STATUS_DIR"
 ENV_FRAMEWORK = "ADVISOR_FRAMEWORK"
 ENV_PROFILE_MEMORY = "ADVISOR_PROFILE_MEMORY"
+ENV_WITH_STACK = "ADVISOR_WITH_STACK"
 MS_ENV = "MS_PROFILER_OPTIONS"
 
 FRAMEWORKS = ("pytorch", "torch_npu", "mindspore")
@@ -156,6 +157,7 @@ class _Config:
         self.status_dir = env.get(ENV_STATUS_DIR) or None
         self.forced = env.get(ENV_FRAMEWORK) or None
         self.profile_memory = (env.get(ENV_PROFILE_MEMORY) or "0") not in ("0", "false", "no")
+        self.with_stack = (env.get(ENV_WITH_STACK) or "0") not in ("0", "false", "no")
 
 
 class _State:
@@ -551,9 +553,24 @@ def _build_torch_profiler(cfg, worker, offset):
             tensorboard_trace_handler(cfg.trace_dir, worker_name=worker), cfg.trace_dir, worker),
         record_shapes=True,
         profile_memory=cfg.profile_memory,
+        **_stack_options(cfg),
     )
     prof.step_num = offset
     return prof
+
+
+def _stack_options(cfg):
+    """With ``ADVISOR_WITH_STACK``: Python stacks, and Python GC events
+    where this torch's profiler can record them (``record_python_gc_info``)."""
+    if not cfg.with_stack:
+        return {}
+    opts = {"with_stack": True}
+    try:
+        from torch.profiler import _ExperimentalConfig
+        opts["experimental_config"] = _ExperimentalConfig(record_python_gc_info=True)
+    except (ImportError, TypeError):
+        pass
+    return opts
 
 
 def _build_npu_profiler(cfg, worker):

@@ -1,0 +1,365 @@
+"""Host-side habits of the training loop (the ``host_calls`` table).
+
+What the host does besides issuing work: Python garbage collection, waits
+for the device, allocator calls and ``empty_cache()``, the optimizer step
+and how its kernels are issued, SyncBatchNorm. Figures are per steady step
+(``steps_view``): per rank, the events in that rank's steady steps divided
+by their number, then the mean over ranks; ratios divide by the mean step
+time the same way.
+
+A class the profile never records is not evaluated: a trace without any
+Python GC event says nothing about collections unless it was recorded to
+show them, so the GC metrics need at least one GC event (the collector
+does not invent zeros). The sync, allocation and optimizer classes are
+recorded by every PyTorch trace; their metrics count what is there.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from advisor.collectors.kineto.calls import OPTIMIZER_STEP_RE
+from advisor.metrics.registry import NotEvaluated, Value, metric
+from advisor.metrics.steps_view import US_PER_MS, steady_steps
+from advisor.profile import Profile
+
+#: The names listed in a metric's value (the ones with the most time).
+TOP_NAMES = 5
+_NEEDS = ["host_calls.cls", "host_calls.count", "host_calls.total_us", "steps.duration_us"]
+
+
+def _steady(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(steady steps, host_calls rows in them); NotEvaluated without steps."""
+    steady = steady_steps(p)
+    if steady.empty or "step" not in steady.columns or steady["step"].isna().all():
+        raise NotEvaluated("no step markers: per-step host figures need steps")
+    rows = p.table("host_calls").dropna(subset=["step"]).astype({"step": "int64"})
+    keys = steady[["rank", "step"]].dropna().astype({"step": "int64"})
+    return steady, rows.merge(keys, on=["rank", "step"])
+
+
+def _per_step(p: Profile, cls: str | tuple[str, ...], column: str = "total_us") -> float:
+    """Mean over ranks of the per-step sum of ``column`` over rows of ``cls``."""
+    steady, rows = _steady(p)
+    classes = (cls,) if isinstance(cls, str) else cls
+    return _mean_per_step(steady, rows[rows["cls"].isin(classes)], column)
+
+
+def _step_us(p: Profile) -> float:
+    steady = steady_steps(p)
+    return float(steady.groupby("rank")["duration_us"].mean().mean())
+
+
+def _recorded(p: Profile, cls: str, why: str) -> None:
+    """NotEvaluated(why) unless the profile holds at least one ``cls`` event."""
+    table = p.table("host_calls")
+    if table is None or not (table["cls"] == cls).any():
+        raise NotEvaluated(why)
+
+
+def _top(p: Profile, cls: str) -> list[dict]:
+    """The ``TOP_NAMES`` names of ``cls`` with the most time per steady step:
+    ``{"name", "per_step", "ms"}`` and ``"frame"`` where the trace has stacks."""
+    steady, rows = _steady(p)
+    rows = rows[rows["cls"] == cls]
+    if rows.empty:
+        return []
+    steps = len(steady)
+    key = ["name", "frame"] if "frame" in rows.columns else ["name"]
+    agg = rows.groupby(key, dropna=False)[["count", "total_us"]].sum().sort_values("total_us", ascending=False)
+    out = []
+    for k, r in agg.head(TOP_NAMES).iterrows():
+        name, frame = k if len(key) == 2 else (k, None)
+        entry = {"name": str(name), "per_step": round(float(r["count"]) / steps, 2),
+                 "ms": round(float(r["total_us"]) / steps / US_PER_MS, 3)}
+        if frame is not None and not pd.isna(frame):
+            entry["frame"] = str(frame)
+        out.append(entry)
+    return out
+
+
+_NO_GC = ("the profile records no Python garbage collections (PyTorch writes them with with_stack=True and "
+          "experimental_config=_ExperimentalConfig(record_python_gc_info=True); torch_npu with "
+          "_ExperimentalConfig(gc_detect_threshold=...))")
+
+
+@metric("host.gc_ms", unit="ms", needs=_NEEDS)
+def gc_ms(p: Profile) -> float:
+    """Time per step the process spends in Python garbage collection (the
+    ``Python GC`` events of PyTorch's Python tracer, torch_npu's GC
+    records). A collection stops every Python thread, the one issuing
+    device work included."""
+    _recorded(p, "gc", _NO_GC)
+    return _per_step(p, "gc") / US_PER_MS
+
+
+@metric("host.gc_ratio", unit="ratio", needs=_NEEDS)
+def gc_ratio(p: Profile) -> float:
+    """Share of the step spent in Python garbage collection
+    (``host.gc_ms`` over the mean step time)."""
+    _recorded(p, "gc", _NO_GC)
+    return _per_step(p, "gc") / _step_us(p)
+
+
+@metric("host.gc_max_ms", unit="ms", needs=[*_NEEDS, "host_calls.max_us"])
+def gc_max_ms(p: Profile) -> Value:
+    """The longest single garbage-collection pause in the steady steps, with
+    the step it fell in."""
+    _recorded(p, "gc", _NO_GC)
+    _, rows = _steady(p)
+    rows = rows[rows["cls"] == "gc"]
+    if rows.empty:
+        return Value(0.0, {"pauses": 0})
+    top = rows.loc[rows["max_us"].idxmax()]
+    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
+                                                      "pauses_per_step": round(_per_step(p, "gc", "count"), 2)})
+
+
+@metric("host.sync_calls", unit="list", needs=_NEEDS)
+def sync_calls(p: Profile) -> Value:
+    """The host's waits for the device per step, the ``TOP_NAMES`` names
+    with the most time: ``{"name", "per_step", "ms"}`` (``aten::item``,
+    ``cudaStreamSynchronize``, ``AscendCL@aclrtSynchronizeStream`` ...), and
+    the program's Python ``"frame"`` that made them where the trace has
+    stacks. Host time blocked, whether or not the device was idle then."""
+    return Value(_top(p, "sync"))
+
+
+@metric("host.sync_ms", unit="ms", needs=_NEEDS)
+def sync_ms(p: Profile) -> float:
+    """Host time per step blocked in synchronizations with the device
+    (``host.sync_calls``): the larger of the time in ops that read a device
+    value (``aten::item`` ...) and the time in runtime sync calls, as a
+    call made inside such an op is part of its time."""
+    return _outermost_sync_us(p) / US_PER_MS
+
+
+@metric("host.sync_ratio", unit="ratio", needs=_NEEDS)
+def sync_ratio(p: Profile) -> float:
+    """Share of the step the host is blocked in synchronizations
+    (``host.sync_ms`` over the mean step time)."""
+    return _outermost_sync_us(p) / _step_us(p)
+
+
+def _outermost_sync_us(p: Profile) -> float:
+    """Per-step sync time without double counting: ``aten::item`` holds
+    ``aten::_local_scalar_dense`` and the runtime sync it makes, so the
+    larger of the ops' time (item, is_nonzero, tolist) and the runtime
+    calls' time (synchronizations outside any op, such as
+    ``torch.cuda.synchronize()``, are among the calls) -- a lower bound of
+    the blocked time when both kinds occur apart."""
+    steady, rows = _steady(p)
+    syncs = rows[rows["cls"] == "sync"]
+    ops = syncs["name"].isin(["aten::item", "aten::is_nonzero", "aten::tolist"])
+    calls = ~ops & (syncs["name"] != "aten::_local_scalar_dense")
+    return max(_mean_per_step(steady, syncs[ops]), _mean_per_step(steady, syncs[calls]))
+
+
+def _sync_stall_us(p: Profile) -> float:
+    """Mean over ranks of the per-step mean of min(sync time, device free
+    time): the steps' own pairs, so a step whose sync falls in a busy step
+    does not borrow another step's free time."""
+    steady, rows = _steady(p)
+    syncs = rows[rows["cls"] == "sync"]
+    ops = syncs["name"].isin(["aten::item", "aten::is_nonzero", "aten::tolist"])
+    calls = ~ops & (syncs["name"] != "aten::_local_scalar_dense")
+    key = ["rank", "step"]
+    per_step = pd.concat([syncs[ops].groupby(key)["total_us"].sum().rename("ops"),
+                          syncs[calls].groupby(key)["total_us"].sum().rename("calls")], axis=1)
+    blocked = per_step.max(axis=1).rename("sync")
+    steps = steady.dropna(subset=["step"]).astype({"step": "int64"}).set_index(key)
+    both = steps[["free_us"]].join(blocked, how="left").fillna({"sync": 0.0})
+    stall = both[["free_us", "sync"]].min(axis=1)
+    return float(stall.groupby(level="rank").mean().mean())
+
+
+@metric("host.sync_stall_ms", unit="ms", needs=[*_NEEDS, "steps.free_us"])
+def sync_stall_ms(p: Profile) -> float:
+    """Per step, the host's time blocked in synchronizations
+    (``host.sync_ms``) bounded by the device's free time in the same step:
+    what the synchronizations can have cost the device where the trace does
+    not attribute its idle time to host calls (Ascend). Needs the device's
+    free time (``steps.free_us``)."""
+    return _sync_stall_us(p) / US_PER_MS
+
+
+@metric("host.sync_stall_ratio", unit="ratio", needs=[*_NEEDS, "steps.free_us"])
+def sync_stall_ratio(p: Profile) -> float:
+    """``host.sync_stall_ms`` over the mean step time."""
+    return _sync_stall_us(p) / _step_us(p)
+
+
+def _mean_per_step(steady: pd.DataFrame, rows: pd.DataFrame, column: str = "total_us") -> float:
+    """Mean over the ranks of ``steady`` of the per-step sum of ``column``
+    over ``rows`` (a rank without rows counts 0)."""
+    steps = steady.groupby("rank").size()
+    return float((rows.groupby("rank")[column].sum().reindex(steps.index, fill_value=0.0) / steps).mean())
+
+
+@metric("host.alloc_calls", unit="count", needs=_NEEDS)
+def alloc_calls(p: Profile) -> Value:
+    """Device-memory allocation and release calls to the driver per steady
+    step (``cudaMalloc``/``cudaFree``, ``AscendCL@aclrtMalloc``/``aclrtFree``
+    ...): a caching allocator that has warmed up makes none; with names."""
+    return Value(_per_step(p, "alloc", "count"), {"calls": _top(p, "alloc")})
+
+
+@metric("host.alloc_ms", unit="ms", needs=_NEEDS)
+def alloc_ms(p: Profile) -> float:
+    """Host time per steady step in device-memory allocation and release
+    calls (``host.alloc_calls``)."""
+    return _per_step(p, "alloc") / US_PER_MS
+
+
+@metric("host.empty_cache_calls", unit="count", needs=_NEEDS)
+def empty_cache_calls(p: Profile) -> float:
+    """``empty_cache()`` calls of the CUDA or NPU caching allocator per
+    steady step, with the program's frame that made them. Only traces with
+    Python stacks show the call; without them this is not evaluated."""
+    table = p.table("host_calls")
+    if "frame" not in table.columns or table["frame"].isna().all():
+        if not (table["cls"] == "empty_cache").any():
+            raise NotEvaluated("the trace has no Python stacks (with_stack=True): empty_cache() calls "
+                               "are not visible")
+    return _per_step(p, "empty_cache", "count")
+
+
+@metric("host.optimizer_ms", unit="ms", needs=_NEEDS)
+def optimizer_ms(p: Profile) -> float:
+    """Host time per step inside the optimizer's ``step()`` (the
+    ``Optimizer.step#<class>.step`` annotation)."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    return _per_step(p, "optimizer") / US_PER_MS
+
+
+@metric("host.optimizer_ratio", unit="ratio", needs=_NEEDS)
+def optimizer_ratio(p: Profile) -> float:
+    """Share of the step spent in the optimizer's ``step()``
+    (``host.optimizer_ms`` over the mean step time)."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    return _per_step(p, "optimizer") / _step_us(p)
+
+
+@metric("host.optimizer_ops", unit="count", needs=_NEEDS)
+def optimizer_ops(p: Profile) -> float:
+    """Elementwise, foreach and fused ops the optimizer issues per steady
+    step (those of ``calls.OPTIMIZER_OP_RE``, ``FOREACH_RE`` and
+    ``FUSED_OPTIMIZER_RE`` inside its ``step()``): several per parameter
+    tensor in the single-tensor loop, a few per parameter group otherwise."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    return _per_step(p, ("optimizer_op", "optimizer_foreach", "optimizer_fused"), "count")
+
+
+@metric("host.optimizer_classes", unit="list", needs=_NEEDS)
+def optimizer_classes(p: Profile) -> list[str]:
+    """The optimizer classes whose ``step()`` the profile records
+    (``AdamW`` of ``Optimizer.step#AdamW.step``), sorted."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    table = p.table("host_calls")
+    names = table.loc[table["cls"] == "optimizer", "name"].unique()
+    return sorted({m.group("cls") for m in map(OPTIMIZER_STEP_RE.match, names) if m})
+
+
+@metric("host.optimizer_impl", unit="text", needs=_NEEDS)
+def optimizer_impl(p: Profile) -> Value:
+    """How the optimizer issues its kernels: ``fused`` (one kernel for all
+    parameters: ``aten::_fused_adamw_``, a torch_npu ``NpuFused*``
+    optimizer), ``foreach`` (multi-tensor ``aten::_foreach_*`` kernels, a
+    few per parameter group) or ``per-parameter`` (neither inside its step:
+    the single-tensor loop, several kernels per parameter). Evidence: the
+    optimizer classes seen."""
+    names = optimizer_classes(p)
+    classes = set(p.table("host_calls")["cls"])
+    if "optimizer_fused" in classes or (names and all("Fused" in n for n in names)):
+        impl = "fused"
+    elif "optimizer_foreach" in classes:
+        impl = "foreach"
+    else:
+        impl = "per-parameter"
+    return Value(impl, {"optimizers": names})
+
+
+@metric("host.syncbn_calls", unit="count", needs=_NEEDS)
+def syncbn_calls(p: Profile) -> Value:
+    """SyncBatchNorm layers run per steady step (torch_npu's
+    ``SyncBatchNorm`` op, PyTorch's ``batch_norm_gather_stats_with_counts``),
+    each a cross-rank gather of the batch statistics."""
+    return Value(_per_step(p, "syncbn", "count"), {"names": _top(p, "syncbn")})
+
+
+@metric("host.syncbn_ms", unit="ms", needs=_NEEDS)
+def syncbn_ms(p: Profile) -> float:
+    """Host time per steady step in SyncBatchNorm's statistics gathering
+    (``host.syncbn_calls``), its wait for the other ranks included."""
+    return _per_step(p, "syncbn") / US_PER_MS
+
+
+@metric("host.empty_cache_sites", unit="list", needs=_NEEDS)
+def empty_cache_sites(p: Profile) -> list[dict]:
+    """Where the ``empty_cache()`` calls come from: ``{"name", "per_step",
+    "ms"}`` with the program's Python ``"frame"`` that made them."""
+    empty_cache_calls(p)
+    return _top(p, "empty_cache")
+
+
+@metric("host.empty_cache_ms", unit="ms", needs=_NEEDS)
+def empty_cache_ms(p: Profile) -> float:
+    """Host time per steady step in ``empty_cache()`` calls
+    (``host.empty_cache_calls``; not evaluated without Python stacks)."""
+    empty_cache_calls(p)
+    return _per_step(p, "empty_cache") / US_PER_MS
+
+
+def _is(*values: str):
+    return lambda v: v.strip().lower() in values
+
+
+def _below(limit: int):
+    def check(v: str) -> bool:
+        try:
+            return v.strip() != "" and int(v) < limit
+        except ValueError:
+            return False
+    return check
+
+
+#: Environment settings that cost speed: name -> (is it slow?, what it
+#: should be, why). After msprof-analyze's environment checker
+#: (advisor/analyzer/overall/environment_variable_checker.py,
+#: ENV_SUGGEST_CONDITION, and rules/en/environment_variable_info.yaml),
+#: keeping only the settings that slow a run down when set (it also lists
+#: unset cache sizes and network-priority settings as information).
+SLOW_ENV = {
+    "ASCEND_LAUNCH_BLOCKING": (_is("1"), "unset (or 0)",
+                               "every operator runs synchronously: the host waits for each one"),
+    "CUDA_LAUNCH_BLOCKING": (_is("1"), "unset (or 0)",
+                             "every kernel launch waits for the kernel: the host cannot run ahead"),
+    "ASCEND_GLOBAL_LOG_LEVEL": (_is("0", "1"), "3 (error)",
+                                "debug or info logging writes log records for every operator on the host"),
+    "ASCEND_SLOG_PRINT_TO_STDOUT": (_is("1"), "0", "CANN logs are printed to the screen as they are written"),
+    "TASK_QUEUE_ENABLE": (_is("0"), "1 or 2",
+                          "the task queue is off: operators are launched on the Python thread, not a second one"),
+    "HCCL_ALGO": (lambda v: v.strip() != "", "unset",
+                  "a fixed collective algorithm overrides HCCL's choice by chip, node count and data size"),
+    "ACLNN_CACHE_LIMIT": (_below(10000), "10000 or more (e.g. 100000)",
+                          "a small operator cache makes aclnn rebuild operator state on the host"),
+}
+
+
+@metric("host.slow_env", unit="list")
+def slow_env(p: Profile) -> Value:
+    """Environment variables the profile records that cost speed
+    (``SLOW_ENV``): ``{"name", "value", "should", "why"}`` per setting, over
+    every rank (evidence: the ranks that set each). Empty when the recorded
+    environment sets none of them."""
+    if not p.meta.env:
+        raise NotEvaluated("the profile records no environment variables (torch_npu writes them to "
+                           "profiler_metadata.json)")
+    found: dict[tuple[str, str], list[int]] = {}
+    for rank, env in sorted(p.meta.env.items()):
+        for name, (slow, _, _) in SLOW_ENV.items():
+            value = env.get(name)
+            if value is not None and slow(str(value)):
+                found.setdefault((name, str(value)), []).append(int(rank))
+    out = [{"name": n, "value": v, "should": SLOW_ENV[n][1], "why": SLOW_ENV[n][2]} for (n, v) in found]
+    return Value(out, {"ranks": {f"{n}={v}": r for (n, v), r in found.items()}})

@@ -1,0 +1,98 @@
+"""Ascend ``trace_view.json`` -> the ``host_calls`` table (torch_npu).
+
+torch_npu writes the host side of a run into the same Chrome trace as the
+device lanes: framework ops (``aten::*``, ``Optimizer.step#AdamW.step``,
+``SyncBatchNorm``) on the Python process, the ACL calls of the CANN layer
+named ``AscendCL@<function>`` (``AscendCL@aclrtSynchronizeStream``), and,
+when GC detection is on (``_ExperimentalConfig(gc_detect_threshold=...)``),
+each collection as an ``X`` event of category ``GC`` (name ``GC``) on a
+``Python GC`` process -- what msprof-analyze's ``GcCollector`` reads
+(``cat.lower() == "gc"``). Events are classed by
+``calls.host_call_class`` (GC events by their category) and counted per
+``ProfilerStep#N`` span, as the Kineto collector does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.ascend.trace_view import _STEP_NAME
+from advisor.collectors.io.files import read_bytes
+from advisor.collectors.kineto.calls import host_call_class
+from advisor.collectors.kineto.host_calls import in_optimizer, step_of
+from advisor.errors import InputError
+
+
+class _Event(msgspec.Struct):
+    """The fields of a trace event this module reads (others are skipped)."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str | None = None
+    pid: int | str | float = 0
+    tid: int | str | float = 0
+    ts: float | str | None = None
+    dur: float | str | None = None
+
+
+class _Wrapped(msgspec.Struct):
+    traceEvents: list[_Event] = []
+
+
+def read(path: Path, rank: int) -> pd.DataFrame | None:
+    """The ``host_calls`` rows of one ``trace_view.json`` (None when it has none)."""
+    data = read_bytes(path)
+    try:
+        events = (msgspec.json.decode(data, type=list[_Event]) if data.lstrip()[:1] == b"["
+                  else msgspec.json.decode(data, type=_Wrapped).traceEvents)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise InputError(path, f"unreadable trace events: {exc}") from None
+    classes: dict[str, str | None] = {}
+    rows, markers = [], []
+    for ev in events:
+        if ev.ph != "X":
+            continue
+        m = _STEP_NAME.match(ev.name)
+        if m:
+            markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+            continue
+        if isinstance(ev.cat, str) and ev.cat.lower() == "gc":
+            cls = "gc"
+        else:
+            if ev.name not in classes:
+                classes[ev.name] = host_call_class(ev.name)
+            cls = classes[ev.name]
+        if cls is not None:
+            rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur), f"{ev.pid}/{ev.tid}"))
+    if not rows:
+        return None
+    df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
+    ts, dur = df["ts"].to_numpy(float), df["dur"].to_numpy(float)
+    df = df[in_optimizer(df["cls"].to_numpy(object), ts, ts + dur, df["thread"].to_numpy(object))]
+    if df.empty:
+        return None
+    df["step"] = _steps_of(df["ts"].to_numpy(), markers)
+    out = (df.groupby(["step", "cls", "name"], dropna=False, sort=True)["dur"]
+           .agg(count="size", total_us="sum", max_us="max").reset_index())
+    out["step"] = out["step"].astype("Int64")
+    out["count"] = out["count"].astype(np.int64)
+    out.insert(0, "rank", rank)
+    return out
+
+
+def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:
+    """The ``ProfilerStep#N`` span each start falls in (NA outside all)."""
+    marks = pd.DataFrame(markers, columns=["step", "ts", "dur"], dtype=float).dropna()
+    start = marks["ts"].to_numpy(float)
+    return step_of(ts, start, start + marks["dur"].to_numpy(float), marks["step"].to_numpy())
+
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan

@@ -1,0 +1,116 @@
+"""Kineto events -> the ``host_calls`` table: the host events of known
+classes (``calls.host_call_class``) counted per step.
+
+One row per (step, class, name[, frame]): how many, their summed and
+longest duration. The fused, foreach and per-parameter optimizer ops count
+only inside an ``Optimizer.step#...`` span of the same thread (clipping
+gradients uses ``_foreach_norm`` too, the model ``aten::add`` ...). ``frame`` is the innermost Python
+frame of the profiled program around the event, where the trace has
+stacks (``with_stack=True``): the call site a user can change.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto.calls import OPTIMIZER_INNER, host_call_class, program_frame
+from advisor.collectors.kineto.decode import HOST, PYTHON, RUNTIME, Events
+
+#: Classes whose rows name the program's frame they ran in.
+_FRAMED = frozenset({"sync", "empty_cache"})
+
+
+def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
+    """The ``host_calls`` rows of one trace (None when it has none).
+    ``steps``: the trace's steps table (``step``, ``start_us``,
+    ``duration_us``); an event outside every step gets step NA."""
+    classes = np.array([host_call_class(str(n)) or "" for n in ev.names], dtype=object)
+    if not classes.size:
+        return None
+    cls = classes[ev.name]
+    kind_ok = (ev.kind == HOST) | (ev.kind == RUNTIME) | (ev.kind == PYTHON)
+    idx = np.flatnonzero((cls != "") & kind_ok)
+    if idx.size == 0:
+        return None
+    cls = cls[idx]
+    keep = in_optimizer(cls, ev.ts[idx], ev.end_at(idx), ev.thread[idx])
+    idx, cls = idx[keep], cls[keep]
+    if idx.size == 0:
+        return None
+    rows = pd.DataFrame({
+        "step": _step_of(ev.ts[idx], steps),
+        "cls": cls.astype(str),
+        "name": ev.names[ev.name[idx]].astype(str),
+        "dur": ev.dur[idx],
+    })
+    frames = _frames(ev, idx, np.isin(cls, list(_FRAMED)))
+    by = ["step", "cls", "name"]
+    if frames is not None:
+        rows["frame"] = frames
+        by.append("frame")
+    out = (rows.groupby(by, dropna=False, sort=True)["dur"]
+           .agg(count="size", total_us="sum", max_us="max").reset_index())
+    out["step"] = out["step"].astype("Int64")
+    out["count"] = out["count"].astype(np.int64)
+    out.insert(0, "rank", rank)
+    return out
+
+
+def _step_of(ts: np.ndarray, steps: pd.DataFrame | None) -> pd.array:
+    """The step each start time falls in (NA outside every step)."""
+    if steps is None or "start_us" not in steps.columns or steps["step"].isna().all():
+        return step_of(ts, np.empty(0), np.empty(0), np.empty(0))
+    s = steps.dropna(subset=["step", "start_us"])
+    start = s["start_us"].to_numpy(float)
+    return step_of(ts, start, start + s["duration_us"].to_numpy(float), s["step"].to_numpy(dtype=np.int64))
+
+
+def step_of(ts: np.ndarray, start: np.ndarray, end: np.ndarray, ids: np.ndarray) -> pd.array:
+    """Per time in ``ts``: the id of the span ``[start, end)`` it falls in
+    (spans do not overlap), NA outside every span."""
+    out = pd.array([pd.NA] * ts.size, dtype="Int64")
+    if start.size == 0:
+        return out
+    order = np.argsort(start, kind="stable")
+    start, end, ids = start[order], end[order], ids[order]
+    at = np.searchsorted(start, ts, side="right") - 1
+    ok = (at >= 0) & (ts < end[np.clip(at, 0, None)])
+    out[ok] = ids[at[ok]].astype(np.int64)
+    return out
+
+
+def in_optimizer(cls: np.ndarray, start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """Mask of the events to keep: all but those of ``calls.OPTIMIZER_INNER``
+    classes that do not start inside an ``optimizer`` event of the same thread."""
+    inner = np.isin(cls, list(OPTIMIZER_INNER))
+    keep = ~inner
+    spans = np.flatnonzero(cls == "optimizer")
+    for t in np.unique(thread[inner]):
+        mine = spans[thread[spans] == t]
+        if mine.size == 0:
+            continue
+        order = np.argsort(start[mine], kind="stable")
+        s_start, s_end = start[mine][order], np.maximum.accumulate(end[mine][order])
+        sel = np.flatnonzero(inner & (thread == t))
+        at = np.searchsorted(s_start, start[sel], side="right") - 1
+        keep[sel] = (at >= 0) & (start[sel] <= s_end[np.clip(at, 0, None)])
+    return keep
+
+
+def _frames(ev: Events, idx: np.ndarray, framed: np.ndarray) -> np.ndarray | None:
+    """Per event of ``idx``: the innermost program frame (``calls.program_frame``)
+    on its thread that encloses it, for the ``framed`` ones; None when the
+    trace has no program frames."""
+    py = np.flatnonzero(ev.kind == PYTHON)
+    prog = py[np.array([program_frame(str(ev.names[c])) for c in ev.name[py]], dtype=bool)] if py.size else py
+    if prog.size == 0:
+        return None
+    out = np.full(idx.size, None, dtype=object)
+    sel = idx[framed]
+    at = iv.Nesting(ev.thread[prog], ev.ts[prog], ev.end_at(prog)).enclosing(ev.thread[sel], ev.ts[sel],
+                                                                              ev.end_at(sel))
+    hit = at >= 0
+    out[np.flatnonzero(framed)[hit]] = ev.names[ev.name[prog[at[hit]]]].astype(str)
+    return out

@@ -1,0 +1,120 @@
+"""torch_npu host habits from ``trace_view.json`` and ``profiler_metadata.json``.
+
+The fixtures follow the documented torch_npu layout as msprof-analyze reads
+it (msprof_analyze/advisor/dataset/timeline_op_collector/timeline_op_collector.py
+and its unit test test_gc_advice.py): GC records are ``X`` events of
+category ``GC`` named ``GC`` on a ``Python GC`` process (``GcCollector``:
+``cat.lower() == "gc"``); CANN calls are named ``AscendCL@<function>``
+(``Constant.SYNC_STREAM = "AscendCL@aclrtSynchronizeStream"``); a
+SyncBatchNorm layer is a framework op named ``SyncBatchNorm``
+(``SyncBNCollector``); the optimizer step is ``Optimizer.step#AdamW.step``
+(``OptimizerCollector``); the recorded environment is the ``ENV_VARIABLES``
+object of ``profiler_metadata.json`` (environment_variable_checker.py).
+Steps come from the Overlap Analysis lanes (Computing, Free) per
+``ProfilerStep#N``, as trace_view.py reads them. The corpus trace is a real
+cropped torch_npu timeline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import advisor
+from advisor.collectors.ascend import host_calls
+
+PY, GC, CANN, OVERLAP = 1, 2, 5, 9
+STEP_US = 50_000.0
+TIMELINE = "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json"
+HABITS = {"gc-pause", "sync-stall", "syncbn-overhead", "slow-env-setting", "unfused-optimizer"}
+
+
+def _x(pid: int, name: str, ts: float, dur: float, cat: str | None = None, tid: int = 1) -> dict:
+    ev = {"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": f"{ts:.3f}", "dur": dur, "args": {}}
+    if cat:
+        ev["cat"] = cat
+    return ev
+
+
+def _meta(pid: int, name: str) -> dict:
+    return {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
+
+
+def trace(bad: bool, steps: int = 4) -> list[dict]:
+    events = [_meta(PY, "Python"), _meta(GC, "Python GC"), _meta(CANN, "CANN"), _meta(OVERLAP, "Overlap Analysis"),
+              {"ph": "M", "name": "thread_name", "pid": OVERLAP, "tid": 0, "args": {"name": "Computing"}},
+              {"ph": "M", "name": "thread_name", "pid": OVERLAP, "tid": 3, "args": {"name": "Free"}}]
+    for i in range(steps):
+        t0 = 1_700_000_000_000.0 + i * STEP_US
+        events += [_x(PY, f"ProfilerStep#{i + 1}", t0, STEP_US, "cpu_op"),
+                   _x(OVERLAP, "Computing", t0, 30_000.0, tid=0), _x(OVERLAP, "Free", t0 + 30_000, 20_000.0, tid=3)]
+        if bad:
+            events.append(_x(GC, "GC", t0 + 100, 4000.0, "GC"))
+            events += [_x(PY, "SyncBatchNorm", t0 + 5000 + 400 * k, 300.0, "cpu_op") for k in range(24)]
+            events.append(_x(PY, "aten::item", t0 + 15_000, 12_000.0, "cpu_op"))
+            events.append(_x(CANN, "AscendCL@aclrtSynchronizeStream", t0 + 15_010, 11_900.0))
+            events.append(_x(PY, "Optimizer.step#AdamW.step", t0 + 30_000, 8000.0, "cpu_op"))
+            events += [_x(PY, ("aten::add_", "aten::mul_", "aten::addcdiv_")[k % 3], t0 + 30_010 + 50 * k, 40.0,
+                          "cpu_op") for k in range(120)]
+        else:
+            events.append(_x(GC, "GC", t0 + 100, 50.0, "GC"))
+            events.append(_x(CANN, "AscendCL@aclrtSynchronizeStream", t0 + 15_010, 30.0))
+            events.append(_x(PY, "Optimizer.step#NpuFusedAdamW.step", t0 + 30_000, 900.0, "cpu_op"))
+    return events
+
+
+def rank_folder(tmp_path: Path, bad: bool) -> Path:
+    root = tmp_path / ("bad" if bad else "good") / "node_1_20240101_ascend_pt"
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    env = ({"ASCEND_LAUNCH_BLOCKING": "1", "ASCEND_GLOBAL_LOG_LEVEL": "1", "HCCL_RDMA_TC": "132"} if bad
+           else {"ASCEND_GLOBAL_LOG_LEVEL": "3", "TASK_QUEUE_ENABLE": "2"})
+    (root / "profiler_metadata.json").write_text(json.dumps({"ENV_VARIABLES": env}))
+    (root / "profiler_info_0.json").write_text(json.dumps({"rank_id": 0}))
+    (out / "trace_view.json").write_text(json.dumps(trace(bad)))
+    return root
+
+
+def test_host_calls_are_counted_per_profiler_step(tmp_path):
+    table = host_calls.read(rank_folder(tmp_path, bad=True) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json", 0)
+    counts = table.groupby("cls")["count"].sum().to_dict()
+    assert counts == {"gc": 4, "syncbn": 96, "sync": 8, "optimizer": 4, "optimizer_op": 480}
+    assert sorted(table["step"].unique()) == [1, 2, 3, 4]
+
+
+def test_torch_npu_habits_fire(tmp_path):
+    report = advisor.analyze(rank_folder(tmp_path, bad=True))
+    m = report.metrics
+    assert m["host.gc_max_ms"].value == pytest.approx(4.0)
+    assert m["host.syncbn_calls"].value == 24
+    assert m["host.sync_stall_ms"].value == pytest.approx(12.0)  # the blocked time, within the 20 ms free
+    assert [e["name"] for e in m["host.slow_env"].value] == ["ASCEND_LAUNCH_BLOCKING", "ASCEND_GLOBAL_LOG_LEVEL"]
+    found = {f.rule: f for f in report.all_findings()}
+    assert HABITS <= set(found), sorted(found)
+    assert "AscendCL@aclrtSynchronizeStream" in found["sync-stall"].message
+    assert "unset (or 0)" in found["slow-env-setting"].message
+
+
+def test_a_clean_torch_npu_run_keeps_them_quiet(tmp_path):
+    report = advisor.analyze(rank_folder(tmp_path, bad=False))
+    m = report.metrics
+    assert m["host.optimizer_impl"].value == "fused" and m["host.slow_env"].value == []
+    assert m["host.gc_max_ms"].value == pytest.approx(0.05)
+    fired = {f.rule for f in report.all_findings()}
+    assert not fired & HABITS, fired
+
+
+def test_real_cropped_timeline(corpus):
+    """One real torch_npu step: 45 aten::item calls (one waits 2.4 ms), the
+    CANN syncs behind them, an Adam step with 80 elementwise ops. One step
+    cannot show a per-step sync habit, and 80 ops is below what fusing pays for."""
+    table = host_calls.read(corpus / TIMELINE, 0)
+    names = set(table.loc[table["cls"] == "sync", "name"])
+    assert {"aten::item", "AscendCL@aclrtSynchronizeStream", "AscendCL@aclrtSynchronizeDevice"} <= names
+    report = advisor.analyze(corpus / TIMELINE)
+    assert report.metrics["host.optimizer_classes"].value == ["Adam"]
+    assert report.metrics["host.sync_stall_ms"].value > 2.0
+    fired = {f.rule for f in report.all_findings()}
+    assert not fired & {"sync-stall", "unfused-optimizer"}, fired
