@@ -48,8 +48,8 @@ HEADINGS = {
         "peer_title": "Coverage of the incumbent tools' checks",
         "peer_intro": "Every check of {peers}, and what in advisor reports the same problem, or why nothing "
         "does (the data it would need). Generated from `docs/peer_checks.yaml`. "
-        "{covered} of {total} checks have a rule, metric or command in advisor "
-        "({with_planned} of {total} counting the rules marked *planned*).",
+        "{covered} of {total} checks have a rule, metric or command in advisor.",
+        "peer_planned": " ({with_planned} of {total} counting the rules marked *planned*.)",
         "col_peer": "peer",
         "col_check": "check",
         "col_source": "source",
@@ -87,8 +87,8 @@ HEADINGS = {
         "col_status": "状态",
         "peer_title": "对现有工具检查项的覆盖",
         "peer_intro": "{peers} 的每一项检查，以及 advisor 中报告同一问题的规则或指标；未覆盖时说明所需的数据。"
-        "由 `docs/peer_checks.yaml` 生成。{total} 项中 {covered} 项在 advisor 中有规则、指标或命令"
-        "（计入标为 *planned* 的规则时为 {with_planned} 项）。",
+        "由 `docs/peer_checks.yaml` 生成。{total} 项中 {covered} 项在 advisor 中有规则、指标或命令。",
+        "peer_planned": "（计入标为 *planned* 的规则时为 {with_planned} 项。）",
         "col_peer": "工具",
         "col_check": "检查",
         "col_source": "来源",
@@ -208,7 +208,9 @@ def peer_coverage_markdown(rules: list[Rule], lang: str = "en") -> list[str]:
     with_planned, _ = table.share(with_planned=True)
     peers = ", ".join(f"{name} {info['version']}" for name, info in table.peers.items())
     out = [f"## {h['peer_title']}", "",
-           h["peer_intro"].format(peers=peers, covered=covered, total=total, with_planned=with_planned), "",
+           h["peer_intro"].format(peers=peers, covered=covered, total=total)
+           + (h["peer_planned"].format(with_planned=with_planned, total=total) if with_planned > covered else ""),
+           "",
            f"| {h['col_peer']} | {h['col_check']} | {h['col_source']} | {h['col_advisor']} | {h['col_beyond']} |",
            "|---|---|---|---|---|"]
     for c in table.checks:
