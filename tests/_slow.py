@@ -49,6 +49,8 @@ MEASURED = {
     "tests/collectors/ascend/test_ascend_meta.py::test_index_matches_depth_first_search",
     # generated clusters written in two layouts and analyzed, fault by fault
     "tests/collectors/ascend/test_layouts_agree.py",
+    # a generated 8-rank cluster written at profiler Level0 and Level1 in two layouts and analyzed
+    "tests/collectors/ascend/test_level0_runs.py",
     # the examples and generated runs of every kind and layout analyzed, and random metric sets
     "tests/robustness/test_gains_and_evidence.py",
     # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale

@@ -39,7 +39,10 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
   of one stage compute 6-30% of the step longer, the other stages wait in
   Receive (Bubble);
 * ``stall``: every K-th step (K = 4 or 5) all ranks stall 25-80% of the
-  step in host time (a synchronous checkpoint, say).
+  step in host time (a synchronous checkpoint, say);
+* ``exposed-allreduce``: the gradient all-reduce starts after all compute
+  (``EXPOSED_OVERLAP`` of it overlapped) and its exposed part is 15-30% of
+  the step on every rank.
 """
 
 from __future__ import annotations
@@ -49,7 +52,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Order matters: a fault's index seeds its draws, so new kinds go last.
-FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic")
+FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic",
+          "exposed-allreduce")
+#: ``exposed-allreduce``: share of the all-reduce compute overlaps (a job
+#: that reduces every gradient in one all-reduce issued after backward;
+#: what overlaps is the optimizer's first kernels and timestamp skew).
+EXPOSED_OVERLAP = 0.04
 MICROBATCHES = 8
 
 
@@ -218,6 +226,13 @@ def build(spec: Spec) -> Scenario:
         for s in steps:
             data_wait[s - 1] += sev * d0 * (1 + rng.normal(0, 0.05, R))
         labels.update(steps=steps, every=every)
+    elif spec.fault == "exposed-allreduce":
+        sev = sev if sev is not None else rng.uniform(0.15, 0.30)
+        # exposed = t (1 - EXPOSED_OVERLAP) = sev of the step (compute + host + exposed)
+        t_new = sev / (1 - sev) * (comp + host) / (1 - EXPOSED_OVERLAP)
+        transfer *= t_new / t0
+        overlapped *= EXPOSED_OVERLAP * t_new / o0
+        labels.update(ranks=list(range(R)))
     overlapped = np.minimum(overlapped, computing * 0.9)
     overlapped = np.minimum(overlapped, transfer[:, None] * 0.95)
 
