@@ -58,7 +58,12 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 #: files when the engine samples them (``kernel_sample``).
 CAPABILITIES = Capabilities(label="Ascend profiler folder(s)", arrow=True, batch=True, skips_kernels=True)
 CLUSTER_DIR = "cluster_analysis_output"
-CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json")
+#: Files msprof-analyze ``cluster -m all`` writes that advisor reads
+#: (``msprof_analyze/prof_common/constant.py``: CLUSTER_STEP_TIME_CSV,
+#: CLUSTER_COMM_JSON, CLUSTER_COMMUNICATION_MATRIX_JSON); its
+#: ``communication_group.json`` (each group's global ranks) is not needed:
+#: the cluster files already name global ranks.
+CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json", "cluster_communication_matrix.json")
 RANK_SUFFIXES = ("_ascend_pt", "_ascend_ms")
 #: Files that make a bare folder an ASCEND_PROFILER_OUTPUT (users copy them around).
 OUTPUT_FILES = (
@@ -522,13 +527,17 @@ def read_cluster(unit: Path) -> Profile:
     _build_pending([profile])
     arrow_frames.profile_to_pandas(profile)
     ranks: set[int] = set()
-    for name in ("steps", "comm", "bandwidth"):
+    for name in ("steps", "comm", "bandwidth", "links"):
         df = profile.table(name)
         if df is not None:
             ranks.update(int(r) for r in df["rank"].unique())
     profile.meta.ranks = sorted(ranks)
     if profile.comm is not None:
         profile.meta.comm_source = {int(r): hccl_rows.LEVEL1_CLUSTER for r in profile.comm["rank"].unique()}
+    else:
+        profile.meta.notes.append(
+            "no cluster_communication.json: the ranks' profiles hold no communication analysis (profiler "
+            "Level0, the default); analyze the rank folders themselves for their collectives (HCCL kernel rows)")
     if profile.steps is not None:
         profile.meta.world_size = int(profile.steps["rank"].nunique())
     profile.meta.notes.append(
