@@ -147,3 +147,41 @@ def test_db_communication_op_sizes_from_dtype_and_count(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name, size", [("BFP16", 2), ("FP32", 4), ("INT128", 16), ("N/A", None), (None, None)])
 def test_hccl_dtype_bytes(name, size) -> None:
     assert hccl_rows.hccl_dtype_bytes(name) == size
+
+
+def test_rank_read_without_kernels_takes_its_collectives_from_op_statistic(tmp_path: Path) -> None:
+    """A large cluster's ranks outside the kernel sample (``kernel_sample``)
+    have no kernels read: op_statistic.csv gives their kinds of collective."""
+    from advisor.collectors.parallel import arrow_frames
+
+    rows = '5,4294967295,N/A,N/A,hcom_allReduce__606_5_1,hcom_allReduce_,HCCL,"800.0\t",200.0,0,0,N/A,N/A,N/A\n'
+    stats = ("Device_id,OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n"
+             "3,hcom_allReduce_,HCCL,1,200.0,200.0,200.0,200.0,100.0\n")
+    profile = arrow_frames.profile_to_pandas(collector.read_arrow(_rank(tmp_path, rows, STEP_TRACE, stats),
+                                                                  kernels=False))
+    assert profile.ops is None
+    assert profile.comm["kind"].tolist() == ["allreduce"] and profile.comm["step"].isna().all()
+    assert profile.meta.comm_source == {3: hccl_rows.LEVEL0_OP_STATISTIC}
+
+
+def test_level0_rows_with_sizes_give_the_bucket_proposal(tmp_path: Path) -> None:
+    """Where the HCCL rows carry shapes and dtypes, the gradient size and a
+    bucket size follow at Level0: one all-reduce of 4096 x 1024 BF16
+    (8.39 MB = 8 MiB) after all compute each step -> buckets of 2 MiB."""
+    from advisor.collectors import load_profile
+    from advisor.metrics import evaluate
+
+    rows, trace = [], [STEP_TRACE.splitlines()[0] + "\n"]
+    for step in range(1, 7):
+        t0 = step * 2000.0
+        rows.append(f'{step},4294967295,11,2,aclnnMatmul_MatMulV2,MatMulV2,AI_CORE,"{t0}\t",1400.0,0,24,'
+                    f'"""1024,1024""",DT_BF16,ND\n')
+        rows.append(f'{step},4294967295,N/A,N/A,hcom_allReduce__{600 + step}_{step}_1,hcom_allReduce_,HCCL,'
+                    f'"{t0 + 1390}\t",520.0,0,0,"""4096,1024""",DT_BF16,ND\n')
+        trace.append(f"{step},1400.0,510.0,10.0,520.0,90.0,2000.0,0,510.0\n")
+    profile = load_profile(_rank(tmp_path, "".join(rows), "".join(trace)), jobs=1)
+    metrics, _ = evaluate(profile)
+    assert metrics["comm.allreduce_layout"].value == "one"
+    assert metrics["comm.gradient_mb"].value == pytest.approx(4096 * 1024 * 2 / 1e6, rel=1e-4)
+    assert metrics["comm.bucket_cap_mb"].value == 2.0
+    assert metrics["comm.exposed_allreduce_ratio"].value == pytest.approx(0.255, abs=0.001)
