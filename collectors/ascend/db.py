@@ -486,8 +486,8 @@ def read_kernels(path: Path, kernels: bool = True
         if cols is None or not cols["startNs"]:
             continue
         keep, start, end = _times(cols)
-        text = {c: (pa.array(np.full(len(start), "HCCL", dtype=object), pa.string()) if c == "core" and is_comm
-                    else _text_array(cols[c]) if c in cols else pa.nulls(len(start), pa.string()))
+        text = {c: (pa.array(np.full(len(keep), "HCCL", dtype=object), pa.string()) if c == "core" and is_comm
+                    else _text_array(cols[c]) if c in cols else pa.nulls(len(keep), pa.string()))
                 for c in _KERNEL_TEXT}
         if not keep.all():
             text = {c: a.filter(pa.array(keep)) for c, a in text.items()}
