@@ -63,7 +63,7 @@ from advisor.collectors.ascend import hccl_rows as level0
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.parallel.batch_tables import PendingTable, select_rows
-from advisor.collectors.vocab import collective_kind
+from advisor.collectors.vocab import HCCL_DATA_TYPES, collective_kind
 from advisor.errors import InputError
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
@@ -519,11 +519,11 @@ def read_kernels(path: Path, kernels: bool = True
 def _comm_ops(con: _Con) -> dict[str, list]:
     """COMMUNICATION_OP columns; with ``dataType`` and ``count`` where the
     table has them, the dtype ids named (``ENUM_HCCL_DATA_TYPE``, else
-    ``hccl_rows.HCCL_DATA_TYPES``) in ``dtype``."""
+    ``vocab.HCCL_DATA_TYPES``) in ``dtype``."""
     if not {"dataType", "count"} <= _columns(con, "COMMUNICATION_OP"):
         return con.columns(_COMM_OP_SQL)
     cols = con.columns(_COMM_OP_SIZE_SQL)
-    names = dict(level0.HCCL_DATA_TYPES)
+    names = dict(HCCL_DATA_TYPES)
     if _has_table(con, "ENUM_HCCL_DATA_TYPE"):
         names.update((row[0], row[1]) for row in con.execute("SELECT id, name FROM ENUM_HCCL_DATA_TYPE"))
     cols["dtype"] = [names.get(i) for i in cols.pop("dataType")]

@@ -61,19 +61,11 @@ _HCOM = re.compile(r"^\s*hcom_", re.IGNORECASE)
 #: The accelerator core / task type of communication tasks.
 HCCL_CORE = "HCCL"
 BYTES_PER_MB = 1e6
-#: ``ENUM_HCCL_DATA_TYPE`` (id -> name) as msprof writes it (msprof "Profile
-#: Data File Reference (DB)"), for a database that lacks the table.
-HCCL_DATA_TYPES = {0: "INT8", 1: "INT16", 2: "INT32", 3: "FP16", 4: "FP32", 5: "INT64", 6: "UINT64",
-                   7: "UINT8", 8: "UINT16", 9: "UINT32", 10: "FP64", 11: "BFP16", 12: "INT128"}
-#: HCCL dtype names ``vocab.dtype_bytes`` does not spell.
-_HCCL_BYTES = {"BFP16": 2, "INT128": 16}
 
 
 def hccl_dtype_bytes(name: str | None) -> int | None:
-    """Bytes per element of an ``ENUM_HCCL_DATA_TYPE`` name; None for N/A or unknown."""
-    if not name:
-        return None
-    return _HCCL_BYTES.get(str(name).strip().upper()) or dtype_bytes(str(name))
+    """Bytes per element of an ``ENUM_HCCL_DATA_TYPE`` name (``vocab``); None for N/A or unknown."""
+    return dtype_bytes(str(name)) if name else None
 
 
 def count_mb(dtypes: list, counts: list) -> list[float | None]:
