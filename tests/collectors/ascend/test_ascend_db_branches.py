@@ -86,3 +86,32 @@ def test_rank_without_kernels_keeps_its_communication(tmp_path: Path) -> None:
     profile = arrow_frames.profile_to_pandas(collector.read_arrow(root, kernels=False))
     assert profile.ops is None
     assert set(profile.comm["kind"]) == {"allreduce"} and len(profile.steps) == 4
+
+
+def test_dtype_names_from_the_enum_table(tmp_path: Path) -> None:
+    """Real databases carry ENUM_HCCL_DATA_TYPE; its names win over the built-in enum."""
+    spec = sample_rank(0)
+    for name, *_ in spec.comm_ops:
+        spec.comm_counts[name] = (3, 1_000_000)  # FP16 in the built-in enum
+    root = write_db(tmp_path, spec, comm_analysis=False)
+    with sqlite3.connect(_db(root)) as con:
+        con.execute("CREATE TABLE ENUM_HCCL_DATA_TYPE (id INTEGER PRIMARY KEY, name TEXT)")
+        con.execute("INSERT INTO ENUM_HCCL_DATA_TYPE VALUES (3, 'FP32')")
+    assert set(collector.read(root).comm["size_mb"]) == {4.0}
+
+
+def test_communication_op_of_older_cann_without_dtype_and_count(tmp_path: Path) -> None:
+    root = write_db(tmp_path, sample_rank(0), comm_analysis=False)
+    with sqlite3.connect(_db(root)) as con:
+        con.execute("ALTER TABLE COMMUNICATION_OP DROP COLUMN count")
+    comm = collector.read(root).comm
+    assert "size_mb" not in comm.columns and set(comm["kind"]) == {"allreduce"}
+
+
+def test_compute_task_without_an_end_is_left_out(tmp_path: Path) -> None:
+    spec = sample_rank(0)
+    root = write_db(tmp_path, spec)
+    with sqlite3.connect(_db(root)) as con:
+        con.execute("UPDATE TASK SET endNs = NULL WHERE globalTaskId = 1")
+    ops = collector.read(root).ops.set_index("name")
+    assert ops.loc["MatMul_1", "count"] == 3 and ops.loc["Add_2", "count"] == 4
