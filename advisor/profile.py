@@ -400,6 +400,12 @@ class RunMeta(BaseModel):
     )
     time_unit: str = "us"
     notes: list[str] = Field(default_factory=list)
+    comm_source: dict[int, str] = Field(
+        default_factory=dict,
+        description="rank -> what its comm table was read from, naming the profiler level where the "
+        "layout has levels (Ascend: 'communication.json (profiler Level1/Level2 ...)' or 'step trace + "
+        "HCCL rows of kernel_details.csv (profiler Level0 ...)'); absent where the collector does not say",
+    )
 
     @property
     def bf16_tensor_cores(self) -> bool | None:
@@ -494,6 +500,8 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
             out.meta.stages.setdefault(rank, stage)
         for rank, env in p.meta.env.items():
             out.meta.env.setdefault(rank, env)
+        for rank, source in p.meta.comm_source.items():
+            out.meta.comm_source.setdefault(rank, source)
     out.meta.ranks = sorted(ranks)
     if strict_mode():
         out.check()

@@ -115,14 +115,14 @@ def more_specific(*names: str | None) -> str:
 DTYPES = {
     "FLOAT": "FLOAT", "FLOAT32": "FLOAT", "FP32": "FLOAT",
     "FLOAT16": "FLOAT16", "FP16": "FLOAT16", "HALF": "FLOAT16",
-    "BF16": "BF16", "BFLOAT16": "BF16",
+    "BF16": "BF16", "BFLOAT16": "BF16", "BFP16": "BF16",
     "DOUBLE": "DOUBLE", "FLOAT64": "DOUBLE", "FP64": "DOUBLE",
     "INT8": "INT8", "SIGNEDCHAR": "INT8", "CHAR": "INT8",
     "INT16": "INT16", "SHORT": "INT16", "SHORTINT": "INT16",
     "INT": "INT32", "INT32": "INT32",
     "INT64": "INT64", "LONG": "INT64", "LONGINT": "INT64",
     "UINT8": "UINT8", "UNSIGNEDCHAR": "UINT8", "BYTE": "UINT8",
-    "UINT": "UINT32", "UINT16": "UINT16", "UINT32": "UINT32", "UINT64": "UINT64",
+    "UINT": "UINT32", "UINT16": "UINT16", "UINT32": "UINT32", "UINT64": "UINT64", "INT128": "INT128",
     "BOOL": "BOOL",
     "COMPLEX64": "COMPLEX64", "COMPLEXFLOAT": "COMPLEX64",
     "COMPLEX128": "COMPLEX128", "COMPLEXDOUBLE": "COMPLEX128",
@@ -155,7 +155,7 @@ def dtype(name: str) -> str:
 DTYPE_BYTES = {
     "FLOAT": 4, "FLOAT16": 2, "BF16": 2, "DOUBLE": 8,
     "INT8": 1, "INT16": 2, "INT32": 4, "INT64": 8,
-    "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8, "BOOL": 1,
+    "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8, "BOOL": 1, "INT128": 16,
     "COMPLEX32": 4, "COMPLEX64": 8, "COMPLEX128": 16,
 }
 
@@ -166,6 +166,13 @@ def dtype_bytes(name: str) -> int | None:
     None when unknown."""
     spelled = dtype(name)
     return DTYPE_BYTES.get(spelled, 1 if spelled.startswith("FLOAT8") else None)
+
+
+#: HCCL's dtype enum (``ENUM_HCCL_DATA_TYPE`` of the Ascend profiler
+#: database, id -> name, msprof "Profile Data File Reference (DB)"; 65534
+#: is N/A), for a database that lacks the table. ``BFP16`` is bfloat16.
+HCCL_DATA_TYPES = {0: "INT8", 1: "INT16", 2: "INT32", 3: "FP16", 4: "FP32", 5: "INT64", 6: "UINT64",
+                   7: "UINT8", 8: "UINT16", 9: "UINT32", 10: "FP64", 11: "BFP16", 12: "INT128"}
 
 
 def dtype_list(names) -> str | None:

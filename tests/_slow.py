@@ -53,6 +53,8 @@ MEASURED = {
     "tests/collectors/mindspore_gpu/test_gpu_verdicts.py",
     # every file of a MindSpore GPU folder damaged in five ways, the folder read after each
     "tests/collectors/mindspore_gpu/test_gpu_robustness.py::test_every_damaged_file_is_an_input_error_or_a_skip",
+    # a generated 8-rank cluster written at profiler Level0 and Level1 in two layouts and analyzed
+    "tests/collectors/ascend/test_level0_runs.py",
     # the examples and generated runs of every kind and layout analyzed, and random metric sets
     "tests/robustness/test_gains_and_evidence.py",
     # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale

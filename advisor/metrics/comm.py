@@ -269,7 +269,7 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict]:
     if known.empty or group in frame.attrs["unsplit"]:
         raise NotEvaluated(f"the profile does not tell {label} exposure from that of the other "
                            "collectives running in the same steps")
-    evidence = {"from": _FROM[frame.attrs["from"]]}
+    evidence = {"from": _FROM[frame.attrs["from"]], **_data_evidence(p)}
     if frame.attrs["less"] and group != "p2p":
         evidence["less"] = "pipeline Receive time (receive_us)"
     ranks = known["rank"].nunique()
@@ -334,7 +334,7 @@ def _tail(p: Profile) -> Value | None:
     if means.empty:
         raise NotEvaluated("no tail_us values with a positive step duration")
     return Value(float(means["tail_us"].mean()) / US_PER_MS,
-                 {"from": "tail_us", **rank_evidence(means["tail_us"])})
+                 {"from": "tail_us", **_data_evidence(p), **rank_evidence(means["tail_us"])})
 
 
 def _per_rank_tail(p: Profile) -> pd.DataFrame:
@@ -670,3 +670,31 @@ def wait_ratio(p: Profile) -> Value:
         raise NotEvaluated("no communication time")
     per_rank = comm.groupby("rank")["wait_us"].sum() / comm.groupby("rank")["elapse_us"].sum()
     return Value(float(comm["wait_us"].sum() / elapse), rank_evidence(per_rank, scale=1.0))
+
+
+def _sources(p: Profile) -> dict[str, list[int]]:
+    """What the comm table was read from (``RunMeta.comm_source``) -> the ranks read from it."""
+    out: dict[str, list[int]] = {}
+    for rank, source in sorted(p.meta.comm_source.items()):
+        out.setdefault(source, []).append(rank)
+    return out
+
+
+def _data_evidence(p: Profile) -> dict:
+    """``{"data": <comm.source>}`` where the collector says what the comm table rests on, else {}."""
+    sources = _sources(p)
+    return {"data": "; ".join(sources)} if sources else {}
+
+
+@metric("comm.source", unit="text", needs=["comm"])
+def source(p: Profile) -> Value:
+    """What the communication metrics rest on: the files the collectives
+    were read from, naming the profiler level where the layout has levels
+    (Ascend: ``communication.json`` of the Level1 / Level2 communication
+    analysis, or at Level0, the default, the step trace's communication
+    columns with the HCCL rows of ``kernel_details.csv``), several joined
+    by "; " when ranks differ. Evidence: the ranks read from each."""
+    sources = _sources(p)
+    if not sources:
+        raise NotEvaluated("the collector does not say what the communication data was read from")
+    return Value("; ".join(sources), {"ranks": {k: len(v) for k, v in sources.items()}})

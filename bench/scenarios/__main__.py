@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels-per-step", type=int, default=24)
     ap.add_argument("--collectives", type=int, default=1,
                     help="gradient buckets: the large all-reduce of a step as N operators")
+    ap.add_argument("--level", type=int, choices=(0, 1), default=1,
+                    help="Ascend profiler level: 0 (the profilers' default) writes no communication.json / "
+                         "communication_matrix.json (database layout: no CommAnalyzer tables)")
     ap.add_argument("-o", "--output", required=True, type=Path,
                     help="folder to create (data/ and labels.json go in it); keep it under /tmp")
     ap.add_argument("--force", action="store_true", help="replace the output folder")
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                 ranks_per_host=args.ranks_per_host, pp=args.pp, stall_every=args.stall_every,
                 severity=args.severity, kernels_per_step=args.kernels_per_step,
                 collectives=args.collectives)
-    data, labels = generate(spec, args.output, args.format)
+    data, labels = generate(spec, args.output, args.format, args.level)
     print(f"{data}  {orjson.dumps(labels).decode()}")
     return 0
 

@@ -135,6 +135,8 @@ class RankSpec:
     tasks: list[tuple] = field(default_factory=list)
     # (name, op type, group, start, end)
     comm_ops: list[tuple] = field(default_factory=list)
+    # op name -> (ENUM_HCCL_DATA_TYPE id, element count) of its COMMUNICATION_OP row; else FP32 x 1024
+    comm_counts: dict[str, tuple[int, float]] = field(default_factory=dict)
     # step -> (computing, not overlapped, overlapped, communication, free, stage, bubble, excl. receive)
     breakdown: dict[int, tuple] = field(default_factory=dict)
     # (step, op, group, start_us, elapse, transit, wait, sync, idle) in ms
@@ -313,8 +315,10 @@ def _create(path: Path, schema: dict) -> sqlite3.Connection:
 
 
 def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: bool = True,
-             db_name: str | None = None) -> Path:
-    """The database layout of ``spec`` under ``parent``; returns the rank folder."""
+             db_name: str | None = None, comm_analysis: bool = True) -> Path:
+    """The database layout of ``spec`` under ``parent``; returns the rank
+    folder. ``comm_analysis`` False: analysis.db without its CommAnalyzer
+    tables (profiler Level0)."""
     root = _rank_root(parent, spec, suffix)
     out = root / OUT
     name = db_name or (f"ascend_pytorch_profiler_{spec.rank}.db" if suffix == "ascend_pt"
@@ -334,33 +338,34 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
                     (s(tname), gid, 24, 0, s(core), s(op_type), s("ND;ND"), s(dtypes), s(shapes),
                      s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))
     for k, (oname, op_type, group, start, end) in enumerate(spec.comm_ops, 1):
+        dtype, count = spec.comm_counts.get(oname, (4, 1024))
         con.execute("INSERT INTO COMMUNICATION_OP VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (s(oname), T0_NS + start, T0_NS + end, 10_000 + k, s(group), k, 0, 0, 4,
-                     s("MESH-RING"), 1024, s(op_type)))
+                    (s(oname), T0_NS + start, T0_NS + end, 10_000 + k, s(group), k, 0, 0, dtype,
+                     s("MESH-RING"), count, s(op_type)))
     con.executemany("INSERT INTO STRING_IDS VALUES (?,?)", [(i, v) for v, i in s.ids.items()])
     con.commit()
     con.close()
     if analysis:
-        _write_analysis(out / "analysis.db", spec)
+        _write_analysis(out / "analysis.db", spec, comm_analysis)
     return root
 
 
-def _write_analysis(path: Path, spec: RankSpec) -> None:
-    con = _create(path, ANALYSIS_TABLES)
+def _write_analysis(path: Path, spec: RankSpec, comm_analysis: bool = True) -> None:
+    con = _create(path, ANALYSIS_TABLES if comm_analysis else {"StepTraceTime": ANALYSIS_TABLES["StepTraceTime"]})
     for step, values in sorted(spec.breakdown.items()):
         con.execute("INSERT INTO StepTraceTime VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (spec.rank % 8, str(step), *values, 0.0))
-    for step, op, group, start_us, elapse, transit, wait, sync, idle in spec.comm_time:
+    for step, op, group, start_us, elapse, transit, wait, sync, idle in spec.comm_time if comm_analysis else ():
         con.execute("INSERT INTO CommAnalyzerTime VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (op, group, start_us, elapse, transit, wait, sync, idle, f"step{step}", "collective"))
-    for step, op, group, transport, size, time, bw, large, dist in spec.comm_band:
+    for step, op, group, transport, size, time, bw, large, dist in spec.comm_band if comm_analysis else ():
         packets = list(dist.items()) or [(None, (None, None))]
         for package, (count, duration) in packets:
             con.execute("INSERT INTO CommAnalyzerBandwidth VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                         (op, group, transport, size, time, bw, large,
                          None if package is None else float(package), count, duration,
                          f"step{step}", "collective"))
-    for step, op, group, src, dst, transport, size, time, bw in spec.links:
+    for step, op, group, src, dst, transport, size, time, bw in spec.links if comm_analysis else ():
         con.execute("INSERT INTO CommAnalyzerMatrix VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (op, group, str(src), str(dst), transport, size, time, bw, f"step{step}",
                      "collective", op))
@@ -414,7 +419,7 @@ def folder_name(sc: Scenario, rank: int) -> str:
 
 # -------------------------------------------------------- scenarios: metadata
 
-def _profiler_info(rank: int, export_type: str = "text") -> dict:
+def _profiler_info(rank: int, export_type: str = "text", level: int = 1) -> dict:
     return {
         "config": {
             "common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"],
@@ -422,7 +427,7 @@ def _profiler_info(rank: int, export_type: str = "text") -> dict:
                                            "skip_first": 10},
                               "record_shapes": True, "profile_memory": False, "with_stack": False,
                               "with_flops": False, "with_modules": False},
-            "experimental_config": {"_profiler_level": "Level1", "_aic_metrics": "PipeUtilization",
+            "experimental_config": {"_profiler_level": f"Level{level}", "_aic_metrics": "PipeUtilization",
                                     "_l2_cache": False, "_data_simplification": True,
                                     "_export_type": [export_type]},
         },
@@ -605,26 +610,43 @@ def integrated(records: list[dict]) -> list[dict]:
     return out
 
 
-def write_scenario_text(sc: Scenario, parent: Path) -> list[Path]:
-    """The text layout of every rank under ``parent``; returns rank folders."""
+#: Gradient bytes (MB) of a scenario's all-reduce: half the 350 MB its
+#: communication.json records moving over HCCS (a ring all-reduce moves
+#: about twice the message).
+GRADIENT_MB = 175.0
+#: ``ENUM_HCCL_DATA_TYPE`` ids (msprof "Profile Data File Reference (DB)"):
+#: BFP16, and N/A, which COMMUNICATION_OP rows carry at Level0.
+HCCL_BF16, HCCL_NA = 11, 65534
+#: Profiler levels a scenario is written at: torch_npu's ``profiler_level``
+#: Level0 (the default) writes no communication analysis
+#: (``communication.json``, ``communication_matrix.json``; in the database
+#: layout, no ``CommAnalyzer*`` tables), Level1 writes it.
+LEVELS = (0, 1)
+
+
+def write_scenario_text(sc: Scenario, parent: Path, level: int = 1) -> list[Path]:
+    """The text layout of every rank under ``parent`` at profiler ``level``
+    (``LEVELS``); returns rank folders."""
     folders = []
     for r in range(sc.spec.ranks):
         root = _rank_folder(parent, folder_name(sc, r))
         out = root / OUT
-        (root / f"profiler_info_{r}.json").write_bytes(_dumps(_profiler_info(r)))
+        (root / f"profiler_info_{r}.json").write_bytes(_dumps(_profiler_info(r, level=level)))
         (root / "profiler_metadata.json").write_bytes(_dumps(_metadata(sc, r)))
         (out / "step_trace_time.csv").write_text(_step_trace(sc, r))
         (out / "kernel_details.csv").write_text(_kernels(sc, r, sc.spec.kernels_per_step))
-        (out / "communication.json").write_bytes(_dumps(communication(comm_ops(sc, r))))
-        (out / "communication_matrix.json").write_bytes(_dumps(matrix(integrated(link_records(sc, r)))))
+        if level >= 1:
+            (out / "communication.json").write_bytes(_dumps(communication(comm_ops(sc, r))))
+            (out / "communication_matrix.json").write_bytes(_dumps(matrix(integrated(link_records(sc, r)))))
         folders.append(root)
     return folders
 
 
 # -------------------------------------------------------- scenarios: database
 
-def write_scenario_db(sc: Scenario, parent: Path) -> list[Path]:
-    """The database layout of every rank (through ``RankSpec``)."""
+def write_scenario_db(sc: Scenario, parent: Path, level: int = 1) -> list[Path]:
+    """The database layout of every rank (through ``RankSpec``) at profiler
+    ``level`` (``LEVELS``)."""
     t0_us = T0_NS / 1000
     base = sc.start_us[0]
 
@@ -646,6 +668,8 @@ def write_scenario_db(sc: Scenario, parent: Path) -> list[Path]:
         for j, s in enumerate(sc.step_ids):
             spec.comm_ops.append((f"hcom_allReduce__{600 + j}_{s}_1", "hcom_allReduce_", gid,
                                   ns(k.ar_start[j]), ns(k.ar_start[j] + k.ar_dur[j])))
+            spec.comm_counts[spec.comm_ops[-1][0]] = ((HCCL_BF16, GRADIENT_MB * 1e6 / 2) if level >= 1
+                                                      else (HCCL_NA, 0))
             if k.recv_dur[j] > 0:  # the pipeline receive, as kernel_details.csv lists it
                 spec.comm_ops.append((f"hcom_receive__{700 + j}_{s}_1", "hcom_receive_",
                                       group_id(sc, pp_label(sc, r)),
@@ -655,7 +679,7 @@ def write_scenario_db(sc: Scenario, parent: Path) -> list[Path]:
                                       sc.communication[j, r], sc.free[j, r],
                                       sc.duration[j, r] - sc.bubble[j, r], sc.bubble[j, r],
                                       exposed - sc.bubble[j, r])
-        for op in comm_ops(sc, r):
+        for op in comm_ops(sc, r) if level >= 1 else ():
             name, group = op["key"].split("@")
             ti = op["time"]
             spec.comm_time.append((op["step"], name, group, ti["Start Timestamp(us)"] - base + t0_us,
@@ -666,15 +690,15 @@ def write_scenario_db(sc: Scenario, parent: Path) -> list[Path]:
                                        b["Transit Time(ms)"], b["Bandwidth(GB/s)"],
                                        b["Large Packet Ratio"],
                                        {k2: tuple(v) for k2, v in b["Size Distribution"].items()}))
-        for rec in integrated(link_records(sc, r)):
+        for rec in integrated(link_records(sc, r)) if level >= 1 else ():
             name, group = rec["key"].split("@")
             info = rec["info"]
             spec.links.append((rec["step"], name, group, rec["local"][0], rec["local"][1],
                                info["Transport Type"], info["Transit Size(MB)"], info["Transit Time(ms)"],
                                info["Bandwidth(GB/s)"]))
-        root = write_db(parent, spec)
+        root = write_db(parent, spec, comm_analysis=level >= 1)
         # the metadata files torch_npu writes beside either layout, as the text layout has them
-        (root / f"profiler_info_{r}.json").write_bytes(_dumps(_profiler_info(r, "db")))
+        (root / f"profiler_info_{r}.json").write_bytes(_dumps(_profiler_info(r, "db", level)))
         (root / "profiler_metadata.json").write_bytes(_dumps(_metadata(sc, r)))
         folders.append(root)
     return folders

@@ -48,6 +48,9 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
   all-reduce takes ``RETRANSMIT_MS`` (a retransmission timeout); every rank
   waits for it, so that step is as much longer (Ascend layouts write the
   transfer; Kineto traces show only the longer collective).
+* ``exposed-allreduce``: the gradient all-reduce starts after all compute
+  (``EXPOSED_OVERLAP`` of it overlapped) and its exposed part is 15-30% of
+  the step on every rank.
 """
 
 from __future__ import annotations
@@ -58,7 +61,11 @@ import numpy as np
 
 #: Order matters: a fault's index seeds its draws, so new kinds go last.
 FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic",
-          "small-packets", "rdma-retransmission")
+          "small-packets", "rdma-retransmission", "exposed-allreduce")
+#: ``exposed-allreduce``: share of the all-reduce compute overlaps (a job
+#: that reduces every gradient in one all-reduce issued after backward;
+#: what overlaps is the optimizer's first kernels and timestamp skew).
+EXPOSED_OVERLAP = 0.04
 MICROBATCHES = 8
 #: Operators the all-reduce is split into under ``small-packets``: 350 MB of
 #: SDMA transfer in 64 parts of 5.5 MB each, below msprof-analyze's 16 MB.
@@ -249,6 +256,13 @@ def build(spec: Spec) -> Scenario:
         retransmit[(j, rank)] = extra
         transfer[j] += extra * 1000.0
         labels.update(ranks=[rank], steps=[j + 1], retransmit_ms=round(extra, 1))
+    elif spec.fault == "exposed-allreduce":
+        sev = sev if sev is not None else rng.uniform(0.15, 0.30)
+        # exposed = t (1 - EXPOSED_OVERLAP) = sev of the step (compute + host + exposed)
+        t_new = sev / (1 - sev) * (comp + host) / (1 - EXPOSED_OVERLAP)
+        transfer *= t_new / t0
+        overlapped *= EXPOSED_OVERLAP * t_new / o0
+        labels.update(ranks=list(range(R)))
     overlapped = np.minimum(overlapped, computing * 0.9)
     overlapped = np.minimum(overlapped, transfer[:, None] * 0.95)
 

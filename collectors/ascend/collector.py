@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, host_calls, link_ranks, tables
+from advisor.collectors.ascend import comm_rollup, hccl_rows, host_calls, link_ranks, tables
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -46,6 +46,7 @@ from advisor.collectors.ascend.meta import (
 )
 from advisor.collectors.ascend.trace_view import read_trace
 from advisor.collectors.io import listing
+from advisor.collectors.io.files import load_json
 from advisor.collectors.parallel import arrow_frames, batch_tables
 from advisor.collectors.parallel.batch_tables import PendingTable
 from advisor.collectors.protocol import Capabilities
@@ -57,7 +58,12 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 #: files when the engine samples them (``kernel_sample``).
 CAPABILITIES = Capabilities(label="Ascend profiler folder(s)", arrow=True, batch=True, skips_kernels=True)
 CLUSTER_DIR = "cluster_analysis_output"
-CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json")
+#: Files msprof-analyze ``cluster -m all`` writes that advisor reads
+#: (``msprof_analyze/prof_common/constant.py``: CLUSTER_STEP_TIME_CSV,
+#: CLUSTER_COMM_JSON, CLUSTER_COMMUNICATION_MATRIX_JSON); its
+#: ``communication_group.json`` (each group's global ranks) is not needed:
+#: the cluster files already name global ranks.
+CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json", "cluster_communication_matrix.json")
 RANK_SUFFIXES = ("_ascend_pt", "_ascend_ms")
 #: Files that make a bare folder an ASCEND_PROFILER_OUTPUT (users copy them around).
 OUTPUT_FILES = (
@@ -312,6 +318,8 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
     else:
         _read_steps_and_ops(reader, out_dir, rank)
         _read_comm(reader, out_dir, rank)
+        if profile.comm is None:
+            _read_level0_comm(reader, out_dir, rank)
     _links_to_global(profile, rank, facts.groups)
     path = out_dir / "dataset.csv"
     if _is_file(path):
@@ -424,8 +432,32 @@ def _read_comm_files(reader: _Reader, comm_path: Path, rank: int | None, matrix_
         result = reader.attempt(comm_path, comm_io.communication_columns, rank)
         if result is not None:
             profile.comm, profile.bandwidth = result
+            if rank is not None and profile.comm is not None:
+                profile.meta.comm_source[rank] = hccl_rows.LEVEL1
     if _is_file(matrix_path):
         profile.links = reader.attempt(matrix_path, read_matrix)
+
+
+def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
+    """No communication.json (profiler Level0, the default): comm from the
+    HCCL rows of the kernels, else of op_statistic.csv (``hccl_rows``)."""
+    profile = reader.profile
+    if reader.kernels is not None:
+        profile.comm = hccl_rows.comm_from_kernels(reader.kernels, rank)
+        source = hccl_rows.LEVEL0
+    else:
+        ops = profile.ops
+        path = out_dir / "op_statistic.csv"
+        if ops is None and _is_file(path):
+            ops = reader.attempt(path, tables.read_op_statistic, rank)
+        profile.comm = None if ops is None else hccl_rows.comm_from_op_statistic(ops, rank)
+        source = hccl_rows.LEVEL0_OP_STATISTIC
+    if profile.comm is not None:
+        profile.meta.comm_source[rank] = source
+        profile.meta.notes.append(
+            f"no communication.json (profiler Level0, the default): collectives read from the {source}; "
+            "waits for peers (late-rank) and link bandwidths (slow-link) need the communication analysis "
+            "of profiler_level Level1 (communication.json, communication_matrix.json)")
 
 
 def _read_trace_steps(reader: _Reader, out_dir: Path) -> None:
@@ -500,11 +532,17 @@ def read_cluster(unit: Path) -> Profile:
     _build_pending([profile])
     arrow_frames.profile_to_pandas(profile)
     ranks: set[int] = set()
-    for name in ("steps", "comm", "bandwidth"):
+    for name in ("steps", "comm", "bandwidth", "links"):
         df = profile.table(name)
         if df is not None:
             ranks.update(int(r) for r in df["rank"].unique())
     profile.meta.ranks = sorted(ranks)
+    if profile.comm is not None:
+        profile.meta.comm_source = {int(r): hccl_rows.LEVEL1_CLUSTER for r in profile.comm["rank"].unique()}
+    else:
+        profile.meta.notes.append(
+            "no cluster_communication.json: the ranks' profiles hold no communication analysis (profiler "
+            "Level0, the default); analyze the rank folders themselves for their collectives (HCCL kernel rows)")
     if profile.steps is not None:
         profile.meta.world_size = int(profile.steps["rank"].nunique())
     profile.meta.notes.append(
@@ -515,7 +553,7 @@ def read_cluster(unit: Path) -> Profile:
 
 def _read_cluster_matrix(path: Path) -> PendingTable | None:
     """cluster_communication_matrix.json -> links; a link's rank is its source."""
-    data = comm_io.load_json(path)
+    data = load_json(path)
     rows = comm_io.link_records(data) if isinstance(data, dict) else []
     if not rows:
         raise InputError(path, "no src-dst link records found")

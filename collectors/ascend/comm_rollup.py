@@ -12,8 +12,9 @@ so the Ascend collectors keep the sums instead (``advisor.profile``):
 
 * ``comm``: one row per (rank, step, kind, group, name), ``name`` being
   the operator type: the instance suffix of an HCCL name dropped
-  (``hcom_allReduce__606_0_1`` -> ``hcom_allReduce_``); times summed,
-  ``start_us`` the first start;
+  (``hcom_allReduce__606_0_1`` -> ``hcom_allReduce_``); times and the
+  message sizes the kernel rows give (``size_mb``) summed, ``start_us``
+  the first start;
 * ``bandwidth``: one row per (rank, step, kind, transport, size_class);
 * ``links``: one row per (rank, step, src, dst, transport, size_class);
 
@@ -55,7 +56,7 @@ class _Spec:
 
 SPECS = {
     "comm": _Spec(("rank", "step", "kind", "group", "name"),
-                  ("elapse_us", "transit_us", "wait_us", "sync_us", "idle_us"), firsts=("start_us",)),
+                  ("elapse_us", "transit_us", "wait_us", "sync_us", "idle_us", "size_mb"), firsts=("start_us",)),
     "bandwidth": _Spec(("rank", "step", "kind", "transport", "size_class"), ("size_mb", "time_ms"), transfers=True),
     "links": _Spec(("rank", "step", "src", "dst", "transport", "size_class"), ("size_mb", "time_ms"),
                    transfers=True),

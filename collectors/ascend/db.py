@@ -59,10 +59,11 @@ import pyarrow.compute as pc
 
 from advisor.collectors.ascend import comm as comm_io
 from advisor.collectors.ascend import fields, tables
+from advisor.collectors.ascend import hccl_rows as level0
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.parallel.batch_tables import PendingTable, select_rows
-from advisor.collectors.vocab import collective_kind
+from advisor.collectors.vocab import HCCL_DATA_TYPES, collective_kind
 from advisor.errors import InputError
 
 PROFILER_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
@@ -396,6 +397,8 @@ def _text_sql(table: str, alias: str, tail: str, strings: bool = True, only: tup
 _TASKS_FROM = "t.startNs, t.endNs\nFROM COMPUTE_TASK_INFO c\nJOIN TASK t ON t.globalTaskId = c.globalTaskId"
 _KERNEL_SQL = _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM)
 _COMM_OP_SQL = _text_sql("COMMUNICATION_OP", "o", "o.startNs, o.endNs\nFROM COMMUNICATION_OP o")
+#: ``_COMM_OP_SQL`` with the message's dtype id and element count (``hccl_rows.count_mb``).
+_COMM_OP_SIZE_SQL = _text_sql("COMMUNICATION_OP", "o", "o.startNs, o.endNs, o.dataType, o.count\nFROM COMMUNICATION_OP o")
 #: Kernel text columns, as ``kernel_details.csv`` names them.
 _KERNEL_TEXT = tuple(fields.db("COMPUTE_TASK_INFO").fields)
 #: ``_KERNEL_SQL`` with the texts left as their STRING_IDS ids (``_compute_arrow``).
@@ -495,7 +498,7 @@ def read_kernels(path: Path, kernels: bool = True
         fast = _compute_arrow(path, wanted) if has_compute else None
         sql = _KERNEL_SQL if wanted == _KERNEL_TEXT else _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, only=wanted)
         compute = con.columns(sql) if has_compute and fast is None else None
-        comm = con.columns(_COMM_OP_SQL) if _has_table(con, "COMMUNICATION_OP") else None
+        comm = _comm_ops(con) if _has_table(con, "COMMUNICATION_OP") else None
     if not kernels:
         return None, comm, windows
     parts = [(*fast, False)] if fast is not None and len(fast[1]) else []
@@ -503,8 +506,8 @@ def read_kernels(path: Path, kernels: bool = True
         if cols is None or not cols["startNs"]:
             continue
         keep, start, end = _times(cols)
-        text = {c: (pa.array(np.full(len(start), "HCCL", dtype=object), pa.string()) if c == "core" and is_comm
-                    else _text_array(cols[c]) if c in cols else pa.nulls(len(start), pa.string()))
+        text = {c: (pa.array(np.full(len(keep), "HCCL", dtype=object), pa.string()) if c == "core" and is_comm
+                    else _text_array(cols[c]) if c in cols else pa.nulls(len(keep), pa.string()))
                 for c in _KERNEL_TEXT}
         if not keep.all():
             text = {c: a.filter(pa.array(keep)) for c, a in text.items()}
@@ -534,8 +537,23 @@ def read_kernels(path: Path, kernels: bool = True
     return _Kernels(table, comm_rows | core, recv), comm, windows
 
 
+def _comm_ops(con: _Con) -> dict[str, list]:
+    """COMMUNICATION_OP columns; with ``dataType`` and ``count`` where the
+    table has them, the dtype ids named (``ENUM_HCCL_DATA_TYPE``, else
+    ``vocab.HCCL_DATA_TYPES``) in ``dtype``."""
+    if not {"dataType", "count"} <= _columns(con, "COMMUNICATION_OP"):
+        return con.columns(_COMM_OP_SQL)
+    cols = con.columns(_COMM_OP_SIZE_SQL)
+    names = dict(HCCL_DATA_TYPES)
+    if _has_table(con, "ENUM_HCCL_DATA_TYPE"):
+        names.update((row[0], row[1]) for row in con.execute("SELECT id, name FROM ENUM_HCCL_DATA_TYPE"))
+    cols["dtype"] = [names.get(i) for i in cols.pop("dataType")]
+    return cols
+
+
 def comm_from_ops(comm: dict[str, list] | None, windows: _Windows | None, rank: int) -> PendingTable | None:
-    """COMMUNICATION_OP rows -> comm table (no wait/transit split: that needs analysis.db)."""
+    """COMMUNICATION_OP rows -> comm table (no wait/transit split: that needs
+    analysis.db); ``size_mb`` where the rows carry a dtype and count."""
     if comm is None or not comm["startNs"]:
         return None
     keep, start, end = _times(comm)
@@ -544,6 +562,10 @@ def comm_from_ops(comm: dict[str, list] | None, windows: _Windows | None, rank: 
             "kind": _kinds(names),
             "group": [g for g, k in zip(_texts(comm["group"]), keep) if k],
             "start_us": start / NS_PER_US, "elapse_us": (end - start) / NS_PER_US}
+    if "dtype" in comm:
+        sizes = [mb for mb, k in zip(level0.count_mb(comm["dtype"], comm["count"]), keep) if k]
+        if any(mb is not None for mb in sizes):
+            cols["size_mb"] = sizes
     return comm_io.pending_columns(cols, rank, comm_io.COMM_COLUMNS)
 
 
@@ -662,6 +684,8 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
             got = reader.attempt(ana_db, lambda _: read_comm_analysis(con, rank))
         if got is not None:
             profile.comm, profile.bandwidth, profile.links = got
+            if profile.comm is not None:
+                profile.meta.comm_source[rank] = level0.LEVEL1
     kernels = comm_ops = windows = None
     if prof_db is not None and not (reader.skips_kernels() and profile.comm is not None):
         got = reader.attempt(prof_db, read_kernels, not reader.skips_kernels())
@@ -677,6 +701,8 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
                     "(no StepTraceTime table in analysis.db)")
     if profile.comm is None:
         profile.comm = comm_from_ops(comm_ops, windows, rank)
+        if profile.comm is not None:
+            profile.meta.comm_source[rank] = level0.LEVEL0
     if prof_db is not None:
         profile.device_freq = reader.attempt(prof_db, lambda path: read_freq(path, rank))
     names = [_any_rank(p) for p in (prof_db, ana_db) if p is not None]
