@@ -150,6 +150,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "aiv_mte3_us": Column("float", "vector part: time the MTE3 pipe (on-chip -> global memory) was busy"),
         "steps": Column("int", "distinct steps the operator, with these input shapes, ran in (Ascend kernels "
                         "with a step id)"),
+        "block_dim": Column("int", "cores the operator's kernel was launched on (Ascend kernel_details.csv "
+                            "Block Dim; the most common value among its launches)"),
+        "mix_block_dim": Column("int", "a MIX_AIC kernel's vector-core blocks (Ascend Mix Block Dim; the most "
+                                "common value among its launches)"),
     },
     "comm": {  # communication operators per rank: one row per operator (Kineto), or summed per
         # (rank, step, kind, group, operator type) on Ascend layouts, ``name`` then being the type
@@ -375,6 +379,16 @@ class RunMeta(BaseModel):
     parallel: dict[str, int] = Field(
         default_factory=dict, description="e.g. {'dp': 8, 'tp': 1, 'pp': 1}"
     )
+    ai_core_num: dict[int, int] = Field(
+        default_factory=dict,
+        description="rank -> the device's AI Core count (Ascend PROF_*/device_*/info.json.* DeviceInfo "
+        "ai_core_num; absent where the profile has no info.json)",
+    )
+    aiv_num: dict[int, int] = Field(
+        default_factory=dict,
+        description="rank -> the device's AI Vector core count (info.json DeviceInfo aiv_num; absent where "
+        "not recorded)",
+    )
     time_unit: str = "us"
     notes: list[str] = Field(default_factory=list)
 
@@ -468,6 +482,9 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
             out.meta.hosts.setdefault(rank, host)
         for rank, stage in p.meta.stages.items():
             out.meta.stages.setdefault(rank, stage)
+        for counts in ("ai_core_num", "aiv_num"):
+            for rank, n in getattr(p.meta, counts).items():
+                getattr(out.meta, counts).setdefault(rank, n)
     out.meta.ranks = sorted(ranks)
     if strict_mode():
         out.check()
