@@ -110,25 +110,33 @@ def test_block_dim_underfill_quiet_when_block_dims_fill_the_cores(tmp_path):
     assert "block-dim-underfill" not in _rules(report)
 
 
+#: a MIX_AIC kernel of 24 cube blocks and 40 vector blocks
+FA = ("aclnnFlashAttentionScore", "FlashAttentionScore", "MIX_AIC", 500.0, "8,2048,1024;8,2048,1024",
+      "DT_BF16;DT_BF16", {"cube": (0.7, 0.5, 0.1), "block": (24, 40)})
+
+
 def test_mix_kernels_are_judged_by_their_mix_block_dim_on_the_vector_cores(tmp_path):
-    # a MIX_AIC kernel of 24 cube blocks and 40 vector blocks: 8 of 48 vector cores idle
-    fa = ("aclnnFlashAttentionScore", "FlashAttentionScore", "MIX_AIC", 500.0, "8,2048,1024;8,2048,1024",
-          "DT_BF16;DT_BF16", {"cube": (0.7, 0.5, 0.1), "block": (24, 40)})
-    report = analyze(_rank_folder(tmp_path, lambda s: [MATMUL, fa], info=_info(AIC, AIV)), jobs=1)
+    # 40 vector blocks: 8 of 48 vector cores idle
+    report = analyze(_rank_folder(tmp_path, lambda s: [MATMUL, FA], info=_info(AIC, AIV)), jobs=1)
     assert report.metrics["kernels.block_dim_idle_ms"].value == pytest.approx(0.5 * 8 / 48, rel=1e-3)
-    # without a vector count its cube blocks are judged on the AI Cores: 24 of 24, none idle
-    report = analyze(_rank_folder(tmp_path / "b", lambda s: [MATMUL, fa], info=_info(AIC, None)), jobs=1)
+
+
+def test_mix_kernels_without_a_vector_count_are_judged_by_their_cube_blocks(tmp_path):
+    # 24 cube blocks on the 24 AI Cores: none idle
+    report = analyze(_rank_folder(tmp_path, lambda s: [MATMUL, FA], info=_info(AIC, None)), jobs=1)
     assert report.metrics["kernels.block_dim_idle_ms"].value == 0.0
 
 
 def test_not_evaluated_without_the_device_core_count(tmp_path):
-    root = _rank_folder(tmp_path, lambda s: [MATMUL, ADD_20, ADAMW], info=None)
-    report = analyze(root, jobs=1)
+    report = analyze(_rank_folder(tmp_path, lambda s: [MATMUL, ADD_20, ADAMW], info=None), jobs=1)
     assert "kernels.block_dim_idle_ms" not in report.metrics
     assert any("info.json" in s.reason for s in report.skipped if "block_dim_idle" in s.what)
-    # an info.json without ai_core_num counts as none
-    report = analyze(_rank_folder(tmp_path / "b", lambda s: [ADD_20], info=_info(None, AIV)), jobs=1)
+
+
+def test_an_info_json_without_ai_core_num_counts_as_none(tmp_path):
+    report = analyze(_rank_folder(tmp_path, lambda s: [ADD_20], info=_info(None, AIV)), jobs=1)
     assert "kernels.block_dim_idle_ms" not in report.metrics
+    assert "block-dim-underfill" not in _rules(report)
 
 
 @pytest.mark.parametrize("path", [NEW_KERNELS, OLD_KERNELS])
