@@ -150,6 +150,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "aiv_mte3_us": Column("float", "vector part: time the MTE3 pipe (on-chip -> global memory) was busy"),
         "steps": Column("int", "distinct steps the operator, with these input shapes, ran in (Ascend kernels "
                         "with a step id)"),
+        "block_dim": Column("int", "cores the operator's kernel was launched on (Ascend kernel_details.csv "
+                            "Block Dim; the most common value among its launches)"),
+        "mix_block_dim": Column("int", "a MIX_AIC kernel's vector-core blocks (Ascend Mix Block Dim; the most "
+                                "common value among its launches)"),
     },
     "comm": {  # communication operators per rank: one row per operator (Kineto), or summed per
         # (rank, step, kind, group, operator type) on Ascend layouts, ``name`` then being the type
@@ -356,6 +360,11 @@ class Skip(BaseModel):
     reason: str
 
 
+#: RunMeta's rank -> value fields: merged across a run's parts, the first
+#: part that names a rank wins.
+PER_RANK_META = ("hosts", "stages", "env", "comm_source", "ai_core_num", "aiv_num")
+
+
 class RunMeta(BaseModel):
     """What the run was and where its data came from."""
 
@@ -397,6 +406,16 @@ class RunMeta(BaseModel):
         default_factory=dict,
         description="rank -> the environment variables the profiler recorded for it (torch_npu's "
         "profiler_metadata.json ENV_VARIABLES); absent where the profile records none",
+    )
+    ai_core_num: dict[int, int] = Field(
+        default_factory=dict,
+        description="rank -> the device's AI Core count (Ascend PROF_*/device_*/info.json.* DeviceInfo "
+        "ai_core_num; absent where the profile has no info.json)",
+    )
+    aiv_num: dict[int, int] = Field(
+        default_factory=dict,
+        description="rank -> the device's AI Vector core count (info.json DeviceInfo aiv_num; absent where "
+        "not recorded)",
     )
     time_unit: str = "us"
     notes: list[str] = Field(default_factory=list)
@@ -494,14 +513,10 @@ def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
     for p in parts:
         ranks.update(p.meta.ranks)
         out.meta.ranks_inferred |= p.meta.ranks_inferred
-        for rank, host in p.meta.hosts.items():
-            out.meta.hosts.setdefault(rank, host)
-        for rank, stage in p.meta.stages.items():
-            out.meta.stages.setdefault(rank, stage)
-        for rank, env in p.meta.env.items():
-            out.meta.env.setdefault(rank, env)
-        for rank, source in p.meta.comm_source.items():
-            out.meta.comm_source.setdefault(rank, source)
+        for field_name in PER_RANK_META:
+            mine = getattr(out.meta, field_name)
+            for rank, value in getattr(p.meta, field_name).items():
+                mine.setdefault(rank, value)
     out.meta.ranks = sorted(ranks)
     if strict_mode():
         out.check()

@@ -1,6 +1,7 @@
 """Ascend kernel metrics: AI CPU operators, dynamic-shape operators,
-matrix and attention operators with unaligned shapes, and operators bound
-by memory transfer rather than compute (the AI Core pipe busy times).
+matrix and attention operators with unaligned shapes, operators bound
+by memory transfer rather than compute (the AI Core pipe busy times), and
+block dims that leave cores idle (against the device's core count).
 
 They read the ``ops`` table's Ascend columns (``core``, ``op_state``,
 ``input_shapes`` and the ``aic_*_us`` / ``aiv_*_us`` pipe times of
@@ -368,6 +369,102 @@ def memory_bound_ms(p: Profile) -> Value:
     return Value(_per_step(p, ops, mask))
 
 
+# ---------------------------------------------------------------- block dim
+
+
+#: Accelerator cores whose kernels spread their blocks over the device's
+#: cores: the task types msprof-analyze's block-dim check judges
+#: (block_dim_checker.py).
+CUBE_CORE = "AI_CORE"
+VECTOR_CORE = "AI_VECTOR_CORE"
+MIX_CORE = "MIX_AIC"
+
+
+def idle_share(blocks: pd.Series, cores: pd.Series) -> pd.Series:
+    """Share of the cores idle in a kernel's last wave, over its waves: a
+    kernel of ``b`` blocks on ``n`` cores runs ``ceil(b / n)`` waves of
+    ``n`` core slots, ``b`` of them busy: ``1 - b / (n * ceil(b / n))``; 0
+    when ``b`` is a multiple of ``n``."""
+    return 1.0 - blocks / (cores * np.ceil(blocks / cores))
+
+
+def _block_dims(p: Profile) -> pd.DataFrame:
+    """Compute operators on AI Core, AI Vector or MIX_AIC with a block dim on
+    ranks whose device core count is known, with ``_blocks``, ``_cores`` (the
+    count their blocks spread over) and ``_idle`` (``idle_share``). Blocks
+    and cores as msprof-analyze pairs them: AI_CORE block dim on the AI
+    Cores; AI_VECTOR_CORE on the vector cores (the AI Cores where the device
+    gives no vector count); MIX_AIC its Mix Block Dim on the vector cores
+    where both are recorded, else its block dim (the cube blocks) on the AI
+    Cores."""
+    _ascend(p)
+    if not p.meta.ai_core_num:
+        raise NotEvaluated("the device's core count is not recorded (no PROF_*/device_*/info.json.* with "
+                           "DeviceInfo ai_core_num); it is not guessed from the chip name")
+    ops = _compute_ops(p)
+    if "block_dim" not in ops.columns:
+        raise NotEvaluated("no operator records its Block Dim")
+    core = ops["core"].astype(str).str.upper().str.replace(" ", "_")
+    aic = ops["rank"].map(p.meta.ai_core_num).astype(float)
+    aiv = ops["rank"].map(p.meta.aiv_num).astype(float)
+    mix = ops["mix_block_dim"].astype(float) if "mix_block_dim" in ops.columns else pd.Series(np.nan, ops.index)
+    blocks = ops["block_dim"].astype(float)
+    cores = aic.where(core == CUBE_CORE, aiv.fillna(aic).where(core == VECTOR_CORE))
+    use_mix = (core == MIX_CORE) & mix.gt(0) & aiv.gt(0)
+    blocks = blocks.where(~use_mix, mix)
+    cores = cores.where(core != MIX_CORE, aiv.where(use_mix, aic))
+    ok = blocks.gt(0) & cores.gt(0)
+    if not ok.any():
+        raise NotEvaluated("no AI Core, AI Vector or MIX_AIC operator with a block dim on a rank whose core "
+                           "count is recorded")
+    ops = ops[ok].assign(_blocks=blocks[ok], _cores=cores[ok])
+    return ops.assign(_idle=idle_share(ops["_blocks"], ops["_cores"]))
+
+
+def _block_top(ops: pd.DataFrame) -> list[dict]:
+    """The operator types (with block dim and cores) whose idle cores cost most."""
+    ops = ops.assign(_idle_us=ops["total_us"] * ops["_idle"])
+    kinds = "type" if "type" in ops.columns else "name"
+    groups = ops[ops["_idle"] > 0].groupby([kinds, "core", "_blocks", "_cores"], dropna=False)
+    sums = groups[["_idle_us", "total_us"]].sum().nlargest(TOP_NAMES, "_idle_us")
+    return [{"type": str(kind), "core": str(core), "block_dim": int(b), "cores": int(n),
+             "idle_share": round(1.0 - b / (n * np.ceil(b / n)), 3),
+             "total_ms": round(float(row["total_us"]) / US_PER_MS, 3),
+             "idle_ms": round(float(row["_idle_us"]) / US_PER_MS, 3)}
+            for (kind, core, b, n), row in sums.iterrows()]
+
+
+def _ranks_per_step(p: Profile, ops: pd.DataFrame, values: pd.Series) -> float:
+    per_rank = values.groupby(ops["rank"]).sum().reindex(ops["rank"].unique(), fill_value=0.0)
+    return per_step_ms(p, per_rank)
+
+
+@metric("kernels.block_dim_idle_ms", unit="ms", needs=["ops.block_dim", "ops.total_us", "ops.core"])
+def block_dim_idle_ms(p: Profile) -> Value:
+    """Core time left idle by block dims that are not a multiple of the
+    core count, per step: over AI Core, AI Vector and MIX_AIC operators
+    (``_block_dims`` pairs blocks with cores), the sum of operator time x
+    ``idle_share`` (the idle share of the last wave, spread over the
+    waves) / the rank's steps, mean over ranks with a recorded core count.
+    A bound on what spreading the same work over every core could save.
+    Not evaluated without the device's core count (info.json) or block
+    dims. The evidence lists the heaviest operator types with their block
+    dim, cores, idle share and time."""
+    ops = _block_dims(p)
+    return Value(_ranks_per_step(p, ops, ops["total_us"] * ops["_idle"]),
+                 {"ops": _block_top(ops), "ai_core_num": sorted(set(p.meta.ai_core_num.values())),
+                  "aiv_num": sorted(set(p.meta.aiv_num.values()))})
+
+
+@metric("kernels.block_dim_underfilled_ms", unit="ms", needs=["ops.block_dim", "ops.total_us", "ops.core"])
+def block_dim_underfilled_ms(p: Profile) -> Value:
+    """Time per step of the operators whose block dim is not a multiple of
+    their core count (see ``kernels.block_dim_idle_ms``): the time the idle
+    cores sit in."""
+    ops = _block_dims(p)
+    return Value(_ranks_per_step(p, ops, ops["total_us"].where(ops["_idle"] > 0, 0.0)))
+
+
 # ---------------------------------------------------------------- the operators, named
 
 
@@ -434,3 +531,13 @@ def aicore_freq_drop(p: Profile) -> Value:
                 "below_max_share": round(float(pd.Series(below).mean()), 4)}
     evidence.update(rank_evidence(series, scale=1.0))
     return Value(float(series.mean()), evidence)
+
+
+@metric("kernels.block_dim_ops", unit="list", scope="op", needs=["ops.block_dim", "ops.total_us", "ops.core"])
+def block_dim_ops(p: Profile) -> Value:
+    """The operator types whose block dims leave the most core time idle, as
+    ``Type (block dim b on n cores, x% idle)`` (``kernels.block_dim_idle_ms``
+    evidence)."""
+    rows = _block_top(_block_dims(p))
+    return Value(_named(rows, lambda r: f"{r['type']} (block dim {r['block_dim']} on {r['cores']} cores, "
+                                        f"{r['idle_share']:.0%} idle)"))

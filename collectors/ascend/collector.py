@@ -42,6 +42,7 @@ from advisor.collectors.ascend.meta import (
     pipeline_stage,
     rank_from_folder_name,
     rank_from_info_names,
+    read_core_counts,
     read_meta,
 )
 from advisor.collectors.ascend.trace_view import read_trace
@@ -310,6 +311,8 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
     stage = pipeline_stage(facts, rank)
     if stage is not None:
         profile.meta.stages = {rank: stage}
+    for name, n in read_core_counts(root, profile).items():
+        setattr(profile.meta, name, {rank: n})
 
     if db_layout:  # newer CANN / torch_npu / MindSpore export_type=db
         ascend_db.read_into(reader, out_dir, rank)

@@ -88,6 +88,10 @@ FIELDS: dict[str, dict[str, Source]] = {
             "aiv_vec_us": ("aiv_vec_time(us)",),
             "aiv_mte2_us": ("aiv_mte2_time(us)",),
             "aiv_mte3_us": ("aiv_mte3_time(us)",),
+            # cores the kernel was launched on (its blocks); a MIX_AIC kernel's Mix Block Dim
+            # is its vector blocks (msprof-analyze block_dim_checker.py reads both)
+            "block_dim": ("Block Dim",),
+            "mix_block_dim": ("Mix Block Dim",),
         }),
         "op_statistic.csv": Source({
             "type": ("OP Type",),
@@ -160,6 +164,12 @@ FIELDS: dict[str, dict[str, Source]] = {
             "dp": ("dp", "data_parallel_size"),
             "cp": ("cp", "context_parallel_size"),
             "ep": ("ep", "expert_model_parallel_size"),
+        }),
+        # PROF_*/device_{id}/info.json.{id}: the device's core counts, in its "DeviceInfo" list
+        # (msprof-analyze advisor/dataset/profiling/device_info.py reads the same keys)
+        "info.json DeviceInfo": Source({
+            "ai_core_num": ("ai_core_num",),
+            "aiv_num": ("aiv_num",),
         }),
         # the framework version, by framework
         "profiler_info.json versions": Source({

@@ -27,6 +27,7 @@ _RANK_IN_FOLDER = re.compile(r"(?:^|_)rank[-_]?(\d+)(?=_|$)", re.IGNORECASE)
 _KEYS = fields.text("profiler_metadata.json").fields
 _VERSION_KEYS = fields.text("profiler_info.json versions").fields
 _PARALLEL_KEYS = {short: _KEYS[short] for short in ("tp", "pp", "dp", "cp", "ep")}
+_CORE_KEYS = fields.text("info.json DeviceInfo").fields
 
 
 def framework_of(folder: Path) -> tuple[str, str]:
@@ -229,3 +230,38 @@ def _merge(facts: MetaFacts, data) -> None:
             value = _int(doc.find(keys))
             if value:
                 facts.parallel[short] = value
+
+
+def _device_infos(folder: Path) -> list[Path]:
+    """``PROF_*/device_*/info.json.*`` under a rank folder, the ``.done``
+    markers left out (msprof writes ``info.json.{id}`` and ``info.json.{id}.done``)."""
+    found = []
+    for prof in listing.glob(folder, "PROF_*"):
+        for device in listing.glob(prof, "device_*"):
+            if listing.is_dir(device):
+                found += [f for f in listing.glob(device, "info.json.*") if not f.name.endswith(".done")]
+    return found
+
+
+def read_core_counts(folder: Path | None, profile: Profile) -> dict[str, int]:
+    """The device's core counts (``ai_core_num``, ``aiv_num``) from the first
+    ``info.json.*`` of the rank folder whose ``DeviceInfo`` entry gives its
+    AI Core count; {} where none does (the count is never guessed from the
+    chip name). Unreadable files are skipped with their reason."""
+    if folder is None:
+        return {}
+    for path in _device_infos(folder):
+        try:
+            data = load_json(path)
+        except InputError as exc:
+            profile.skip(str(path), exc.problem)
+            continue
+        infos = data.get("DeviceInfo") if isinstance(data, dict) else None
+        for info in infos if isinstance(infos, list) else []:
+            if not isinstance(info, dict):
+                continue
+            counts = {name: _int(next((info[k] for k in keys if k in info), None))
+                      for name, keys in _CORE_KEYS.items()}
+            if counts["ai_core_num"]:
+                return {name: n for name, n in counts.items() if n}
+    return {}

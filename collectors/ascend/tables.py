@@ -128,6 +128,8 @@ _OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes", "op_state")
 #: Kernel pipe busy times, summed per operator where the file has them.
 PIPE_TIMES = ("aicore_us", "aic_mac_us", "aic_mte2_us", "aic_fixpipe_us",
               "aiv_us", "aiv_vec_us", "aiv_mte2_us", "aiv_mte3_us")
+#: Kernel block dims, taken per operator as their most common value (``_modes``).
+BLOCK_DIMS = ("block_dim", "mix_block_dim")
 
 
 def _finish_key(column: str, text: str | None) -> str | None:
@@ -158,7 +160,8 @@ def kernel_table(path: Path) -> pa.Table:
     simply absent. Start times with a trailing TAB parse as floats. Text
     columns are as written: ``ops_from_kernels`` finishes them per operator
     (``_finish_text``), ~20x fewer values than kernels."""
-    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us", *PIPE_TIMES),
+    table = read_table(path, _KERNELS, numeric=("step", "start_us", "duration_us", "wait_us", *PIPE_TIMES,
+                                                      *BLOCK_DIMS),
                        required=("name", "duration_us"), raw_text=True)
     if "step" in table.column_names:
         i = table.column_names.index("step")
@@ -201,6 +204,7 @@ def ops_for_ranks(entries: list[tuple[pa.Table, int]]) -> list[pa.Table | None]:
             pipes = tuple(c for c in PIPE_TIMES if c in kernels.column_names)
             if "step" in kernels.column_names and kernels.column("step").null_count < kernels.num_rows:
                 pipes += ("step",)
+            pipes += tuple(c for c in BLOCK_DIMS if c in kernels.column_names)
             layouts.setdefault((keys, has_wait, pipes), []).append(i)
     for (keys, has_wait, pipes), members in layouts.items():
         for i, ops in zip(members, _ops_of_layout([entries[i] for i in members], list(keys), has_wait, pipes)):
@@ -219,19 +223,24 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
             ("duration_us", "max"), ("duration_us", "min")]
     if has_wait:
         aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
+    modes = [c for c in pipes if c in BLOCK_DIMS]
+    pipes = tuple(c for c in pipes if c not in BLOCK_DIMS)
     aggs += [(c, "count_distinct", pc.CountOptions(mode="only_valid")) if c == "step"
              else (c, "sum", pc.ScalarAggregateOptions(min_count=1)) for c in pipes]
     by = ["_unit", *keys]
-    grouped = _finish_text(kernels.group_by(by, use_threads=False).aggregate(aggs))
+    grouped = _finish_text(_modes(kernels, by, modes, kernels.group_by(by, use_threads=False).aggregate(aggs)))
     if len(set(zip(*(grouped.column(k).to_pylist() for k in by)))) < grouped.num_rows:
         # keys written differently (spaces, quotes, DT_ prefixes) are one operator
-        grouped = _finish_text(kernels).group_by(by, use_threads=False).aggregate(aggs)
+        kernels = _finish_text(kernels)
+        grouped = _modes(kernels, by, modes, kernels.group_by(by, use_threads=False).aggregate(aggs))
     unit = grouped.column("_unit")
     ranks = pa.array(np.array([rank for _, rank in entries], dtype=np.int64))
     order = (["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
              + [c for c in pipes if c != "step"] + (["steps"] if "step" in pipes else []))
     by_name = {_OP_NAMES[n]: grouped.column(n) for n in grouped.column_names if n in _OP_NAMES}
     by_name.update({c: grouped.column(f"{c}_sum") for c in pipes if c != "step"})
+    by_name.update({c: grouped.column(c) for c in modes})
+    order += modes
     if "step" in pipes:  # the steps an operator with these shapes ran in
         by_name["steps"] = grouped.column("step_count_distinct")
     ops = pa.table([unit, pc.take(ranks, unit), *(grouped.column(k) for k in keys), *(by_name[n] for n in order)],
@@ -240,6 +249,23 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
     bounds = np.searchsorted(ops.column("_unit").to_numpy(), np.arange(len(entries) + 1))
     ops = ops.drop_columns(["_unit"])
     return [ops.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _modes(kernels: pa.Table, by: list[str], columns: list[str], grouped: pa.Table) -> pa.Table:
+    """``grouped`` (one row per ``by`` group of ``kernels``) with each of
+    ``columns`` as its most common non-null value in the group's kernels
+    (ties: the smaller value; null where the group has none): an operator's
+    launches with one shape normally share their block dim."""
+    keys = list(zip(*(grouped.column(k).to_pylist() for k in by)))
+    for column in columns:
+        valid = kernels.filter(pc.is_valid(kernels.column(column)))
+        counts = valid.group_by([*by, column], use_threads=False).aggregate([("duration_us", "count")])
+        counts = counts.sort_by([("duration_us_count", "descending"), (column, "ascending")])
+        mode: dict[tuple, float] = {}
+        for row in zip(*(counts.column(k).to_pylist() for k in (*by, column))):
+            mode.setdefault(row[:-1], row[-1])
+        grouped = grouped.append_column(column, pa.array([mode.get(key) for key in keys], pa.float64()))
+    return grouped
 
 
 def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:

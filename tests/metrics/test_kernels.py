@@ -38,9 +38,10 @@ HEADER = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Cor
 
 def _row(step: int, start: float, name: str, op_type: str, core: str, dur: float, shapes: str, dtypes: str,
          state: str = "dynamic", cube: tuple[float, float, float] | None = None,
-         vec: tuple[float, float, float] | None = None) -> str:
+         vec: tuple[float, float, float] | None = None, block: tuple[int, int] = (24, 0)) -> str:
     """One kernel row; ``cube`` = shares of (mac, mte2, fixpipe) of the
-    aicore time, ``vec`` = shares of (vec, mte2, mte3) of the aiv time."""
+    aicore time, ``vec`` = shares of (vec, mte2, mte3) of the aiv time,
+    ``block`` = (Block Dim, Mix Block Dim)."""
     aic = aiv = 0.0
     c = v = (0.0, 0.0, 0.0)
     if cube:
@@ -52,7 +53,7 @@ def _row(step: int, start: float, name: str, op_type: str, core: str, dur: float
     pipes_v = (f"{aiv:.3f},{int(aiv * 1800)},{aiv * v[0]:.3f},{v[0]},0,0,{aiv * v[1]:.3f},{v[1]},"
                f"{aiv * v[2]:.3f},{v[2]},0.01")
     return (f'{step},4294967295,{int(start) % 100000},2,{name},{op_type},{state},{core},"{start:.3f}\t",{dur},1.0,'
-            f'24,0,NO,"""{shapes}""",{dtypes},ND;ND,"""1""",DT_BF16,ND,N/A,{pipes_c},{pipes_v},0')
+            f'{block[0]},{block[1]},NO,"""{shapes}""",{dtypes},ND;ND,"""1""",DT_BF16,ND,N/A,{pipes_c},{pipes_v},0')
 
 
 def _write(tmp_path: Path, rows: list[str]) -> Path:
