@@ -40,6 +40,11 @@ A collector is a module that reads one profiler format. It provides:
     ``label`` names the collector's units in the report's "also found ..."
     note when another format was read.
 
+Optional, with no capability: ``runs(units) -> list[list[Path]]``, the
+units split into the separate runs they belong to, where the collector can
+tell from its files (``advisor.collectors.search.separate`` asks it when
+the units lie in several folders; several runs are listed, never merged).
+
 ``check`` verifies a module against this contract: the functions its
 capabilities promise are there, and no optional function is there without
 its capability (the engine would never call it).

@@ -347,6 +347,21 @@ def rank_notes(units: list[Path]) -> list[str]:
     return notes
 
 
+def runs(units: list[Path]) -> list[list[Path]]:
+    """``units`` split into the runs they belong to: the traces of a folder
+    whose files declare no rank are a run of their own (the processes of
+    one folder are one job's workers, those of two folders two jobs);
+    folders whose traces all declare their rank are one run together (one
+    rank per folder is a common way to lay out a job)."""
+    folders: dict[Path, list[Path]] = {}
+    for unit in units:
+        folders.setdefault(Path(unit).parent, []).append(Path(unit))
+    ranked = [u for found in folders.values()
+              if all(_explicit_rank(u, dec.peek(u)) is not None for u in found) for u in found]
+    alone = [found for found in folders.values() if found[0] not in ranked]
+    return ([ranked] if ranked else []) + alone
+
+
 @lru_cache(maxsize=64)
 def _trace_names(folder: str, mtime_ns: int) -> tuple[str, ...]:
     """Names of the Kineto traces directly in ``folder`` (cached while the
