@@ -8,8 +8,11 @@ runs by name: the top ``MAX_OPS`` operators (``name``, ``type``, ``core``,
 and step), collectives per (``kind``, ``name``) likewise, and dataset-pipeline
 ops (``name``, ``op_id``, ``avg_ms``, ``workers``) where the profile has them.
 ``step_series``: per step id, the step time (mean over ranks, and the
-fastest and slowest rank's time on clusters) and ``outlier``: whether the
-anomaly model flagged the step (metric ``anomaly.step_outliers``).
+fastest and slowest rank's time on clusters), ``outlier``: whether the
+anomaly model flagged the step (metric ``anomaly.step_outliers``), and
+``after_gap``: steps before this one were not recorded (the step id is not
+the previous recorded one + 1: a second capture window of the run, steps
+10 then 16), so a chart does not draw the two as neighbours.
 ``rank_heatmap``: per rank, mean over steady steps of each component in ms
 (clusters only). Beyond ``HEATMAP_MAX_ROWS`` ranks, contiguous ranks are
 grouped and each group shows its *slowest* member per component (the max),
@@ -84,6 +87,7 @@ def _step_series(steps: pd.DataFrame, metrics: dict) -> list[dict]:
     outliers = {int(s) for s in (flagged.value or [])} if flagged is not None and isinstance(flagged.value, list) else set()
     out.insert(0, "step", out.index.astype(int))
     out["outlier"] = out["step"].isin(outliers)
+    out["after_gap"] = out["step"].diff().fillna(1) > 1
     if len(out) > MAX_ROWS:
         keep = set(_sample(out).index) | set(out.index[out["outlier"]])
         out = out.loc[sorted(keep)]

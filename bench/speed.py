@@ -21,6 +21,10 @@ killed when it ends:
 * and on the same run in the Ascend database layout (``ascend-db``:
   ``ascend_pytorch_profiler_{rank}.db`` and ``analysis.db`` per rank, as
   newer CANN writes with ``export_type=db``);
+* ``advisor report`` and both msprof-analyze commands on a cluster of the
+  same size from a second, independently written generator
+  (``ascend-alt``: ``bench.ascend_cluster``, its own column sets, file
+  order, sizes and step count), so that no ratio rests on one generator;
 * HolisticTraceAnalysis on the Kineto layout: ``TraceAnalysis(trace_dir)``
   + ``get_temporal_breakdown`` + ``get_comm_comp_overlap`` +
   ``get_potential_stragglers`` (a step that raises is reported, the others
@@ -47,6 +51,7 @@ fails shows its one-line reason in the table. No assertions on time.
     python -m bench.speed --sizes 8,128,1024 --markdown > /tmp/speed.md
     python -m bench.speed --curve 8,64,512,1024,2048,4096 --markdown   # advisor alone
     python -m bench.speed --sizes 128 --traces "" --collectives 80    # communication-heavy ranks
+    python -m bench.speed --sizes 1024 --traces "" --inputs ascend,ascend-alt   # the two generators
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ import time
 from datetime import date
 from pathlib import Path
 
+from bench import ascend_cluster
 from bench.scenarios import Spec, build, write
 
 WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "speed"
@@ -191,21 +197,23 @@ def _tools(inputs: dict[str, Path], out: Path) -> list[tuple[str, str, list[str]
 
     def advisor(fmt: str, tag: str, jobs: list[str] = ()) -> tuple[str, str, list[str]]:
         label = "advisor report" + (" " + " ".join(jobs) if jobs else "")
-        return label, fmt, adv + ["report", str(inputs[fmt]), "-o", str(out / f"adv_{tag}"), *jobs, "--no-color"]
+        return label, fmt, adv + ["report", str(inputs.get(fmt, "")), "-o", str(out / f"adv_{tag}"), *jobs, "--no-color"]
 
     def peers(fmt: str, tag: str) -> list[tuple[str, str, list[str]]]:
         return [("msprof-analyze cluster -m all", fmt,
-                 [msprof, "cluster", "-d", str(inputs[fmt]), "-m", "all", "-o", str(out / f"msc_{tag}")]),
+                 [msprof, "cluster", "-d", str(inputs.get(fmt, "")), "-m", "all", "-o", str(out / f"msc_{tag}")]),
                 ("msprof-analyze advisor all", fmt,
-                 [msprof, "advisor", "all", "-d", str(inputs[fmt]), "-o", str(out / f"msa_{tag}"), "-l", "en"])]
+                 [msprof, "advisor", "all", "-d", str(inputs.get(fmt, "")), "-o", str(out / f"msa_{tag}"), "-l", "en"])]
 
     return [
         advisor("ascend", "a"), advisor("ascend", "a1", ["-j", "1"]),
         advisor("ascend", "aall", ["--kernel-ranks", "all"]), *peers("ascend", "a"),
         advisor("kineto", "k"), advisor("kineto", "k1", ["-j", "1"]),
-        ("HTA load+temporal+overlap+stragglers", "kineto", [PEER_PYTHON, "-c", HTA_SCRIPT, str(inputs["kineto"])]),
+        ("HTA load+temporal+overlap+stragglers", "kineto",
+         [PEER_PYTHON, "-c", HTA_SCRIPT, str(inputs.get("kineto", ""))]),
         advisor("ascend-sk", "sk"), advisor("ascend-sk", "skall", ["--kernel-ranks", "all"]), *peers("ascend-sk", "sk"),
         advisor("ascend-db", "db"), advisor("ascend-db", "dball", ["--kernel-ranks", "all"]), *peers("ascend-db", "db"),
+        advisor("ascend-alt", "alt"), *peers("ascend-alt", "alt"),
     ]
 
 
@@ -232,17 +240,34 @@ def _settle(folder: Path) -> None:
                     pass
 
 
-def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives: int = 1,
-             timeout: float = TIMEOUT_S) -> list[dict]:
-    base = WORK / f"{ranks}r"
-    shutil.rmtree(base, ignore_errors=True)
+#: The inputs each size is measured on (``--inputs`` picks some).
+INPUTS = ("ascend", "kineto", "ascend-sk", "ascend-db", "ascend-alt")
+
+
+def _inputs(ranks: int, steps: int, kernels: int, collectives: int, base: Path, wanted) -> dict[str, Path]:
+    """The ``wanted`` inputs of one size under ``base``: format -> folder."""
     sc = build(Spec(ranks=ranks, steps=steps, fault="healthy", seed=7, kernels_per_step=kernels,
                     collectives=collectives))
+    inputs: dict[str, Path] = {}
+    if {"ascend", "ascend-sk"} & set(wanted):
+        inputs["ascend"] = write(sc, base / "ascend", "ascend-text")
+    if "kineto" in wanted:
+        inputs["kineto"] = write(sc, base / "kineto", "kineto")
+    if "ascend-sk" in wanted:
+        inputs["ascend-sk"] = step_kernel_copy(inputs["ascend"], base / "ascend_sk")
+    if "ascend-db" in wanted:
+        inputs["ascend-db"] = write(sc, base / "ascend_db", "ascend-db")
+    if "ascend-alt" in wanted:
+        inputs["ascend-alt"] = ascend_cluster.write(base / "ascend_alt", ascend_cluster.Layout(ranks=ranks))
+    return inputs
+
+
+def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives: int = 1,
+             timeout: float = TIMEOUT_S, wanted=INPUTS) -> list[dict]:
+    base = WORK / f"{ranks}r"
+    shutil.rmtree(base, ignore_errors=True)
     t = time.perf_counter()
-    ascend = write(sc, base / "ascend", "ascend-text")
-    inputs = {"ascend": ascend, "kineto": write(sc, base / "kineto", "kineto"),
-              "ascend-sk": step_kernel_copy(ascend, base / "ascend_sk"),
-              "ascend-db": write(sc, base / "ascend_db", "ascend-db")}
+    inputs = _inputs(ranks, steps, kernels, collectives, base, wanted)
     gen = time.perf_counter() - t
     sizes = {name: sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) / 1e6 for name, p in inputs.items()}
     _settle(base)
@@ -250,6 +275,8 @@ def run_size(ranks: int, steps: int, kernels: int, repeat: int = 1, collectives:
     out.mkdir()
     rows = []
     for label, fmt, cmd in _tools(inputs, out):
+        if fmt not in wanted:
+            continue
         m = measure_median(cmd, base, 1 if label.startswith("msprof-analyze") else repeat, timeout)
         rows.append({"ranks": ranks, "tool": label, "format": fmt, "input_mb": sizes[fmt], "gen_s": gen, **m})
         print(f"  {ranks:>5} {fmt:<7} {label:<38} {m['wall']:8.1f}s {m['rss']:8.0f}MB "
@@ -314,7 +341,8 @@ def render_curve(rows: list[dict], md: bool) -> str:
 
 
 #: How the table names each input format.
-INPUT_LABELS = {"ascend-sk": "ascend step+kernel files", "ascend-db": "ascend database layout"}
+INPUT_LABELS = {"ascend-sk": "ascend step+kernel files", "ascend-db": "ascend database layout",
+                "ascend-alt": "ascend, second generator"}
 
 
 def render(rows: list[dict], md: bool, steps: int, kernels: int, collectives: int = 1) -> str:
@@ -329,7 +357,11 @@ def render(rows: list[dict], md: bool, steps: int, kernels: int, collectives: in
                   f"{kernels} compute kernels per step and rank"
                   + (f", the large all-reduce of each step as {collectives} gradient buckets" if collectives > 1 else "")
                   + "), the same run in the Ascend text layout "
-                  "(per-rank `*_ascend_pt` folders) and as Kineto traces (one per rank). Each tool runs "
+                  "(per-rank `*_ascend_pt` folders) and as Kineto traces (one per rank); and a cluster of the "
+                  "same size from a second, independently written generator (`bench.ascend_cluster`: "
+                  f"{ascend_cluster.Layout.steps} steps, {ascend_cluster.Layout.kernels} kernels and "
+                  f"{ascend_cluster.Layout.buckets} all-reduce buckets per step, the full documented column sets, "
+                  "hosts of 8 devices written in shuffled order). Each tool runs "
                   "in its own subprocess under `/usr/bin/time`: wall time and the peak resident memory "
                   f"of its largest process; a tool whose run takes under {REPEAT_BELOW_S:.0f} s runs again "
                   "(`runs`) and its median run is shown. Ratio = tool / `advisor report` (default jobs) on the same "
@@ -367,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                     "buckets; real LLM jobs write hundreds)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds after which a run is stopped "
                     "and reported as such (its processes killed)")
+    ap.add_argument("--inputs", default=",".join(INPUTS), help=f"inputs to measure, of {','.join(INPUTS)}")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--curve", default="", help="rank counts for advisor's cost curve alone "
                     "(Ascend text layout), e.g. 8,64,512,1024,2048,4096; skips the peers")
@@ -378,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for size in (int(x) for x in args.sizes.split(",") if x):
-        rows += run_size(size, args.steps, args.kernels, args.repeat, args.collectives, args.timeout)
+        rows += run_size(size, args.steps, args.kernels, args.repeat, args.collectives, args.timeout,
+                         [x for x in args.inputs.split(",") if x])
     for size in (int(x) for x in args.traces.split(",") if x):
         rows += run_trace(size, args.repeat, args.timeout)
     print(render(rows, args.markdown, args.steps, args.kernels, args.collectives))

@@ -51,7 +51,9 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
     every rank; see ``advisor.collectors.parallel.kernel_sample``).
     A folder no collector recognises is searched below
     (``advisor.collectors.search``): the one profile found there is read,
-    and several are refused with a list to pick from.
+    and several are refused with a list to pick from; so are several
+    separate runs a collector finds side by side in the folder given
+    (``search.separate``), which are never merged as the ranks of one run.
     Raises InputError (one line, names the path) when nothing usable is
     there, ConfigError for an unusable ``jobs`` or Dask address.
     """
@@ -74,6 +76,12 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
         units = module.discover(root)
         if not units:
             continue
+        if root.is_dir():
+            from advisor.collectors.search import separate, several
+
+            places = separate(root, module, units)
+            if len(places) > 1:  # independent runs side by side, not the ranks of one
+                raise several(root, places, "this folder holds")
         others = engine.other_formats(root, units, [m for m in modules if m is not module])
         return engine.read_units(module.__name__, root, units, jobs=jobs,
                                  dask_address=dask_address, others=others, kernel_ranks=kernel_ranks)

@@ -33,10 +33,17 @@ A collector is a module that reads one profiler format. It provides:
       the only unit of a run, spread over up to ``jobs`` processes.
     * ``shared_ranks``: several units may hold the same rank on purpose
       (capture windows of one rank), so the engine keeps them all instead of
-      dropping the repeats.
+      dropping the repeats; ``rank_notes(units) -> list[str]`` says, for
+      the units read together, which of them share a rank and why (the
+      engine adds these notes to the merged Profile).
 
     ``label`` names the collector's units in the report's "also found ..."
     note when another format was read.
+
+Optional, with no capability: ``runs(units) -> list[list[Path]]``, the
+units split into the separate runs they belong to, where the collector can
+tell from its files (``advisor.collectors.search.separate`` asks it when
+the units lie in several folders; several runs are listed, never merged).
 
 ``check`` verifies a module against this contract: the functions its
 capabilities promise are there, and no optional function is there without
@@ -74,7 +81,8 @@ class Capabilities:
 
 
 #: The function each capability promises.
-FUNCTIONS = {"arrow": "read_arrow", "batch": "read_arrow_batch", "splits_unit": "read_alone"}
+FUNCTIONS = {"arrow": "read_arrow", "batch": "read_arrow_batch", "splits_unit": "read_alone",
+             "shared_ranks": "rank_notes"}
 
 
 class Collector(Protocol):

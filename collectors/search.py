@@ -4,7 +4,9 @@
 than a collector looks: the folders below are searched, shallowest first,
 and each collector's ``discover`` is asked about each folder in turn; a
 folder where one answers holds a profile (or several, see ``separate``) and
-is not searched further.
+is not searched further. ``separate`` also tells apart the runs a collector
+finds at once in a folder it does recognise (six example runs side by
+side): several runs are listed, never merged as the ranks of one.
 
 Bounds: folders at most ``MAX_DEPTH`` levels below the given one are asked,
 and the tree below it is listed only while it holds at most ``MAX_ENTRIES``
@@ -96,16 +98,22 @@ def separate(folder: Path, module, units: list[Path]) -> list[Place]:
     without a rank folder (``RANK_DIR``) to tell the copies apart (two
     runs' ``profiler/step_trace_raw_0_detail_time.csv``: separate
     profiles; ``cluster_profiler/1/profiler`` and ``.../2/profiler``, or
-    rank folders named apart: one run's ranks)."""
+    rank folders named apart: one run's ranks). A collector that can tell
+    runs apart by what its files declare (``runs(units)``: Kineto traces
+    without a rank, in two folders) splits them further."""
     units = [Path(u) for u in units]
     homes: dict[Path, list[Path]] = {}
     for unit in units:
         homes.setdefault(unit.parent, []).append(unit)
     keys = [(u.name, tuple(p for p in u.relative_to(folder).parts[:-1] if RANK_DIR.match(p)))
             for u in units if u.is_relative_to(folder)]
-    if len(homes) < 2 or len(set(keys)) == len(keys):
-        return [Place(folder, _shown(units, folder), module, units)]
-    return [Place(home, _shown(found, home), module, found) for home, found in sorted(homes.items())]
+    if len(homes) >= 2 and len(set(keys)) < len(keys):
+        return [Place(home, _shown(found, home), module, found) for home, found in sorted(homes.items())]
+    found = module.runs(units) if len(homes) >= 2 and hasattr(module, "runs") else [units]
+    if len(found) > 1:
+        return sorted((Place(_shown(run, folder), _shown(run, folder), module, run) for run in found),
+                      key=lambda place: place.shown)
+    return [Place(folder, _shown(units, folder), module, units)]
 
 
 def places_below(root: Path, modules) -> list[Place]:
@@ -128,12 +136,18 @@ def places_below(root: Path, modules) -> list[Place]:
 
 def one_place_below(root: Path, modules) -> Place | None:
     """The one place below ``root`` holding a profile; None when there is
-    none; InputError (one line, listing up to ``MAX_LISTED`` of them
-    relative to ``root``) when there are several, for the user to pick one."""
+    none; InputError (``several``) when there are several."""
     places = places_below(root, modules)
-    if len(places) <= 1:
-        return places[0] if places else None
+    if len(places) > 1:
+        raise several(root, places, "no profiler output in this folder itself, and")
+    return places[0] if places else None
+
+
+def several(root: Path, places: list[Place], lead: str) -> InputError:
+    """The one-line error for several separate profiles at or below
+    ``root``, listing up to ``MAX_LISTED`` of them relative to it for the
+    user to pick one."""
     names = [os.path.relpath(p.shown, root) for p in places[:MAX_LISTED]]
     more = f" and {len(places) - MAX_LISTED} more" if len(places) > MAX_LISTED else ""
-    raise InputError(root, f"no profiler output in this folder itself, and {len(places)} separate profiles "
-                           f"below it: {', '.join(names)}{more}; give one of them")
+    return InputError(root, f"{lead} {len(places)} separate profiles below it: {', '.join(names)}{more}; "
+                            "give one of them")

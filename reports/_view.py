@@ -17,7 +17,8 @@ Chart tables read here (rows in ``Report.tables``, all times in ms):
     ``transport``, ``bandwidth_gbps`` [``size_mb``, ``time_ms``]; the
     slowest ``LINKS_LIMIT`` are drawn.
 ``step_series``     one row per step: ``step``, ``step_ms`` [``min_ms``,
-    ``max_ms`` over ranks, ``outlier`` (bool, the anomaly model's call)].
+    ``max_ms`` over ranks, ``outlier`` (bool, the anomaly model's call),
+    ``after_gap`` (steps before it unrecorded: the line breaks there)].
 ``rank_heatmap``    one row per rank or rank group: ``rank`` (int or a label
     like ``"0-3"``) and component columns in ms (``step_ms``,
     ``computing_ms``, ``exposed_comm_ms``, ``free_ms``, ...). Cell colour is
@@ -303,16 +304,29 @@ def _breakdown_chart(
 
 def _series_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | None:
     """Step time per step (line), the rank spread (band) and the steps the
-    anomaly model flagged (points)."""
+    anomaly model flagged (points). Where steps were not recorded
+    (``after_gap``: a second capture window) the line breaks: an empty
+    point labelled with the unrecorded step ids."""
     rows = [r for r in rows if isinstance(r, dict) and _num(r, "step_ms") is not None]
     if len(rows) < 2:
         return None
-    labels = [str(r.get("step")) for r in rows]
-    series = [{"key": "duration", "label": t(lang, "series_duration"), "data": [_num(r, "step_ms") for r in rows]}]
+    shown: list[dict[str, Any] | None] = []
+    labels: list[str] = []
+    for i, r in enumerate(rows):
+        if i and r.get("after_gap") is True:
+            shown.append(None)
+            labels.append(_gap_label(rows[i - 1].get("step"), r.get("step")))
+        shown.append(r)
+        labels.append(str(r.get("step")))
+
+    def data(column: str) -> list[float | None]:
+        return [_num(r, column) if r is not None else None for r in shown]
+
+    series = [{"key": "duration", "label": t(lang, "series_duration"), "data": data("step_ms")}]
     if any(_num(r, "max_ms") is not None for r in rows):
-        series.append({"key": "max", "label": t(lang, "series_max_rank"), "data": [_num(r, "max_ms") for r in rows]})
-        series.append({"key": "min", "label": t(lang, "series_min_rank"), "data": [_num(r, "min_ms") for r in rows]})
-    outliers = [i for i, r in enumerate(rows) if r.get("outlier") is True]
+        series.append({"key": "max", "label": t(lang, "series_max_rank"), "data": data("max_ms")})
+        series.append({"key": "min", "label": t(lang, "series_min_rank"), "data": data("min_ms")})
+    outliers = [i for i, r in enumerate(shown) if r is not None and r.get("outlier") is True]
     return {
         "kind": "line",
         "labels": labels,
@@ -322,6 +336,15 @@ def _series_chart(rows: list[dict[str, Any]], lang: str) -> dict[str, Any] | Non
         "outlier_label": t(lang, "series_outlier"),
         "zoom": True,
     }
+
+
+def _gap_label(before: Any, after: Any) -> str:
+    """The x label of a break in the step line: the steps not recorded."""
+    try:
+        first, last = int(before) + 1, int(after) - 1
+    except (TypeError, ValueError):
+        return "…"
+    return f"({first}…{last})" if last > first else f"({first})"
 
 
 #: The heatmap's colour scale spans at least +-this % deviation from the

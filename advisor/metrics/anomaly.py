@@ -38,6 +38,12 @@ rank no feature explains is not flagged (half the cluster slow, one host of
 two, leaves no typical rank to compare with: ``slow-rank`` finds it). The
 model needs ``RANK_SAMPLES_PER_FEATURE`` ranks per feature, so that the
 robust fit has outliers to leave out (MCD fits on about half of them).
+
+Cost: the model works on per-rank summaries (one row per rank, whatever the
+layout), fits only when some rank is slower by a material margin (no
+margin, no call: scikit-learn and SciPy, about a second of imports, are
+not loaded), and on a large cluster fits on ``RANK_FIT_RANKS`` evenly
+spaced ranks and scores every rank against that fit.
 """
 
 from __future__ import annotations
@@ -65,6 +71,15 @@ SEED = 0
 RANK_FEATURES = ("computing_us", "free_us", "data_wait_us", "iteration_interval_us", "fp_bp_us", "tail_us")
 RANK_MIN_EXCESS = 0.05
 RANK_SAMPLES_PER_FEATURE = 3
+#: The rank model fits its robust estimate on at most this many ranks,
+#: evenly spaced in rank order, and scores every rank against it. The fit
+#: estimates where a typical rank lies and how ranks co-vary, which a few
+#: hundred ranks already pin down (over 30 per feature for the 7 features
+#: at most; the estimate's error shrinks as 1/sqrt(ranks)), while
+#: MinCovDet's cost keeps growing with the rows (0.7 s at 1024 ranks, a
+#: fraction of that at 256). Clusters up to this size are fitted on every
+#: rank.
+RANK_FIT_RANKS = 256
 
 
 def _step_features(p: Profile) -> pd.DataFrame:
@@ -101,21 +116,23 @@ def _mcd_may_reject(x: np.ndarray) -> bool:
     return bool((narrowest <= 1e-3 * np.sqrt(h)).all())
 
 
-def _distances(x: np.ndarray) -> tuple[np.ndarray, float]:
-    """Squared robust Mahalanobis distances of the rows of ``x`` (MinCovDet)
-    and the chi-square quantile ``1 - ALPHA`` they are compared with;
-    NotEvaluated when MinCovDet cannot fit ``x``."""
+def _distances(x: np.ndarray, fit: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Squared robust Mahalanobis distances of the rows of ``x`` (MinCovDet
+    fitted on the rows ``fit`` selects, all by default) and the chi-square
+    quantile ``1 - ALPHA`` they are compared with; NotEvaluated when
+    MinCovDet cannot fit them."""
     # imported here: together they take longer to import than the rest of advisor
     from scipy.stats import chi2
     from sklearn.covariance import MinCovDet
 
+    rows = x if fit is None else x[fit]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
-            mcd = MinCovDet(random_state=SEED).fit(x)
+            mcd = MinCovDet(random_state=SEED).fit(rows)
     except ValueError as exc:  # its input checks: a support of equal rows, no sample left to reweight
-        raise NotEvaluated(f"the robust covariance fit (MinCovDet) rejects these {x.shape[0]} rows of "
-                           f"{x.shape[1]} feature(s): {exc}") from None
+        raise NotEvaluated(f"the robust covariance fit (MinCovDet) rejects these {rows.shape[0]} rows of "
+                           f"{rows.shape[1]} feature(s): {exc}") from None
     return mcd.mahalanobis(x), float(chi2.ppf(1 - ALPHA, df=x.shape[1]))
 
 
@@ -248,6 +265,14 @@ def _rank_features(p: Profile) -> tuple[pd.DataFrame, float]:
     return frame, float(steps.groupby("rank")["duration_us"].median().median()) / US_PER_MS
 
 
+def _fit_rows(ranks: int) -> np.ndarray | None:
+    """The rows the rank model fits on (``RANK_FIT_RANKS``): None (all)
+    up to that many, else that many evenly spaced, first and last included."""
+    if ranks <= RANK_FIT_RANKS:
+        return None
+    return np.unique(np.linspace(0, ranks - 1, RANK_FIT_RANKS).round().astype(int))
+
+
 def _rank_model(p: Profile) -> dict:
     return p.memo("anomaly_rank_model", lambda: _fit_ranks(p))
 
@@ -261,10 +286,14 @@ def _fit_ranks(p: Profile) -> dict:
     components = [c for c in varying if c != "collectives_us"]
     excess = frame[components] - frame[components].median()
     material = (excess >= RANK_MIN_EXCESS * step_ms).any(axis=1) if components else pd.Series(False, frame.index)
+    if not material.any():
+        # Only a rank slower by a material margin can be flagged: without one
+        # the distance decides nothing, so the robust fit (and importing
+        # scikit-learn and SciPy) is skipped. Healthy clusters end here, also
+        # those whose ranks are all alike, which the fit would refuse.
+        return {"outliers": [], "drivers": {}, "ranks": len(frame)}
     x = frame[varying].to_numpy(dtype=float)
-    if not material.any() and not _mcd_may_reject(x):
-        return {"outliers": [], "drivers": {}, "ranks": len(frame)}  # healthy clusters end here
-    distance, limit = _distances(x)
+    distance, limit = _distances(x, _fit_rows(len(x)))
     flagged = frame.index[(distance > limit) & material.to_numpy()]
     z = _robust_z(frame[varying])
     drivers = {

@@ -22,11 +22,17 @@ the ``ac2g`` flows).
 Ranks
 -----
 ``distributedInfo.rank``, else a number in the file name (``rank-1``,
-``rank_1``, ``rank1``), else each such file of the folder gets its own rank
-(after the largest explicit one, in file-name order) and ``meta.notes``
-says so: two files are never silently merged into one rank. Several files
-that *declare* the same rank are kept as separate capture windows of that
-rank, also with a note.
+``rank_1``, ``rank1``). Files declaring neither are grouped by the process
+that wrote them (the ``{worker}`` of a ``tensorboard_trace_handler`` name,
+``{host}_{pid}`` by default, and the ``pid`` of the host events): the
+captures of one process (a schedule with ``repeat``, two profiling
+sessions) are separate capture windows of one rank, each step keeping its
+own number; each other process gets its own rank (after the largest
+explicit one, in file-name order), so two files of two workers are never
+silently merged into one rank. Several files that *declare* the same rank
+are kept as separate capture windows of that rank. ``rank_notes`` says
+which of these applied to the files read together; a trace read alone is
+one rank and names no other file.
 
 Steps (``steps`` table, one row per ``ProfilerStep#N``)
 -------------------------------------------------------
@@ -148,6 +154,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -159,8 +166,9 @@ from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
 
-#: Several trace files may be capture windows of one rank; one large trace
-#: may be decoded on several processes (``read_alone``).
+#: Several trace files may be capture windows of one rank (``rank_notes``
+#: says which); one large trace may be decoded on several processes
+#: (``read_alone``).
 CAPABILITIES = Capabilities(label="Kineto trace(s)", splits_unit=True, shared_ranks=True)
 
 _ASCEND_DIR_RE = re.compile(r"(^ASCEND_PROFILER_OUTPUT$|_ascend_pt$|_ascend_ms$)")
@@ -168,6 +176,7 @@ _RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])rank[-_]?(\d+)")
 #: ``{worker}.{ms}.pt.trace.json[.gz]`` as ``tensorboard_trace_handler`` names
 #: a trace, the worker being ``{host}_{pid}`` unless the user named it.
 _HOST_IN_NAME = re.compile(r"^(?P<host>.+?)_\d+\.\d+\.pt\.trace\.json(?:\.gz)?$")
+_WORKER_IN_NAME = re.compile(r"^(?P<worker>.+?)\.\d+\.pt\.trace\.json(?:\.gz)?$")
 _KINETO_MARKERS = ('"schemaVersion"', '"deviceProperties"', '"distributedInfo"',
                    "PyTorch Profiler", '"cpu_op"', '"Operator"', "ProfilerStep#",
                    '"cuda_runtime"', '"kernel"', '"user_annotation"')
@@ -254,31 +263,103 @@ def _explicit_rank(path: Path, head: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _process(path: Path, head: str) -> tuple[str | None, int | None] | None:
+    """What names the process that wrote a trace declaring no rank: (worker
+    name, process id). The worker is the ``{worker}`` of a
+    ``tensorboard_trace_handler`` file name (``{host}_{pid}`` unless the
+    user named it), the process id the ``pid`` of the host events in the
+    file's first bytes. None when neither the id nor a default
+    ``{host}_{pid}`` name is there: such a file is a process of its own."""
+    m = _WORKER_IN_NAME.match(path.name)
+    worker = m.group("worker") if m else None
+    pid = dec.head_pid(head)
+    if pid is None and _HOST_IN_NAME.match(path.name) is None:
+        return None
+    return worker, pid
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Ranks of the trace files of one folder: ``ranks`` {name: rank};
+    ``processes`` the files declaring no rank, one tuple per process that
+    wrote them (its captures, in name order, which is time order for
+    handler-named files)."""
+
+    ranks: dict[str, int]
+    processes: tuple[tuple[str, ...], ...]
+    declared_twice: tuple[tuple[int, tuple[str, ...]], ...]
+
+
 @lru_cache(maxsize=64)
-def _rank_plan(folder: str, names: tuple[str, ...]) -> tuple[dict[str, int], tuple[str, ...]]:
-    """Ranks for the trace files of one folder, plus notes."""
-    explicit = {n: _explicit_rank(Path(folder, n), dec.peek(Path(folder, n))) for n in names}
-    plan = {n: r for n, r in explicit.items() if r is not None}
-    notes = []
-    missing = [n for n in names if explicit[n] is None]
-    if missing:
-        first = max(plan.values(), default=-1) + 1
-        for k, n in enumerate(missing):
-            plan[n] = first + k
-        if len(names) > 1:
-            given = ", ".join(f"{n} -> rank {plan[n]}" for n in missing)
-            notes.append(f"no rank in distributedInfo or file name for {len(missing)} trace "
-                         f"file(s) in {folder}; each got its own rank ({given}); files of "
-                         "one worker may be separate capture windows of the same rank")
+def _rank_plan(folder: str, names: tuple[str, ...]) -> _Plan:
+    """Ranks for the trace files of one folder. A file declaring none gets
+    the rank of the process that wrote it (``_process``): the captures of
+    one process (a profiler schedule with ``repeat``, or two profiling
+    sessions) are windows of one rank; each other process gets a rank of
+    its own, after the largest declared one."""
+    heads = {n: dec.peek(Path(folder, n)) for n in names}
+    explicit = {n: _explicit_rank(Path(folder, n), heads[n]) for n in names}
+    ranks = {n: r for n, r in explicit.items() if r is not None}
+    processes: dict[object, list[str]] = {}
+    for n in names:
+        if explicit[n] is None:
+            key = _process(Path(folder, n), heads[n]) or ("file", n)
+            processes.setdefault(key, []).append(n)
+    first = max(ranks.values(), default=-1) + 1
+    for k, files in enumerate(processes.values()):
+        ranks.update((n, first + k) for n in files)
     seen: dict[int, list[str]] = {}
     for n, r in explicit.items():
         if r is not None:
             seen.setdefault(r, []).append(n)
-    for r, files in sorted(seen.items()):
-        if len(files) > 1:
-            notes.append(f"{len(files)} trace files declare rank {r} ({', '.join(files)}): "
-                         "read as separate capture windows of that rank")
-    return plan, tuple(notes)
+    twice = tuple((r, tuple(files)) for r, files in sorted(seen.items()) if len(files) > 1)
+    return _Plan(ranks, tuple(tuple(f) for f in processes.values()), twice)
+
+
+def rank_notes(units: list[Path]) -> list[str]:
+    """What the report says about the ranks of ``units`` read together
+    (``shared_ranks``): files of one process read as capture windows of
+    one rank, ranks given to processes that declare none, files declaring
+    the same rank. Only the units read are named: a trace read alone is
+    one rank, whatever lies beside it."""
+    notes: list[str] = []
+    by_folder: dict[Path, set[str]] = {}
+    for unit in units:
+        by_folder.setdefault(Path(unit).parent, set()).add(Path(unit).name)
+    for folder, read in sorted(by_folder.items()):
+        plan = _rank_plan(str(folder), _folder_names(folder, read))
+        procs = [[n for n in files if n in read] for files in plan.processes]
+        procs = [files for files in procs if files]
+        for files in procs:
+            if len(files) > 1:
+                notes.append(f"{len(files)} trace files in {folder} were written by one process and declare "
+                             f"no rank ({', '.join(files)}): read as separate capture windows of rank "
+                             f"{plan.ranks[files[0]]}, each step under its own number")
+        if len(procs) > 1:
+            given = ", ".join(f"{files[0]} -> rank {plan.ranks[files[0]]}" for files in procs)
+            notes.append(f"no rank in distributedInfo or file name for the traces of {len(procs)} processes "
+                         f"in {folder}; each process got its own rank ({given}), so ranks are not compared")
+        for r, files in plan.declared_twice:
+            files = [n for n in files if n in read]
+            if len(files) > 1:
+                notes.append(f"{len(files)} trace files declare rank {r} ({', '.join(files)}): "
+                             "read as separate capture windows of that rank")
+    return notes
+
+
+def runs(units: list[Path]) -> list[list[Path]]:
+    """``units`` split into the runs they belong to: the traces of a folder
+    whose files declare no rank are a run of their own (the processes of
+    one folder are one job's workers, those of two folders two jobs);
+    folders whose traces all declare their rank are one run together (one
+    rank per folder is a common way to lay out a job)."""
+    folders: dict[Path, list[Path]] = {}
+    for unit in units:
+        folders.setdefault(Path(unit).parent, []).append(Path(unit))
+    ranked = [u for found in folders.values()
+              if all(_explicit_rank(u, dec.peek(u)) is not None for u in found) for u in found]
+    alone = [found for found in folders.values() if found[0] not in ranked]
+    return ([ranked] if ranked else []) + alone
 
 
 @lru_cache(maxsize=64)
@@ -288,18 +369,21 @@ def _trace_names(folder: str, mtime_ns: int) -> tuple[str, ...]:
     return tuple(sorted(p.name for p in Path(folder).iterdir() if p.is_file() and looks_like_kineto(p)))
 
 
-def _resolve_rank(path: Path, declared: int | None) -> tuple[int, list[str]]:
-    """This file's rank and the folder-level notes about rank assignment."""
-    folder = path.parent
+def _folder_names(folder: Path, also: set[str] | tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The Kineto traces of ``folder`` (with ``also``, the files asked about)."""
     try:
         names = _trace_names(str(folder), folder.stat().st_mtime_ns)
     except OSError:
-        names = (path.name,)
-    if path.name not in names:
-        names = tuple(sorted(names + (path.name,)))
-    plan, notes = _rank_plan(str(folder), names)
-    rank = declared if declared is not None else plan.get(path.name, 0)
-    return rank, list(notes)
+        names = ()
+    missing = set(also) - set(names)
+    return tuple(sorted(names + tuple(missing))) if missing else names
+
+
+def _resolve_rank(path: Path, declared: int | None) -> int:
+    """This file's rank: the declared one, else the folder plan's."""
+    if declared is not None:
+        return declared
+    return _rank_plan(str(path.parent), _folder_names(path.parent, (path.name,))).ranks.get(path.name, 0)
 
 
 def _host(path: Path, rank: int) -> dict[int, str]:
@@ -316,7 +400,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         return _read_folder(path)
     check_regular(path, missing="no such trace file")
     trace = dec.load_trace(path, helpers=helpers)
-    rank, notes = _resolve_rank(path, trace.rank)
+    rank = _resolve_rank(path, trace.rank)
     inferred = trace.rank is None and _RANK_IN_NAME.search(path.name) is None
     if trace.analysed == 0:
         raise InputError(path, "trace has no complete events of known categories "
@@ -334,7 +418,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         ranks_inferred=inferred,
         world_size=trace.world_size,
         hosts=_host(path, rank) if not inferred else {},
-        notes=notes + tables.notes,
+        notes=tables.notes,
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls)

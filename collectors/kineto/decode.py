@@ -46,6 +46,7 @@ import gzip
 import operator
 import re
 import zlib
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1245,3 +1246,18 @@ def head_rank(head: str) -> int | None:
     """``distributedInfo.rank`` when it is in the file's first bytes."""
     m = _RANK_IN_HEAD.search(head)
     return int(m.group(1)) if m else None
+
+
+#: Host event categories (both vocabularies) whose ``pid`` is the profiled
+#: process's id; device events carry the device id there instead.
+_HOST_CATS = r"(?:cpu_op|user_annotation|python_function|cuda_runtime|cuda_driver|Operator|Runtime)"
+_PID_IN_HEAD = re.compile(
+    r'\{[^{}]*?"cat"\s*:\s*"' + _HOST_CATS + r'"[^{}]*?"pid"\s*:\s*"?(\d+)'
+    r'|\{[^{}]*?"pid"\s*:\s*"?(\d+)"?[^{}]*?"cat"\s*:\s*"' + _HOST_CATS + '"')
+
+
+def head_pid(head: str) -> int | None:
+    """The id of the process that wrote the trace: the ``pid`` most host
+    events in the file's first bytes carry; None when none is there."""
+    pids = Counter(int(a or b) for a, b in _PID_IN_HEAD.findall(head))
+    return pids.most_common(1)[0][0] if pids else None

@@ -18,7 +18,7 @@ Decisions, applied the same way whichever way the units are read:
   and the other is left out, with a skip naming both paths -- merging them
   would double-count the rank's steps. A collector whose units may share a
   rank (``shared_ranks``: several Kineto traces of one rank are separate
-  capture windows of it) keeps them all and notes them itself.
+  capture windows of it) keeps them all and says which (``rank_notes``).
 * Other formats in the same folder are not read (one format per run); the
   report says what they were, e.g. "also found 3 Kineto traces".
 * Kernel files: above ``kernel_ranks`` units, a collector that can
@@ -327,6 +327,10 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     parts.sort(key=_rank_key)
     parts, dup_skips = _drop_duplicate_ranks(module_name, parts)
     profile = _merge([p for _, _, p in parts], root)
+    module, caps = protocol.load(module_name)
+    if caps.shared_ranks:
+        profile.meta.notes.extend(n for n in module.rank_notes([Path(u) for _, u, _ in parts])
+                                  if n not in profile.meta.notes)
     if no_kernels:
         ops = profile.table("ops")
         read = 0 if ops is None else int(ops["rank"].nunique())

@@ -115,6 +115,25 @@ def test_many_places_are_cut_to_a_few(run_cli, tmp_path: Path) -> None:
     assert names[MAX_LISTED - 1] in line and names[MAX_LISTED] not in line
 
 
+def test_the_examples_folder_lists_its_runs_not_merges_them(run_cli, tmp_path: Path) -> None:
+    """``advisor report examples``: the MindInsight collector finds every
+    example's files at once; the runs are listed, never read as ranks of one."""
+    names = sorted(p.name for p in EXAMPLES.iterdir() if (p / "profiler").is_dir())
+    line = _one_error_line(run_cli("report", str(EXAMPLES), "-o", str(tmp_path / "out")))
+    assert f"this folder holds {len(names)} separate profiles below it" in line
+    assert ", ".join(f"{n}/profiler" for n in names[:MAX_LISTED]) in line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["resnet50_8p_allreduce_tail", "resnet50_8p_overlapped"])
+def test_an_example_cluster_is_still_one_run(run_cli, tmp_path: Path, name: str) -> None:
+    done = run_cli("report", str(EXAMPLES / name), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    files = sorted((EXAMPLES / name / "profiler").glob("step_trace_raw_*_detail_time.csv"))
+    assert len(report["run"]["ranks"]) == len(files) > 1
+
+
 def test_link_out_of_the_folder_is_not_followed(run_cli, tmp_path: Path) -> None:
     _nest(tmp_path / "runs", "resnet50_data_bound", link=True)
     line = _one_error_line(run_cli("report", str(tmp_path / "runs"), "-o", str(tmp_path / "out")))
