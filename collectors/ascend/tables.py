@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from advisor.collectors.ascend import fields
 from advisor.collectors.io.csv_files import clean_text, read_columns, read_numbers, read_table, text_to_float
+from advisor.collectors.kernel_sequences import frequent_sequences
 from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.collectors.parallel.batch_tables import PendingTable, build_one
 from advisor.collectors.vocab import dtype_text
@@ -378,3 +379,41 @@ def freq_table(samples: list[tuple[float, float]], rank: int) -> pd.DataFrame | 
     df = df.sort_values("time_us", kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.int64(rank))
     return df
+
+
+# ---------------------------------------------------------- kernel sequences
+
+#: Accelerator cores whose tasks end a fusable sequence: communication and
+#: AI CPU (msprof-analyze fusible_operator_checker ``check_hccl`` /
+#: ``check_aicpu``).
+UNFUSABLE_CORES = frozenset({"HCCL", "COMMUNICATION", "AI_CPU"})
+#: Operator-name prefixes of communication tasks (the same checker).
+COMM_PREFIXES = ("hcom", "lccl", "lcoc")
+
+
+def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
+    """``kernel_sequences`` rows of one rank's kernels: a kernel is its
+    operator type (else name) with its input shapes, as msprof-analyze's
+    fusible-operator check keys it; the steps are the distinct step ids
+    (1 when the file has none)."""
+    if "start_us" not in kernels.column_names or kernels.num_rows < 2:
+        return None
+    k = kernels.filter(pc.is_valid(kernels.column("start_us")))
+    name = pc.fill_null(k.column("name"), "")
+    label = pc.coalesce(k.column("type"), name) if "type" in k.column_names else name
+    label = pc.utf8_trim_whitespace(pc.fill_null(label, ""))
+    shapes = pc.fill_null(k.column("input_shapes"), "") if "input_shapes" in k.column_names else label
+    key = pc.binary_join_element_wise(label, shapes, "\x00").combine_chunks().dictionary_encode()
+    labels = [s.split("\x00", 1)[0] for s in key.dictionary.to_pylist()]
+    fusable = ~pc.starts_with(pc.utf8_lower(name), COMM_PREFIXES[0]).to_numpy(zero_copy_only=False)
+    for prefix in COMM_PREFIXES[1:]:
+        fusable &= ~pc.starts_with(pc.utf8_lower(name), prefix).to_numpy(zero_copy_only=False)
+    if "core" in k.column_names:
+        core = pc.utf8_upper(pc.replace_substring(pc.fill_null(k.column("core"), ""), " ", "_"))
+        fusable &= ~pc.is_in(core, pa.array(sorted(UNFUSABLE_CORES))).to_numpy(zero_copy_only=False)
+    steps = 1
+    if "step" in k.column_names:
+        steps = max(pc.count_distinct(k.column("step"), mode="only_valid").as_py(), 1)
+    return frequent_sequences(key.indices.to_numpy(zero_copy_only=False), labels,
+                              k.column("start_us").to_numpy(zero_copy_only=False),
+                              k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank)
