@@ -199,3 +199,14 @@ def affinity_api(p: Profile) -> Value:
     softmax attention), for the profile's framework; empty otherwise."""
     ev = _evidence(p, "gap_step_us")
     return Value(ev.get("affinity_api", ""), {"pattern": ev.get("pattern", "")})
+
+
+@metric("sequences.top_distinct", unit="count", needs=_NEEDS)
+def top_distinct(p: Profile) -> Value:
+    """Distinct kernels in the top repeated sequence (the rank where its
+    gaps take the most time per step): 1 is one kernel launched again and
+    again, the mark of a per-tensor loop (``zero_grad`` filling each
+    gradient, an optimizer without foreach) rather than a chain of
+    different operators."""
+    ev = _evidence(p, "gap_step_us")
+    return Value(len(set(ev["kernels"].split(JOIN))), {"rank": ev["rank"]})

@@ -140,3 +140,27 @@ def test_short_names_of_aten_kernels():
     assert short_name(kt.RMSNORM_CHAIN[4][1]) == "vectorized_elementwise_kernel<MulFunctor>"
     assert short_name(kt.RMSNORM_CHAIN[1][1]) == "reduce_kernel<MeanOps>"
     assert short_name("MatMulV2") == "MatMulV2"
+
+
+# ------------------------------------------------------------------ corpus
+
+
+def test_zero_grad_fills_in_the_resnet50_corpus_fire_as_a_per_tensor_loop(corpus):
+    # SGD.zero_grad with set_to_none=False: one aten::zero_ (a FillFunctor kernel) per parameter
+    # tensor, 161 a step, each a few us with a launch gap after it
+    report = analyze(corpus / "kineto-tb-plugin/resnet50_num_workers_4", jobs=1)
+    m = report.metrics
+    assert "FillFunctor" in m["sequences.top_sequence"].value
+    assert m["sequences.top_distinct"].value == 1
+    assert m["sequences.top_repeats"].value > 100
+    assert m["sequences.top_gap_ms"].value < m["step.time_ms"].value
+    found = _findings_with_contributors(report)
+    assert RULE in found and "zero_grad" in found[RULE].message
+
+
+@pytest.mark.parametrize("profile", ["hta/nccl_parser_config/nccl_data.json.gz", "hta/trace_filter",
+                                     "mstt/test/ut/advisor/compute_advice/data/kernel_details.csv"])
+def test_quiet_on_corpus_profiles_without_a_repeated_launch_bound_chain(corpus, profile):
+    report = analyze(corpus / profile, jobs=1)
+    assert "sequences.top_repeats" in report.metrics
+    assert RULE not in _findings_with_contributors(report)
