@@ -10,9 +10,9 @@ gaps between its kernels are the launch and host cost it saves. This is
 HolisticTraceAnalysis' ``get_frequent_cuda_kernel_sequences`` and
 msprof-analyze's fusible-operator check, computed once per rank with numpy:
 every n-gram of length ``MIN_LENGTH``..``MAX_LENGTH`` is hashed (a rolling
-polynomial over the kernels' integer keys), counted with ``np.unique``, and
+polynomial over the kernels' integer keys), counted in a hash table, and
 the ``TOP_PER_LENGTH`` with the most gap time per length are kept. Cost:
-``MAX_LENGTH - 1`` sorts of one integer per kernel.
+``MAX_LENGTH - 1`` hash-table passes over one integer per kernel.
 
 Kernels are in start order (all streams). A sequence never spans a
 *break*: a kernel that fusion cannot take in (communication, copies, AI
@@ -100,16 +100,19 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
         idx = np.flatnonzero(ok)
         if idx.size <= steps:
             continue
-        uniq, first, inverse, counts = np.unique(h[idx], return_index=True, return_inverse=True,
-                                                 return_counts=True)
+        inverse, uniq = pd.factorize(h[idx])  # a hash table: one pass, no sort
+        counts = np.bincount(inverse, minlength=uniq.size)
+        first = np.empty(uniq.size, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(idx.size - 1, -1, -1)  # the earliest occurrence wins
         frequent = counts > steps
         if not frequent.any():
             continue
         gap_sum = np.bincount(inverse, weights=csum_gap[idx + n - 1] - csum_gap[idx], minlength=uniq.size)
         cand = np.flatnonzero(frequent)
         cand = cand[np.argsort(-gap_sum[cand], kind="stable")[:TOP_PER_LENGTH]]
+        chosen = np.flatnonzero(np.isin(inverse, cand))
         for u in cand:
-            pos = idx[inverse == u]
+            pos = idx[chosen[inverse[chosen] == u]]
             kernels = _union(pos, n, m)
             gaps = _union(pos, n - 1, m - 1)
             at = idx[first[u]]

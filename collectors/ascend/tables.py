@@ -391,29 +391,37 @@ UNFUSABLE_CORES = frozenset({"HCCL", "COMMUNICATION", "AI_CPU"})
 COMM_PREFIXES = ("hcom", "lccl", "lcoc")
 
 
+def _codes(column) -> tuple[np.ndarray, list[str]]:
+    """A text column as (per-row code, distinct values); nulls are ""."""
+    encoded = pc.fill_null(column, "").combine_chunks().dictionary_encode()
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+
+
 def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
     """``kernel_sequences`` rows of one rank's kernels: a kernel is its
     operator type (else name) with its input shapes, as msprof-analyze's
     fusible-operator check keys it; the steps are the distinct step ids
-    (1 when the file has none)."""
+    (1 when the file has none). Text is looked at once per distinct value."""
     if "start_us" not in kernels.column_names or kernels.num_rows < 2:
         return None
-    k = kernels.filter(pc.is_valid(kernels.column("start_us")))
-    name = pc.fill_null(k.column("name"), "")
-    label = pc.coalesce(k.column("type"), name) if "type" in k.column_names else name
-    label = pc.utf8_trim_whitespace(pc.fill_null(label, ""))
-    shapes = pc.fill_null(k.column("input_shapes"), "") if "input_shapes" in k.column_names else label
-    key = pc.binary_join_element_wise(label, shapes, "\x00").combine_chunks().dictionary_encode()
-    labels = [s.split("\x00", 1)[0] for s in key.dictionary.to_pylist()]
-    fusable = ~pc.starts_with(pc.utf8_lower(name), COMM_PREFIXES[0]).to_numpy(zero_copy_only=False)
-    for prefix in COMM_PREFIXES[1:]:
-        fusable &= ~pc.starts_with(pc.utf8_lower(name), prefix).to_numpy(zero_copy_only=False)
-    if "core" in k.column_names:
-        core = pc.utf8_upper(pc.replace_substring(pc.fill_null(k.column("core"), ""), " ", "_"))
-        fusable &= ~pc.is_in(core, pa.array(sorted(UNFUSABLE_CORES))).to_numpy(zero_copy_only=False)
+    wanted = ("name", "type", "core", "input_shapes", "step", "start_us", "duration_us")
+    k = kernels.select([c for c in wanted if c in kernels.column_names])
+    k = k.filter(pc.is_valid(k.column("start_us")))
+    cols = k.column_names
+    name, names = _codes(k.column("name"))
+    label, labels = _codes(k.column("type")) if "type" in cols else (name, names)
+    if "type" in cols:  # a kernel without a type is known by its name
+        label = np.where(np.array([not v.strip() for v in labels])[label], len(labels) + name, label)
+        labels = labels + names
+    shapes, shape_values = _codes(k.column("input_shapes")) if "input_shapes" in cols else (np.zeros_like(label), [""])
+    keys, key = np.unique(label.astype(np.int64) * len(shape_values) + shapes, return_inverse=True)
+    key_labels = [labels[int(u) // len(shape_values)].strip() for u in keys]
+    fusable = ~np.array([v.lower().startswith(COMM_PREFIXES) for v in names], dtype=bool)[name]
+    if "core" in cols:
+        core, cores = _codes(k.column("core"))
+        fusable &= ~np.array([v.strip().upper().replace(" ", "_") in UNFUSABLE_CORES for v in cores], dtype=bool)[core]
     steps = 1
-    if "step" in k.column_names:
+    if "step" in cols:
         steps = max(pc.count_distinct(k.column("step"), mode="only_valid").as_py(), 1)
-    return frequent_sequences(key.indices.to_numpy(zero_copy_only=False), labels,
-                              k.column("start_us").to_numpy(zero_copy_only=False),
+    return frequent_sequences(key, key_labels, k.column("start_us").to_numpy(zero_copy_only=False),
                               k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank)
