@@ -164,3 +164,10 @@ def test_quiet_on_corpus_profiles_without_a_repeated_launch_bound_chain(corpus, 
     report = analyze(corpus / profile, jobs=1)
     assert "sequences.top_repeats" in report.metrics
     assert RULE not in _findings_with_contributors(report)
+
+
+def test_a_trace_of_host_ops_only_is_not_judged(corpus):
+    # host ops run on the CPU: the time between them is Python and dispatch, not launch gaps
+    report = analyze(corpus / "hta/distributed_info_unavailable", jobs=1)
+    assert "sequences.top_repeats" not in report.metrics
+    assert any("kernel_sequences" in s.reason for s in report.skipped if "sequences." in s.what)
