@@ -59,7 +59,7 @@ SHORT_NAME = 60
 #: Generic ATen CUDA kernel templates: their functor argument names the operation.
 _GENERIC = re.compile(r"(?:vectorized_|unrolled_)?elementwise_kernel(?:_with_index)?|reduce_kernel")
 #: The functor or implementation inside a generic kernel's template arguments.
-_FUNCTOR = re.compile(r"\b(\w*(?:Functor\w*|Ops|_kernel_impl|_kernel_cuda|_kernel))\b")
+_FUNCTOR = re.compile(r"\b(\w*(?:Functor\w*|Ops|Impl|_impl|_kernel_cuda|_kernel))\b")
 #: Functor wrappers around the one that names the operation.
 _WRAPPERS = frozenset({"BinaryFunctor", "AUnaryFunctor", "BUnaryFunctor"})
 

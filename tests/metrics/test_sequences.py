@@ -139,6 +139,11 @@ def test_known_patterns(kernels, pattern):
 def test_short_names_of_aten_kernels():
     assert short_name(kt.RMSNORM_CHAIN[4][1]) == "vectorized_elementwise_kernel<MulFunctor>"
     assert short_name(kt.RMSNORM_CHAIN[1][1]) == "reduce_kernel<MeanOps>"
+    gelu = ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+            "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, "
+            "at::detail::Array<char*, 2> >")
+    assert short_name(gelu) == "vectorized_elementwise_kernel<GeluCUDAKernelImpl>"
+    assert short_name(kt.RMSNORM_CHAIN[0][1]) == "vectorized_elementwise_kernel<pow_tensor_scalar_kernel_impl>"
     assert short_name("MatMulV2") == "MatMulV2"
 
 
