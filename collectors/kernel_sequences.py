@@ -21,6 +21,10 @@ tasks) or an idle gap longer than ``LAUNCH_GAP_US`` (host work or a wait,
 not a launch). Times of overlapping occurrences (a pattern that follows
 itself, such as ``A A A``) are the union of the kernels and gaps they
 cover, so a sequence's time is never counted twice.
+
+Device kernels only: on a CPU-only trace the operators run on the host and
+the time between them is Python and dispatch, not launch gaps the device
+waits in (host-bound measures that), so no table is written for it.
 """
 
 from __future__ import annotations
