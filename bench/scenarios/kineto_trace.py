@@ -390,8 +390,9 @@ def stream_wait(steps: int = 8) -> KinetoTrace:
 RMSNORM_CHAIN = (
     ("aten::pow", "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
                   "pow_tensor_scalar_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, "
-                  "at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::pow_tensor_scalar_kernel_"
-                  "impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, at::detail::Array<char*, 2>)"),
+                  "at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::"
+                  "pow_tensor_scalar_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, "
+                  "at::detail::Array<char*, 2>)"),
     ("aten::mean", "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
                    "float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<"
                    "float, float, float, float>, unsigned int, float, 4>)"),
