@@ -296,6 +296,19 @@ SCHEMA: dict[str, dict[str, Column]] = {
                           required=True),
         "mhz": Column("float", "AI Core frequency", required=True),
     },
+    "kernel_sequences": {  # per rank, contiguous kernel sequences that repeat within steps, the few with the
+        # most gap time per length (collectors/kernel_sequences.py); times over the profiled steps
+        "rank": _rank(),
+        "kernels": Column("text", 'the kernels in device order, joined by " -> " (Ascend: operator types)',
+                          required=True),
+        "length": Column("int", "kernels in the sequence", required=True),
+        "count": Column("int", "occurrences over the profiled steps (overlapping ones included)", required=True),
+        "device_us": Column("float", "time the kernels of its occurrences ran (each kernel once)", required=True),
+        "gap_us": Column("float", "device-idle gaps between the kernels of its occurrences (each gap once): "
+                         "the launch and host cost that fusing the sequence into one kernel removes",
+                         required=True),
+        "steps": Column("int", "steps the kernels were taken from", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -459,6 +472,7 @@ class Profile:
     flops: pd.DataFrame | None = None
     device_freq: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None
+    kernel_sequences: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

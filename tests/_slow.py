@@ -107,6 +107,12 @@ MEASURED = {
     # generated Ascend runs (a healthy one; three faults of a 4-rank cluster) analyzed
     "tests/metrics/test_kernels.py::test_dynamic_shape_quiet_on_a_fixed_shape_run_of_dynamic_kernels",
     "tests/metrics/test_transfer.py",
+    # Kineto traces and Ascend kernel files with and without a repeated kernel chain, analyzed in full
+    "tests/metrics/test_sequences.py::test_eager_rmsnorm_chain_fires_with_its_pattern_and_api",
+    "tests/metrics/test_sequences.py::test_the_same_layers_compiled_stay_quiet",
+    "tests/metrics/test_sequences.py::test_long_kernels_queued_back_to_back_stay_quiet",
+    "tests/metrics/test_sequences.py::test_ascend_chain_with_launch_gaps_fires_and_names_npu_rms_norm",
+    "tests/metrics/test_sequences.py::test_ascend_fused_rmsnorm_stays_quiet",
 }
 
 #: seconds a test outside the slow set may take before it is named

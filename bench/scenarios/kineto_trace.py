@@ -383,3 +383,50 @@ def stream_wait(steps: int = 8) -> KinetoTrace:
         return tr.synchronize(t + 10.0, stream=7)
 
     return _step_loop(tr, steps, body)
+
+
+#: CUDA kernels of an eager RMSNorm (``x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w``),
+#: named as PyTorch's ATen CUDA kernels are in a Kineto trace, with the host op launching each.
+RMSNORM_CHAIN = (
+    ("aten::pow", "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+                  "pow_tensor_scalar_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, "
+                  "at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::"
+                  "pow_tensor_scalar_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, "
+                  "at::detail::Array<char*, 2>)"),
+    ("aten::mean", "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
+                   "float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<"
+                   "float, float, float, float>, unsigned int, float, 4>)"),
+    ("aten::add", ELEMENTWISE),
+    ("aten::rsqrt", "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::"
+                    "TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#1}::operator()() const::"
+                    "{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::rsqrt_kernel_cuda(at::"
+                    "TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#1}::operator()() const::"
+                    "{lambda(float)#1}, at::detail::Array<char*, 2>)"),
+    ("aten::mul", "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
+                  "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, at::native::"
+                  "BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, "
+                  "at::detail::Array<char*, 3>)"),
+)
+#: The same RMSNorm compiled by torch.compile (Inductor): one generated Triton kernel.
+RMSNORM_FUSED = "triton_red_fused_add_mean_mul_pow_rsqrt_0"
+
+
+def rmsnorm_layers(steps: int = 6, layers: int = 16, fused: bool = False) -> KinetoTrace:
+    """Each step, ``layers`` times: a 60 us matmul, then an RMSNorm -- in
+    eager mode five 4 us elementwise kernels (pow, mean, add, rsqrt, mul),
+    each launched by its own host op 25 us after the previous one, so the
+    device idles about 20 us between them; ``fused``: one 12 us kernel (the
+    compiled chain) instead."""
+    tr = KinetoTrace()
+
+    def body(t: float) -> float:
+        for _ in range(layers):
+            t = tr.kernel("aten::linear", t + 10.0, 60.0)
+            if fused:
+                t = tr.kernel(RMSNORM_FUSED, t + 15.0, 12.0, name=RMSNORM_FUSED)
+                continue
+            for op, kernel in RMSNORM_CHAIN:
+                t = tr.kernel(op, t + 15.0, 4.0, name=kernel)
+        return t
+
+    return _step_loop(tr, steps, body)

@@ -338,6 +338,7 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
     _require_something(profile, reader, out_dir)
     if reader.kernels is not None:
         kernels[index] = (reader.kernels, rank)
+        profile.kernel_sequences = tables.kernel_sequences(reader.kernels, rank)
     return profile
 
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from advisor.collectors.ascend import fields
 from advisor.collectors.io.csv_files import clean_text, read_columns, read_numbers, read_table, text_to_float
+from advisor.collectors.kernel_sequences import frequent_sequences
 from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.collectors.parallel.batch_tables import PendingTable, build_one
 from advisor.collectors.vocab import dtype_text
@@ -404,3 +405,49 @@ def freq_table(samples: list[tuple[float, float]], rank: int) -> pd.DataFrame | 
     df = df.sort_values("time_us", kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.int64(rank))
     return df
+
+
+# ---------------------------------------------------------- kernel sequences
+
+#: Accelerator cores whose tasks end a fusable sequence: communication and
+#: AI CPU (msprof-analyze fusible_operator_checker ``check_hccl`` /
+#: ``check_aicpu``).
+UNFUSABLE_CORES = frozenset({"HCCL", "COMMUNICATION", "AI_CPU"})
+#: Operator-name prefixes of communication tasks (the same checker).
+COMM_PREFIXES = ("hcom", "lccl", "lcoc")
+
+
+def _codes(column) -> tuple[np.ndarray, list[str]]:
+    """A text column as (per-row code, distinct values); nulls are ""."""
+    encoded = pc.fill_null(column, "").combine_chunks().dictionary_encode()
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+
+
+def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
+    """``kernel_sequences`` rows of one rank's kernels: a kernel is its
+    operator type (else name) with its input shapes, as msprof-analyze's
+    fusible-operator check keys it; the steps are the distinct step ids
+    (1 when the file has none). Text is looked at once per distinct value."""
+    if "start_us" not in kernels.column_names or kernels.num_rows < 2:
+        return None
+    wanted = ("name", "type", "core", "input_shapes", "step", "start_us", "duration_us")
+    k = kernels.select([c for c in wanted if c in kernels.column_names])
+    k = k.filter(pc.is_valid(k.column("start_us")))
+    cols = k.column_names
+    name, names = _codes(k.column("name"))
+    label, labels = _codes(k.column("type")) if "type" in cols else (name, names)
+    if "type" in cols:  # a kernel without a type is known by its name
+        label = np.where(np.array([not v.strip() for v in labels])[label], len(labels) + name, label)
+        labels = labels + names
+    shapes, shape_values = _codes(k.column("input_shapes")) if "input_shapes" in cols else (np.zeros_like(label), [""])
+    keys, key = np.unique(label.astype(np.int64) * len(shape_values) + shapes, return_inverse=True)
+    key_labels = [labels[int(u) // len(shape_values)].strip() for u in keys]
+    fusable = ~np.array([v.lower().startswith(COMM_PREFIXES) for v in names], dtype=bool)[name]
+    if "core" in cols:
+        core, cores = _codes(k.column("core"))
+        fusable &= ~np.array([v.strip().upper().replace(" ", "_") in UNFUSABLE_CORES for v in cores], dtype=bool)[core]
+    steps = 1
+    if "step" in cols:
+        steps = max(pc.count_distinct(k.column("step"), mode="only_valid").as_py(), 1)
+    return frequent_sequences(key, key_labels, k.column("start_us").to_numpy(zero_copy_only=False),
+                              k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank)

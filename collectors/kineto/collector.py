@@ -421,7 +421,8 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         notes=tables.notes,
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
-                      idle_causes=tables.idle_causes, host_calls=tables.host_calls)
+                      idle_causes=tables.idle_causes, host_calls=tables.host_calls,
+                      kernel_sequences=tables.kernel_sequences)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from advisor.collectors import vocab
+from advisor.collectors import kernel_sequences, vocab
 from advisor.collectors.kineto import idle
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import window as kw
@@ -63,6 +63,7 @@ class Tables:
     warmup: pd.DataFrame | None = None  # the one-time work (kineto_window)
     idle_causes: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None  # host events of known classes per step (kineto_host_calls)
+    kernel_sequences: pd.DataFrame | None = None  # repeated kernel n-grams (collectors/kernel_sequences.py)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
@@ -209,7 +210,18 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
     comm_df = _gpu_comm(ev, is_comm, win, launch, iv.subtract(comm, compute))
     steps, warmup = _window_columns(ev, win, steps, rank, device=True)
     return Tables("gpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup=warmup,
-                  idle_causes=_with_rank(causes, rank))
+                  idle_causes=_with_rank(causes, rank), kernel_sequences=_sequences(ev, win, dev, is_comm, rank))
+
+
+def _sequences(ev: Events, win: pd.DataFrame, dev: np.ndarray, is_comm: np.ndarray, rank: int) -> pd.DataFrame | None:
+    """The ``kernel_sequences`` rows of the device events that start inside
+    the step windows: compute kernels are the sequence's members;
+    collective kernels, copies and memsets end a sequence."""
+    lo, hi = float(win["start"].min()), float(win["end"].max())
+    idx = np.flatnonzero(dev & (ev.ts >= lo) & (ev.ts < hi))
+    fusable = (ev.kind[idx] == KERNEL) & ~is_comm[idx]
+    return kernel_sequences.frequent_sequences(ev.name[idx], ev.names, ev.ts[idx], ev.dur[idx], fusable,
+                                               len(win), rank)
 
 
 def _window_columns(ev: Events, win: pd.DataFrame, steps: pd.DataFrame, rank: int,

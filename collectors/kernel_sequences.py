@@ -1,0 +1,127 @@
+"""The ``kernel_sequences`` table: per rank, the contiguous kernel
+sequences (n-grams of the device's kernel order) that repeat within steps,
+with the device time they cover and the idle gaps between their kernels.
+
+The ``ops`` table aggregates kernels per name, so their order is lost; a
+chain of small kernels that runs again and again (a normalization, an
+activation, an optimizer update written as separate elementwise ops) is
+what kernel fusion, ``torch.compile`` or a graph launch removes, and the
+gaps between its kernels are the launch and host cost it saves. This is
+HolisticTraceAnalysis' ``get_frequent_cuda_kernel_sequences`` and
+msprof-analyze's fusible-operator check, computed once per rank with numpy:
+every n-gram of length ``MIN_LENGTH``..``MAX_LENGTH`` is hashed (a rolling
+polynomial over the kernels' integer keys), counted in a hash table, and
+the ``TOP_PER_LENGTH`` with the most gap time per length are kept. Cost:
+``MAX_LENGTH - 1`` hash-table passes over one integer per kernel.
+
+Kernels are in start order (all streams). A sequence never spans a
+*break*: a kernel that fusion cannot take in (communication, copies, AI
+CPU work: msprof-analyze's checker stops a sequence at HCCL and AI CPU
+tasks) or an idle gap longer than ``LAUNCH_GAP_US`` (host work or a wait,
+not a launch). Times of overlapping occurrences (a pattern that follows
+itself, such as ``A A A``) are the union of the kernels and gaps they
+cover, so a sequence's time is never counted twice.
+
+Device kernels only: on a CPU-only trace the operators run on the host and
+the time between them is Python and dispatch, not launch gaps the device
+waits in (host-bound measures that), so no table is written for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: Shortest sequence counted: two kernels are the least that fusion merges
+#: (msprof-analyze fusible_operator.yaml ``min_length: 2``).
+MIN_LENGTH = 2
+#: Longest sequence counted (msprof-analyze's ``max_length`` is 10; 8 keeps
+#: the cost at seven sorts per rank, and a longer repeated block still shows
+#: through its 8-kernel parts).
+MAX_LENGTH = 8
+#: Sequences kept per length and rank: HTA's ``top_k`` and msprof-analyze's
+#: ``top_num`` default (5).
+TOP_PER_LENGTH = 5
+#: An idle gap between consecutive kernels longer than this (us) is host
+#: work or a wait, not a launch: it ends a sequence. The Kineto collector's
+#: launch-gap bound (``kineto.tables.KERNEL_GAP_US``): a kernel launch costs
+#: the host 5-20 us, so a device fed by launches alone leaves gaps below it.
+LAUNCH_GAP_US = 50.0
+#: Separator of the kernel names in the ``kernels`` column.
+JOIN = " -> "
+#: Odd 64-bit multiplier of the rolling hash (the golden-ratio constant).
+_PRIME = np.uint64(0x9E3779B97F4A7C15)
+
+COLUMNS = ["rank", "kernels", "length", "count", "device_us", "gap_us", "steps"]
+
+
+def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
+    """Per start i: no ``bad`` entry in ``bad[i : i + width]``."""
+    c = np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
+    starts = bad.size - width + 1
+    return (c[width:width + starts] - c[:starts]) == 0
+
+
+def _union(positions: np.ndarray, width: int, size: int) -> np.ndarray:
+    """Boolean mask of ``size`` entries covered by ``[p, p + width)`` for every p."""
+    cover = np.zeros(size + 1, dtype=np.int64)
+    np.add.at(cover, positions, 1)
+    np.add.at(cover, np.minimum(positions + width, size), -1)
+    return np.cumsum(cover[:-1]) > 0
+
+
+def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
+                       fusable: np.ndarray, steps: int, rank: int) -> pd.DataFrame | None:
+    """The ``kernel_sequences`` rows of one rank, or None when no sequence
+    repeats more often than the steps do.
+
+    ``keys``: an integer key per kernel (same key = same kernel), whose text
+    is ``labels[key]``; ``start`` / ``dur``: the kernels' times (us), any
+    order; ``fusable``: False for kernels that end a sequence
+    (communication, copies, AI CPU); ``steps``: the steps these kernels ran
+    in (at least 1). A sequence is kept when it occurs more than ``steps``
+    times: it repeats within a step, not only because steps repeat."""
+    if keys.size < MIN_LENGTH:
+        return None
+    order = np.argsort(start, kind="stable")
+    keys = keys[order].astype(np.uint64)
+    start = start[order].astype(float)
+    end = start + dur[order].astype(float)
+    dur = end - start
+    fusable = fusable[order]
+    m = keys.size
+    gap = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0.0)
+    bad_kernel = ~fusable
+    bad_gap = gap > LAUNCH_GAP_US
+    csum_gap = np.concatenate(([0.0], np.cumsum(gap)))
+    steps = max(int(steps), 1)
+    rows = []
+    h = keys.copy()
+    for n in range(MIN_LENGTH, min(MAX_LENGTH, m) + 1):
+        with np.errstate(over="ignore"):
+            h = h[:m - n + 1] * _PRIME + keys[n - 1:]
+        ok = _window_ok(bad_kernel, n) & _window_ok(bad_gap, n - 1)
+        idx = np.flatnonzero(ok)
+        if idx.size <= steps:
+            continue
+        inverse, uniq = pd.factorize(h[idx])  # a hash table: one pass, no sort
+        counts = np.bincount(inverse, minlength=uniq.size)
+        first = np.empty(uniq.size, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(idx.size - 1, -1, -1)  # the earliest occurrence wins
+        frequent = counts > steps
+        if not frequent.any():
+            continue
+        gap_sum = np.bincount(inverse, weights=csum_gap[idx + n - 1] - csum_gap[idx], minlength=uniq.size)
+        cand = np.flatnonzero(frequent)
+        cand = cand[np.argsort(-gap_sum[cand], kind="stable")[:TOP_PER_LENGTH]]
+        chosen = np.flatnonzero(np.isin(inverse, cand))
+        for u in cand:
+            pos = idx[chosen[inverse[chosen] == u]]
+            kernels = _union(pos, n, m)
+            gaps = _union(pos, n - 1, m - 1)
+            at = idx[first[u]]
+            rows.append((rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
+                         float(dur[kernels].sum()), float(gap[gaps].sum()), steps))
+    if not rows:
+        return None
+    return pd.DataFrame(rows, columns=COLUMNS)
