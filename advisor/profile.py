@@ -292,6 +292,18 @@ SCHEMA: dict[str, dict[str, Column]] = {
                           required=True),
         "mhz": Column("float", "AI Core frequency", required=True),
     },
+    "hccl_tasks": {  # HCCL transfer tasks (Memcpy, Reduce_Inline) per (rank, step, transport, link, size):
+        # Ascend trace_view.json communication lanes at Level1+ (collectors/ascend/hccl_tasks.py)
+        "rank": _rank(),
+        "step": _step("the step the tasks start in (NA outside every step or without step markers)"),
+        "transport": Column("text", "transport type as the profiler names it: SDMA (intra-node copy engine), "
+                            "RDMA (inter-node), LOCAL", required=True),
+        "link": Column("text", "link type: HCCS, PCIE, ROCE, SIO, ON_CHIP (a copy within the chip) ...",
+                       required=True),
+        "size_bytes": Column("int", "bytes each of these tasks moves", required=True),
+        "count": Column("int", "tasks", required=True),
+        "total_us": Column("float", "their summed device duration", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -434,6 +446,7 @@ class Profile:
     flops: pd.DataFrame | None = None
     device_freq: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None
+    hccl_tasks: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
