@@ -29,9 +29,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.ascend.host_calls import _steps_of
-from advisor.collectors.ascend.trace_view import _STEP_NAME
-from advisor.collectors.io.files import read_bytes
-from advisor.errors import InputError
+from advisor.collectors.ascend.trace_view import _STEP_NAME, decode_events
 
 #: Process names of the communication lanes (msprof-analyze's ``_get_hccl_pid``).
 HCCL_PROCESSES = ("HCCL", "Communication")
@@ -40,30 +38,10 @@ HCCL_PROCESSES = ("HCCL", "Communication")
 TRANSFER_TASKS = ("Memcpy", "Reduce")
 
 
-class _Event(msgspec.Struct):
-    """The fields of a trace event this module reads (others are skipped)."""
-
-    ph: str = ""
-    name: str = ""
-    pid: int | str | float = 0
-    ts: float | str | None = None
-    dur: float | str | None = None
-    args: msgspec.Raw = msgspec.Raw()
-
-
-class _Wrapped(msgspec.Struct):
-    traceEvents: list[_Event] = []
-
-
 def read(path: Path, rank: int) -> pd.DataFrame | None:
     """The ``hccl_tasks`` rows of one ``trace_view.json`` (None when it has
     no transfer task with a size: Level0, or no communication)."""
-    data = read_bytes(path)
-    try:
-        events = (msgspec.json.decode(data, type=list[_Event]) if data.lstrip()[:1] == b"["
-                  else msgspec.json.decode(data, type=_Wrapped).traceEvents)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise InputError(path, f"unreadable trace events: {exc}") from None
+    events = decode_events(path)
     hccl_pids = {ev.pid for ev in events
                  if ev.ph == "M" and ev.name == "process_name" and _args(ev).get("name") in HCCL_PROCESSES}
     if not hccl_pids:
@@ -136,7 +114,7 @@ def _table(rows: list[tuple], steps_of, rank: int) -> pd.DataFrame | None:
     return out
 
 
-def _args(ev: _Event) -> dict:
+def _args(ev) -> dict:
     if not ev.args:
         return {}
     try:
