@@ -304,6 +304,18 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "count": Column("int", "tasks", required=True),
         "total_us": Column("float", "their summed device duration", required=True),
     },
+    "annotations": {  # time per record_function range (user annotation) per (rank, step, name):
+        # Kineto traces (collectors/kineto/annotations.py)
+        "rank": _rank(),
+        "step": _step("the step the ranges start in (NA outside every step or without step markers)"),
+        "name": Column("text", "the range's name (record_function label, 'DistributedDataParallel.forward', "
+                       "'Optimizer.step#AdamW.step' ...)", required=True),
+        "source": Column("text", "device: device time (the gpu_user_annotation span, or else the summed "
+                         "kernels, copies and memsets launched inside the range); host: the range's own host "
+                         "time (a CPU-only trace)", required=True),
+        "count": Column("int", "ranges", required=True),
+        "total_us": Column("float", "their summed time; nested ranges each count their own", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -447,6 +459,7 @@ class Profile:
     device_freq: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None
     hccl_tasks: pd.DataFrame | None = None
+    annotations: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -11,6 +11,7 @@ from advisor.metrics import host  # noqa: F401  isort: skip
 from advisor.metrics import pipeline  # noqa: F401  isort: skip
 from advisor.metrics import kernels  # noqa: F401  isort: skip
 from advisor.metrics import transfer  # noqa: F401  isort: skip
+from advisor.metrics import annotations  # noqa: F401  isort: skip
 from advisor.metrics import anomaly  # noqa: F401  isort: skip
 from advisor.metrics.registry import (
     REGISTRY,

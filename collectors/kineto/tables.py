@@ -63,6 +63,7 @@ class Tables:
     warmup: pd.DataFrame | None = None  # the one-time work (kineto_window)
     idle_causes: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None  # host events of known classes per step (kineto_host_calls)
+    annotations: pd.DataFrame | None = None  # time per record_function range and step (kineto_annotations)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
