@@ -30,17 +30,22 @@ import pandas as pd
 
 from advisor.collectors.ascend.host_calls import _steps_of
 from advisor.collectors.ascend.trace_view import _STEP_NAME, decode_events
+from advisor.collectors.io.files import read_bytes
 
 #: Process names of the communication lanes (msprof-analyze's ``_get_hccl_pid``).
 HCCL_PROCESSES = ("HCCL", "Communication")
 #: Task-name prefixes (before the first ``_``) of the transfer tasks
 #: (``Memcpy``, ``Reduce_Inline``), as ``HcclDetailDataset._process`` splits them.
 TRANSFER_TASKS = ("Memcpy", "Reduce")
+#: The ``args`` key of a task's size in bytes (``HcclTask``: ``task.args.get("size(Byte)")``).
+SIZE_ARG = "size(Byte)"
 
 
 def read(path: Path, rank: int) -> pd.DataFrame | None:
     """The ``hccl_tasks`` rows of one ``trace_view.json`` (None when it has
     no transfer task with a size: Level0, or no communication)."""
+    if SIZE_ARG.encode() not in read_bytes(path):  # no task records: skip decoding the whole trace again
+        return None
     events = decode_events(path)
     hccl_pids = {ev.pid for ev in events
                  if ev.ph == "M" and ev.name == "process_name" and _args(ev).get("name") in HCCL_PROCESSES}
@@ -55,7 +60,7 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
             markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
         elif ev.pid in hccl_pids and ev.name.split("_")[0] in TRANSFER_TASKS:
             args = _args(ev)
-            size = _num(args.get("size(Byte)"))
+            size = _num(args.get(SIZE_ARG))
             if np.isfinite(size) and size > 0:
                 rows.append((str(args.get("transport type", "NA")), str(args.get("link type", "NA")),
                              int(size), _num(ev.ts), _num(ev.dur)))

@@ -158,3 +158,14 @@ def test_the_database_layout_gives_the_same_task_table(tmp_path):
     assert table[["transport", "link", "size_bytes"]].drop_duplicates().values.tolist() == [["SDMA", "HCCS",
                                                                                               UNALIGNED]]
     assert table["count"].tolist() == [2, 2] and table["total_us"].tolist() == [2000.0, 2000.0]
+
+
+def test_real_timelines_without_task_records_leave_the_rule_unevaluated(corpus):
+    """A real cropped torch_npu timeline and a MindSpore CPU one: no HCCL
+    task records, so no table and no finding."""
+    for rel in ("mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json",
+                "mindspore-cpu/vm_12077_20261122142131812_ascend_ms/ASCEND_PROFILER_OUTPUT/trace_view.json"):
+        assert hccl_tasks.read(corpus / rel, 0) is None
+    report = advisor.analyze(corpus / "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json")
+    assert "transfer.unaligned_sdma_share" not in report.metrics
+    assert "unaligned-transfer" not in {f.rule for f in report.all_findings()}
