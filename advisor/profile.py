@@ -309,6 +309,30 @@ SCHEMA: dict[str, dict[str, Column]] = {
                          required=True),
         "steps": Column("int", "steps the kernels were taken from", required=True),
     },
+    "hccl_tasks": {  # HCCL transfer tasks (Memcpy, Reduce_Inline) per (rank, step, transport, link, size):
+        # Ascend trace_view.json communication lanes at Level1+ (collectors/ascend/hccl_tasks.py)
+        "rank": _rank(),
+        "step": _step("the step the tasks start in (NA outside every step or without step markers)"),
+        "transport": Column("text", "transport type as the profiler names it: SDMA (intra-node copy engine), "
+                            "RDMA (inter-node), LOCAL", required=True),
+        "link": Column("text", "link type: HCCS, PCIE, ROCE, SIO, ON_CHIP (a copy within the chip) ...",
+                       required=True),
+        "size_bytes": Column("int", "bytes each of these tasks moves", required=True),
+        "count": Column("int", "tasks", required=True),
+        "total_us": Column("float", "their summed device duration", required=True),
+    },
+    "annotations": {  # time per record_function range (user annotation) per (rank, step, name):
+        # Kineto traces (collectors/kineto/annotations.py)
+        "rank": _rank(),
+        "step": _step("the step the ranges start in (NA outside every step or without step markers)"),
+        "name": Column("text", "the range's name (record_function label, 'DistributedDataParallel.forward', "
+                       "'Optimizer.step#AdamW.step' ...)", required=True),
+        "source": Column("text", "device: device time (the gpu_user_annotation span, or else the summed "
+                         "kernels, copies and memsets launched inside the range); host: the range's own host "
+                         "time (a CPU-only trace)", required=True),
+        "count": Column("int", "ranges", required=True),
+        "total_us": Column("float", "their summed time; nested ranges each count their own", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -473,6 +497,8 @@ class Profile:
     device_freq: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None
     kernel_sequences: pd.DataFrame | None = None
+    hccl_tasks: pd.DataFrame | None = None
+    annotations: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

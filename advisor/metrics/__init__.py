@@ -12,6 +12,7 @@ from advisor.metrics import pipeline  # noqa: F401  isort: skip
 from advisor.metrics import kernels  # noqa: F401  isort: skip
 from advisor.metrics import transfer  # noqa: F401  isort: skip
 from advisor.metrics import sequences  # noqa: F401  isort: skip
+from advisor.metrics import annotations  # noqa: F401  isort: skip
 from advisor.metrics import anomaly  # noqa: F401  isort: skip
 from advisor.metrics.registry import (
     REGISTRY,

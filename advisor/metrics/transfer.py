@@ -137,3 +137,64 @@ def rdma_longest_ms(p: Profile) -> Value:
 def rdma_longest_rank(p: Profile) -> Value:
     """The rank whose RDMA transfer is the longest (``transfer.rdma_longest_ms``)."""
     return Value(int(_rdma_longest(p)["rank"]))
+
+
+# ---------------------------------------------------------------- unaligned SDMA transfers
+
+#: SDMA moves data in blocks of this many bytes; a transfer whose size is not a
+#: multiple of it ends in a partial block and loses bandwidth (msprof-analyze's
+#: ByteAlignmentChecker ``_BASE_SIZE``).
+ALIGN_BYTES = 512
+#: Transfers of at most this many bytes are left out: they are latency bound
+#: whatever their alignment (byte_alignment.yaml ``min_size: 512``).
+ALIGN_MIN_BYTES = 512
+#: Link types whose copies stay on the chip and are not checked
+#: (ByteAlignmentChecker skips ``ON_CHIP``).
+ALIGN_SKIP_LINKS = ("ON_CHIP",)
+
+
+def _sdma_checked(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    """The HCCL tasks the alignment check looks at (SDMA, off the chip, above
+    ``ALIGN_MIN_BYTES``) and which of them are unaligned."""
+    tasks = p.table("hccl_tasks")
+    tasks = tasks[(tasks["transport"].astype(str).str.upper() == "SDMA")
+                  & ~tasks["link"].astype(str).str.upper().isin(ALIGN_SKIP_LINKS)
+                  & (tasks["size_bytes"] > ALIGN_MIN_BYTES) & (tasks["total_us"] > 0)]
+    if tasks.empty:
+        raise NotEvaluated(f"no SDMA transfer task above {ALIGN_MIN_BYTES} B between chips in the HCCL task records")
+    return tasks, tasks["size_bytes"] % ALIGN_BYTES != 0
+
+
+@metric("transfer.unaligned_sdma_share", unit="ratio",
+        needs=["hccl_tasks.size_bytes", "hccl_tasks.total_us", "hccl_tasks.transport"])
+def unaligned_sdma_share(p: Profile) -> Value:
+    """Share of SDMA transfer-task time (HCCL ``Memcpy`` / ``Reduce_Inline``
+    tasks between chips, above ``ALIGN_MIN_BYTES``) in tasks whose size is not
+    a multiple of ``ALIGN_BYTES`` (512 B), per rank, mean over ranks: the
+    time msprof-analyze's byte-alignment check flags. Needs the per-task
+    records of Level1+ profiles; the evidence names the unaligned sizes that
+    take the most time."""
+    tasks, bad = _sdma_checked(p)
+    total = tasks.groupby("rank")["total_us"].sum()
+    part = tasks[bad].groupby("rank")["total_us"].sum().reindex(total.index, fill_value=0.0)
+    share = part / total
+    sizes = tasks[bad].groupby("size_bytes")["total_us"].sum().sort_values(ascending=False)
+    evidence = {"unaligned_tasks": int(tasks.loc[bad, "count"].sum()), "tasks": int(tasks["count"].sum()),
+                "align_bytes": ALIGN_BYTES,
+                "top_sizes_bytes": [int(s) for s in sizes.index[:5]]}
+    evidence.update(rank_evidence(share, scale=1.0))
+    return Value(float(share.mean()), evidence)
+
+
+@metric("transfer.unaligned_sdma_ms", unit="ms",
+        needs=["hccl_tasks.size_bytes", "hccl_tasks.total_us", "hccl_tasks.transport"])
+def unaligned_sdma_ms(p: Profile) -> Value:
+    """SDMA transfer-task time per step in tasks whose size is not a multiple
+    of ``ALIGN_BYTES`` (see ``transfer.unaligned_sdma_share``): per rank, the
+    summed task time over the window divided by the rank's steps, mean over
+    ranks. Tasks of one operator may run in parallel on several links, so this
+    is task time, an upper bound of the wall time they take."""
+    tasks, bad = _sdma_checked(p)
+    ranks = tasks["rank"].unique()
+    per_rank = tasks[bad].groupby("rank")["total_us"].sum().reindex(ranks, fill_value=0.0)
+    return Value(per_step_ms(p, per_rank))

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, hccl_rows, host_calls, link_ranks, tables
+from advisor.collectors.ascend import comm_rollup, hccl_rows, hccl_tasks, host_calls, link_ranks, tables
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -331,6 +331,7 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         _read_trace_steps(reader, out_dir)
     if _is_file(out_dir / "trace_view.json"):
         profile.host_calls = reader.attempt(out_dir / "trace_view.json", host_calls.read, rank)
+        profile.hccl_tasks = reader.attempt(out_dir / "trace_view.json", hccl_tasks.read, rank)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if profile.meta.framework == "unknown":

@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import fields, tables
+from advisor.collectors.ascend import fields, hccl_tasks, tables
 from advisor.collectors.ascend import hccl_rows as level0
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import check_regular
@@ -705,6 +705,7 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
             profile.meta.comm_source[rank] = level0.LEVEL0
     if prof_db is not None:
         profile.device_freq = reader.attempt(prof_db, lambda path: read_freq(path, rank))
+        profile.hccl_tasks = reader.attempt(prof_db, lambda path: hccl_tasks.read_db(path, rank))
     names = [_any_rank(p) for p in (prof_db, ana_db) if p is not None]
     profile.meta.notes.append(f"read from the database layout ({', '.join(names)})")
 

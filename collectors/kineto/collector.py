@@ -14,10 +14,11 @@ and never claims Ascend output (``trace_view.json``, anything under
 Both category vocabularies are read: current (``cpu_op``,
 ``user_annotation``, ``cuda_runtime``, ``cuda_driver``, ``kernel``,
 ``gpu_memcpy``, ``gpu_memset``) and 2021 (``Operator``, ``Runtime``,
-``Kernel``, ``Memcpy``, ``Memset``). ``python_function``,
-``gpu_user_annotation``, flow (``ac2g``) and instant events are not needed
-and skipped (kernel -> launch links use the ``correlation`` arg instead of
-the ``ac2g`` flows).
+``Kernel``, ``Memcpy``, ``Memset``), with ``gpu_user_annotation`` (the
+device span of a ``record_function`` range: the ``annotations`` table) and
+the program's ``python_function`` frames. Flow (``ac2g``) and instant
+events are not needed and skipped (kernel -> launch links use the
+``correlation`` arg instead of the ``ac2g`` flows).
 
 Ranks
 -----
@@ -160,7 +161,7 @@ from pathlib import Path
 
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto import host_calls, presence
+from advisor.collectors.kineto import annotations, host_calls, presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -422,7 +423,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
-                      kernel_sequences=tables.kernel_sequences)
+                      kernel_sequences=tables.kernel_sequences, annotations=tables.annotations)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"
@@ -454,6 +455,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     else:
         tables = cpu_tables(ev, rank)
     tables.host_calls = host_calls.table(ev, tables.steps, rank)
+    tables.annotations = annotations.table(ev, tables.steps, rank)
     del ev
     if trace.analysed >= dec.BIG_TRACE_EVENTS:
         dec.release_free_memory()

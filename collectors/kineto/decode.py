@@ -76,14 +76,18 @@ MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
 SYNC_CATS = frozenset({"cuda_sync"})
 #: Python frames (``with_stack=True``); only the profiled program's are kept.
 PYTHON_CATS = frozenset({"python_function"})
+#: The device span of a ``record_function`` range (``gpu_user_annotation``:
+#: from the range's first kernel start to its last kernel end, on a device row).
+ANNOT_CATS = frozenset({"gpu_user_annotation"})
 DEVICE_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
 WANTED_CATS = HOST_OP_CATS | RUNTIME_CATS | DEVICE_CATS
 OLD_VOCAB_CATS = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
 
 # Event kinds stored in ``Events.kind``. PYTHON (python_function frames) and
 # SYNC (cuda_sync records) are below HOST so that ``kind >= KERNEL`` still
-# means "device activity".
-PYTHON, SYNC, HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = -2, -1, 0, 1, 2, 3, 4
+# means "device activity"; so is ANNOT (gpu_user_annotation spans, which
+# cover kernels rather than being activity of their own).
+ANNOT, PYTHON, SYNC, HOST, RUNTIME, KERNEL, MEMCPY, MEMSET = -3, -2, -1, 0, 1, 2, 3, 4
 _KIND = {c: HOST for c in HOST_OP_CATS}
 _KIND.update({c: RUNTIME for c in RUNTIME_CATS})
 _KIND.update({c: KERNEL for c in KERNEL_CATS})
@@ -91,6 +95,7 @@ _KIND.update({c: MEMCPY for c in MEMCPY_CATS})
 _KIND.update({c: MEMSET for c in MEMSET_CATS})
 _KIND.update({c: SYNC for c in SYNC_CATS})
 _KIND.update({c: PYTHON for c in PYTHON_CATS})
+_KIND.update({c: ANNOT for c in ANNOT_CATS})
 CATEGORIES = tuple(sorted(_KIND))
 _CAT_CODE = {c: i for i, c in enumerate(CATEGORIES)}
 _CAT_KIND = np.array([_KIND[c] for c in CATEGORIES], dtype=np.int8)
@@ -657,7 +662,8 @@ class _Builder:
             return
         self.analysed += n
         cat_local, cat_uniques = pd.factorize(pd.Series(cats, dtype=object))
-        work = _CAT_KIND[[_CAT_CODE[c] for c in cat_uniques]][cat_local] != PYTHON  # frames outlast the work
+        # frames outlast the work; device annotations only cover it
+        work = _CAT_KIND[[_CAT_CODE[c] for c in cat_uniques]][cat_local] >= SYNC
         if work.any():
             self.span = (min(self.span[0], float(ts[work].min())), max(self.span[1], float((ts + dur)[work].max())))
         self.cats_seen.update(cat_uniques)
@@ -776,10 +782,12 @@ class _Builder:
     def _wanted_host(self, part: dict, flags: np.ndarray) -> np.ndarray:
         """Host events the GPU tables read: step markers, DataLoader spans,
         collective ops, ops with tensor dtypes (the launch attribution
-        climbs to the nearest enclosing one); and for the one-time work,
-        compile ops and host ops long enough to be a slow first call."""
+        climbs to the nearest enclosing one), ``record_function`` ranges
+        (``user_annotation``: the annotations table); and for the one-time
+        work, compile ops and host ops long enough to be a slow first call."""
         has_dt = self.itypes.flags(pad=1).astype(bool)[part["input_type"]]
-        return ((flags & _WANTED_HOST_NAME) != 0) | has_dt | _long_ops(part, flags)
+        ranges = part["cat"] == _CAT_CODE["user_annotation"]
+        return ((flags & _WANTED_HOST_NAME) != 0) | has_dt | ranges | _long_ops(part, flags)
 
     def _needed(self, part: dict) -> np.ndarray:
         """Events of one batch that a table may read, the trace's kind (GPU or
@@ -797,7 +805,8 @@ class _Builder:
         keep = kind >= KERNEL
         keep |= (kind == RUNTIME) & (np.isfinite(part["corr"]) | ((flags & _WANTED_RUNTIME_NAME) != 0))
         keep |= host & self._wanted_host(part, flags)
-        keep |= (kind == SYNC) | self._program_frames(part) | ((kind == PYTHON) & ((flags & HOST_CALL_NAME) != 0))
+        keep |= (kind == SYNC) | (kind == ANNOT) | self._program_frames(part)
+        keep |= (kind == PYTHON) & ((flags & HOST_CALL_NAME) != 0)
         part["top"] = self._top_level_ops(part, host & _oplike(part["cat"], flags))
         keep |= part["top"]
         return keep
@@ -847,7 +856,7 @@ class _Builder:
         keep |= (kind == HOST) & self._wanted_host(part, flags)
         keep |= rt & ((flags & _WANTED_RUNTIME_NAME) != 0)
         keep[rt] |= _sorted_has(dev_corr, part["corr"][rt])
-        keep |= part["top"] | (kind == SYNC) | (kind == PYTHON)
+        keep |= part["top"] | (kind == SYNC) | (kind == PYTHON) | (kind == ANNOT)
         return keep
 
     def _only_top_level(self, keep: list[np.ndarray]) -> list[np.ndarray]:
@@ -872,11 +881,12 @@ class _Builder:
 
     def _cpu_needed(self, part: dict) -> np.ndarray:
         """Events of a CPU-only trace the tables read: the host events
-        the tables look for, the long ones that may be slow first calls and
-        the ops top-level within their batch."""
+        the tables look for, the long ones that may be slow first calls,
+        the ``record_function`` ranges and the ops top-level within their batch."""
         host = _CAT_KIND[part["cat"]] == HOST
         flags = self.names.flags()[part["name"]]
         wanted = ((flags & _WANTED_HOST_NAME) != 0) | _long_ops(part, flags)
+        wanted |= part["cat"] == _CAT_CODE["user_annotation"]
         return ~host | wanted | part["top"]
 
     def _device_corr(self) -> np.ndarray | None:

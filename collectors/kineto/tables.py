@@ -64,6 +64,7 @@ class Tables:
     idle_causes: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None  # host events of known classes per step (kineto_host_calls)
     kernel_sequences: pd.DataFrame | None = None  # repeated kernel n-grams (collectors/kernel_sequences.py)
+    annotations: pd.DataFrame | None = None  # time per record_function range and step (kineto_annotations)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:

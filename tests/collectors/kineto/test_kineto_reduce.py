@@ -114,10 +114,11 @@ def test_corpus_reduction_drops_most_host_events(corpus):
     assert (small.events.kind >= dec.KERNEL).sum() == (full.events.kind >= dec.KERNEL).sum()
     ev = small.events
     # the host events kept: the named ones (those the host_calls table counts
-    # too), the top-level ops (what the launching thread was doing) and long
-    # ops (they may be slow first calls)
+    # too), the top-level ops (what the launching thread was doing), long
+    # ops (they may be slow first calls) and record_function ranges (the
+    # annotations table)
     named = ("ProfilerStep#", "enumerate(DataLoader)#", "nccl:", "c10d::", "record_param_comms")
-    short = (ev.kind == dec.HOST) & (ev.dur < FIRST_CALL_MIN_EXCESS_US)
+    short = (ev.kind == dec.HOST) & (ev.dur < FIRST_CALL_MIN_EXCESS_US) & ~ev.cat_is("user_annotation")
     kept_short = {(ev.threads[t], s, n) for t, s, n in zip(ev.thread[short], ev.ts[short], ev.names[ev.name[short]])}
     top = _host_ops(full.events, dec.HOST, top_level=True)
     assert top and top <= _host_ops(ev, dec.HOST)
@@ -169,7 +170,8 @@ def test_cpu_only_whole_trace_facts_come_from_every_event(tmp_path, monkeypatch)
         X("cpu_op", "aten::d", 0, 200, tid=2),
     ]
     path = write(tmp_path / "cpu.pt.trace.json", events)
-    assert len(dec.load_trace(path).events) == 2  # the annotation, aten::b and aten::c are not kept
+    # aten::b and aten::c are not kept; the record_function range is (the annotations table)
+    assert len(dec.load_trace(path).events) == 3
     for chunk in (None, 64):  # one batch; one event per batch (every op kept)
         if chunk:
             monkeypatch.setattr(stream, "CHUNK", chunk)
@@ -185,9 +187,10 @@ def test_cpu_only_whole_trace_facts_come_from_every_event(tmp_path, monkeypatch)
 def test_trace_with_only_unused_events_is_one_empty_window(tmp_path):
     path = write(tmp_path / "ann.pt.trace.json", [X("user_annotation", "## setup ##", 5, 10)])
     trace = dec.load_trace(path)
-    assert trace.analysed == 1 and len(trace.events) == 0
+    assert trace.analysed == 1 and len(trace.events) == 1  # kept for the annotations table only
     p = kineto.read(path)
     assert p.steps["duration_us"].tolist() == [10] and p.ops is None
+    assert p.annotations["name"].tolist() == ["## setup ##"]
 
 
 # ---------------------------------------------------------------- numpy helpers == pandas
