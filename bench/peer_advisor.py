@@ -66,6 +66,9 @@ FAULT_CHECKS = {
     "slow-nic": {("slow-link", None)},
     "slow-stage": {("slow-rank", "Computing"), ("pp-stage-computation", None)},
     "stall": set(),
+    "small-packets": {("packet", None)},
+    "rdma-retransmission": {("rdma-retransmission", None), ("cluster-rdma-retransmission", None)},
+    "exposed-allreduce": {("overall-summary", None)},
 }
 #: seconds one incumbent run may take (it takes minutes on a busy machine)
 PEER_TIMEOUT_S = 1800

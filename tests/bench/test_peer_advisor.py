@@ -91,11 +91,11 @@ def test_the_count_line_and_the_table():
     comp, free = problems(_doc(("slow rank", SLOW_RANK)), table)
     packet, = problems(_doc(("Packet Analysis", "In the SDMA communication, 50.00% ...")), table)
     side = Side("gen", "slow-rank", "40 s", "success", [comp, free, packet], {"slow-rank": (12.0, 10.0)})
-    known = {"slow-rank"}
+    known = {"slow-rank", "slow-pipeline-stage"}
     text = peer_advisor.render([side], markdown=False, known=known)
     assert ("advisor reports 2 of 3 incumbent problems; 1 of them name the injected fault of a generated input, "
             "and advisor reports 1 of those; 1 map only to rules not in this rule set") in text
     md = peer_advisor.render([side], markdown=True, known=known)
     assert "| gen (slow-rank) | **slow rank: Computing**: Computing has some issues" in md
-    assert "| slow-rank | yes | slow-rank 12 ms/step (10.0%) |" in md
+    assert "| slow-rank, slow-pipeline-stage | yes | slow-rank 12 ms/step (10.0%) |" in md
     assert "small-packets (not in this rule set) | no |" in md
