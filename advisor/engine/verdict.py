@@ -101,6 +101,8 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "missing": "{group}: {why}",
         "metric_reason": "{metrics}: {reason}",
         "rule_reason": "{rule}: {reason}",
+        "more_reasons": "and {n} more reason(s) (the report's skipped list names them)",
+        "more_metrics": "{metrics} and {n} more",
         "not_evaluated": "not evaluated",
         "warmup_missing": "steady-state steps: {pct} of the window is start-up",
         "sparse": "the device record is too sparse to be a training step ({n:g} device operations per step; "
@@ -135,6 +137,8 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "missing": "{group}：{why}",
         "metric_reason": "{metrics}：{reason}",
         "rule_reason": "{rule}：{reason}",
+        "more_reasons": "另有 {n} 条原因（见报告的跳过列表）",
+        "more_metrics": "{metrics} 等（另有 {n} 项）",
         "not_evaluated": "未评估",
         "warmup_missing": "稳定阶段的迭代：窗口的 {pct} 是启动阶段",
         "sparse": "设备记录过于稀疏，不像一个训练迭代（每个迭代 {n:g} 个设备操作；训练迭代至少下发 {min} 个）："
@@ -177,6 +181,19 @@ def matters(group: str, outcomes: list[RuleOutcome], meta: RunMeta, collectives:
     return True
 
 
+#: Metrics named per reason (the rest are counted).
+MAX_METRICS = 3
+#: Reasons a kind of check could not be judged that the verdict names (the
+#: first rules' of that kind, in rule order); the rest are in ``skipped``.
+MAX_REASONS = 2
+
+
+def _metric_list(metrics: list[str], lang: str) -> str:
+    if len(metrics) <= MAX_METRICS:
+        return ", ".join(metrics)
+    return _t(lang, "more_metrics", metrics=", ".join(metrics[:MAX_METRICS]), n=len(metrics) - MAX_METRICS)
+
+
 def _why(outcomes: list[RuleOutcome], metric_reasons: Mapping[str, str], lang: str) -> str:
     """Why a kind of check could not be judged: the metrics its rules lacked,
     grouped by the reason each was not evaluated."""
@@ -191,8 +208,12 @@ def _why(outcomes: list[RuleOutcome], metric_reasons: Mapping[str, str], lang: s
             reason = metric_reasons.get(m) or _t(lang, "not_evaluated")
             if m not in by_reason.setdefault(reason, []):
                 by_reason[reason].append(m)
-    parts = [_t(lang, "metric_reason", metrics=", ".join(ms), reason=r) for r, ms in by_reason.items()]
-    return "; ".join(dict.fromkeys(parts + rule_reasons))
+    parts = list(dict.fromkeys(
+        [_t(lang, "metric_reason", metrics=_metric_list(ms, lang), reason=r) for r, ms in by_reason.items()]
+        + rule_reasons))
+    if len(parts) > MAX_REASONS:
+        parts = parts[:MAX_REASONS] + [_t(lang, "more_reasons", n=len(parts) - MAX_REASONS)]
+    return "; ".join(parts)
 
 
 def _number(values: Mapping[str, object], metric: str) -> float | None:

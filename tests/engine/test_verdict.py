@@ -6,7 +6,7 @@ import pytest
 
 from advisor.engine.evaluation import compile_rule, evaluate_run
 from advisor.engine.loader import load_rules
-from advisor.engine.verdict import CHECK_GROUPS, judge
+from advisor.engine.verdict import CHECK_GROUPS, MAX_METRICS, MAX_REASONS, judge
 from advisor.model import Metric
 from advisor.pipeline import analyze
 from advisor.profile import RunMeta
@@ -108,6 +108,11 @@ def test_the_guide_cases_after_their_fix_are_not_problems(examples):
     # the fixed data pipeline: the step trace holds neither operators nor device idle time
     v = analyze(examples / "resnet50_data_fixed", jobs=1).verdict
     assert v.status == "inconclusive" and {m.split(":")[0] for m in v.missing} == {"host / device idle", "compute"}
+    # each line names what its first rules lacked and counts the rest, whatever the number of rules
+    compute = next(m for m in v.missing if m.startswith("compute"))
+    assert "ops.fp32_matrix_ratio" in compute or "more" in compute, compute
+    assert all(len(m.split("; ")) <= MAX_REASONS + 1 for m in v.missing), v.missing
+    assert all(max(len(part.split(", ")) for part in m.split("; ")) <= MAX_METRICS for m in v.missing), v.missing
 
 
 def test_mindspore_cpu_without_steps_is_inconclusive(corpus):
