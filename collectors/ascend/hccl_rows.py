@@ -24,6 +24,10 @@ their product is the message size, as msprof-analyze computes it
 (``prof_exports/slow_link_export.py``), where the level recorded them
 (``N/A`` = 65534 otherwise, msprof "Profile Data File Reference (DB)").
 
+Without HCCL rows in ``kernel_details.csv`` (the file absent), the HCCL
+operator lanes of ``trace_view.json`` give the same rows without sizes
+(``trace_view.hccl_operators``).
+
 ``op_statistic.csv`` (one row per operator type, no steps) stands in when
 the kernels are not read: the kinds of collective of the rank, with their
 summed time and count.
@@ -53,6 +57,8 @@ LEVEL1 = ("communication analysis of profiler Level1/Level2 (communication.json;
 LEVEL1_CLUSTER = "cluster_communication.json (msprof-analyze, from the Level1/Level2 communication analysis)"
 LEVEL0 = ("step trace + HCCL operator rows (kernel_details.csv; database layout: COMMUNICATION_OP) of "
           "profiler Level0: no communication analysis")
+LEVEL0_TRACE_VIEW = ("step trace + HCCL operator lanes of trace_view.json of profiler Level0: no communication "
+                     "analysis, no message sizes")
 LEVEL0_OP_STATISTIC = ("step trace + HCCL rows of op_statistic.csv of profiler Level0: no communication "
                        "analysis, no per-step collectives")
 
