@@ -462,7 +462,8 @@ def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
     if profile.comm is not None:
         profile.meta.comm_source[rank] = source
         profile.meta.notes.append(
-            f"no communication.json (profiler Level0, the default): collectives read from the {source}; "
+            f"no communication.json (profiler Level0, the default): collectives read from the "
+            f"{hccl_rows.SOURCES[source]}; "
             "waits for peers (late-rank) and link bandwidths (slow-link) need the communication analysis "
             "of profiler_level Level1 (communication.json, communication_matrix.json)")
 

@@ -20,6 +20,7 @@ import pytest
 
 from advisor.collectors.ascend import collector, hccl_rows
 from advisor.collectors.ascend.trace_view import hccl_operators
+from advisor.pipeline import analyze_profile
 
 STEP_TRACE = ("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
               "Communication(Not Overlapped and Exclude Receive)\n"
@@ -32,8 +33,8 @@ def _meta(kind: str, pid: int, tid: int, value: str) -> dict:
     return {"ph": "M", "name": kind, "pid": pid, "tid": tid, "args": {key: value}}
 
 
-def _trace(process: str = "HCCL") -> list[dict]:
-    """Two steps; per step a 200 us all-reduce after compute and a 20 us all-gather."""
+def _trace(process: str = "HCCL", gather: bool = True) -> list[dict]:
+    """Two steps; per step a 200 us all-reduce after compute and (``gather``) a 20 us all-gather."""
     events = [
         _meta("process_name", 1, 0, "Python"), _meta("process_labels", 1, 0, "CPU"),
         _meta("process_name", 800, 0, "Ascend Hardware"), _meta("thread_name", 800, 3, "Stream 3"),
@@ -46,8 +47,8 @@ def _trace(process: str = "HCCL") -> list[dict]:
         events += [
             {"ph": "X", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t0, "dur": 1000.0},
             {"ph": "X", "name": "aclnnMatmul", "pid": 800, "tid": 3, "ts": t0 + 10, "dur": 700.0},
-            {"ph": "X", "name": f"hcom_allGather__607_{step}_1", "pid": 900, "tid": 0, "ts": t0 + 100,
-             "dur": 20.0},
+            *([{"ph": "X", "name": f"hcom_allGather__607_{step}_1", "pid": 900, "tid": 0, "ts": t0 + 100,
+                "dur": 20.0}] if gather else []),
             {"ph": "X", "name": f"hcom_allReduce__606_{step}_1", "pid": 900, "tid": 0, "ts": t0 + 720,
              "dur": 200.0},
             # a task of the all-reduce on a plane lane: not an operator
@@ -76,7 +77,7 @@ def test_hccl_operator_lanes_become_comm_rows_per_step(tmp_path: Path, process: 
     assert set(comm["rank"]) == {2}
     assert "size_mb" not in comm or comm["size_mb"].isna().all()
     assert profile.meta.comm_source == {2: hccl_rows.LEVEL0_TRACE_VIEW}
-    assert "trace_view.json" in hccl_rows.LEVEL0_TRACE_VIEW
+    assert "trace_view.json" in hccl_rows.SOURCES[hccl_rows.LEVEL0_TRACE_VIEW]
     assert any("trace_view.json" in n and "Level0" in n for n in profile.meta.notes)
 
 
@@ -123,3 +124,31 @@ def _write(tmp_path: Path, trace: list) -> Path:
     path = tmp_path / "trace_view.json"
     path.write_text(json.dumps(trace))
     return path
+
+
+def _exposed_allreduce(root: Path, lang: str):
+    report = analyze_profile(collector.read(root), lang=lang)
+    return next((f for f in report.all_findings() if f.rule == "exposed-allreduce"), None)
+
+
+def test_exposed_allreduce_fires_from_the_trace_and_names_it(tmp_path: Path) -> None:
+    """26% of each step is communication nothing overlaps, all of it the all-reduce after compute."""
+    finding = _exposed_allreduce(_rank(tmp_path, _trace(gather=False)), "en")
+    assert finding is not None
+    assert finding.evidence["comm.source"] == hccl_rows.SOURCES[hccl_rows.LEVEL0_TRACE_VIEW]
+    assert "trace_view.json" in finding.message and "Level0" in finding.message
+
+
+def test_zh_message_words_the_source_in_chinese(tmp_path: Path) -> None:
+    """``--lang zh``: the source is worded by the zh overlay from its key, no English words of it."""
+    finding = _exposed_allreduce(_rank(tmp_path, _trace(gather=False)), "zh")
+    assert finding is not None
+    assert "通信数据来源：profiler Level0 的迭代轨迹 + trace_view.json 的 HCCL 算子泳道" in finding.message
+    english = hccl_rows.SOURCES[hccl_rows.LEVEL0_TRACE_VIEW]
+    assert english not in finding.message and "no communication analysis" not in finding.message
+
+
+def test_zh_overlay_words_every_source_key() -> None:
+    """Each key a collector sets has its Chinese wording in the zh overlay (else the key itself would show)."""
+    overlay = (Path(__file__).resolve().parents[3] / "rules" / "zh" / "exposed_allreduce.yaml").read_text("utf-8")
+    assert all(f"'{key}':" in overlay for key in hccl_rows.SOURCES)
