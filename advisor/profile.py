@@ -292,6 +292,15 @@ SCHEMA: dict[str, dict[str, Column]] = {
                           required=True),
         "mhz": Column("float", "AI Core frequency", required=True),
     },
+    "memory_summary": {  # device memory per rank (MindSpore memory_usage_summary_{rank}.json), GiB = 2**30 bytes
+        "rank": _rank(),
+        "capacity_gib": Column("float", "device memory the framework may use (the memory proto's total_mem)",
+                               required=True),
+        "peak_gib": Column("float", "highest static + live tensor memory over the nodes of every graph",
+                           required=True),
+        "static_gib": Column("float", "memory the graphs hold for their whole run (weights, constants)"),
+        "allocations": Column("int", "tensors allocated over the graphs"),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -439,6 +448,7 @@ class Profile:
     memory: pd.DataFrame | None = None
     flops: pd.DataFrame | None = None
     device_freq: pd.DataFrame | None = None
+    memory_summary: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
