@@ -300,6 +300,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
                            required=True),
         "static_gib": Column("float", "memory the graphs hold for their whole run (weights, constants)"),
         "allocations": Column("int", "tensors allocated over the graphs"),
+        "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),
+        "peak_graph": Column("int", "id of the graph whose curve holds the highest memory (details file)"),
     },
 }
 TABLES = tuple(SCHEMA)

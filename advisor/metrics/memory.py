@@ -380,18 +380,31 @@ def _summary(p: Profile) -> pd.DataFrame:
     return df.groupby("rank")[["capacity_gib", "peak_gib"]].max()
 
 
+def _peak_graph(p: Profile, rank: int) -> int | None:
+    """The graph id holding ``rank``'s peak, where the table has it."""
+    df = p.table("memory_summary")
+    if "peak_graph" not in df:
+        return None
+    graphs = df.loc[df["rank"] == rank, "peak_graph"].dropna()
+    return int(graphs.iloc[0]) if len(graphs) else None
+
+
 @metric("memory.device_peak_share", unit="ratio", needs=SUMMARY_NEEDS)
 def device_peak_share(p: Profile) -> Value:
     """Peak memory of the graphs as a share of the device memory available
     (MindSpore memory summary: ``peak_mem`` / ``capacity``), on the rank
     where it is highest; near 1 a larger batch or model does not fit.
-    Evidence: that rank, its peak and capacity (GiB), the share per rank."""
+    Evidence: that rank, its peak and capacity (GiB), the share per rank,
+    and the graph holding the peak where the details file names it."""
     df = _summary(p)
     share = df["peak_gib"] / df["capacity_gib"]
     rank = int(share.idxmax())
-    return Value(float(share.max()), {"rank": rank, "peak_gib": float(df.loc[rank, "peak_gib"]),
-                                      "capacity_gib": float(df.loc[rank, "capacity_gib"]),
-                                      **rank_evidence(share, scale=1.0)})
+    evidence = {"rank": rank, "peak_gib": float(df.loc[rank, "peak_gib"]),
+                "capacity_gib": float(df.loc[rank, "capacity_gib"]), **rank_evidence(share, scale=1.0)}
+    graph = _peak_graph(p, rank)
+    if graph is not None:
+        evidence["peak_graph"] = graph
+    return Value(float(share.max()), evidence)
 
 
 @metric("memory.device_peak_rank", unit="rank", scope="rank", needs=SUMMARY_NEEDS)

@@ -11,6 +11,12 @@ shows it: one object ``{"capacity", "allocations", "deallocations",
 memory over the nodes of every graph, ``allocations`` the tensors allocated.
 A file without ``capacity`` or ``peak_mem`` numbers is skipped, naming what
 is missing.
+
+``memory_usage_details_{rank}.json``, where present, gives the graph whose
+curve holds the peak: ``{graph_id: {"graph_id", "static_mem", "lines",
+...}}``, ``lines`` the static + live memory (GiB) after each node of the
+graph (``GraphMemoryParser._mem_change``), whose maximum is the graph's peak.
+An unusable details file is skipped on its own; the summary still counts.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from advisor.errors import InputError
 from advisor.profile import Profile
 
 FILE = "memory_usage_summary_{}.json"
+DETAILS_FILE = "memory_usage_details_{}.json"
 #: key in the file -> column (GiB sizes kept in GiB)
 _NUMBERS = {"capacity": "capacity_gib", "peak_mem": "peak_gib", "static_mem": "static_gib",
             "allocations": "allocations"}
@@ -41,7 +48,35 @@ def summary_table(profile: Profile, folder: Path, fid: int, rank: int) -> pd.Dat
     except InputError as exc:
         profile.skip(exc.path, exc.problem)
         return None
+    details = folder / DETAILS_FILE.format(fid)
+    if details.is_file():
+        try:
+            peaks = graph_peaks(details)
+        except InputError as exc:
+            profile.skip(exc.path, exc.problem)
+        else:
+            if peaks:
+                row["graphs"] = len(peaks)
+                row["peak_graph"] = max(peaks, key=peaks.get)
     return pd.DataFrame([{"rank": rank, **row}])
+
+
+def graph_peaks(path: Path) -> dict[int, float]:
+    """Graph id -> its peak (GiB): the highest value of its ``lines``."""
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object of graphs")
+    out = {}
+    for key, graph in data.items():
+        lines = graph.get("lines") if isinstance(graph, dict) else None
+        values = [v for v in (lines or []) if _number(v) is not None] if isinstance(lines, list) else []
+        try:
+            gid = int(key)
+        except ValueError:
+            continue
+        if values:
+            out[gid] = float(max(values))
+    return out
 
 
 def _number(value) -> float | None:

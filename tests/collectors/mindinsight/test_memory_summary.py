@@ -92,3 +92,25 @@ def test_one_rank_gives_the_share_but_no_peak_rank(tmp_path):
     assert values["memory.device_peak_share"].value == pytest.approx(12.0 / 30.0)
     assert "memory.device_peak_rank" not in values
     assert "fewer than two ranks" in reasons["memory.device_peak_rank"]
+
+
+def _details(folder, rank: int, text: str | None = None) -> None:
+    """``memory_usage_details_{rank}.json`` as ``MemoryUsageParser`` writes it: graph id -> graph dict
+    (``MemoryGraph.to_dict``), ``lines`` the memory (GiB) after each node; graph 3 holds the peak."""
+    graphs = {"1": {"graph_id": 1, "static_mem": 4.5, "nodes": [], "fp_start": None, "bp_end": None,
+                    "lines": [4.5, 9.0, 6.0], "breakdowns": []},
+              "3": {"graph_id": 3, "static_mem": 4.5, "nodes": [], "fp_start": 0, "bp_end": 2,
+                    "lines": [4.5, PEAKS[rank][1], 5.0], "breakdowns": [[], [], []]}}
+    (folder / f"memory_usage_details_{rank}.json").write_text(text if text is not None else json.dumps(graphs))
+
+
+def test_details_name_the_graph_that_peaks(tmp_path):
+    folder = _cluster(tmp_path)
+    _details(folder, 0)
+    _details(folder, 1, '{"1": {"lines": [1.0, ')  # cut short: skipped alone, the summary counts
+    profile = load_profile(folder)
+    table = profile.memory_summary.set_index("rank")
+    assert table.loc[0, "peak_graph"] == 3 and table.loc[0, "graphs"] == 2
+    assert table.loc[1, "peak_gib"] == 26.5 and table["peak_graph"].isna()[1]
+    assert any(s.what.endswith("memory_usage_details_1.json") for s in profile.skipped)
+    assert _metrics(profile)[0]["memory.device_peak_share"].evidence["peak_graph"] == 3
