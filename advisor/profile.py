@@ -413,9 +413,9 @@ class RunMeta(BaseModel):
     notes: list[str] = Field(default_factory=list)
     comm_source: dict[int, str] = Field(
         default_factory=dict,
-        description="rank -> what its comm table was read from, naming the profiler level where the "
-        "layout has levels (Ascend: 'communication.json (profiler Level1/Level2 ...)' or 'step trace + "
-        "HCCL rows of kernel_details.csv (profiler Level0 ...)'); absent where the collector does not say",
+        description="rank -> a stable key of what its comm table was read from, naming the profiler level "
+        "where the layout has levels (Ascend: 'level1_communication_json', 'level0_kernels', "
+        "'level0_trace_view', ...; their words: metric comm.source); absent where the collector does not say",
     )
 
     @property
