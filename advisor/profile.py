@@ -333,6 +333,17 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "count": Column("int", "ranges", required=True),
         "total_us": Column("float", "their summed time; nested ranges each count their own", required=True),
     },
+    "memory_summary": {  # device memory per rank (MindSpore memory_usage_summary_{rank}.json), GiB = 2**30 bytes
+        "rank": _rank(),
+        "capacity_gib": Column("float", "device memory the framework may use (the memory proto's total_mem)",
+                               required=True),
+        "peak_gib": Column("float", "highest static + live tensor memory over the nodes of every graph",
+                           required=True),
+        "static_gib": Column("float", "memory the graphs hold for their whole run (weights, constants)"),
+        "allocations": Column("int", "tensors allocated over the graphs"),
+        "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),
+        "peak_graph": Column("int", "id of the graph whose curve holds the highest memory (details file)"),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -458,9 +469,9 @@ class RunMeta(BaseModel):
     notes: list[str] = Field(default_factory=list)
     comm_source: dict[int, str] = Field(
         default_factory=dict,
-        description="rank -> what its comm table was read from, naming the profiler level where the "
-        "layout has levels (Ascend: 'communication.json (profiler Level1/Level2 ...)' or 'step trace + "
-        "HCCL rows of kernel_details.csv (profiler Level0 ...)'); absent where the collector does not say",
+        description="rank -> a stable key of what its comm table was read from, naming the profiler level "
+        "where the layout has levels (Ascend: 'level1_communication_json', 'level0_kernels', "
+        "'level0_trace_view', ...; their words: metric comm.source); absent where the collector does not say",
     )
 
     @property
@@ -495,6 +506,7 @@ class Profile:
     memory: pd.DataFrame | None = None
     flops: pd.DataFrame | None = None
     device_freq: pd.DataFrame | None = None
+    memory_summary: pd.DataFrame | None = None
     host_calls: pd.DataFrame | None = None
     kernel_sequences: pd.DataFrame | None = None
     hccl_tasks: pd.DataFrame | None = None

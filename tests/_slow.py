@@ -55,6 +55,9 @@ MEASURED = {
     "tests/collectors/mindspore_gpu/test_gpu_robustness.py::test_every_damaged_file_is_an_input_error_or_a_skip",
     # a generated 8-rank cluster written at profiler Level0 and Level1 in two layouts and analyzed
     "tests/collectors/ascend/test_level0_runs.py",
+    # a Level0 rank read from trace_view.json and analyzed (the first analysis in a process imports the engine)
+    "tests/collectors/ascend/test_level0_trace_view.py::test_exposed_allreduce_fires_from_the_trace_and_names_it",
+    "tests/collectors/ascend/test_level0_trace_view.py::test_zh_message_words_the_source_in_chinese",
     # the examples and generated runs of every kind and layout analyzed, and random metric sets
     "tests/robustness/test_gains_and_evidence.py",
     # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale

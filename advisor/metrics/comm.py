@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.ascend.hccl_rows import SOURCES as COMM_SOURCES
 from advisor.metrics.collectives import GROUP_LABELS, KIND_GROUPS, collective_rows, group_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, rank_evidence, run_ratio, steady_steps
@@ -673,17 +674,22 @@ def wait_ratio(p: Profile) -> Value:
 
 
 def _sources(p: Profile) -> dict[str, list[int]]:
-    """What the comm table was read from (``RunMeta.comm_source``) -> the ranks read from it."""
+    """What the comm table was read from (``RunMeta.comm_source`` keys) -> the ranks read from it."""
     out: dict[str, list[int]] = {}
     for rank, source in sorted(p.meta.comm_source.items()):
         out.setdefault(source, []).append(rank)
     return out
 
 
+def _words(key: str) -> str:
+    """A source key in words (``hccl_rows.SOURCES``); an unknown key as it is."""
+    return COMM_SOURCES.get(key, key)
+
+
 def _data_evidence(p: Profile) -> dict:
     """``{"data": <comm.source>}`` where the collector says what the comm table rests on, else {}."""
     sources = _sources(p)
-    return {"data": "; ".join(sources)} if sources else {}
+    return {"data": "; ".join(_words(k) for k in sources)} if sources else {}
 
 
 @metric("comm.source", unit="text", needs=["comm"])
@@ -692,8 +698,22 @@ def source(p: Profile) -> Value:
     were read from, naming the profiler level where the layout has levels
     (Ascend: ``communication.json`` of the Level1 / Level2 communication
     analysis, or at Level0, the default, the step trace's communication
-    columns with the HCCL rows of ``kernel_details.csv``), several joined
-    by "; " when ranks differ. Evidence: the ranks read from each."""
+    columns with the HCCL rows of ``kernel_details.csv``, else the HCCL lanes
+    of ``trace_view.json``), in English words, several joined by "; " when
+    ranks differ. Evidence: the ranks read from each."""
+    sources = _sources(p)
+    if not sources:
+        raise NotEvaluated("the collector does not say what the communication data was read from")
+    return Value("; ".join(_words(k) for k in sources), {"ranks": {_words(k): len(v) for k, v in sources.items()}})
+
+
+@metric("comm.source_key", unit="text", needs=["comm"])
+def source_key(p: Profile) -> Value:
+    """``comm.source`` as stable keys (``level0_kernels``, ``level0_trace_view``,
+    ``level0_op_statistic``, ``level1_communication_json``,
+    ``level1_cluster_communication_json``), joined by "; " when ranks differ:
+    for messages that word the source in their own language. Evidence: the
+    ranks read from each."""
     sources = _sources(p)
     if not sources:
         raise NotEvaluated("the collector does not say what the communication data was read from")

@@ -1,4 +1,5 @@
-"""Memory over time (the ``memory`` table: a PyTorch memory timeline).
+"""Memory over time (the ``memory`` table: a PyTorch memory timeline), and the
+device memory summary of MindSpore (the ``memory_summary`` table, at the end).
 
 **Live bytes.** Per rank, the running sum of the table's signed ``bytes``
 in time order, memory that existed before recording began included, taken
@@ -45,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
+from advisor.metrics.steps_view import rank_evidence
 from advisor.profile import Profile
 
 GIB = float(1 << 30)
@@ -360,3 +362,58 @@ def allocated_gib_per_iteration(p: Profile) -> Value:
     return Value(_gib(median), {"rank": c.rank, "per_iteration_gib": [_gib(s) for s in sizes],
                                 "timeline_total_gib": _gib(c.created[-1]),
                                 "peak_ratio": median / float(c.live[c.peak])})
+
+
+# ----------------------------------------------------------- device memory summary
+# The ``memory_summary`` table (MindSpore memory_usage_summary_{rank}.json):
+# per rank the memory its graphs peak at and the device memory available.
+
+SUMMARY_NEEDS = ["memory_summary.capacity_gib", "memory_summary.peak_gib"]
+
+
+def _summary(p: Profile) -> pd.DataFrame:
+    """Ranks with a positive capacity and a peak (NotEvaluated when none)."""
+    df = p.table("memory_summary")
+    df = df[(df["capacity_gib"] > 0) & df["peak_gib"].notna()]
+    if df.empty:
+        raise NotEvaluated("no rank's memory summary records a device capacity")
+    return df.groupby("rank")[["capacity_gib", "peak_gib"]].max()
+
+
+def _peak_graph(p: Profile, rank: int) -> int | None:
+    """The graph id holding ``rank``'s peak, where the table has it."""
+    df = p.table("memory_summary")
+    if "peak_graph" not in df:
+        return None
+    graphs = df.loc[df["rank"] == rank, "peak_graph"].dropna()
+    return int(graphs.iloc[0]) if len(graphs) else None
+
+
+@metric("memory.device_peak_share", unit="ratio", needs=SUMMARY_NEEDS)
+def device_peak_share(p: Profile) -> Value:
+    """Peak memory of the graphs as a share of the device memory available
+    (MindSpore memory summary: ``peak_mem`` / ``capacity``), on the rank
+    where it is highest; near 1 a larger batch or model does not fit.
+    Evidence: that rank, its peak and capacity (GiB), the share per rank,
+    and the graph holding the peak where the details file names it."""
+    df = _summary(p)
+    share = df["peak_gib"] / df["capacity_gib"]
+    rank = int(share.idxmax())
+    evidence = {"rank": rank, "peak_gib": float(df.loc[rank, "peak_gib"]),
+                "capacity_gib": float(df.loc[rank, "capacity_gib"]), **rank_evidence(share, scale=1.0)}
+    graph = _peak_graph(p, rank)
+    if graph is not None:
+        evidence["peak_graph"] = graph
+    return Value(float(share.max()), evidence)
+
+
+@metric("memory.device_peak_rank", unit="rank", scope="rank", needs=SUMMARY_NEEDS)
+def device_peak_rank(p: Profile) -> Value:
+    """The rank whose graphs peak at the most device memory (MindSpore memory
+    summary ``peak_mem``): the first to run out when the batch or model
+    grows; with pipeline stages, the heaviest stage. Evaluated with two
+    ranks or more. Evidence: the peak per rank (GiB)."""
+    df = _summary(p)
+    if len(df) < 2:
+        raise NotEvaluated("memory summary of fewer than two ranks")
+    return Value(int(df["peak_gib"].idxmax()), {"per_rank_gib": {int(k): float(v) for k, v in df["peak_gib"].items()}})

@@ -45,7 +45,7 @@ from advisor.collectors.ascend.meta import (
     read_core_counts,
     read_meta,
 )
-from advisor.collectors.ascend.trace_view import read_trace
+from advisor.collectors.ascend.trace_view import hccl_operators, read_trace
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import load_json
 from advisor.collectors.parallel import arrow_frames, batch_tables
@@ -445,12 +445,19 @@ def _read_comm_files(reader: _Reader, comm_path: Path, rank: int | None, matrix_
 
 def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
     """No communication.json (profiler Level0, the default): comm from the
-    HCCL rows of the kernels, else of op_statistic.csv (``hccl_rows``)."""
+    HCCL rows of the kernels, else the HCCL lanes of trace_view.json, else
+    the HCCL rows of op_statistic.csv (``hccl_rows``)."""
     profile = reader.profile
+    source = None
     if reader.kernels is not None:
         profile.comm = hccl_rows.comm_from_kernels(reader.kernels, rank)
         source = hccl_rows.LEVEL0
-    else:
+    trace = out_dir / "trace_view.json"
+    if profile.comm is None and _is_file(trace):
+        ops = reader.attempt(trace, hccl_operators)
+        profile.comm = None if ops is None else hccl_rows.comm_from_kernels(ops, rank)
+        source = hccl_rows.LEVEL0_TRACE_VIEW
+    if profile.comm is None and reader.kernels is None:
         ops = profile.ops
         path = out_dir / "op_statistic.csv"
         if ops is None and _is_file(path):
@@ -460,7 +467,8 @@ def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
     if profile.comm is not None:
         profile.meta.comm_source[rank] = source
         profile.meta.notes.append(
-            f"no communication.json (profiler Level0, the default): collectives read from the {source}; "
+            f"no communication.json (profiler Level0, the default): collectives read from the "
+            f"{hccl_rows.SOURCES[source]}; "
             "waits for peers (late-rank) and link bandwidths (slow-link) need the communication analysis "
             "of profiler_level Level1 (communication.json, communication_matrix.json)")
 

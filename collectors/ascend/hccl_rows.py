@@ -24,6 +24,10 @@ their product is the message size, as msprof-analyze computes it
 (``prof_exports/slow_link_export.py``), where the level recorded them
 (``N/A`` = 65534 otherwise, msprof "Profile Data File Reference (DB)").
 
+Without HCCL rows in ``kernel_details.csv`` (the file absent), the HCCL
+operator lanes of ``trace_view.json`` give the same rows without sizes
+(``trace_view.hccl_operators``).
+
 ``op_statistic.csv`` (one row per operator type, no steps) stands in when
 the kernels are not read: the kinds of collective of the rank, with their
 summed time and count.
@@ -46,15 +50,25 @@ from advisor.collectors.io.csv_files import clean_text
 from advisor.collectors.parallel.batch_tables import PendingTable
 from advisor.collectors.vocab import collective_kind, dtype_bytes
 
-#: What the comm table rests on (``RunMeta.comm_source``), the same for the
-#: text and the database layout of one level.
-LEVEL1 = ("communication analysis of profiler Level1/Level2 (communication.json; database layout: "
-          "analysis.db CommAnalyzer tables)")
-LEVEL1_CLUSTER = "cluster_communication.json (msprof-analyze, from the Level1/Level2 communication analysis)"
-LEVEL0 = ("step trace + HCCL operator rows (kernel_details.csv; database layout: COMMUNICATION_OP) of "
-          "profiler Level0: no communication analysis")
-LEVEL0_OP_STATISTIC = ("step trace + HCCL rows of op_statistic.csv of profiler Level0: no communication "
-                       "analysis, no per-step collectives")
+#: What the comm table rests on (``RunMeta.comm_source``): stable keys, the same for the text and
+#: the database layout of one level; ``SOURCES`` says each in words (rule overlays word them in
+#: their own language, keyed by these).
+LEVEL1 = "level1_communication_json"
+LEVEL1_CLUSTER = "level1_cluster_communication_json"
+LEVEL0 = "level0_kernels"
+LEVEL0_TRACE_VIEW = "level0_trace_view"
+LEVEL0_OP_STATISTIC = "level0_op_statistic"
+SOURCES = {
+    LEVEL1: ("communication analysis of profiler Level1/Level2 (communication.json; database layout: "
+             "analysis.db CommAnalyzer tables)"),
+    LEVEL1_CLUSTER: "cluster_communication.json (msprof-analyze, from the Level1/Level2 communication analysis)",
+    LEVEL0: ("step trace + HCCL operator rows (kernel_details.csv; database layout: COMMUNICATION_OP) of "
+             "profiler Level0: no communication analysis"),
+    LEVEL0_TRACE_VIEW: ("step trace + HCCL operator lanes of trace_view.json of profiler Level0: no communication "
+                        "analysis, no message sizes"),
+    LEVEL0_OP_STATISTIC: ("step trace + HCCL rows of op_statistic.csv of profiler Level0: no communication "
+                          "analysis, no per-step collectives"),
+}
 
 #: An HCCL operator by name or type (``hcom_allReduce__606_0_1``, ``hcom_allReduce_``).
 _HCOM = re.compile(r"^\s*hcom_", re.IGNORECASE)

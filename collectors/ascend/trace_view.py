@@ -9,6 +9,16 @@ which is used only when that file is absent. Steps come from
 step NA. The file may be a bare JSON array or ``{"traceEvents": [...]}``,
 and ``ts``/``dur`` may be strings; decoding is typed (msgspec), reading only
 the fields used here.
+
+At profiler Level0, when neither ``communication.json`` nor HCCL rows of
+``kernel_details.csv`` are there, the trace still holds the collectives:
+an "HCCL" process (newer versions: "Communication") whose threads named
+``... Communication`` (``Group <name> Communication``) carry one X event per
+operator (``hcom_allReduce__606_5_1``), the others ("Plane 0", ...) its
+tasks -- as msprof-analyze's compare tools read it
+(``compare_backend/profiling_parser/npu_profiling_parser.py``:
+``is_hccl_process_name`` / ``is_communication_op_thread``). ``hccl_operators``
+returns those operators as kernel rows for ``hccl_rows.comm_from_kernels``.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from advisor.collectors.ascend import fields
 from advisor.collectors.io.files import read_bytes
@@ -32,6 +43,10 @@ _STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # as collectors.kineto.ta
 #: The AI Core clock's counter events (msprof's AicoreFreqAssembler: ``{"name": "AI Core Freq",
 #: "ph": "C", "args": {"MHz": 1800}}``, one event each time the clock changes).
 FREQ_COUNTER = "AI Core Freq"
+#: Process names of the HCCL lanes (older "HCCL", newer "Communication") and the text naming
+#: their operator threads ("Group hccl_world_group Communication"); other threads hold tasks.
+HCCL_PROCESSES = ("HCCL", "Communication")
+HCCL_OP_THREAD = "Communication"
 _NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", FREQ_COUNTER)
 
 
@@ -124,6 +139,47 @@ def _counter(ev: _Event, key: str) -> float | None:
         return None
     value = _num(args.get(key)) if isinstance(args, dict) else np.nan
     return None if np.isnan(value) else float(value)
+
+
+def hccl_operators(path: Path) -> pa.Table | None:
+    """The HCCL operator events of a trace (module doc) as kernel rows:
+    ``name``, ``core`` (HCCL), ``start_us``, ``duration_us`` and ``step``
+    (the last ``ProfilerStep#N`` marker starting at or before the event;
+    null without markers). None when the trace has no such event."""
+    events = decode_events(path)
+    hccl_pids = {ev.pid for ev in events
+                 if ev.ph == "M" and ev.name == "process_name" and _meta_name(ev, "name") in HCCL_PROCESSES}
+    if not hccl_pids:
+        return None
+    op_lanes = {(ev.pid, ev.tid) for ev in events
+                if ev.ph == "M" and ev.name == "thread_name" and ev.pid in hccl_pids
+                and HCCL_OP_THREAD in (_meta_name(ev, "name") or "")}
+    rows, markers = [], []
+    for ev in events:
+        if ev.ph != "X":
+            continue
+        if (ev.pid, ev.tid) in op_lanes:
+            ts, dur = _num(ev.ts), _num(ev.dur)
+            if not (np.isnan(ts) or np.isnan(dur)):
+                rows.append((ev.name, ts, dur))
+        else:
+            m = _STEP_NAME.match(ev.name)
+            if m:
+                markers.append((int(m.group(1)), _num(ev.ts)))
+    if not rows:
+        return None
+    names, starts, durs = (list(c) for c in zip(*rows))
+    return pa.table({"name": names, "core": ["HCCL"] * len(names), "start_us": starts, "duration_us": durs,
+                     "step": pa.array(_step_of(np.asarray(starts), markers), pa.int64())})
+
+
+def _step_of(starts: np.ndarray, markers: list[tuple]) -> list[int | None]:
+    """The step of each start: the last marker starting at or before it (None before the first / without)."""
+    marks = sorted((ts, step) for step, ts in markers if not np.isnan(ts))
+    if not marks:
+        return [None] * len(starts)
+    idx = np.searchsorted(np.array([m[0] for m in marks]), starts, side="right") - 1
+    return [marks[i][1] if i >= 0 else None for i in idx]
 
 
 def read_trace(path: Path) -> TraceFacts:

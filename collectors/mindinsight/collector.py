@@ -47,12 +47,17 @@ MindInsight read: flat files named by rank id in one folder.
 ``flops_summary_{rank}.json`` / ``flops_{rank}.txt``
     The FLOPs the rank executed (``flops``).
 
+``memory_usage_summary_{rank}.json``
+    Device memory capacity, peak and static memory of the rank's graphs
+    (``memory_summary``).
+
 The MindInsight r1.3 cluster folder (``cluster_profiler/{n}/profiler``
 with ``hccl.json`` and ``host_ips_mapping.txt``) names files by device id:
 ``rank_table`` maps them to ranks and hosts.
 
 Tables: ``steps`` (``step_trace``, ``cluster_analyse``), ``links``
-(``hccl_raw``), ``flops`` (``flops``), ``data_ops`` (``minddata``),
+(``hccl_raw``), ``flops`` (``flops``), ``memory_summary``
+(``memory_summary``), ``data_ops`` (``minddata``),
 ``data_queue`` (``queues``), ``ops`` (``operators``), ``comm``
 (``communication``); which files make up a rank: ``layout``; run
 metadata: ``meta``. ``examples/README.md`` describes the example profiles
@@ -70,6 +75,7 @@ from advisor.collectors.mindinsight import (
     flops,
     hccl_raw,
     layout,
+    memory_summary,
     minddata,
     operators,
     queues,
@@ -156,6 +162,7 @@ def read(unit: Path) -> Profile:
     profile.comm = communication.comm_table(profile, step_frame, framework, rank, waits)
     profile.links = hccl_raw.links_table(hccl, rank) if hccl else None
     profile.flops = flops.flops_table(profile, folder, fid, rank)
+    profile.memory_summary = memory_summary.summary_table(profile, folder, fid, rank)
     if not any(profile.table(t) is not None for t in ("steps", "data_ops", "data_queue", "ops", "links")):
         if failures:
             raise failures[0]

@@ -19,6 +19,9 @@ https://mindspore.cn/mindinsight/docs/en/r2.3/performance_profiling_gpu.html):
   ``data_queue`` (``queues``). The MindInsight reader's modules read the
   files the two platforms share.
 * Communication ops caught by the step trace -> ``comm`` (as on Ascend).
+* ``gpu_cluster_analyse_{mode}_{stages}_{rank_size}_{dev}.csv`` (the GPU
+  twin of ``ascend_cluster_analyse_*``) -> exposed communication per step
+  and the parallel layout (``cluster_analyse``).
 * ``profiler_info_{dev}.json`` -> world size and MindSpore version.
 
 Not read: ``gpu_timeline_display_{dev}.json`` and the ``*_execute_timestamp_{dev}.txt``
@@ -38,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from advisor.collectors.mindinsight import communication, minddata
+from advisor.collectors.mindinsight import cluster_analyse, communication, minddata
 from advisor.collectors.mindinsight import layout as ascend_layout
 from advisor.collectors.mindinsight import step_trace as ascend_steps
 from advisor.collectors.mindinsight.meta import read_profiler_info
@@ -88,6 +91,7 @@ def read(unit: Path) -> Profile:
     frame = _step_frame(profile, folder, dev)
     if frame is not None:
         profile.steps = ascend_steps.steps_table(frame, rank)
+    cluster_analyse.apply(profile, folder, dev, rank)  # gpu_cluster_analyse_*: exposed communication, layout
     try:
         profile.data_ops = minddata.data_ops(profile, folder, dev, rank)
     except InputError as exc:

@@ -68,6 +68,6 @@ def test_healthy_level0_run_keeps_exposed_allreduce_quiet(tmp_path: Path) -> Non
     assert not list(data.rglob("communication.json"))
     report = analyze(data, jobs=1)
     assert _finding(report, "exposed-allreduce") is None
-    assert report.metrics["comm.source"].value == hccl_rows.LEVEL0
+    assert report.metrics["comm.source"].value == hccl_rows.SOURCES[hccl_rows.LEVEL0]
 
 
