@@ -216,24 +216,30 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
     busy = c[c["elapse_us"].fillna(0) > 0] if "elapse_us" in c.columns else c
     if receive is not None:
         busy = busy[busy["group"] != "p2p"]
-    by_step = busy.groupby(["rank", "step"])["group"].unique()
-    by_rank = busy.groupby("rank")["group"].unique()
+    by_step: dict[tuple, list[str]] = {}
+    by_rank: dict[object, list[str]] = {}
+    for rank, step, group in busy[["rank", "step", "group"]].drop_duplicates().itertuples(index=False):
+        by_step.setdefault((rank, step), []).append(group)
+        if group not in by_rank.setdefault(rank, []):
+            by_rank[rank].append(group)
     exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
-    out = pd.DataFrame(np.nan, index=range(len(frame)), columns=groups)
-    for i, (rank, step) in enumerate(zip(frame["rank"], frame["step"])):
+    column = {g: j for j, g in enumerate(groups)}
+    p2p = column.get("p2p") if receive is not None else None
+    out = np.full((len(frame), len(groups)), np.nan)
+    for i, (rank, step) in enumerate(zip(frame["rank"].to_numpy(), frame["step"].to_numpy())):
         present = by_step.get((rank, step))
         if present is None:
             present = by_step.get((rank, -1), by_rank.get(rank))
         if present is not None and len(present) == 1:
-            out.loc[i, groups] = 0.0
-            out.loc[i, present[0]] = max(float(exposed[i]), 0.0)
+            out[i, :] = 0.0
+            out[i, column[present[0]]] = max(float(exposed[i]), 0.0)
         elif present is not None and len(present) == 0:
-            out.loc[i, groups] = 0.0
+            out[i, :] = 0.0
         elif present is not None:
             unsplit.update(present)
-        if receive is not None and "p2p" in groups:
-            out.loc[i, "p2p"] = float(receive[i])
-    return out
+        if p2p is not None:
+            out[i, p2p] = float(receive[i])
+    return pd.DataFrame(out, columns=groups)
 
 
 def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
