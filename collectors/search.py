@@ -18,6 +18,7 @@ leads outside the given folder are dropped.
 
 from __future__ import annotations
 
+import filecmp
 import os
 import re
 from dataclasses import dataclass
@@ -92,6 +93,28 @@ def _shown(units: list[Path], folder: Path) -> Path:
     return common.parent if common.is_file() else common
 
 
+def _distinct(units: list[Path]) -> list[Path]:
+    """``units`` without those reached again through a symbolic link (a
+    folder linking to itself): of the paths to one file, the shortest."""
+    first: dict[Path, Path] = {}
+    for unit in sorted(units, key=lambda u: len(u.parts)):
+        first.setdefault(unit.resolve(), unit)
+    kept = set(first.values())
+    return [u for u in units if u in kept]
+
+
+def _copies(units: list[Path]) -> bool:
+    """Whether every file name that recurs among ``units`` names
+    byte-identical files: a copy of some of a run's files left beside it
+    (the collector reports the repeated rank), not a second run."""
+    by_name: dict[str, list[Path]] = {}
+    for unit in units:
+        by_name.setdefault(unit.name, []).append(unit)
+    repeated = [paths for paths in by_name.values() if len(paths) > 1]
+    return bool(repeated) and all(
+        all(p.is_file() and filecmp.cmp(paths[0], p, shallow=False) for p in paths) for paths in repeated)
+
+
 def separate(folder: Path, module, units: list[Path]) -> list[Place]:
     """The profiles among the units ``module`` found at ``folder``: one, or
     one per folder when the same file or folder name recurs among them
@@ -101,13 +124,13 @@ def separate(folder: Path, module, units: list[Path]) -> list[Place]:
     rank folders named apart: one run's ranks). A collector that can tell
     runs apart by what its files declare (``runs(units)``: Kineto traces
     without a rank, in two folders) splits them further."""
-    units = [Path(u) for u in units]
+    units = _distinct([Path(u) for u in units])
     homes: dict[Path, list[Path]] = {}
     for unit in units:
         homes.setdefault(unit.parent, []).append(unit)
     keys = [(u.name, tuple(p for p in u.relative_to(folder).parts[:-1] if RANK_DIR.match(p)))
             for u in units if u.is_relative_to(folder)]
-    if len(homes) >= 2 and len(set(keys)) < len(keys):
+    if len(homes) >= 2 and len(set(keys)) < len(keys) and not _copies(units):
         return [Place(home, _shown(found, home), module, found) for home, found in sorted(homes.items())]
     found = module.runs(units) if len(homes) >= 2 and hasattr(module, "runs") else [units]
     if len(found) > 1:

@@ -137,7 +137,7 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "missing": "{group}：{why}",
         "metric_reason": "{metrics}：{reason}",
         "rule_reason": "{rule}：{reason}",
-        "more_reasons": "另有 {n} 条原因（见报告的跳过列表）",
+        "more_reasons": "另有 {n} 条原因（报告末尾逐条列出）",
         "more_metrics": "{metrics} 等（另有 {n} 项）",
         "not_evaluated": "未评估",
         "warmup_missing": "稳定阶段的迭代：窗口的 {pct} 是启动阶段",

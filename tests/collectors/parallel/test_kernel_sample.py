@@ -70,7 +70,9 @@ def test_a_sampled_report_is_the_full_report(slow_rank_run, tmp_path):
     assert full.findings and _findings(sampled) == _findings(full)
     assert sampled.findings[0].scope.ranks == labels["ranks"]
     assert set(sampled.metrics) == set(full.metrics)
-    from_kernels = {mid for mid in full.metrics if mid.startswith("ops.") or mid == "step.device_idle_ratio"}
+    # the metrics of the tables read from kernel files: operators, their sequences
+    from_kernels = {mid for mid in full.metrics
+                    if mid.startswith(("ops.", "kernels.", "sequences.")) or mid == "step.device_idle_ratio"}
     for mid in set(full.metrics) - from_kernels:
         assert sampled.metrics[mid].model_dump() == full.metrics[mid].model_dump(), mid
     alone = tmp_path / "sampled-ranks"
