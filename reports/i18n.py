@@ -366,7 +366,7 @@ ZH: dict[str, str] = {
     "col_scope": "范围",
     "unit_ms": "毫秒", "unit_ratio": "比例", "unit_count": "个数", "unit_text": "文本", "unit_list": "列表",
     "unit_map": "映射", "unit_rank": "rank 编号", "unit_stage": "流水线阶段", "unit_steps": "步数", "unit_z": "z 分数",
-    "unit_us": "微秒", "unit_bool": "是 / 否", "unit_%": "%",
+    "unit_us": "微秒", "unit_bool": "是 / 否", "unit_%": "百分比",
     "scope_name_run": "整个运行", "scope_name_step": "迭代", "scope_name_rank": "每个 rank", "scope_name_op": "算子",
     "scope_name_link": "链路",
     "skip_what_metric": "指标 {id}",
