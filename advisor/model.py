@@ -30,6 +30,10 @@ class Metric(BaseModel):
         default_factory=dict,
         description="what produced the value: ranks, steps, ops, per-rank values",
     )
+    stderr: float | None = Field(
+        None, description="standard error of a value that is a mean over steps (same unit); null otherwise"
+    )
+    samples: int | None = Field(None, description="the number of steps the mean and its stderr rest on")
 
 
 class Fix(BaseModel):
@@ -62,6 +66,10 @@ class Finding(BaseModel):
     estimated_gain_pct: float | None = Field(None, description="the same, in % of step time")
     time_at_stake_ms: float | None = Field(
         None, description="step time per step attributable to the cause; severity follows its share"
+    )
+    time_at_stake_low_ms: float | None = Field(
+        None, description="the time at stake the profiled steps support with 90% confidence, when it is a "
+        "mean over steps; severity above medium needs its share to reach the band"
     )
     confidence: float | None = Field(None, description="0..1, how sure the call is")
     scope: FindingScope = Field(default_factory=FindingScope)

@@ -10,6 +10,14 @@ holds the rule's thresholds after user overrides.
 Severity ``auto`` follows the share of step time at stake (the rule's
 ``time_at_stake``, else its estimated gain, in % of the step): critical >= 50,
 high >= 25, medium >= 10, low >= 3, else info; with neither it is medium.
+When the time at stake is one metric that is a mean over steps with a
+standard error (``Metric.stderr``), a band above medium also needs the
+share the steps support with ``STAKE_CONFIDENCE`` one-sided confidence (the
+mean less Student's t quantile times the standard error: the finding's
+``time_at_stake_low_ms``) to reach it; otherwise the finding is medium.
+One run's steps vary, and so do runs: a share that only its mean puts above
+25% is not called high (nor fails a gate on high) on the strength of a few
+slow steps.
 The estimated gain is clamped to [0, time at stake] and to the step time.
 
 Order (:func:`rank_findings`): what to fix first, i.e. the largest estimated
@@ -74,6 +82,9 @@ from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Fix, Metric
 from advisor.profile import Skip
 
 SEVERITY_BY_GAIN = ((50.0, "critical"), (25.0, "high"), (10.0, "medium"), (3.0, "low"))
+#: One-sided confidence of the time at stake a severity above medium rests on
+#: (module doc); 90%, as the recurrence bound of ``anomaly.step_outlier_recurring_ms``.
+STAKE_CONFIDENCE = 0.9
 SCOPE_FIELDS = ("ranks", "steps", "ops")
 #: Metric the engine reads for every finding: shares of the step, clamping.
 STEP_TIME = "step.time_ms"
@@ -97,6 +108,13 @@ SKIP_REASONS: dict[str, dict[str, str]] = {
 }
 
 
+#: Severity names inside the engine's and the verdict's sentences, per language.
+SEVERITY_WORDS: dict[str, dict[str, str]] = {
+    "en": {"info": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"},
+    "zh": {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"},
+}
+
+
 #: The engine's own texts on findings, per language.
 ENGINE_NOTES: dict[str, dict[str, str]] = {
     "en": {
@@ -104,6 +122,8 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
                         "together may not exceed the {step} ms step, and this finding's confidence is among "
                         "the lowest.",
         "inferred_title": "{title} (inferred)",
+        "severity_held": "Medium, not {band}: {pct}% of the step is at stake on average, but its steps vary; "
+                         "at 90% confidence they support {low}%.",
         "if_torch_npu": "If the job runs PyTorch with torch_npu: {text}",
         "if_mindspore": "If it runs MindSpore: {text}",
         "either_framework": "torch_npu or MindSpore (the profile does not record which)",
@@ -112,6 +132,8 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
         "gain_clamped": "预计收益已从每步 {was} ms 下调为 {now} ms：各问题的预计收益之和不能超过 {step} ms 的迭代时间，"
                         "而该问题的置信度较低。",
         "inferred_title": "{title}（推断）",
+        "severity_held": "定为中等而非{band}：平均 {pct}% 的迭代时间受影响，但各步差异较大，"
+                         "按 90% 置信度只能确认 {low}%。",
         "if_torch_npu": "若作业使用 PyTorch（torch_npu）：{text}",
         "if_mindspore": "若使用 MindSpore：{text}",
         "either_framework": "torch_npu 或 MindSpore（性能数据未记录框架）",
@@ -216,11 +238,14 @@ def evaluate_rule(
     lang: str = "en",
     checked: bool = False,
     run: dict[str, Any] | None = None,
+    spread: dict[str, tuple[float, int]] | None = None,
 ) -> tuple[Finding | None, Skip | None]:
     """Evaluate one rule over flat metric values -> (finding or None, skip or
     None). ``checked``: an expression or template that fails raises
     :class:`ExpressionError` naming the rule field (see the module doc).
-    ``run``: what templates see as ``run`` (module doc; ``run_context``)."""
+    ``run``: what templates see as ``run`` (module doc; ``run_context``).
+    ``spread``: metric id -> (standard error, steps) of the metrics that
+    are means over steps (``Metric.stderr``, ``Metric.samples``)."""
     rule = compiled.rule
     what = _reason(lang, "rule", name=rule.name)
     if not _applies(rule, framework, device):
@@ -241,7 +266,7 @@ def evaluate_rule(
     if fired is not True:
         return None, None
     platform = {**run_context(framework, device), **(run or {})}
-    return _finding(compiled, values, tree, activation, platform, lang, checked), None
+    return _finding(compiled, values, tree, activation, platform, lang, checked, spread or {}), None
 
 
 def run_context(framework: str = "unknown", device: str = "unknown", device_model: str | None = None,
@@ -253,7 +278,7 @@ def run_context(framework: str = "unknown", device: str = "unknown", device_mode
 
 
 def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, lang: str,
-             checked: bool) -> Finding:
+             checked: bool, spread: dict[str, tuple[float, int]]) -> Finding:
     rule = compiled.rule
     step_ms = values.get(STEP_TIME)
     gain_pct = None
@@ -264,6 +289,8 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     if gain_ms is not None and step_ms:
         gain_pct = round(100.0 * gain_ms / float(step_ms), 2)
     stake_pct = round(100.0 * stake_ms / float(step_ms), 2) if stake_ms is not None and step_ms else None
+    stake_low_ms = _stake_low(rule, stake_ms, spread)
+    low_pct = 100.0 * stake_low_ms / float(step_ms) if stake_low_ms is not None and step_ms else None
     confidence = _number(compiled, "confidence", activation, checked)
     direct = _direct_evidence(compiled, activation, checked)
     if confidence is not None:
@@ -291,6 +318,11 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     if direct is False:
         message = f"{message} {_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
     fix_model = _fix(rule, platform, context, lang, checked)
+    severity = _severity(rule, stake_pct if stake_pct is not None else gain_pct, low_pct)
+    caveats = list(rule.caveats)
+    if rule.severity == "auto" and stake_pct is not None and _band(stake_pct) != severity:
+        band = SEVERITY_WORDS.get(lang, SEVERITY_WORDS["en"])[_band(stake_pct)]
+        caveats.append(engine_note(lang, "severity_held", band=band, pct=f"{stake_pct:.1f}", low=f"{low_pct:.1f}"))
     title = engine_note(lang, "inferred_title", title=rule.title) if direct is False else rule.title
     read = metric_refs(rule) | ({STEP_TIME} if stake_pct is not None or gain_pct is not None else set())
     evidence = {m: values[m] for m in sorted(read) if values.get(m) is not None}
@@ -298,16 +330,17 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
         rule=rule.name,
         id=rule.id,
         title=title,
-        severity=_severity(rule, stake_pct if stake_pct is not None else gain_pct),
+        severity=severity,
         message=message,
         estimated_gain_ms=gain_ms,
         estimated_gain_pct=gain_pct,
         time_at_stake_ms=stake_ms,
+        time_at_stake_low_ms=stake_low_ms,
         confidence=confidence,
         scope=scope,
         evidence=evidence,
         fix=fix_model,
-        caveats=list(rule.caveats),
+        caveats=caveats,
         claims=rule.pool,
         direct_evidence=direct,
     )
@@ -450,15 +483,36 @@ def _rendered(key: str, fix, context: dict, checked: bool) -> tuple[str, str, st
     return key, _render(fix.text, context, f"fix.{key}.text", checked).strip(), code
 
 
-def _severity(rule: Rule, share_pct: float | None) -> str:
-    if rule.severity != "auto":
-        return rule.severity
-    if share_pct is None:
-        return "medium"
+def _stake_low(rule: Rule, stake_ms: float | None, spread: dict[str, tuple[float, int]]) -> float | None:
+    """The time at stake the steps support with ``STAKE_CONFIDENCE`` (module
+    doc), when the rule's ``time_at_stake`` is one metric with a standard error."""
+    ref = (rule.time_at_stake or "").strip()
+    if stake_ms is None or ref not in spread:
+        return None
+    from scipy.special import stdtrit  # Student's t quantile; only here
+
+    stderr, steps = spread[ref]
+    return round(max(0.0, stake_ms - float(stdtrit(steps - 1, STAKE_CONFIDENCE)) * stderr), 3)
+
+
+def _band(share_pct: float) -> str:
     for bound, level in SEVERITY_BY_GAIN:
         if share_pct >= bound:
             return level
     return "info"
+
+
+def _severity(rule: Rule, share_pct: float | None, low_pct: float | None = None) -> str:
+    """A rule's severity (module doc): its own, or the band of ``share_pct``;
+    above medium only when ``low_pct`` (if known) reaches the band too."""
+    if rule.severity != "auto":
+        return rule.severity
+    if share_pct is None:
+        return "medium"
+    level = _band(share_pct)
+    if low_pct is not None and SEVERITY_ORDER[level] > SEVERITY_ORDER["medium"]:
+        level = max("medium", _band(low_pct), key=SEVERITY_ORDER.__getitem__)
+    return level
 
 
 @dataclass
@@ -501,12 +555,14 @@ def evaluate_run(
     """All rules over all metrics (see module doc); skip reasons in ``lang``;
     ``run``: see :func:`evaluate_rule`."""
     values = {mid: m.value for mid, m in metrics.items()}
+    spread = {mid: (m.stderr, m.samples) for mid, m in metrics.items() if m.stderr is not None and m.samples}
     findings: list[Finding] = []
     skipped: list[Skip] = []
     outcomes: list[RuleOutcome] = []
     for compiled in rules:
         rule = compiled.rule
-        finding, skip = evaluate_rule(compiled, values, framework=framework, device=device, lang=lang, run=run)
+        finding, skip = evaluate_rule(compiled, values, framework=framework, device=device, lang=lang, run=run,
+                                      spread=spread)
         if finding:
             findings.append(finding)
             outcomes.append(RuleOutcome(rule, "fired"))

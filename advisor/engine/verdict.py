@@ -54,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from advisor.collectors.memory.collector import SOURCE_FORMAT as MEMORY_TIMELINE
-from advisor.engine.evaluation import RuleOutcome
+from advisor.engine.evaluation import SEVERITY_WORDS, RuleOutcome
 from advisor.metrics.window import MIN_DEVICE_OPS_PER_STEP
 from advisor.model import SEVERITY_ORDER, CheckGroup, Finding, Verdict
 from advisor.profile import RunMeta
@@ -151,11 +151,6 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "memory_missing": "耗时检查：内存时间线只记录内存，不含迭代、算子或通信；请用 torch.profiler 采集 trace（Kineto）以进行这些检查",
         "sep": "、",
     },
-}
-#: Severity names inside the verdict's sentences, per language.
-SEVERITY_WORDS: dict[str, dict[str, str]] = {
-    "en": {"info": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"},
-    "zh": {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"},
 }
 
 

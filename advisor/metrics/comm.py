@@ -258,8 +258,9 @@ def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataF
     return out
 
 
-def _group_value(p: Profile, group: str) -> tuple[float, float, dict]:
-    """(ms per step, share of the step, evidence) of a group's exposed time.
+def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[float, int] | None]:
+    """(ms per step, share of the step, evidence, (standard error in ms,
+    steps) of the per-step mean or None) of a group's exposed time.
 
     With several labelled ranks and step ids, per step the rank that exposes
     least (net of its waits for late peers): a collective completes only
@@ -294,10 +295,11 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict]:
                 if by_rank:
                     evidence["exposed_peer_wait_ms_per_rank"] = by_rank["per_rank"]
             evidence.update(rank_evidence(kept.groupby("rank")[group].mean()))
-            return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence)
+            spread = (float(per["net"].sem()) / US_PER_MS, len(per)) if len(per) >= 2 else None
+            return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence, spread)
     means = known.groupby("rank")[[group, "dur"]].mean()
     evidence.update(rank_evidence(means[group]))
-    return (float(means[group].mean()) / US_PER_MS, float((means[group] / means["dur"]).mean()), evidence)
+    return (float(means[group].mean()) / US_PER_MS, float((means[group] / means["dur"]).mean()), evidence, None)
 
 
 _FROM = {"exposed_share_us": "exposed_comm_us split among the collectives in flight (exposed_share_us)",
@@ -305,8 +307,11 @@ _FROM = {"exposed_share_us": "exposed_comm_us split among the collectives in fli
 
 
 def _group_metric(p: Profile, group: str, ratio: bool) -> Value:
-    ms, share, evidence = p.memo(f"comm.group_value:{group}", lambda: _group_value(p, group))
-    return Value(share, {"from": evidence["from"]}) if ratio else Value(ms, evidence)
+    ms, share, evidence, spread = p.memo(f"comm.group_value:{group}", lambda: _group_value(p, group))
+    if ratio:
+        return Value(share, {"from": evidence["from"]})
+    stderr, steps = spread or (None, None)
+    return Value(ms, evidence, stderr=stderr, samples=steps)
 
 
 @metric("comm.exposed_ms_by_kind", unit="map", needs=["steps.exposed_comm_us", "comm.kind"])
@@ -322,7 +327,7 @@ def exposed_ms_by_kind(p: Profile) -> Value:
     values, ratios = {}, {}
     for group in frame.attrs["groups"]:
         try:
-            ms, share, _ = p.memo(f"comm.group_value:{group}", lambda g=group: _group_value(p, g))
+            ms, share, _, _ = p.memo(f"comm.group_value:{group}", lambda g=group: _group_value(p, g))
         except NotEvaluated:
             continue
         values[group], ratios[group] = round(ms, 4), round(share, 4)

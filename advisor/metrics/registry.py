@@ -40,10 +40,15 @@ class NotEvaluated(Exception):
 
 @dataclass
 class Value:
-    """A metric value with the evidence that produced it."""
+    """A metric value with the evidence that produced it. A value that is a
+    mean over steps may carry its standard error (``stderr``, same unit:
+    the sample standard deviation over the ``samples`` steps / sqrt(samples));
+    the engine reads it to size a finding's severity (``advisor.engine.evaluation``)."""
 
     value: MetricValue
     evidence: dict[str, Any] = field(default_factory=dict)
+    stderr: float | None = None
+    samples: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,10 +152,19 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
                         unit=spec.unit,
                         scope=spec.scope,
                         evidence=_plain(out.evidence),
+                        stderr=_stderr(out),
+                        samples=out.samples if _stderr(out) is not None else None,
                     )
                     continue
         skipped.append(Skip(what=f"metric {spec.id}", reason=reason))
     return metrics, skipped
+
+
+def _stderr(out: Value) -> float | None:
+    """``out.stderr`` as a float when it is finite and rests on two or more steps."""
+    if out.stderr is None or not out.samples or out.samples < 2 or _non_finite(float(out.stderr)):
+        return None
+    return float(out.stderr)
 
 
 def _one_line(exc: BaseException) -> str:

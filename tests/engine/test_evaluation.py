@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from advisor.engine.check import check_rules
-from advisor.engine.evaluation import compile_rule, evaluate_rule, namespaces
+from advisor.engine.evaluation import compile_rule, evaluate_rule, evaluate_run, namespaces
 from advisor.engine.loader import load_rules, read_rule
 from advisor.errors import ConfigError
 from advisor.metrics import REGISTRY, metric_namespaces
+from advisor.model import Metric
 
 BASE = {
     "id": "ADV900",
@@ -46,6 +47,39 @@ def test_namespaces_nest_dotted_ids():
     assert tree["step"] == {"free_ratio": 0.2} and tree["comm"] == {"bandwidth_gbps": {"HCCS": 3.0}}
     assert set(tree) == {mid.split(".")[0] for mid in REGISTRY}  # every namespace, empty or not
     assert {"step", "comm", "data", "ops", "cluster", "pipeline", "anomaly"} <= set(tree)
+
+
+def _stake_run(tmp_path: Path, stake_ms: float, stderr: float | None, samples: int = 9):
+    """A rule whose time at stake is the exposed all-reduce, over a 10 ms
+    step, that time a mean over ``samples`` steps with ``stderr``."""
+    stake = "comm.exposed_allreduce_ms"
+    examples = [{"name": "fires", "metrics": {stake: 3.0, "step.time_ms": 10}, "expect": "fire"},
+                {"name": "passes", "metrics": {stake: 0.5, "step.time_ms": 10}, "expect": "pass"}]
+    rule = read_rule(_rule(tmp_path, requires=[stake, "step.time_ms"], condition=f"{stake} > 1.0",
+                           time_at_stake=stake, estimated_gain=f"{stake} / 2.0",
+                           message="exposed {{ comm.exposed_allreduce_ms|ms }}", examples=examples))
+    metrics = {stake: Metric(id=stake, value=stake_ms, unit="ms", stderr=stderr,
+                             samples=samples if stderr is not None else None),
+               "step.time_ms": Metric(id="step.time_ms", value=10.0, unit="ms")}
+    (finding,) = evaluate_run([compile_rule(rule)], metrics).findings
+    return finding
+
+
+def test_a_share_only_its_mean_puts_above_medium_is_medium(tmp_path):
+    # 3.0 ms of 10: high by its mean; the steps support 3.0 - t(8, 0.9) x 0.8 = 1.88 ms (18.8%)
+    held = _stake_run(tmp_path, 3.0, 0.8)
+    assert held.severity == "medium"
+    assert held.time_at_stake_ms == pytest.approx(3.0)
+    assert held.time_at_stake_low_ms == pytest.approx(3.0 - 1.3968 * 0.8, abs=1e-3)
+    # the same mean measured tightly keeps its band, and without a spread nothing changes
+    assert _stake_run(tmp_path, 3.0, 0.1).severity == "high"
+    assert _stake_run(tmp_path, 3.0, None).severity == "high"
+    assert _stake_run(tmp_path, 3.0, None).time_at_stake_low_ms is None
+    # a spread never lowers a finding below medium, nor moves one that is medium or below
+    assert _stake_run(tmp_path, 3.0, 5.0).severity == "medium"
+    assert _stake_run(tmp_path, 1.5, 1.0).severity == "medium"
+    assert _stake_run(tmp_path, 6.0, 0.5).severity == "critical"  # 6.0 - 0.7 = 5.3 ms: still over half
+    assert _stake_run(tmp_path, 6.0, 1.0).severity == "high"
 
 
 def test_fires_with_gain_clamped_to_time_at_stake(tmp_path):

@@ -7,7 +7,8 @@
   exposed-allreduce with a bucket cap below its measured gradient size;
 * DDP buckets reduced during backward get no bucket advice;
 * with two ranks, a rank sleeping 30 ms per step is named with about that
-  gain; without the sleep no rank is.
+  gain; without the sleep no rank is, and the exposed all-reduce is high
+  only when the steps support a quarter of the step at 90% confidence.
 """
 
 from __future__ import annotations
@@ -87,3 +88,13 @@ def test_two_ranks_a_straggler_is_named_with_its_gap(tmp_path):
 def test_two_healthy_ranks_have_no_slow_rank(tmp_path):
     report = _report("healthy-2", tmp_path)
     assert "slow-rank" not in _serious(report), report["metrics"]["cluster.slow_rank"]
+    # the exposed all-reduce is a mean over the steps both ranks recorded, with its standard error
+    exposed = report["metrics"]["comm.exposed_allreduce_ms"]
+    steps, _ = SCENARIOS["healthy-2"]
+    assert 2 <= exposed["samples"] <= steps and exposed["stderr"] > 0, exposed
+    found = {f["rule"]: f for f in report["findings"]}
+    if "exposed-allreduce" in found:  # about 10-35% of the step, the bands of medium and high
+        f = found["exposed-allreduce"]
+        assert f["time_at_stake_low_ms"] < f["time_at_stake_ms"]
+        low_pct = 100 * f["time_at_stake_low_ms"] / _value(report, "step.time_ms")
+        assert f["severity"] in ("low", "medium") or low_pct >= 25, (f["severity"], low_pct)
