@@ -10,8 +10,8 @@ holds the rule's thresholds after user overrides.
 Severity ``auto`` follows the share of step time at stake (the rule's
 ``time_at_stake``, else its estimated gain, in % of the step): critical >= 50,
 high >= 25, medium >= 10, low >= 3, else info; with neither it is medium.
-When the time at stake is one metric that is a mean over steps with a
-standard error (``Metric.stderr``), a band above medium also needs the
+When the time at stake is the value of one metric that is a mean over steps
+with a standard error (``Metric.stderr``), a band above medium also needs the
 share the steps support with ``STAKE_CONFIDENCE`` one-sided confidence (the
 mean less Student's t quantile times the standard error: the finding's
 ``time_at_stake_low_ms``) to reach it; otherwise the finding is medium.
@@ -289,7 +289,7 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     if gain_ms is not None and step_ms:
         gain_pct = round(100.0 * gain_ms / float(step_ms), 2)
     stake_pct = round(100.0 * stake_ms / float(step_ms), 2) if stake_ms is not None and step_ms else None
-    stake_low_ms = _stake_low(rule, stake_ms, spread)
+    stake_low_ms = _stake_low(rule, stake_ms, values, spread)
     low_pct = 100.0 * stake_low_ms / float(step_ms) if stake_low_ms is not None and step_ms else None
     confidence = _number(compiled, "confidence", activation, checked)
     direct = _direct_evidence(compiled, activation, checked)
@@ -483,15 +483,22 @@ def _rendered(key: str, fix, context: dict, checked: bool) -> tuple[str, str, st
     return key, _render(fix.text, context, f"fix.{key}.text", checked).strip(), code
 
 
-def _stake_low(rule: Rule, stake_ms: float | None, spread: dict[str, tuple[float, int]]) -> float | None:
+def _stake_low(rule: Rule, stake_ms: float | None, values: dict[str, Any],
+               spread: dict[str, tuple[float, int]]) -> float | None:
     """The time at stake the steps support with ``STAKE_CONFIDENCE`` (module
-    doc), when the rule's ``time_at_stake`` is one metric with a standard error."""
-    ref = (rule.time_at_stake or "").strip()
-    if stake_ms is None or ref not in spread:
+    doc), when the rule's ``time_at_stake`` came to the value of one metric
+    it reads that has a standard error (the metric itself, or the branch a
+    conditional picked); of several such, the widest spread."""
+    if stake_ms is None or not rule.time_at_stake:
+        return None
+    refs = {f"{a}.{b}" for a, b in _metric_ref_pattern().findall(rule.time_at_stake)}
+    picked = [spread[m] for m in refs & spread.keys()
+              if isinstance(values.get(m), (int, float)) and round(float(values[m]), 3) == stake_ms]
+    if not picked:
         return None
     from scipy.special import stdtrit  # Student's t quantile; only here
 
-    stderr, steps = spread[ref]
+    stderr, steps = max(picked, key=lambda s: float(stdtrit(s[1] - 1, STAKE_CONFIDENCE)) * s[0])
     return round(max(0.0, stake_ms - float(stdtrit(steps - 1, STAKE_CONFIDENCE)) * stderr), 3)
 
 

@@ -15,6 +15,7 @@ from advisor.metrics.steps_view import (
     per_rank_mean,
     rank_evidence,
     run_mean_ms,
+    run_mean_stderr_ms,
     run_ratio,
     steady_steps,
 )
@@ -26,7 +27,8 @@ def _ms(profile: Profile, column: str) -> Value:
     value = run_mean_ms(profile, column)
     if value is None:
         raise NotEvaluated(f"no {column} values in steady-state steps")
-    return Value(value, rank_evidence(per_rank_mean(profile, column)))
+    stderr, steps = run_mean_stderr_ms(profile, column) or (None, None)
+    return Value(value, rank_evidence(per_rank_mean(profile, column)), stderr=stderr, samples=steps)
 
 
 def _ratio(profile: Profile, column: str) -> Value:

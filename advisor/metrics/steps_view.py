@@ -84,6 +84,27 @@ def run_mean_ms(profile: Profile, column: str) -> float | None:
     return float(ranks.mean()) / US_PER_MS
 
 
+def run_mean_stderr_ms(profile: Profile, column: str) -> tuple[float, int] | None:
+    """(standard error in ms, steps) of ``run_mean_ms``'s value from its
+    variation between steady steps: the standard error of the mean over
+    steps of the per-step mean over ranks (of one rank's series when the
+    steps have no ids); None with fewer than two steps, or several ranks
+    whose steps cannot be matched."""
+    steps = steady_steps(profile)
+    if column not in steps.columns:
+        return None
+    rows = steps.dropna(subset=[column])
+    if "step" in rows.columns and rows["step"].notna().all():
+        series = rows.groupby("step")[column].mean()
+    elif rows["rank"].nunique() == 1:
+        series = rows[column]
+    else:
+        return None
+    if len(series) < 2:
+        return None
+    return float(series.sem()) / US_PER_MS, len(series)
+
+
 def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float | None:
     """Mean over ranks of (per-rank mean ``column``) / (per-rank mean ``base``)."""
     num = per_rank_mean(profile, column)
