@@ -344,6 +344,23 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),
         "peak_graph": Column("int", "id of the graph whose curve holds the highest memory (details file)"),
     },
+    "comm_contention": {  # communication operators' transfers beside compute and alone, summed per (rank,
+        # step, transport, size_class, beside_compute): Ascend communication.json spans and bandwidths
+        # paired with the compute kernels (collectors/ascend/contention.py)
+        "rank": _rank(),
+        "step": _step(),
+        "transport": Column("text", "SDMA, RDMA, HCCS, PCIE, SIO, ... (communication.json's transport)",
+                            required=True),
+        "size_class": Column("int", "floor(log2(MB)) of each operator's transfer before summing", required=True),
+        "beside_compute": Column("bool", "True: compute kernels ran during at least half of each operator's "
+                                 "span; False: during at most 5% of it (operators in between are left out)",
+                                 required=True),
+        "ops": Column("int", "operators summed", required=True),
+        "size_mb": Column("float", "data size", required=True),
+        "time_ms": Column("float", "transfer time in milliseconds, as the profilers write it", required=True),
+        "exposed_us": Column("float", "time within the operators' spans when no compute kernel ran",
+                             required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -511,6 +528,7 @@ class Profile:
     kernel_sequences: pd.DataFrame | None = None
     hccl_tasks: pd.DataFrame | None = None
     annotations: pd.DataFrame | None = None
+    comm_contention: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -422,11 +422,13 @@ class _Kernels:
     """A profiler database's tasks as the text layout's kernels table
     (``ascend_tables.kernel_table``: raw text, ``step``, ``start_us``
     relative to the first step, ``duration_us``), in start order, with
-    which rows are communication (core HCCL) and receives."""
+    which rows are communication (core HCCL) and receives; ``origin_us``
+    is the absolute time (us, the profiler's clock) of ``start_us`` 0."""
 
     table: pa.Table
     is_comm: np.ndarray
     is_recv: np.ndarray
+    origin_us: float = 0.0
 
 
 def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -534,7 +536,7 @@ def read_kernels(path: Path, kernels: bool = True
     core = pc.equal(pc.utf8_upper(pc.utf8_trim_whitespace(text["core"])), "HCCL")
     core = core.fill_null(False).to_numpy(zero_copy_only=False)
     recv = pc.starts_with(text["name"], "hcom_receive").fill_null(False).to_numpy(zero_copy_only=False)
-    return _Kernels(table, comm_rows | core, recv), comm, windows
+    return _Kernels(table, comm_rows | core, recv, base / NS_PER_US), comm, windows
 
 
 def _comm_ops(con: _Con) -> dict[str, list]:
@@ -693,6 +695,7 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
             kernels, comm_ops, windows = got
     if kernels is not None:
         reader.kernels = kernels.table
+        reader.kernels_origin_us = kernels.origin_us
         if profile.steps is None and windows is not None:
             profile.steps = steps_from_tasks(kernels, windows, rank)
             if profile.steps is not None:
