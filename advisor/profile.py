@@ -151,7 +151,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "steps": Column("int", "distinct steps the operator, with these input shapes, ran in (Ascend kernels "
                         "with a step id)"),
         "block_dim": Column("int", "cores the operator's kernel was launched on (Ascend kernel_details.csv "
-                            "Block Dim; the most common value among its launches)"),
+                            "Block Dim, database COMPUTE_TASK_INFO blockNum; the most common value among its "
+                            "launches)"),
         "mix_block_dim": Column("int", "a MIX_AIC kernel's vector-core blocks (Ascend Mix Block Dim; the most "
                                 "common value among its launches)"),
     },

@@ -149,6 +149,8 @@ class RankSpec:
     world_size: int | None = None
     folder: str | None = None  # the rank folder's name (default: node{rank}_{rank}_20250101_{suffix})
     group_info: dict = field(default_factory=dict)  # profiler_metadata.json's parallel_group_info
+    # task index -> (Block Dim, Mix Block Dim) of its kernel row (COMPUTE_TASK_INFO blockNum, mixBlockNum); else (24, 0)
+    blocks: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def sample_rank(rank: int, slow: float = 1.0, pp_receive: float = 0.0) -> RankSpec:
@@ -209,14 +211,15 @@ def write_text(parent: Path, spec: RankSpec, suffix: str = "ascend_pt") -> Path:
     for step, values in sorted(spec.breakdown.items()):
         lines.append(",".join([str(step)] + [repr(float(v)) for v in values]) + "\n")
     (out / "step_trace_time.csv").write_text("".join(lines))
-    rows = [KERNEL_HEADER_READ]
-    for name, op_type, core, dtypes, shapes, start, end in spec.tasks:
+    rows = [KERNEL_HEADER_READ[:-1] + ",Block Dim,Mix Block Dim\n"]
+    for i, (name, op_type, core, dtypes, shapes, start, end) in enumerate(spec.tasks):
         step = _step_of(spec, start)
+        blocks, mix = spec.blocks.get(i, (24, 0))
         rows.append(f'{step},{name},{op_type},{core},{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},'
-                    f'"{shapes}","{dtypes}",dynamic\n')
+                    f'"{shapes}","{dtypes}",dynamic,{blocks},{mix}\n')
     for name, op_type, _group, start, end in spec.comm_ops:
         step = _step_of(spec, start)
-        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,,N/A\n")
+        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,,N/A,,\n")
     (out / "kernel_details.csv").write_text("".join(rows))
     (out / "communication.json").write_bytes(_dumps(communication(_comm_op_records(spec))))
     (out / "communication_matrix.json").write_bytes(_dumps(matrix(_link_records(spec))))
@@ -335,7 +338,8 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
         con.execute("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (T0_NS + start, T0_NS + end, spec.rank % 8, gid, gid, 1, s(core), 0, 2, gid, 0))
         con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (s(tname), gid, 24, 0, s(core), s(op_type), s("ND;ND"), s(dtypes), s(shapes),
+                    (s(tname), gid, *spec.blocks.get(gid - 1, (24, 0)), s(core), s(op_type), s("ND;ND"),
+                     s(dtypes), s(shapes),
                      s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))
     for k, (oname, op_type, group, start, end) in enumerate(spec.comm_ops, 1):
         dtype, count = spec.comm_counts.get(oname, (4, 1024))
@@ -683,6 +687,7 @@ def write_scenario_db(sc: Scenario, parent: Path, level: int = 1) -> list[Path]:
             t = TEMPLATES[k.template[i]]
             spec.tasks.append((t.name, t.type, t.core, t.dtypes, t.shapes,
                                ns(k.start[i]), ns(k.start[i] + k.dur[i])))
+            spec.blocks[i] = (24 if t.core in ("AI_CORE", "MIX_AIC") else 48, 0)  # as the text layout's Block Dim
         gid = group_id(sc, f"dp_{sc.stage_of(r)}")
         for j, s in enumerate(sc.step_ids):
             spec.comm_ops.append((f"hcom_allReduce__{600 + j}_{s}_1", "hcom_allReduce_", gid,
