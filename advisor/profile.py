@@ -309,6 +309,13 @@ SCHEMA: dict[str, dict[str, Column]] = {
                          "the launch and host cost that fusing the sequence into one kernel removes",
                          required=True),
         "steps": Column("int", "steps the kernels were taken from", required=True),
+        "mte_us": Column("float", "memory-transfer time of its kernels (each once): per kernel the MTE2 load plus "
+                         "the MTE3 / FIXPIPE store (Ascend PipeUtilization; msprof-analyze's fusible-operator "
+                         "MTE time)"),
+        "pipe_us": Column("float", "busy time of its kernels' cores (each kernel once; the larger of its cube "
+                          "and vector parts): the base of mte_us"),
+        "by_gap": Column("bool", "kept among the sequences with the most gap time of its length (else only "
+                         "among those with the most memory-transfer time)"),
     },
     "hccl_tasks": {  # HCCL transfer tasks (Memcpy, Reduce_Inline) per (rank, step, transport, link, size):
         # Ascend trace_view.json communication lanes at Level1+ (collectors/ascend/hccl_tasks.py)
