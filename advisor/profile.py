@@ -151,7 +151,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "steps": Column("int", "distinct steps the operator, with these input shapes, ran in (Ascend kernels "
                         "with a step id)"),
         "block_dim": Column("int", "cores the operator's kernel was launched on (Ascend kernel_details.csv "
-                            "Block Dim; the most common value among its launches)"),
+                            "Block Dim, database COMPUTE_TASK_INFO blockNum; the most common value among its "
+                            "launches)"),
         "mix_block_dim": Column("int", "a MIX_AIC kernel's vector-core blocks (Ascend Mix Block Dim; the most "
                                 "common value among its launches)"),
     },
@@ -308,6 +309,13 @@ SCHEMA: dict[str, dict[str, Column]] = {
                          "the launch and host cost that fusing the sequence into one kernel removes",
                          required=True),
         "steps": Column("int", "steps the kernels were taken from", required=True),
+        "mte_us": Column("float", "memory-transfer time of its kernels (each once): per kernel the MTE2 load plus "
+                         "the MTE3 / FIXPIPE store (Ascend PipeUtilization; msprof-analyze's fusible-operator "
+                         "MTE time)"),
+        "pipe_us": Column("float", "busy time of its kernels' cores (each kernel once; the larger of its cube "
+                          "and vector parts): the base of mte_us"),
+        "by_gap": Column("bool", "kept among the sequences with the most gap time of its length (else only "
+                         "among those with the most memory-transfer time)"),
     },
     "hccl_tasks": {  # HCCL transfer tasks (Memcpy, Reduce_Inline) per (rank, step, transport, link, size):
         # Ascend trace_view.json communication lanes at Level1+ (collectors/ascend/hccl_tasks.py)
@@ -343,6 +351,23 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "allocations": Column("int", "tensors allocated over the graphs"),
         "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),
         "peak_graph": Column("int", "id of the graph whose curve holds the highest memory (details file)"),
+    },
+    "comm_contention": {  # communication operators' transfers beside compute and alone, summed per (rank,
+        # step, transport, size_class, beside_compute): Ascend communication.json spans and bandwidths
+        # paired with the compute kernels (collectors/ascend/contention.py)
+        "rank": _rank(),
+        "step": _step(),
+        "transport": Column("text", "SDMA, RDMA, HCCS, PCIE, SIO, ... (communication.json's transport)",
+                            required=True),
+        "size_class": Column("int", "floor(log2(MB)) of each operator's transfer before summing", required=True),
+        "beside_compute": Column("bool", "True: compute kernels ran during at least half of each operator's "
+                                 "span; False: during at most 5% of it (operators in between are left out)",
+                                 required=True),
+        "ops": Column("int", "operators summed", required=True),
+        "size_mb": Column("float", "data size", required=True),
+        "time_ms": Column("float", "transfer time in milliseconds, as the profilers write it", required=True),
+        "exposed_us": Column("float", "time within the operators' spans when no compute kernel ran",
+                             required=True),
     },
 }
 TABLES = tuple(SCHEMA)
@@ -511,6 +536,7 @@ class Profile:
     kernel_sequences: pd.DataFrame | None = None
     hccl_tasks: pd.DataFrame | None = None
     annotations: pd.DataFrame | None = None
+    comm_contention: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -69,6 +69,8 @@ FAULT_CHECKS = {
     "small-packets": {("packet", None)},
     "rdma-retransmission": {("rdma-retransmission", None), ("cluster-rdma-retransmission", None)},
     "exposed-allreduce": {("overall-summary", None)},
+    "slow-link-type": {("slow-link", None)},
+    "bandwidth-contention": {("bandwidth-contention", None)},
 }
 #: seconds one incumbent run may take (it takes minutes on a busy machine)
 PEER_TIMEOUT_S = 1800

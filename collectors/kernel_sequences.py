@@ -22,6 +22,16 @@ not a launch). Times of overlapping occurrences (a pattern that follows
 itself, such as ``A A A``) are the union of the kernels and gaps they
 cover, so a sequence's time is never counted twice.
 
+Where the kernels carry AI Core pipe times (Ascend PipeUtilization), each
+kept sequence also has its memory-transfer time (``mte_us``: the MTE2 load
+plus the MTE3/FIXPIPE store of each kernel, msprof-analyze's
+fusible-operator ``get_mte_time``) and the busy time of its cores
+(``pipe_us``), and the ``TOP_PER_LENGTH`` with the most memory-transfer
+time per length are kept too (``by_gap`` False unless also among those with
+the most gap time): a chain bound by memory transfer gains from fusion
+(its intermediates stay on the chip) even when no launch gap separates its
+kernels.
+
 Device kernels only: on a CPU-only trace the operators run on the host and
 the time between them is Python and dispatch, not launch gaps the device
 waits in (host-bound measures that), so no table is written for it.
@@ -53,6 +63,8 @@ JOIN = " -> "
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 
 COLUMNS = ["rank", "kernels", "length", "count", "device_us", "gap_us", "steps"]
+#: The columns of sequences of kernels with pipe times (module doc).
+PIPE_COLUMNS = ["mte_us", "pipe_us", "by_gap"]
 
 
 def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
@@ -71,7 +83,8 @@ def _union(positions: np.ndarray, width: int, size: int) -> np.ndarray:
 
 
 def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
-                       fusable: np.ndarray, steps: int, rank: int) -> pd.DataFrame | None:
+                       fusable: np.ndarray, steps: int, rank: int,
+                       pipes: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame | None:
     """The ``kernel_sequences`` rows of one rank, or None when no sequence
     repeats more often than the steps do.
 
@@ -80,7 +93,10 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
     order; ``fusable``: False for kernels that end a sequence
     (communication, copies, AI CPU); ``steps``: the steps these kernels ran
     in (at least 1). A sequence is kept when it occurs more than ``steps``
-    times: it repeats within a step, not only because steps repeat."""
+    times: it repeats within a step, not only because steps repeat.
+    ``pipes``: per kernel (memory-transfer time, pipe busy time) in us, 0
+    where a kernel has none (module doc); None when the kernels have no
+    pipe times."""
     if keys.size < MIN_LENGTH:
         return None
     order = np.argsort(start, kind="stable")
@@ -89,6 +105,9 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
     end = start + dur[order].astype(float)
     dur = end - start
     fusable = fusable[order]
+    if pipes is not None:
+        mte, pipe = (np.nan_to_num(a[order].astype(float)) for a in pipes)
+        csum_mte = np.concatenate(([0.0], np.cumsum(mte)))
     m = keys.size
     gap = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0.0)
     bad_kernel = ~fusable
@@ -112,16 +131,24 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
         if not frequent.any():
             continue
         gap_sum = np.bincount(inverse, weights=csum_gap[idx + n - 1] - csum_gap[idx], minlength=uniq.size)
-        cand = np.flatnonzero(frequent)
-        cand = cand[np.argsort(-gap_sum[cand], kind="stable")[:TOP_PER_LENGTH]]
+        frequent_ids = np.flatnonzero(frequent)
+        by_gap = frequent_ids[np.argsort(-gap_sum[frequent_ids], kind="stable")[:TOP_PER_LENGTH]]
+        cand = by_gap
+        if pipes is not None:
+            mte_sum = np.bincount(inverse, weights=csum_mte[idx + n] - csum_mte[idx], minlength=uniq.size)
+            by_mte = frequent_ids[np.argsort(-mte_sum[frequent_ids], kind="stable")[:TOP_PER_LENGTH]]
+            cand = np.concatenate([by_gap, np.setdiff1d(by_mte[mte_sum[by_mte] > 0], by_gap)])
         chosen = np.flatnonzero(np.isin(inverse, cand))
         for u in cand:
             pos = idx[chosen[inverse[chosen] == u]]
             kernels = _union(pos, n, m)
             gaps = _union(pos, n - 1, m - 1)
             at = idx[first[u]]
-            rows.append((rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
-                         float(dur[kernels].sum()), float(gap[gaps].sum()), steps))
+            row = (rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
+                   float(dur[kernels].sum()), float(gap[gaps].sum()), steps)
+            if pipes is not None:
+                row += (float(mte[kernels].sum()), float(pipe[kernels].sum()), bool(np.isin(u, by_gap)))
+            rows.append(row)
     if not rows:
         return None
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS + (PIPE_COLUMNS if pipes is not None else []))

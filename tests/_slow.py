@@ -110,6 +110,8 @@ MEASURED = {
     # generated Ascend runs (a healthy one; three faults of a 4-rank cluster) analyzed
     "tests/metrics/test_kernels.py::test_dynamic_shape_quiet_on_a_fixed_shape_run_of_dynamic_kernels",
     "tests/metrics/test_transfer.py",
+    # torch_npu rank folders with repeated operator chains, analyzed
+    "tests/metrics/test_mte_sequences.py",
     # Kineto traces and Ascend kernel files with and without a repeated kernel chain, analyzed in full
     "tests/metrics/test_sequences.py::test_eager_rmsnorm_chain_fires_with_its_pattern_and_api",
     "tests/metrics/test_sequences.py::test_the_same_layers_compiled_stay_quiet",

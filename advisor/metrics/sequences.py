@@ -105,6 +105,8 @@ def _top(p: Profile) -> pd.DataFrame:
 
 def _compute_top(p: Profile) -> pd.DataFrame:
     seq = p.table("kernel_sequences")
+    if "by_gap" in seq.columns:  # kept for their memory-transfer time alone: see mte_top_* below
+        seq = seq[seq["by_gap"].fillna(True).astype(bool)]
     steps = seq["steps"].clip(lower=1)
     seq = seq.assign(gap_step_us=seq["gap_us"] / steps, device_step_us=seq["device_us"] / steps,
                      repeats=seq["count"] / steps, excess=(seq["gap_us"] - seq["device_us"]) / steps)
@@ -210,3 +212,80 @@ def top_distinct(p: Profile) -> Value:
     different operators."""
     ev = _evidence(p, "gap_step_us")
     return Value(len(set(ev["kernels"].split(JOIN))), {"rank": ev["rank"]})
+
+
+# ---------------------------------------------------------------- sequences bound by memory transfer
+
+#: A sequence is bound by memory transfer when its kernels' MTE time (the
+#: ``kernel_sequences`` ``mte_us``) exceeds this share of their busy time
+#: (``pipe_us``): msprof-analyze's fusible_operator.yaml ``mte_threshold``.
+MTE_BOUND_SHARE = 0.8
+_MTE_NEEDS = ["kernel_sequences.kernels", "kernel_sequences.mte_us", "kernel_sequences.pipe_us"]
+
+
+def _mte_top(p: Profile) -> pd.DataFrame:
+    """Per rank (index) the MTE top sequence's row with per-step figures."""
+    return p.memo("sequences_mte_top", lambda: _compute_mte_top(p))
+
+
+def _compute_mte_top(p: Profile) -> pd.DataFrame:
+    seq = p.table("kernel_sequences")
+    seq = seq[seq["pipe_us"].fillna(0) > 0]
+    if seq.empty:
+        raise NotEvaluated("no repeated kernel sequence with AI Core pipe times (PipeUtilization)")
+    steps = seq["steps"].clip(lower=1)
+    seq = seq.assign(mte_share=seq["mte_us"] / seq["pipe_us"], mte_step_us=seq["mte_us"] / steps,
+                     device_step_us=seq["device_us"] / steps, repeats=seq["count"] / steps)
+    seq = seq.assign(bound=seq["mte_share"] > MTE_BOUND_SHARE)
+    seq = seq.sort_values(["bound", "mte_step_us", "length"], ascending=False, kind="stable")
+    return seq.drop_duplicates("rank").set_index("rank")
+
+
+@metric("sequences.mte_top_ratio", unit="ratio", needs=_MTE_NEEDS)
+def mte_top_ratio(p: Profile) -> Value:
+    """Memory-transfer share of the MTE top sequence: per rank, among its
+    repeated kernel sequences (``kernel_sequences``, Ascend kernels with pipe
+    times) those bound by memory transfer (MTE time above
+    ``MTE_BOUND_SHARE`` of their cores' busy time, msprof-analyze's
+    fusible-operator MTE test), the one with the most MTE time per step, or
+    when none is, the one with the most MTE time; its MTE time over its busy
+    time, mean over ranks. The load (MTE2) and store (MTE3 / FIXPIPE) pipes
+    run at once, so the figure can exceed 1 (as msprof-analyze's does). The
+    evidence names the sequence of the rank where its MTE time is largest."""
+    top = _mte_top(p)
+    worst = top["mte_step_us"].idxmax()
+    evidence = {"kernels": top.loc[worst, "kernels"], "rank": int(worst),
+                "repeats_per_step": round(float(top.loc[worst, "repeats"]), 1)}
+    evidence.update(rank_evidence(top["mte_share"], scale=1.0))
+    return Value(float(top["mte_share"].mean()), evidence)
+
+
+@metric("sequences.mte_top_ms", unit="ms", needs=_MTE_NEEDS)
+def mte_top_ms(p: Profile) -> Value:
+    """Memory-transfer time per step of the MTE top sequence
+    (``sequences.mte_top_ratio``; its kernels' MTE2 loads and MTE3 / FIXPIPE
+    stores, each kernel once), mean over ranks: what fusing the sequence
+    works on, as its intermediates stay on the chip."""
+    return Value(float(_mte_top(p)["mte_step_us"].mean()) / US_PER_MS)
+
+
+@metric("sequences.mte_top_device_ms", unit="ms", needs=_MTE_NEEDS)
+def mte_top_device_ms(p: Profile) -> Value:
+    """Kernel time per step of the MTE top sequence (``sequences.mte_top_ratio``),
+    mean over ranks."""
+    return Value(float(_mte_top(p)["device_step_us"].mean()) / US_PER_MS)
+
+
+@metric("sequences.mte_top_repeats", unit="count", needs=_MTE_NEEDS)
+def mte_top_repeats(p: Profile) -> Value:
+    """Occurrences per step of the MTE top sequence (``sequences.mte_top_ratio``),
+    mean over ranks."""
+    return Value(float(_mte_top(p)["repeats"].mean()))
+
+
+@metric("sequences.mte_top_sequence", unit="text", needs=_MTE_NEEDS)
+def mte_top_sequence(p: Profile) -> Value:
+    """The MTE top sequence (``sequences.mte_top_ratio``) of the rank where
+    its MTE time is largest, its kernel names shortened."""
+    top = _mte_top(p)
+    return Value(JOIN.join(short_name(k) for k in str(top.loc[top["mte_step_us"].idxmax(), "kernels"]).split(JOIN)))

@@ -149,6 +149,8 @@ class RankSpec:
     world_size: int | None = None
     folder: str | None = None  # the rank folder's name (default: node{rank}_{rank}_20250101_{suffix})
     group_info: dict = field(default_factory=dict)  # profiler_metadata.json's parallel_group_info
+    # task index -> (Block Dim, Mix Block Dim) of its kernel row (COMPUTE_TASK_INFO blockNum, mixBlockNum); else (24, 0)
+    blocks: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def sample_rank(rank: int, slow: float = 1.0, pp_receive: float = 0.0) -> RankSpec:
@@ -209,14 +211,15 @@ def write_text(parent: Path, spec: RankSpec, suffix: str = "ascend_pt") -> Path:
     for step, values in sorted(spec.breakdown.items()):
         lines.append(",".join([str(step)] + [repr(float(v)) for v in values]) + "\n")
     (out / "step_trace_time.csv").write_text("".join(lines))
-    rows = [KERNEL_HEADER_READ]
-    for name, op_type, core, dtypes, shapes, start, end in spec.tasks:
+    rows = [KERNEL_HEADER_READ[:-1] + ",Block Dim,Mix Block Dim\n"]
+    for i, (name, op_type, core, dtypes, shapes, start, end) in enumerate(spec.tasks):
         step = _step_of(spec, start)
+        blocks, mix = spec.blocks.get(i, (24, 0))
         rows.append(f'{step},{name},{op_type},{core},{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},'
-                    f'"{shapes}","{dtypes}",dynamic\n')
+                    f'"{shapes}","{dtypes}",dynamic,{blocks},{mix}\n')
     for name, op_type, _group, start, end in spec.comm_ops:
         step = _step_of(spec, start)
-        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,,N/A\n")
+        rows.append(f"{step},{name},{op_type},HCCL,{(T0_NS + start) / 1000!r},{(end - start) / 1000!r},,,N/A,,\n")
     (out / "kernel_details.csv").write_text("".join(rows))
     (out / "communication.json").write_bytes(_dumps(communication(_comm_op_records(spec))))
     (out / "communication_matrix.json").write_bytes(_dumps(matrix(_link_records(spec))))
@@ -335,7 +338,8 @@ def write_db(parent: Path, spec: RankSpec, suffix: str = "ascend_pt", analysis: 
         con.execute("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (T0_NS + start, T0_NS + end, spec.rank % 8, gid, gid, 1, s(core), 0, 2, gid, 0))
         con.execute("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (s(tname), gid, 24, 0, s(core), s(op_type), s("ND;ND"), s(dtypes), s(shapes),
+                    (s(tname), gid, *spec.blocks.get(gid - 1, (24, 0)), s(core), s(op_type), s("ND;ND"),
+                     s(dtypes), s(shapes),
                      s("ND"), s("FLOAT"), s("4096,4096"), s("N/A"), s("dynamic"), s("NO")))
     for k, (oname, op_type, group, start, end) in enumerate(spec.comm_ops, 1):
         dtype, count = spec.comm_counts.get(oname, (4, 1024))
@@ -506,31 +510,49 @@ def _bw(size: float, time: float, dist: dict | None = None) -> dict:
             "Large Packet Ratio": 0.95 if size > 1 else 0.0, "Size Distribution": dist or {}}
 
 
+def _op_gbps(sc: Scenario, r: int, transport: str) -> float:
+    """The bandwidth rank ``r``'s operators reach on ``transport``: a healthy
+    link's (``LINK_SIZES``) times the mean factor of the rank's links of that
+    type (a slow link or a slow link type lowers it)."""
+    factors = [lk.factor for lk in sc.links if lk.src == r and lk.transport == transport]
+    return LINK_SIZES[(transport, "big")][1] * (float(np.mean(factors)) if factors else 1.0)
+
+
+def _beside_compute(begin_us: float, span_ms: float, compute_end_us: float) -> bool:
+    """Whether most of an operator's span lies before the end of its step's compute."""
+    return compute_end_us - begin_us >= 500.0 * span_ms
+
+
 def comm_ops(sc: Scenario, r: int) -> list[dict]:
     """Communication operators of rank ``r``: dicts with step, key, category,
-    time info (ms) and bandwidth info per transport."""
+    time info (ms) and bandwidth info per transport. Each transport's time is
+    its bytes over the bandwidth the rank's links reach (``_op_gbps``),
+    lowered by ``Scenario.contention`` for operators beside compute; SDMA is
+    the sum of HCCS, PCIE and SIO, as the profilers write it."""
     ops = []
     hosts_in_group = len({x // sc.ranks_per_host for x in sc.group_ranks(r)})
     gid = group_id(sc, f"dp_{sc.stage_of(r)}")
+    hccs_gbps, rdma_gbps = _op_gbps(sc, r, "HCCS"), _op_gbps(sc, r, "RDMA")
     for j, s in enumerate(sc.step_ids):
         t = sc.transfer[j] / 1000
         w = sc.wait[j, r] / 1000
         start = sc.start_us[j] + sc.data_wait[j, r] + sc.bubble[j, r] + sc.computing[j, r] - sc.overlapped[j, r]
+        compute_end = start + sc.overlapped[j, r]
         transit = 0.9 * t
         n = sc.buckets
-        stuck = max((ms for (jj, _), ms in sc.retransmit.items() if jj == j), default=0.0)
         mine = sc.retransmit.get((j, r), 0.0)
         for b in range(1, n + 1):  # bucket b: 1/n of the bytes and time; the first waits for the peers
             tb, wb = t / n, (w if b == 1 else 0.0)
             xb = transit / n
-            tl = (t - stuck) / n  # the links' own transfer time (a retransmission's wait left out)
-            rdma = 0.35 * tl + (mine if b == 1 else 0.0)
+            begin = start if b == 1 else start + 1000 * (w + (b - 1) * tb)
+            slow = sc.contention if _beside_compute(begin, tb + wb, compute_end) else 1.0
+            hccs = 350.0 / n / (hccs_gbps * slow)
+            rdma = 180.0 / n / rdma_gbps + (mine if b == 1 else 0.0)  # contention: the SDMA engines
             packets = (175, 90) if n == 1 else (175 / n, 90 / n)  # counts as written before buckets
-            bands = {"HCCS": _bw(350.0 / n, 0.55 * tl, {"2.0": [packets[0], 0.55 * tl]}),
+            bands = {"HCCS": _bw(350.0 / n, hccs, {"2.0": [packets[0], hccs]}),
                      "RDMA": (_bw(180.0 / n, rdma, {"2.0": [packets[1], rdma]})
                               if hosts_in_group > 1 else _bw(0, 0)),
-                     "PCIE": _bw(0, 0), "SDMA": _bw(350.0 / n, 0.05 * tl)}
-            begin = start if b == 1 else start + 1000 * (w + (b - 1) * tb)
+                     "PCIE": _bw(0, 0), "SDMA": _bw(350.0 / n, hccs)}
             ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{600 + j}_{s}_{b}@{gid}",
                         "time": {"Start Timestamp(us)": round(float(begin), 3), "Elapse Time(ms)": tb + wb,
                                  "Transit Time(ms)": xb, "Wait Time(ms)": wb + 0.002,
@@ -538,6 +560,7 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
                                  "Wait Time Ratio": round(wb / (wb + xb), 4),
                                  "Synchronization Time Ratio": round(0.8 * wb / (0.8 * wb + xb), 4)},
                         "bands": bands})
+        stuck = max((ms for (jj, _), ms in sc.retransmit.items() if jj == j), default=0.0)
         small = 0.02 * (t - stuck)
         ops.append({"step": int(s), "cat": "collective", "key": f"hcom_allReduce__{800 + j}_{s}_1@{gid}",
                     "time": {"Start Timestamp(us)": round(float(start) - 5000.0, 3), "Elapse Time(ms)": small,
@@ -545,7 +568,7 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
                              "Synchronization Time(ms)": 0.0005, "Idle Time(ms)": 0.2 * small,
                              "Wait Time Ratio": 0.001, "Synchronization Time Ratio": 0.0005},
                     "bands": {"HCCS": _bw(3.0, 0.6 * small), "RDMA": _bw(0, 0), "PCIE": _bw(0, 0),
-                              "SDMA": _bw(3.0, 0.1 * small)}})
+                              "SDMA": _bw(3.0, 0.6 * small)}})
         if sc.pp > 1 and sc.bubble[j, r] > 0:
             pid = group_id(sc, pp_label(sc, r))
             b = sc.bubble[j, r] / 1000
@@ -554,8 +577,8 @@ def comm_ops(sc: Scenario, r: int) -> list[dict]:
                                  "Elapse Time(ms)": b, "Transit Time(ms)": 0.05 * b, "Wait Time(ms)": 0.95 * b,
                                  "Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0,
                                  "Wait Time Ratio": 0.95, "Synchronization Time Ratio": 0.0},
-                        "bands": {"HCCS": _bw(16.0, 0.05 * b), "RDMA": _bw(0, 0), "PCIE": _bw(0, 0),
-                                  "SDMA": _bw(0, 0)}})
+                        "bands": {"HCCS": _bw(16.0, 16.0 / hccs_gbps), "RDMA": _bw(0, 0), "PCIE": _bw(0, 0),
+                                  "SDMA": _bw(16.0, 16.0 / hccs_gbps)}})
     return ops
 
 
@@ -664,6 +687,7 @@ def write_scenario_db(sc: Scenario, parent: Path, level: int = 1) -> list[Path]:
             t = TEMPLATES[k.template[i]]
             spec.tasks.append((t.name, t.type, t.core, t.dtypes, t.shapes,
                                ns(k.start[i]), ns(k.start[i] + k.dur[i])))
+            spec.blocks[i] = (24 if t.core in ("AI_CORE", "MIX_AIC") else 48, 0)  # as the text layout's Block Dim
         gid = group_id(sc, f"dp_{sc.stage_of(r)}")
         for j, s in enumerate(sc.step_ids):
             spec.comm_ops.append((f"hcom_allReduce__{600 + j}_{s}_1", "hcom_allReduce_", gid,

@@ -51,6 +51,14 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
 * ``exposed-allreduce``: the gradient all-reduce starts after all compute
   (``EXPOSED_OVERLAP`` of it overlapped) and its exposed part is 15-30% of
   the step on every rank.
+* ``slow-link-type``: every HCCS link runs at 30-60% of its healthy
+  bandwidth (a link type held back as a whole, not one link); the
+  all-reduce gets 15% longer on every rank;
+* ``bandwidth-contention``: the gradient all-reduce goes as
+  ``CONTENTION_BUCKETS`` operators, ``CONTENTION_OVERLAP`` of its transfer
+  overlapping compute; the operators that run beside compute move their
+  bytes at 35-60% of the bandwidth of those that run alone (compute and the
+  copy engines share the memory), and the all-reduce gets 15% longer.
 """
 
 from __future__ import annotations
@@ -61,7 +69,8 @@ import numpy as np
 
 #: Order matters: a fault's index seeds its draws, so new kinds go last.
 FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic",
-          "small-packets", "rdma-retransmission", "exposed-allreduce")
+          "small-packets", "rdma-retransmission", "exposed-allreduce", "slow-link-type",
+          "bandwidth-contention")
 #: ``exposed-allreduce``: share of the all-reduce compute overlaps (a job
 #: that reduces every gradient in one all-reduce issued after backward;
 #: what overlaps is the optimizer's first kernels and timestamp skew).
@@ -73,6 +82,12 @@ SMALL_PACKET_BUCKETS = 64
 #: Range of the retransmitted transfer's time (ms) under
 #: ``rdma-retransmission``: above msprof-analyze's 4 s retransmission bound.
 RETRANSMIT_MS = (4500.0, 6500.0)
+#: Operators the all-reduce is split into under ``bandwidth-contention``
+#: (43.75 MB each: large enough to reach a link's bandwidth), and the share
+#: of its transfer that overlaps compute: the first buckets run beside
+#: compute, the last alone after it.
+CONTENTION_BUCKETS = 8
+CONTENTION_OVERLAP = 0.6
 
 
 @dataclass
@@ -137,6 +152,9 @@ class Scenario:
     buckets: int = 1
     #: (step index, rank) -> extra RDMA transfer time (ms) of a retransmission
     retransmit: dict = field(default_factory=dict)
+    #: bandwidth of the transfers of operators that run beside compute,
+    #: relative to those that run alone (``bandwidth-contention``; 1 = none)
+    contention: float = 1.0
 
     @property
     def communication(self) -> np.ndarray:
@@ -244,7 +262,7 @@ def build(spec: Spec) -> Scenario:
         for s in steps:
             data_wait[s - 1] += sev * d0 * (1 + rng.normal(0, 0.05, R))
         labels.update(steps=steps, every=every)
-    buckets, retransmit = spec.collectives, {}
+    buckets, retransmit, contention = spec.collectives, {}, 1.0
     if spec.fault == "small-packets":
         sev = sev if sev is not None else rng.uniform(0.05, 0.20)
         buckets = SMALL_PACKET_BUCKETS
@@ -256,6 +274,19 @@ def build(spec: Spec) -> Scenario:
         retransmit[(j, rank)] = extra
         transfer[j] += extra * 1000.0
         labels.update(ranks=[rank], steps=[j + 1], retransmit_ms=round(extra, 1))
+    elif spec.fault == "slow-link-type":
+        sev = sev if sev is not None else rng.uniform(0.30, 0.60)
+        for lk in links:
+            if lk.transport == "HCCS":
+                lk.factor *= sev
+        transfer = transfer * 1.15
+        labels.update(ranks=list(range(R)), transport="HCCS")
+    elif spec.fault == "bandwidth-contention":
+        sev = sev if sev is not None else rng.uniform(0.35, 0.60)
+        buckets, contention = CONTENTION_BUCKETS, sev
+        transfer = transfer * 1.15
+        overlapped = CONTENTION_OVERLAP * transfer[:, None] * (1 + rng.normal(0, 0.02, (S, R)))
+        labels.update(ranks=list(range(R)), buckets=buckets)
     elif spec.fault == "exposed-allreduce":
         sev = sev if sev is not None else rng.uniform(0.15, 0.30)
         # exposed = t (1 - EXPOSED_OVERLAP) = sev of the step (compute + host + exposed)
@@ -289,7 +320,8 @@ def build(spec: Spec) -> Scenario:
     return Scenario(spec=spec, ranks_per_host=rph, pp=pp, step_ids=np.arange(1, S + 1),
                     start_us=start, computing=computing, free=free, data_wait=data_wait,
                     transfer=transfer, overlapped=overlapped, wait=wait, bubble=bubble,
-                    duration=duration, links=links, labels=labels, buckets=buckets, retransmit=retransmit)
+                    duration=duration, links=links, labels=labels, buckets=buckets, retransmit=retransmit,
+                    contention=contention)
 
 
 def _ring_links(R: int, rph: int, pp: int, rng: np.random.Generator) -> list[Link]:

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, hccl_rows, hccl_tasks, host_calls, link_ranks, tables
+from advisor.collectors.ascend import comm_rollup, contention, hccl_rows, hccl_tasks, host_calls, link_ranks, tables
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -265,6 +265,7 @@ class _Reader:
         self.profile = profile
         self.failures: list[InputError] = []
         self.kernels: pa.Table | None = None
+        self.kernels_origin_us = 0.0  # absolute time of the kernels' start_us 0 (database layout)
         self.with_kernels = with_kernels
 
     def has_ops(self) -> bool:
@@ -323,6 +324,9 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         _read_comm(reader, out_dir, rank)
         if profile.comm is None:
             _read_level0_comm(reader, out_dir, rank)
+    if profile.meta.comm_source.get(rank) == hccl_rows.LEVEL1:
+        profile.comm_contention = contention.contention_table(reader.kernels, profile.comm, profile.bandwidth, rank,
+                                                              reader.kernels_origin_us)
     _links_to_global(profile, rank, facts.groups)
     path = out_dir / "dataset.csv"
     if _is_file(path):

@@ -405,6 +405,22 @@ _KERNEL_TEXT = tuple(fields.db("COMPUTE_TASK_INFO").fields)
 _KERNEL_IDS_SQL = _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, strings=False)
 #: Kernel text columns older databases lack (opState: CANN 8.0 and later), read when present.
 _OPTIONAL_KERNEL_TEXT = ("op_state",)
+#: Kernel number columns (the cores a kernel was launched on), read where COMPUTE_TASK_INFO has them.
+_KERNEL_NUMBERS = fields.db("COMPUTE_TASK_INFO numbers")
+
+
+def _kernel_numbers(con: _Con) -> tuple[str, ...]:
+    """The kernel number columns (``_KERNEL_NUMBERS``) this database's COMPUTE_TASK_INFO has."""
+    present = _columns(con, "COMPUTE_TASK_INFO")
+    return tuple(c for c in _KERNEL_NUMBERS.fields if _KERNEL_NUMBERS.raw(c) in present)
+
+
+def _tasks_from(numbers: tuple[str, ...]) -> str:
+    """``_TASKS_FROM`` with the kernel number columns ``numbers``, named as the Profile's."""
+    if not numbers:
+        return _TASKS_FROM
+    picked = "".join(f', c.{_KERNEL_NUMBERS.raw(c)} AS "{c}"' for c in numbers)
+    return _TASKS_FROM.replace("t.startNs, t.endNs", f"t.startNs, t.endNs{picked}", 1)
 
 
 def _kernel_text(con: _Con) -> tuple[str, ...]:
@@ -422,11 +438,13 @@ class _Kernels:
     """A profiler database's tasks as the text layout's kernels table
     (``ascend_tables.kernel_table``: raw text, ``step``, ``start_us``
     relative to the first step, ``duration_us``), in start order, with
-    which rows are communication (core HCCL) and receives."""
+    which rows are communication (core HCCL) and receives; ``origin_us``
+    is the absolute time (us, the profiler's clock) of ``start_us`` 0."""
 
     table: pa.Table
     is_comm: np.ndarray
     is_recv: np.ndarray
+    origin_us: float = 0.0
 
 
 def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -440,12 +458,13 @@ def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             np.array([b for b, k in zip(end, keep) if k], dtype=np.int64))
 
 
-def _compute_arrow(path: Path, wanted: tuple[str, ...] = _KERNEL_TEXT
-                   ) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray] | None:
-    """The compute tasks as (texts, start ns, end ns) of the rows with both
-    times, through ADBC (module doc); None where that path is not taken.
-    ``wanted``: the text columns the database has (``_kernel_text``); the
-    others are null."""
+def _compute_arrow(path: Path, wanted: tuple[str, ...] = _KERNEL_TEXT, numbers: tuple[str, ...] = ()
+                   ) -> tuple[dict[str, pa.Array], np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    """The compute tasks as (texts, start ns, end ns, numbers) of the rows
+    with both times, through ADBC (module doc); None where that path is not
+    taken. ``wanted``: the text columns the database has (``_kernel_text``);
+    the others are null. ``numbers``: the number columns it has
+    (``_kernel_numbers``), as float arrays (NaN where empty)."""
     try:
         import adbc_driver_sqlite.dbapi as adbc
     except ImportError:
@@ -453,8 +472,8 @@ def _compute_arrow(path: Path, wanted: tuple[str, ...] = _KERNEL_TEXT
     try:
         with adbc.connect(Path(path).absolute().as_uri() + "?mode=ro&immutable=1") as con:
             with con.cursor() as cur:
-                cur.execute(_KERNEL_IDS_SQL if wanted == _KERNEL_TEXT else
-                            _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, strings=False, only=wanted))
+                cur.execute(_KERNEL_IDS_SQL if wanted == _KERNEL_TEXT and not numbers else
+                            _text_sql("COMPUTE_TASK_INFO", "c", _tasks_from(numbers), strings=False, only=wanted))
                 tasks = cur.fetch_arrow_table()
                 cur.execute("SELECT id, value FROM STRING_IDS")
                 strings = cur.fetch_arrow_table()
@@ -476,9 +495,10 @@ def _compute_arrow(path: Path, wanted: tuple[str, ...] = _KERNEL_TEXT
                 if c in wanted else pa.nulls(tasks.num_rows, pa.string()) for c in _KERNEL_TEXT}
         start = tasks.column("startNs").to_numpy().astype(np.int64)
         end = tasks.column("endNs").to_numpy().astype(np.int64)
+        nums = {c: _floats(tasks.column(c).to_pylist()) for c in numbers}
     except (pa.ArrowException, ValueError, TypeError):  # an odd column: the sqlite3 path handles it
         return None
-    return text, start, end
+    return text, start, end, nums
 
 
 def read_kernels(path: Path, kernels: bool = True
@@ -495,13 +515,15 @@ def read_kernels(path: Path, kernels: bool = True
         windows = _step_windows(con)
         has_compute = kernels and _has_table(con, "COMPUTE_TASK_INFO") and _has_table(con, "TASK")
         wanted = _kernel_text(con) if has_compute else _KERNEL_TEXT
-        fast = _compute_arrow(path, wanted) if has_compute else None
-        sql = _KERNEL_SQL if wanted == _KERNEL_TEXT else _text_sql("COMPUTE_TASK_INFO", "c", _TASKS_FROM, only=wanted)
+        numbers = _kernel_numbers(con) if has_compute else ()
+        fast = _compute_arrow(path, wanted, numbers) if has_compute else None
+        sql = (_KERNEL_SQL if wanted == _KERNEL_TEXT and not numbers
+               else _text_sql("COMPUTE_TASK_INFO", "c", _tasks_from(numbers), only=wanted))
         compute = con.columns(sql) if has_compute and fast is None else None
         comm = _comm_ops(con) if _has_table(con, "COMMUNICATION_OP") else None
     if not kernels:
         return None, comm, windows
-    parts = [(*fast, False)] if fast is not None and len(fast[1]) else []
+    parts = [(*fast[:3], False, fast[3])] if fast is not None and len(fast[1]) else []
     for cols, is_comm in ((compute, False), (comm, True)):
         if cols is None or not cols["startNs"]:
             continue
@@ -511,15 +533,17 @@ def read_kernels(path: Path, kernels: bool = True
                 for c in _KERNEL_TEXT}
         if not keep.all():
             text = {c: a.filter(pa.array(keep)) for c, a in text.items()}
-        parts.append((text, start, end, is_comm))
+        parts.append((text, start, end, is_comm, {c: _floats(cols[c])[keep] for c in numbers if c in cols}))
     if not parts:
         return None, comm, windows
     text = {c: pa.concat_arrays([p[0][c] for p in parts]) for c in _KERNEL_TEXT}
     start = np.concatenate([p[1] for p in parts])
     end = np.concatenate([p[2] for p in parts])
     comm_rows = np.concatenate([np.full(len(p[1]), p[3]) for p in parts])
+    nums = {c: np.concatenate([p[4].get(c, np.full(len(p[1]), np.nan)) for p in parts]) for c in numbers}
     order = np.argsort(start, kind="stable")
     start, end, comm_rows = start[order], end[order], comm_rows[order]
+    nums = {c: v[order] for c, v in nums.items() if not np.isnan(v).all()}
     take = pa.array(order)
     text = {c: a.take(take) for c, a in text.items()}
     base = int(windows.start.min()) if windows is not None else int(start.min())
@@ -530,11 +554,12 @@ def read_kernels(path: Path, kernels: bool = True
         "duration_us": (end - start) / NS_PER_US,
         **{c: text[c] for c in ("input_shapes", "input_dtypes")},
         **{c: text[c] for c in _OPTIONAL_KERNEL_TEXT if c in text and text[c].null_count < len(text[c])},
+        **{c: pa.array(v, mask=np.isnan(v)) for c, v in nums.items()},
     })
     core = pc.equal(pc.utf8_upper(pc.utf8_trim_whitespace(text["core"])), "HCCL")
     core = core.fill_null(False).to_numpy(zero_copy_only=False)
     recv = pc.starts_with(text["name"], "hcom_receive").fill_null(False).to_numpy(zero_copy_only=False)
-    return _Kernels(table, comm_rows | core, recv), comm, windows
+    return _Kernels(table, comm_rows | core, recv, base / NS_PER_US), comm, windows
 
 
 def _comm_ops(con: _Con) -> dict[str, list]:
@@ -693,6 +718,7 @@ def read_into(reader, out_dir: Path, rank: int) -> None:
             kernels, comm_ops, windows = got
     if kernels is not None:
         reader.kernels = kernels.table
+        reader.kernels_origin_us = kernels.origin_us
         if profile.steps is None and windows is not None:
             profile.steps = steps_from_tasks(kernels, windows, rank)
             if profile.steps is not None:

@@ -189,6 +189,13 @@ FIELDS: dict[str, dict[str, Source]] = {
             "bubble_us": ("bubble",),
             "_exposed_no_recv": ("communication_not_overlapped_and_exclude_receive",),
         }),
+        # number columns of a compute task, read where the table has them: the cores its kernel was
+        # launched on (msprof "Profile Data File Reference (DB)", COMPUTE_TASK_INFO blockNum / mixBlockNum;
+        # kernel_details.csv's Block Dim / Mix Block Dim)
+        "COMPUTE_TASK_INFO numbers": Source({
+            "block_dim": ("blockNum",),
+            "mix_block_dim": ("mixBlockNum",),
+        }),
         # text columns (STRING_IDS ids) of a compute task
         "COMPUTE_TASK_INFO": Source({
             "name": ("name",),

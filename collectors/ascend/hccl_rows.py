@@ -95,7 +95,7 @@ def count_mb(dtypes: list, counts: list) -> list[float | None]:
     return out
 
 
-def _is_hccl(names: pa.Array, cores: pa.Array | None) -> np.ndarray:
+def is_hccl(names: pa.Array, cores: pa.Array | None) -> np.ndarray:
     """Rows whose name starts with ``hcom_`` or whose core is HCCL."""
     hit = pc.match_substring_regex(names.cast(pa.string()), _HCOM.pattern, ignore_case=True)
     hit = hit.fill_null(False).to_numpy(zero_copy_only=False)
@@ -138,7 +138,7 @@ def comm_from_kernels(kernels: pa.Table, rank: int) -> PendingTable | None:
     None when the file has no HCCL row."""
     names = kernels.column("name")
     cores = kernels.column("core") if "core" in kernels.column_names else None
-    hit = _is_hccl(names, cores)
+    hit = is_hccl(names, cores)
     if not hit.any():
         return None
     rows = kernels.filter(pa.array(hit))
@@ -166,7 +166,7 @@ def comm_from_op_statistic(ops: pd.DataFrame, rank: int) -> PendingTable | None:
     -> comm rows without steps: one per operator type, its summed time as
     ``elapse_us`` and its count as ``ops``. None without an HCCL row."""
     cores = pa.array(ops["core"].astype(object)) if "core" in ops.columns else None
-    hit = _is_hccl(pa.array(ops["type"].astype(object)), cores)
+    hit = is_hccl(pa.array(ops["type"].astype(object)), cores)
     if not hit.any():
         return None
     rows = ops[hit]

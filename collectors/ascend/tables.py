@@ -430,7 +430,7 @@ def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
     (1 when the file has none). Text is looked at once per distinct value."""
     if "start_us" not in kernels.column_names or kernels.num_rows < 2:
         return None
-    wanted = ("name", "type", "core", "input_shapes", "step", "start_us", "duration_us")
+    wanted = ("name", "type", "core", "input_shapes", "step", "start_us", "duration_us", *PIPE_TIMES)
     k = kernels.select([c for c in wanted if c in kernels.column_names])
     k = k.filter(pc.is_valid(k.column("start_us")))
     cols = k.column_names
@@ -450,4 +450,30 @@ def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
     if "step" in cols:
         steps = max(pc.count_distinct(k.column("step"), mode="only_valid").as_py(), 1)
     return frequent_sequences(key, key_labels, k.column("start_us").to_numpy(zero_copy_only=False),
-                              k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank)
+                              k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank,
+                              _pipe_times(k))
+
+
+def _pipe_times(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per kernel (memory-transfer time, busy time of its cores) in us, as
+    msprof-analyze's fusible-operator check weighs a sequence
+    (``get_mte_time``: the larger of the cube and vector parts' MTE2 load
+    plus the larger of their FIXPIPE / MTE3 store), the busy time being the
+    larger of the cube part's and the vector part's time (the peer takes the
+    cube part's alone, which leaves vector-only chains out); None when the
+    kernels have no pipe times."""
+    cols = kernels.column_names
+    if not ({"aicore_us", "aiv_us"} & set(cols)) or not ({"aic_mte2_us", "aiv_mte2_us"} & set(cols)):
+        return None
+
+    def time(name: str) -> np.ndarray:
+        if name not in cols:
+            return np.zeros(kernels.num_rows)
+        return np.nan_to_num(kernels.column(name).to_numpy(zero_copy_only=False).astype(float))
+
+    mte = (np.maximum(time("aic_mte2_us"), time("aiv_mte2_us"))
+           + np.maximum(time("aic_fixpipe_us"), time("aiv_mte3_us")))
+    busy = np.maximum(time("aicore_us"), time("aiv_us"))
+    if not busy.any():
+        return None
+    return mte, busy

@@ -144,3 +144,39 @@ def test_corpus_kernels_have_block_dims_but_no_core_count(corpus, path):
     report = analyze(corpus / path, jobs=1)
     assert "kernels.block_dim_idle_ms" not in report.metrics
     assert "block-dim-underfill" not in _rules(report)
+
+
+def _db_rank(tmp_path: Path, add_blocks: int) -> Path:
+    """The same rank in the database layout (bench.scenarios.ascend.write_db: COMPUTE_TASK_INFO's
+    blockNum / mixBlockNum, msprof "Profile Data File Reference (DB)"), 1 ms steps of a MatMul on
+    24 AI Cores and an Add on ``add_blocks`` blocks, and the device's info.json beside it."""
+    from bench.scenarios.ascend import RankSpec, write_db
+
+    spec = RankSpec(rank=0)
+    for k in range(4):
+        s0 = k * 1_000_000
+        spec.steps.append((k + 1, s0, s0 + 1_000_000))
+        spec.tasks.append(MATMUL[:3] + (MATMUL[5], MATMUL[4], s0 + 10_000, s0 + 410_000))
+        spec.tasks.append(ADD_20[:3] + (ADD_20[5], ADD_20[4], s0 + 420_000, s0 + 720_000))
+        spec.blocks[2 * k], spec.blocks[2 * k + 1] = (24, 0), (add_blocks, 0)
+        spec.breakdown[k + 1] = (710.0, 0.0, 0.0, 0.0, 290.0, 1000.0, 0.0, 0.0)
+    root = write_db(tmp_path, spec)
+    device = root / "PROF_000001_20250101000000000_ABCDEFGHIJ" / "device_0"
+    device.mkdir(parents=True)
+    (device / "info.json.0").write_text(json.dumps(_info(AIC, AIV)))
+    return root
+
+
+def test_block_dims_from_the_database_layout(tmp_path):
+    report = analyze(_db_rank(tmp_path, 20), jobs=1)
+    idle = report.metrics["kernels.block_dim_idle_ms"]
+    assert idle.value == pytest.approx(0.3 * 28 / 48, rel=1e-3)  # the Add: 300 us a step on 20 of 48 cores
+    top = idle.evidence["ops"][0]
+    assert (top["type"], top["block_dim"], top["cores"]) == ("Add", 20, AIV)
+    assert "block-dim-underfill" in _rules(report)
+
+
+def test_block_dims_from_the_database_layout_that_fill_the_cores(tmp_path):
+    report = analyze(_db_rank(tmp_path, 48), jobs=1)
+    assert report.metrics["kernels.block_dim_idle_ms"].value == 0.0
+    assert "block-dim-underfill" not in _rules(report)

@@ -1,0 +1,120 @@
+"""Communication operators' transfers beside computation and alone -> the
+``comm_contention`` table.
+
+The copy engines (SDMA) and the compute cores share the device's memory:
+a collective that runs while kernels compute can move its bytes more slowly
+than the same collective with the device otherwise idle (msprof-analyze's
+bandwidth-contention check). Telling the two apart needs each operator's
+span (communication.json's ``Communication Time Info``: Start Timestamp,
+Elapse Time), its bytes and transfer time per transport (``Communication
+Bandwidth Info``) and the compute timeline (the non-HCCL rows of
+``kernel_details.csv``, or the database's compute tasks); the rolled-up
+``comm`` and ``bandwidth`` tables no longer hold the operators apart, so
+the reader pairs them here, per rank, before the rollup.
+
+An operator is *beside compute* when kernels compute during at least
+``BESIDE_SHARE`` of its span, *alone* when during at most ``ALONE_SHARE``;
+operators in between are left out of both. Rows are summed per (rank,
+step, transport, size class, beside_compute), ``size_class`` being
+floor(log2(MB)) of each operator's transfer, as in the ``bandwidth`` table
+(a small transfer never reaches a large one's bandwidth, so only the same
+class is compared).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from advisor.collectors.ascend.hccl_rows import is_hccl
+from advisor.collectors.parallel.batch_tables import PendingTable
+
+#: An operator whose span has kernels computing during at least this share
+#: of it runs beside compute: most of its transfer competes with them.
+BESIDE_SHARE = 0.5
+#: An operator whose span has kernels computing during at most this share of
+#: it runs alone: the bandwidth its link reaches when nothing competes
+#: (a few kernels' edges at its ends aside).
+ALONE_SHARE = 0.05
+KEYS = ["rank", "step", "transport", "size_class", "beside_compute"]
+
+
+def _compute_intervals(kernels: pa.Table, origin_us: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The union of the compute kernels' intervals (every non-HCCL row), as
+    sorted disjoint (starts, ends) in absolute us (``origin_us`` + start);
+    None without start times."""
+    if not {"start_us", "duration_us"} <= set(kernels.column_names):
+        return None
+    cores = kernels.column("core") if "core" in kernels.column_names else None
+    compute = ~is_hccl(kernels.column("name"), cores)
+    start = kernels.column("start_us").to_numpy(zero_copy_only=False).astype(float)[compute] + origin_us
+    dur = kernels.column("duration_us").to_numpy(zero_copy_only=False).astype(float)[compute]
+    ok = np.isfinite(start) & np.isfinite(dur) & (dur > 0)
+    start, end = start[ok], start[ok] + dur[ok]
+    if start.size == 0:
+        return None
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], np.maximum.accumulate(end[order])
+    new = np.concatenate([[True], start[1:] > end[:-1]])
+    first = np.flatnonzero(new)
+    last = np.concatenate([first[1:] - 1, [start.size - 1]])
+    return start[first], end[last]
+
+
+def covered_us(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Time within each span [a, b] that the disjoint sorted intervals
+    (starts, ends) cover."""
+    cum = np.concatenate([[0.0], np.cumsum(ends - starts)])
+
+    def upto(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(starts, t, side="right")  # intervals starting at or before t
+        inside = np.clip(t - starts[np.maximum(i - 1, 0)], 0.0, (ends - starts)[np.maximum(i - 1, 0)])
+        return cum[np.maximum(i - 1, 0)] + np.where(i > 0, inside, 0.0)
+
+    return np.clip(upto(b) - upto(a), 0.0, None)
+
+
+def _column(table: PendingTable, name: str) -> list:
+    values = table.columns.get(name)
+    return [None] * table.n if values is None else list(values)
+
+
+def contention_table(kernels: pa.Table | None, comm: PendingTable | None, bandwidth: PendingTable | None,
+                     rank: int, origin_us: float = 0.0) -> pd.DataFrame | None:
+    """The ``comm_contention`` rows of one rank (see the module doc); None
+    when a part is missing (no kernels with start times, no operator spans,
+    no transfers) or no operator is clearly beside compute or alone.
+    ``origin_us``: the absolute time of the kernels' ``start_us`` 0 (the
+    database layout's kernels start at the first step; the operators' spans
+    are absolute)."""
+    if kernels is None or not isinstance(comm, PendingTable) or not isinstance(bandwidth, PendingTable):
+        return None
+    intervals = _compute_intervals(kernels, origin_us)
+    if intervals is None:
+        return None
+    spans = {}
+    for key in zip(_column(comm, "step"), _column(comm, "name"), _column(comm, "group"),
+                   _column(comm, "start_us"), _column(comm, "elapse_us")):
+        if key[3] is not None and key[4] is not None and key[4] > 0:
+            spans[key[:3]] = (float(key[3]), float(key[4]))
+    rows = [(step, transport, size, time, *spans[(step, name, group)])
+            for step, name, group, transport, size, time in zip(
+                _column(bandwidth, "step"), _column(bandwidth, "name"), _column(bandwidth, "group"),
+                _column(bandwidth, "transport"), _column(bandwidth, "size_mb"), _column(bandwidth, "time_ms"))
+            if (step, name, group) in spans and size is not None and time is not None and size > 0 and time > 0]
+    if not rows:
+        return None
+    df = pd.DataFrame(rows, columns=["step", "transport", "size_mb", "time_ms", "start_us", "elapse_us"])
+    covered = covered_us(*intervals, df["start_us"].to_numpy(), (df["start_us"] + df["elapse_us"]).to_numpy())
+    share = covered / df["elapse_us"].to_numpy()
+    df["beside_compute"] = share >= BESIDE_SHARE
+    df["exposed_us"] = df["elapse_us"] - covered
+    df = df[(share >= BESIDE_SHARE) | (share <= ALONE_SHARE)]
+    if df.empty:
+        return None
+    df = df.assign(rank=rank, transport=df["transport"].astype(str).str.upper(),
+                   size_class=np.floor(np.log2(df["size_mb"])).astype("int64"), ops=1,
+                   step=pd.array(df["step"], dtype="Int64"))
+    out = df.groupby(KEYS, dropna=False, sort=True)[["ops", "size_mb", "time_ms", "exposed_us"]].sum()
+    return out.reset_index()
