@@ -344,6 +344,20 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),
         "peak_graph": Column("int", "id of the graph whose curve holds the highest memory (details file)"),
     },
+    "cp_edges": {  # the dependency graph of each step of a Kineto trace, for its critical path
+        # (collectors/kineto/critical_path.py; node ids unique within a rank)
+        "rank": _rank(),
+        "step": _step("the step whose window the graph is of (NA without step markers)"),
+        "src": Column("int", "node the edge leaves (an instant of a host thread or device stream)", required=True),
+        "dst": Column("int", "node the edge enters", required=True),
+        "kind": Column("text", "what the edge's time is: host (a host thread inside its events), launch (launch "
+                       "call start to device start on an idle stream, or between queued device events), device "
+                       "(a device event), sync (returning from a wait for the device; a blocking call that "
+                       "waited on nothing), dependency (a device event waiting for another stream's: from "
+                       "that one's end to this one's start)", required=True),
+        "weight_us": Column("float", "the time the edge takes (0 where the thread waits: the device work "
+                            "waited for is the path there)", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -511,6 +525,7 @@ class Profile:
     kernel_sequences: pd.DataFrame | None = None
     hccl_tasks: pd.DataFrame | None = None
     annotations: pd.DataFrame | None = None
+    cp_edges: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
