@@ -227,7 +227,7 @@ def _thread(tr: _Trace, g: _Graph, step, idx: np.ndarray, thread: int, call: np.
         waits.append(i >= 0)
         if i >= 0:
             waited.append((thread, float(b), i))
-    cum = iv._cumulative(busy, points)
+    inside = iv.covered_between(busy, points[:-1], points[1:])
     blk = np.searchsorted(block[0], points[:-1], side="right") - 1
     for k in range(points.size - 1):
         p, q = points[k], points[k + 1]
@@ -235,7 +235,7 @@ def _thread(tr: _Trace, g: _Graph, step, idx: np.ndarray, thread: int, call: np.
         if j >= 0 and q <= block[1][j]:
             g.edge(ids[k], ids[k + 1], 0.0 if waits[j] else q - p, "sync", step)
         else:
-            g.edge(ids[k], ids[k + 1], cum[k + 1] - cum[k], "host", step)
+            g.edge(ids[k], ids[k + 1], inside[k], "host", step)
 
 
 def _awaited(a: float, b: float, d_end: np.ndarray, c_ts: np.ndarray) -> int:
