@@ -81,26 +81,26 @@ def _named(ev: Events, names: frozenset) -> np.ndarray:
 
 
 class _Graph:
-    """Nodes and edges of one rank's graphs (node ids unique over its steps)."""
+    """Nodes and edges of one rank's graphs (node ids unique over its steps),
+    added in bulk."""
 
     def __init__(self):
         self.nodes = 0
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.weight: list[float] = []
-        self.kind: list[str] = []
-        self.step: list[object] = []
+        self.parts: list[tuple] = []
 
-    def node(self) -> int:
-        self.nodes += 1
-        return self.nodes - 1
+    def new(self, n: int) -> np.ndarray:
+        """Ids of ``n`` new nodes."""
+        self.nodes += n
+        return np.arange(self.nodes - n, self.nodes, dtype=np.int64)
 
-    def edge(self, src: int, dst: int, weight: float, kind: str, step) -> None:
-        self.src.append(src)
-        self.dst.append(dst)
-        self.weight.append(max(float(weight), 0.0))
-        self.kind.append(kind)
-        self.step.append(step)
+    def edges(self, src, dst, weight, kind, step) -> None:
+        """Edges ``src[i] -> dst[i]``; ``kind`` one name or one per edge;
+        weights below 0 (clocks that disagree) are clamped to 0."""
+        src = np.asarray(src, dtype=np.int64)
+        if src.size:
+            kind = np.full(src.size, kind, dtype=object) if isinstance(kind, str) else np.asarray(kind, dtype=object)
+            self.parts.append((src, np.asarray(dst, dtype=np.int64),
+                               np.maximum(np.asarray(weight, dtype=np.float64), 0.0), kind, step))
 
 
 class _Trace:
@@ -160,89 +160,100 @@ def table(ev: Events, steps: pd.DataFrame, rank: int) -> pd.DataFrame | None:
     hi = lo + steps["duration_us"].to_numpy(float)
     for step, a, b in zip(steps["step"], lo, hi):
         _window(tr, g, None if pd.isna(step) else int(step), a, b)
-    if not g.src:
+    if not g.parts:
         return None
+    src, dst, weight, kind, step = zip(*g.parts)
+    sizes = [x.size for x in src]
     return pd.DataFrame({
-        "rank": np.full(len(g.src), rank, dtype=np.int64),
-        "step": pd.array(g.step, dtype="Int64"),
-        "src": np.asarray(g.src, dtype=np.int64),
-        "dst": np.asarray(g.dst, dtype=np.int64),
-        "kind": g.kind,
-        "weight_us": np.asarray(g.weight, dtype=np.float64),
+        "rank": np.full(sum(sizes), rank, dtype=np.int64),
+        "step": pd.array(np.repeat(np.array(step, dtype=object), sizes).tolist(), dtype="Int64"),
+        "src": np.concatenate(src),
+        "dst": np.concatenate(dst),
+        "kind": np.concatenate(kind),
+        "weight_us": np.concatenate(weight),
     })
 
 
 def _window(tr: _Trace, g: _Graph, step, lo: float, hi: float) -> None:
-    """Add the graph of the step window ``[lo, hi]``."""
+    """Add the graph of the step window ``[lo, hi)``."""
     ev = tr.ev
     sel = (tr.call_ts >= lo) & (tr.call_ts < hi)
     dev, call = tr.dev[sel], tr.call[sel]
     host = np.union1d(tr.host[(ev.ts[tr.host] >= lo) & (ev.ts[tr.host] < hi)], call)
     if host.size == 0:
         return
-    d_ts, d_end, d_stream = ev.ts[dev], ev.end_at(dev), ev.thread[dev]
-    starts, ends = {}, {}
-    for i in np.argsort(d_ts, kind="stable").tolist():
-        starts[i], ends[i] = g.node(), g.node()
-        g.edge(starts[i], ends[i], d_end[i] - d_ts[i], "device", step)
-    host_node: dict[tuple[int, float], int] = {}
-    waited: list[tuple[int, float, int]] = []  # (thread, call end, device event index)
+    order = np.argsort(ev.ts[dev], kind="stable")
+    dev, call = dev[order], call[order]  # the window's device events by start, with their launch calls
+    d_ts, d_end, d_stream = ev.ts[dev], ev.end_at(dev), ev.thread[dev].astype(np.int64)
+    c_ts, c_thread = ev.ts[call], ev.thread[call].astype(np.int64)
+    starts = g.new(dev.size)
+    ends = g.new(dev.size)
+    g.edges(starts, ends, d_end - d_ts, "device", step)
+    by_end = np.argsort(d_end, kind="stable")
+    launch_node = np.full(dev.size, -1, dtype=np.int64)
     for thread in np.unique(ev.thread[host]).tolist():
-        _thread(tr, g, step, host[ev.thread[host] == thread], thread, call, d_end, dev, host_node, waited)
-    c_ts, c_thread = ev.ts[call], ev.thread[call]
+        _thread(tr, g, step, host[ev.thread[host] == thread], thread, c_ts, c_thread, d_end, by_end, ends,
+                launch_node)
     deps = _stream_waits(tr, lo, hi, d_stream, c_ts, d_ts)
-    last: dict[int, int] = {}
-    for i in np.argsort(d_ts, kind="stable").tolist():
-        prev, dep = last.get(int(d_stream[i])), deps.get(i)
-        held = -np.inf if dep is None else d_end[dep]  # the event this one waits for ends then
-        if dep is not None:
-            g.edge(ends[dep], starts[i], d_ts[i] - d_end[dep], "dependency", step)
-        if prev is not None and d_end[prev] > c_ts[i]:
-            if held <= d_end[prev]:
-                g.edge(ends[prev], starts[i], d_ts[i] - d_end[prev], "launch", step)
-        elif held <= c_ts[i]:
-            g.edge(host_node[(int(c_thread[i]), float(c_ts[i]))], starts[i], d_ts[i] - c_ts[i], "launch", step)
-        last[int(d_stream[i])] = i
-    for thread, end, i in waited:
-        g.edge(ends[i], host_node[(thread, end)], end - d_end[i], "sync", step)
+    # the previous event on each one's stream
+    by_stream = np.lexsort((np.arange(dev.size), d_stream))
+    prev = np.full(dev.size, -1, dtype=np.int64)
+    same = d_stream[by_stream[1:]] == d_stream[by_stream[:-1]]
+    prev[by_stream[1:][same]] = by_stream[:-1][same]
+    held = np.full(dev.size, -np.inf)  # when the event a Stream Wait Event makes it wait for ends
+    if deps:
+        dst, src = np.array(list(deps.keys())), np.array(list(deps.values()))
+        held[dst] = d_end[src]
+        g.edges(ends[src], starts[dst], d_ts[dst] - d_end[src], "dependency", step)
+    has_prev = prev >= 0
+    p_end = np.where(has_prev, d_end[np.clip(prev, 0, None)], -np.inf)
+    queued = has_prev & (p_end > c_ts)  # the stream was still busy when the launch began
+    k = np.flatnonzero(queued & (held <= p_end))
+    g.edges(ends[prev[k]], starts[k], d_ts[k] - p_end[k], "launch", step)
+    k = np.flatnonzero(~queued & (held <= c_ts))
+    g.edges(launch_node[k], starts[k], d_ts[k] - c_ts[k], "launch", step)
 
 
-def _thread(tr: _Trace, g: _Graph, step, idx: np.ndarray, thread: int, call: np.ndarray, d_end: np.ndarray,
-            dev: np.ndarray, host_node: dict, waited: list) -> None:
-    """The nodes and edges of one host thread in a window."""
+def _thread(tr: _Trace, g: _Graph, step, idx: np.ndarray, thread: int, c_ts: np.ndarray, c_thread: np.ndarray,
+            d_end: np.ndarray, by_end: np.ndarray, ends: np.ndarray, launch_node: np.ndarray) -> None:
+    """The nodes and edges of one host thread in a window; sets
+    ``launch_node`` of the device events it launched and adds the ``sync``
+    edges into its blocking calls."""
     ev = tr.ev
     busy = iv.merge(ev.ts[idx], ev.end_at(idx))
-    c_ts = ev.ts[call]
     maybe = idx[tr.may_block[idx]]
-    maybe = maybe[[_awaited(ev.ts[k], ev.end_at(np.array([k]))[0], d_end, c_ts) >= 0 for k in maybe.tolist()]]
+    maybe = maybe[_awaited(ev.ts[maybe], ev.end_at(maybe), d_end, by_end, c_ts) >= 0]
     sure = idx[tr.blocking[idx]]
     block = iv.merge(np.r_[ev.ts[sure], ev.ts[maybe]], np.r_[ev.end_at(sure), ev.end_at(maybe)])
-    mine = ev.thread[call] == thread
+    mine = np.flatnonzero(c_thread == thread)
     points = np.unique(np.r_[busy[0][:1], busy[1][-1:], c_ts[mine], block[0], block[1]])
-    ids = [g.node() for _ in range(points.size)]
-    host_node.update(((thread, float(t)), n) for t, n in zip(points.tolist(), ids))
-    waits = []
-    for a, b in zip(*block):
-        i = _awaited(a, b, d_end, c_ts)
-        waits.append(i >= 0)
-        if i >= 0:
-            waited.append((thread, float(b), i))
-    inside = iv.covered_between(busy, points[:-1], points[1:])
-    blk = np.searchsorted(block[0], points[:-1], side="right") - 1
-    for k in range(points.size - 1):
-        p, q = points[k], points[k + 1]
-        j = blk[k]
-        if j >= 0 and q <= block[1][j]:
-            g.edge(ids[k], ids[k + 1], 0.0 if waits[j] else q - p, "sync", step)
-        else:
-            g.edge(ids[k], ids[k + 1], inside[k], "host", step)
+    ids = g.new(points.size)
+    launch_node[mine] = ids[np.searchsorted(points, c_ts[mine])]
+    waited = _awaited(block[0], block[1], d_end, by_end, c_ts)
+    w = waited >= 0
+    g.edges(ends[waited[w]], ids[np.searchsorted(points, block[1][w])], block[1][w] - d_end[waited[w]], "sync", step)
+    p, q = points[:-1], points[1:]
+    j = np.searchsorted(block[0], p, side="right") - 1
+    jj = np.clip(j, 0, None)
+    blocked = (j >= 0) & (q <= block[1][jj]) if block[0].size else np.zeros(p.size, dtype=bool)
+    weight = np.where(blocked, np.where(w[jj] if block[0].size else False, 0.0, q - p),
+                      iv.covered_between(busy, p, q))
+    g.edges(ids[:-1], ids[1:], weight, np.where(blocked, "sync", "host"), step)
 
 
-def _awaited(a: float, b: float, d_end: np.ndarray, c_ts: np.ndarray) -> int:
-    """The device event a blocking call ``[a, b]`` waited for: the last one
-    launched before it returned that ends inside it; -1 when none does."""
-    inside = np.flatnonzero((d_end > a) & (d_end <= b) & (c_ts < b))
-    return int(inside[np.argmax(d_end[inside])]) if inside.size else -1
+def _awaited(a: np.ndarray, b: np.ndarray, d_end: np.ndarray, by_end: np.ndarray, c_ts: np.ndarray) -> np.ndarray:
+    """For blocking calls ``[a, b]``: the device event each waited for, the
+    last one ending inside it (index into the window's device events), if
+    it was launched before the call returned (else host and device clocks
+    disagree, and an edge back to the call would close a cycle); -1 where
+    there is none. (``by_end``: the events in order of their end.)"""
+    if by_end.size == 0:
+        return np.full(np.size(a), -1, dtype=np.int64)
+    ends = d_end[by_end]
+    at = np.clip(np.searchsorted(ends, b, side="right") - 1, -1, None)
+    found = by_end[np.clip(at, 0, None)]
+    ok = (at >= 0) & (ends[np.clip(at, 0, None)] > a) & (c_ts[found] < b)
+    return np.where(ok, found, -1)
 
 
 def _stream_waits(tr: _Trace, lo: float, hi: float, d_stream: np.ndarray, c_ts: np.ndarray,
