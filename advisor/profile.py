@@ -358,6 +358,17 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "weight_us": Column("float", "the time the edge takes (0 where the thread waits: the device work "
                             "waited for is the path there)", required=True),
     },
+    "cupti_counters": {  # CUPTI range-profiler counters per operator and kernel of a Kineto trace
+        # (collectors/kineto/cupti_counters.py); over the whole trace
+        "rank": _rank(),
+        "op": Column("text", "the outermost cpu_op around the kernel's launch ('' when none)", required=True),
+        "bottom_op": Column("text", "the innermost cpu_op around the kernel's launch ('' when none)"),
+        "kernel": Column("text", "the kernel (the cuda_profiler_range event's name)", required=True),
+        "counter": Column("text", "the CUPTI metric as the profiler names it, e.g. "
+                          "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", required=True),
+        "value": Column("float", "the counter summed over those kernels", required=True),
+        "kernels": Column("int", "kernels summed", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -526,6 +537,7 @@ class Profile:
     hccl_tasks: pd.DataFrame | None = None
     annotations: pd.DataFrame | None = None
     cp_edges: pd.DataFrame | None = None
+    cupti_counters: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

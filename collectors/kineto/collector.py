@@ -161,7 +161,7 @@ from pathlib import Path
 
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto import annotations, critical_path, host_calls, presence
+from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -425,6 +425,10 @@ def read(unit: Path, helpers: int = 0) -> Profile:
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
                       kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
                       cp_edges=tables.cp_edges)
+    if cupti_counters.CATEGORY in trace.categories:
+        profile.cupti_counters, why = cupti_counters.table(path, rank)
+        if why:
+            profile.skip(f"{path.name}: cupti_counters", why)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"
