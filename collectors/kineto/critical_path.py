@@ -30,7 +30,9 @@ HTA: work that runs past the step's end is on its path.
     event's start, when the stream had finished its previous event by then
     (nothing queued: the device waited for the launch); else from the end of
     the stream's previous event to this one's start (the gap between queued
-    work). HTA's kernel-launch and kernel-kernel delays.
+    work). HTA's kernel-launch and kernel-kernel delays. A device event that
+    waits for another stream's (``dependency``) has neither edge when that
+    event ends later: the wait, not the launch or the queue, held it.
 ``device``
     A device event's duration, start to end.
 ``sync``
@@ -38,8 +40,8 @@ HTA: work that runs past the step's end is on its path.
     than ``Stream Wait Event`` shows blocking, except queries, as
     :mod:`kineto_idle` reads them; or a ``calls.MAY_BLOCK_CALLS`` copy inside
     which device work ends) that waited for device work: an edge from
-    the end of the last device event that ends inside the call (launched
-    before the call returned) to the call's end, weighing the time from
+    the end of the last device event that ends inside the call (if it was
+    launched before the call returned) to the call's end, weighing the time from
     that end to the return; the thread's own edges inside the call weigh 0
     (the device work is the path there, as in HTA, which zeroes blocking
     calls). A blocking call inside which no device work ends did not wait:
