@@ -369,6 +369,31 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "exposed_us": Column("float", "time within the operators' spans when no compute kernel ran",
                              required=True),
     },
+    "cp_edges": {  # the dependency graph of each step of a Kineto trace, for its critical path
+        # (collectors/kineto/critical_path.py; node ids unique within a rank)
+        "rank": _rank(),
+        "step": _step("the step whose window the graph is of (NA without step markers)"),
+        "src": Column("int", "node the edge leaves (an instant of a host thread or device stream)", required=True),
+        "dst": Column("int", "node the edge enters", required=True),
+        "kind": Column("text", "what the edge's time is: host (a host thread inside its events), launch (launch "
+                       "call start to device start on an idle stream, or between queued device events), device "
+                       "(a device event), sync (returning from a wait for the device; a blocking call that "
+                       "waited on nothing), dependency (a device event waiting for another stream's: from "
+                       "that one's end to this one's start)", required=True),
+        "weight_us": Column("float", "the time the edge takes (0 where the thread waits: the device work "
+                            "waited for is the path there)", required=True),
+    },
+    "cupti_counters": {  # CUPTI range-profiler counters per operator and kernel of a Kineto trace
+        # (collectors/kineto/cupti_counters.py); over the whole trace
+        "rank": _rank(),
+        "op": Column("text", "the outermost cpu_op around the kernel's launch ('' when none)", required=True),
+        "bottom_op": Column("text", "the innermost cpu_op around the kernel's launch ('' when none)"),
+        "kernel": Column("text", "the kernel (the cuda_profiler_range event's name)", required=True),
+        "counter": Column("text", "the CUPTI metric as the profiler names it, e.g. "
+                          "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", required=True),
+        "value": Column("float", "the counter summed over those kernels", required=True),
+        "kernels": Column("int", "kernels summed", required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -537,6 +562,8 @@ class Profile:
     hccl_tasks: pd.DataFrame | None = None
     annotations: pd.DataFrame | None = None
     comm_contention: pd.DataFrame | None = None
+    cp_edges: pd.DataFrame | None = None
+    cupti_counters: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -657,6 +657,31 @@ def bound(shares: list[dict[str, Any]], lang: str, top: Finding | None = None) -
     return t(lang, BOUND_KEYS[kind], pct=fmt_pct(pct[kind]))
 
 
+#: ``critical_path.*`` share metrics -> the UI label of each part of the path.
+PATH_PARTS = (("host", "path_host"), ("launch", "path_launch"), ("device", "path_device"), ("sync", "path_sync"))
+
+
+def critical_path(report: Report, lang: str) -> dict[str, str] | None:
+    """What the step's critical path says bounds it, when the path was
+    evaluated (``critical_path.*``): ``bound``, the resource with the largest
+    share of the path, named with its share; ``split``, the path's length
+    per step and its parts. None without a critical path."""
+    length = report.metrics.get("critical_path.length_ms")
+    kind = report.metrics.get("critical_path.bound")
+    if length is None or kind is None or kind.value not in dict(PATH_PARTS):
+        return None
+    if length.evidence.get("host_only"):
+        return {"bound": t(lang, "path_bound_host_only"),
+                "split": t(lang, "path_split_host_only", ms=ms_filter(length.value))}
+    shares = {k: report.metrics[f"critical_path.{k}_ratio"].value for k, _ in PATH_PARTS
+              if f"critical_path.{k}_ratio" in report.metrics}
+    if kind.value not in shares:
+        return None
+    parts = " \u00b7 ".join(f"{t(lang, label)} {fmt_pct(100.0 * shares[k])}" for k, label in PATH_PARTS if k in shares)
+    return {"bound": t(lang, f"path_bound_{kind.value}", pct=fmt_pct(100.0 * shares[kind.value])),
+            "split": t(lang, "path_split", ms=ms_filter(length.value), parts=parts)}
+
+
 #: Class of the verdict box for a status without a leading finding.
 STATUS_STYLE = {"clean": "ok", "inconclusive": "inconclusive"}
 
@@ -685,6 +710,7 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
             gain = t(lang, "gain_up_to_ms", ms=fmt_num(best.estimated_gain_ms))
     top = findings[0] if findings else None
     shares = step_shares(report, lang)
+    path = critical_path(report, lang)
     step_ms = _metric_ms(report, "step.time_ms")
     v = report.verdict
     status = v.status if v is not None else ("problems" if top else "clean")
@@ -701,7 +727,11 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
         "title": title,
         "severity": top.severity if top else None,
         "style": style,
-        "bound": bound(shares, lang, top if status == "problems" else None),
+        # without a leading finding, the critical path (when evaluated) names what paces the step: the
+        # largest part of the step need not (a device busy 80% of a step the host paces)
+        "bound": (path["bound"] if path and status != "problems" else None)
+        or bound(shares, lang, top if status == "problems" else None),
+        "path": path["split"] if path else None,
         "shares": shares,
         "counts": counts,
         "step": t(lang, "step_mean", ms=ms_filter(step_ms)) if step_ms else None,

@@ -266,6 +266,8 @@ def _header(report: Report, lang: str) -> str:
     if v["shares"]:
         parts = " \u00b7 ".join(f"{s['label']} {s['text']}" for s in v["shares"])
         lines += [escape(f"{t(lang, 'step_share')}: {parts}", 400), ""]
+    if v["path"]:
+        lines += [escape(v["path"], 400), ""]
     facts = [v["counts"]]
     if v["step"]:
         facts.append(v["step"])

@@ -70,6 +70,13 @@ SYNC_CALLS = frozenset({
     "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpy",
     "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
 })
+#: Asynchronous copies that may block the host all the same: from or to
+#: pageable host memory the runtime stages the copy and returns only once it
+#: is done (CUDA Runtime API, "API synchronization behavior", memcpy), as
+#: HolisticTraceAnalysis' critical path also assumes (``CPGraph.BLOCKING_SYNC_CALLS``).
+#: Whether one did block is read from the trace: device work ending inside it.
+MAY_BLOCK_CALLS = frozenset({"cudaMemcpyAsync", "cudaMemcpy2DAsync", "cuMemcpyAsync", "cuMemcpyDtoHAsync_v2",
+                             "cuMemcpyHtoDAsync_v2", "hipMemcpyAsync"})
 SYNC_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero", "aten::tolist"})
 ALLOC_CALLS = frozenset({
     "cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc",

@@ -161,7 +161,7 @@ from pathlib import Path
 
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto import annotations, host_calls, presence
+from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -423,7 +423,12 @@ def read(unit: Path, helpers: int = 0) -> Profile:
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
-                      kernel_sequences=tables.kernel_sequences, annotations=tables.annotations)
+                      kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
+                      cp_edges=tables.cp_edges)
+    if cupti_counters.CATEGORY in trace.categories:
+        profile.cupti_counters, why = cupti_counters.table(path, rank)
+        if why:
+            profile.skip(f"{path.name}: cupti_counters", why)
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"
@@ -456,6 +461,10 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         tables = cpu_tables(ev, rank)
     tables.host_calls = host_calls.table(ev, tables.steps, rank)
     tables.annotations = annotations.table(ev, tables.steps, rank)
+    if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
+        tables.cp_edges = critical_path.table(ev, tables.steps, rank)
+        if tables.cp_edges is None and tables.device == "gpu":
+            tables.notes.append(f"critical path not computed: {critical_path.NO_LAUNCH_LINKS}")
     del ev
     if trace.analysed >= dec.BIG_TRACE_EVENTS:
         dec.release_free_memory()

@@ -65,6 +65,7 @@ class Tables:
     host_calls: pd.DataFrame | None = None  # host events of known classes per step (kineto_host_calls)
     kernel_sequences: pd.DataFrame | None = None  # repeated kernel n-grams (collectors/kernel_sequences.py)
     annotations: pd.DataFrame | None = None  # time per record_function range and step (kineto_annotations)
+    cp_edges: pd.DataFrame | None = None  # each step's dependency graph (kineto_critical_path)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
