@@ -106,7 +106,7 @@ def generate(size_mb: float, gz: bool, source: str = "nccl") -> Path:
 ADVISOR_CHILD = textwrap.dedent("""
     import json, resource, sys, time
     from pathlib import Path
-    from advisor.collectors import kineto
+    from advisor.collectors.kineto import collector as kineto
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
