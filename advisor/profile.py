@@ -262,7 +262,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "optimizer (an optimizer's step, Optimizer.step#AdamW.step), optimizer_fused / "
                       "optimizer_foreach / optimizer_op (fused, multi-tensor or per-parameter elementwise ops "
                       "inside one), syncbn "
-                      "(SyncBatchNorm's cross-rank statistics)", required=True),
+                      "(SyncBatchNorm's cross-rank statistics), silent_gap (stretches of at least 1 ms in a step "
+                      "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py)",
+                      required=True),
         "name": Column("text", "the event's name as the profiler wrote it", required=True),
         "count": Column("int", "events", required=True),
         "total_us": Column("float", "their summed duration", required=True),

@@ -16,6 +16,7 @@ recorded by every PyTorch trace; their metrics count what is there.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.calls import OPTIMIZER_STEP_RE
@@ -113,6 +114,87 @@ def gc_max_ms(p: Profile) -> Value:
     top = rows.loc[rows["max_us"].idxmax()]
     return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
                                                       "pauses_per_step": round(_per_step(p, "gc", "count"), 2)})
+
+
+#: Steady steps a rank needs before its median step without gaps is a
+#: baseline a slow step can be told from (the median of three is the
+#: middle one: one slow step cannot move it).
+MIN_STEPS_FOR_STALL = 3
+#: Collectors that write the ``silent_gap`` rows (a profile of another
+#: format without them has not been searched for gaps, rather than having none).
+SILENT_GAP_SOURCES = frozenset({"kineto"})
+_NO_GAPS = ("silent gaps (no host op on any thread) are read from PyTorch (Kineto) traces only; this "
+            "profile's format is not searched for them")
+
+
+def _gap_steps(p: Profile) -> pd.DataFrame:
+    """Per steady step: ``rank``, ``step``, ``duration_us``, ``gap_us`` (its
+    silent gaps' time, 0 without any) and ``stall_us``: the part of the gaps
+    that lengthened the step -- min(gap, step minus the rank's median step
+    without its gaps), 0 when the step is no longer than that median."""
+    if p.meta.source_format not in SILENT_GAP_SOURCES:
+        raise NotEvaluated(_NO_GAPS)
+    steady, rows = _steady(p)
+    if steady.groupby("rank").size().max() < MIN_STEPS_FOR_STALL:
+        raise NotEvaluated(f"fewer than {MIN_STEPS_FOR_STALL} steady steps: whether a gap made its step slow "
+                           "needs other steps to compare with")
+    gaps = rows[rows["cls"] == "silent_gap"].groupby(["rank", "step"])["total_us"].sum().rename("gap_us")
+    steps = steady.dropna(subset=["step"]).astype({"step": "int64"})[["rank", "step", "duration_us"]]
+    df = steps.join(gaps, on=["rank", "step"]).fillna({"gap_us": 0.0})
+    base = (df["duration_us"] - df["gap_us"]).groupby(df["rank"]).transform("median")
+    df["stall_us"] = np.minimum(df["gap_us"], (df["duration_us"] - base).clip(lower=0.0))
+    return df
+
+
+def _gap_mean(df: pd.DataFrame, column: str) -> float:
+    return float(df.groupby("rank")[column].mean().mean())
+
+
+@metric("host.silent_gap_ms", unit="ms", needs=_NEEDS)
+def silent_gap_ms(p: Profile) -> float:
+    """Time per steady step in silent gaps: stretches of at least 1 ms
+    within the step in which no thread records a host op or runtime call
+    (``collectors/kineto/host_gaps.py``). The Python the training thread
+    runs then is invisible to the profiler: a garbage collection,
+    pure-Python work or a sleep. PyTorch (Kineto) traces only."""
+    return _gap_mean(_gap_steps(p), "gap_us") / US_PER_MS
+
+
+@metric("host.silent_gap_max_ms", unit="ms", needs=[*_NEEDS, "host_calls.max_us"])
+def silent_gap_max_ms(p: Profile) -> Value:
+    """The longest silent gap in the steady steps
+    (``host.silent_gap_ms``), with its rank and step; 0 without any."""
+    _gap_steps(p)
+    _, rows = _steady(p)
+    rows = rows[rows["cls"] == "silent_gap"]
+    if rows.empty:
+        return Value(0.0, {"gaps": 0})
+    top = rows.loc[rows["max_us"].idxmax()]
+    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
+                                                      "gaps_per_step": round(_per_step(p, "silent_gap", "count"), 2)})
+
+
+@metric("host.silent_gap_stall_ms", unit="ms", needs=_NEEDS)
+def silent_gap_stall_ms(p: Profile) -> Value:
+    """Per steady step, the part of the silent gaps (``host.silent_gap_ms``)
+    that lengthened their step: in each step the smaller of its gaps' time
+    and how much longer the step ran than the rank's median step without
+    its gaps. A gap while the device still works through queued work, or in
+    a step no slower than usual, counts nothing: what remains is gap time
+    that lines up with slow steps. Evidence: the slowed steps."""
+    df = _gap_steps(p)
+    slowed = df[df["stall_us"] > 0]
+    return Value(_gap_mean(df, "stall_us") / US_PER_MS,
+                 {"steps": [{"rank": int(r.rank), "step": int(r.step), "gap_ms": round(r.gap_us / US_PER_MS, 3),
+                             "stall_ms": round(r.stall_us / US_PER_MS, 3)}
+                            for r in slowed.nlargest(TOP_NAMES, "stall_us").itertuples()]})
+
+
+@metric("host.silent_gap_stall_ratio", unit="ratio", needs=_NEEDS)
+def silent_gap_stall_ratio(p: Profile) -> float:
+    """``host.silent_gap_stall_ms`` over the mean step time."""
+    df = _gap_steps(p)
+    return _gap_mean(df, "stall_us") / _gap_mean(df, "duration_us")
 
 
 @metric("host.sync_calls", unit="list", needs=_NEEDS)

@@ -159,9 +159,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import pandas as pd
+
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto import annotations, host_calls, presence
+from advisor.collectors.kineto import annotations, host_calls, host_gaps, presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -454,7 +456,9 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         tables.notes.append(presence.missing_device_note(evidence))
     else:
         tables = cpu_tables(ev, rank)
-    tables.host_calls = host_calls.table(ev, tables.steps, rank)
+    calls = [t for t in (host_calls.table(ev, tables.steps, rank), host_gaps.table(ev, tables.steps, rank))
+             if t is not None]
+    tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     tables.annotations = annotations.table(ev, tables.steps, rank)
     del ev
     if trace.analysed >= dec.BIG_TRACE_EVENTS:
