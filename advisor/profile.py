@@ -335,12 +335,18 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "count": Column("int", "ranges", required=True),
         "total_us": Column("float", "their summed time; nested ranges each count their own", required=True),
     },
-    "memory_summary": {  # device memory per rank (MindSpore memory_usage_summary_{rank}.json), GiB = 2**30 bytes
+    "memory_summary": {  # device memory per rank, GiB = 2**30 bytes: MindSpore memory_usage_summary_{rank}.json,
+        # Kineto [memory] events (collectors/kineto/collector.py), torch_npu memory_record.csv
+        # (collectors/ascend/memory_record.py)
         "rank": _rank(),
-        "capacity_gib": Column("float", "device memory the framework may use (the memory proto's total_mem)",
-                               required=True),
-        "peak_gib": Column("float", "highest static + live tensor memory over the nodes of every graph",
-                           required=True),
+        "capacity_gib": Column("float", "device memory the framework may use (MindSpore: the memory proto's "
+                               "total_mem; Kineto: deviceProperties totalGlobalMem); NaN where the profile does "
+                               "not record it (torch_npu)"),
+        "peak_gib": Column("float", "MindSpore: highest static + live tensor memory over the nodes of every "
+                           "graph; Kineto and torch_npu: the caching allocator's highest reserved memory (Total "
+                           "Reserved)", required=True),
+        "peak_allocated_gib": Column("float", "the caching allocator's highest allocated memory (Total "
+                                     "Allocated; Kineto and torch_npu)"),
         "static_gib": Column("float", "memory the graphs hold for their whole run (weights, constants)"),
         "allocations": Column("int", "tensors allocated over the graphs"),
         "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),

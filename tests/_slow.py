@@ -68,6 +68,8 @@ MEASURED = {
     "tests/collectors/kineto/test_host_gaps.py::test_recorded_collections_leave_the_finding_to_gc_pause",
     "tests/collectors/kineto/test_host_gaps.py::test_steady_steps_without_pauses_keep_it_quiet",
     "tests/collectors/kineto/test_host_gaps.py::test_two_steps_cannot_show_a_slow_one",
+    # written Kineto traces and a torch_npu folder with memory records through the full analysis
+    "tests/collectors/test_device_memory_peak.py",
     # the MindSpore guide's example profiles through the full analysis
     "tests/test_api.py",
     "tests/engine/test_verdict.py::test_the_guide_cases_after_their_fix_are_not_problems",

@@ -12,8 +12,9 @@ Per rank, from ``ASCEND_PROFILER_OUTPUT/``: ``step_trace_time.csv`` ->
 ``steps``; ``kernel_details.csv`` -> ``ops`` (plus ``device_busy_us`` per
 step), else ``op_statistic.csv``; ``communication.json`` -> ``comm`` and
 ``bandwidth``; ``communication_matrix.json`` -> ``links``; ``dataset.csv``
--> ``data_ops``; ``trace_view.json`` -> ``steps`` from the Overlap Analysis
-lanes, only when ``step_trace_time.csv`` is absent. MindSpore CPU output
+-> ``data_ops``; ``memory_record.csv`` (else ``operator_memory.csv``) ->
+``memory_summary`` (``memory_record``); ``trace_view.json`` -> ``steps`` from
+the Overlap Analysis lanes, only when ``step_trace_time.csv`` is absent. MindSpore CPU output
 (``FRAMEWORK/cpu_op_*.csv``) fills ``ops`` when nothing better exists.
 A rank read without its kernels (``kernel_sample``) gets no ``ops`` and no
 ``device_busy_us``, unless its steps have no other source.
@@ -32,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, hccl_rows, hccl_tasks, host_calls, link_ranks, tables
+from advisor.collectors.ascend import comm_rollup, hccl_rows, hccl_tasks, host_calls, link_ranks, memory_record, tables
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -329,6 +330,9 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
     if profile.steps is None:
         _read_trace_steps(reader, out_dir)
+    memory_file = next((out_dir / name for name in memory_record.FILES if _is_file(out_dir / name)), None)
+    if memory_file is not None:
+        profile.memory_summary = reader.attempt(memory_file, memory_record.read, rank)
     if _is_file(out_dir / "trace_view.json"):
         profile.host_calls = reader.attempt(out_dir / "trace_view.json", host_calls.read, rank)
         profile.hccl_tasks = reader.attempt(out_dir / "trace_view.json", hccl_tasks.read, rank)

@@ -169,6 +169,8 @@ from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
 
+GIB = float(1 << 30)
+
 #: Several trace files may be capture windows of one rank (``rank_notes``
 #: says which); one large trace may be decoded on several processes
 #: (``read_alone``).
@@ -425,7 +427,8 @@ def read(unit: Path, helpers: int = 0) -> Profile:
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
-                      kernel_sequences=tables.kernel_sequences, annotations=tables.annotations)
+                      kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
+                      memory_summary=_memory_summary(trace, rank))
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"
@@ -435,6 +438,22 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         profile.skip(f"{path.name}: comm", "no kernel events: the device's collectives were not recorded"
                      if unrecorded else "no collective kernels or ops in this trace")
     return profile
+
+
+def _memory_summary(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
+    """The ``memory_summary`` row of a trace recorded with
+    ``profile_memory=True``: the highest ``Total Reserved`` and ``Total
+    Allocated`` of its device's ``[memory]`` events, against the device's
+    ``deviceProperties`` ``totalGlobalMem`` where the trace lists it (NaN
+    otherwise). None without device memory events."""
+    if trace.device_memory_peak is None:
+        return None
+    reserved, allocated = trace.device_memory_peak
+    total = trace.gpu.totalGlobalMem if trace.gpu is not None else None
+    capacity = float(total) / GIB if isinstance(total, (int, float)) and total > 0 else float("nan")
+    return pd.DataFrame({"rank": [rank], "capacity_gib": [capacity],
+                         "peak_gib": [reserved / GIB if reserved >= 0 else float("nan")],
+                         "peak_allocated_gib": [allocated / GIB if allocated >= 0 else float("nan")]})
 
 
 def read_alone(unit: Path, jobs: int) -> Profile:
