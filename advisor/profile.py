@@ -116,6 +116,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
                                          "(a Stream Wait Event record names the stream and event waited on)"),
         "launch_queue_us": Column("float", "median over the step's kernels of kernel start minus the end of its "
                                   "launch call: how far the host runs ahead of the device"),
+        "launch_interval_us": Column("float", "median time between consecutive kernel launches in the step: the "
+                                     "host's time per launched kernel (Ascend trace_view.json launch flows)"),
+        "kernel_median_us": Column("float", "median duration of the device tasks that start in the step (Ascend "
+                                   "trace_view.json)"),
         "copy_h2d_us": Column("float", "host-to-device copy time (union of Memcpy HtoD)"),
         "copy_h2d_exposed_us": Column("float", "host-to-device copy time during which no kernel runs"),
         "copy_h2d_pageable_us": Column("float", "host-to-device copy time from pageable host memory "

@@ -70,6 +70,9 @@ MEASURED = {
     "tests/collectors/kineto/test_host_gaps.py::test_two_steps_cannot_show_a_slow_one",
     # written Kineto traces and a torch_npu folder with memory records through the full analysis
     "tests/collectors/test_device_memory_peak.py",
+    # written torch_npu timelines through the full analysis
+    "tests/collectors/ascend/test_ascend_dispatch.py::test_launch_bound_fires_on_ascend_and_names_task_queue_level_2",
+    "tests/collectors/ascend/test_ascend_dispatch.py::test_with_the_queue_at_level_2_the_fix_keeps_it",
     # the MindSpore guide's example profiles through the full analysis
     "tests/test_api.py",
     "tests/engine/test_verdict.py::test_the_guide_cases_after_their_fix_are_not_problems",

@@ -445,3 +445,27 @@ def slow_env(p: Profile) -> Value:
                 found.setdefault((name, str(value)), []).append(int(rank))
     out = [{"name": n, "value": v, "should": SLOW_ENV[n][1], "why": SLOW_ENV[n][2]} for (n, v) in found]
     return Value(out, {"ranks": {f"{n}={v}": r for (n, v), r in found.items()}})
+
+
+#: torch_npu's task queue (``TASK_QUEUE_ENABLE``): 0 launches every operator
+#: on the Python thread, 1 hands the launch to a second thread, 2 (the
+#: default from torch_npu 2.x on recent CANN) also moves part of the
+#: operator's preparation there. An unset variable is the default.
+TASK_QUEUE_VAR = "TASK_QUEUE_ENABLE"
+
+
+@metric("host.task_queue_enable", unit="text")
+def task_queue_enable(p: Profile) -> Value:
+    """torch_npu's ``TASK_QUEUE_ENABLE`` as the profile's recorded
+    environment sets it (``profiler_metadata.json``), ``unset`` where the
+    environment is recorded without it; the lowest level over the ranks
+    (evidence: the ranks per value)."""
+    if not p.meta.env:
+        raise NotEvaluated("the profile records no environment variables (torch_npu writes them to "
+                           "profiler_metadata.json)")
+    values: dict[str, list[int]] = {}
+    for rank, env in sorted(p.meta.env.items()):
+        value = str(env.get(TASK_QUEUE_VAR, "")).strip() or "unset"
+        values.setdefault(value, []).append(int(rank))
+    lowest = min(values, key=lambda v: (v == "unset", v))
+    return Value(lowest, {"ranks": values})

@@ -30,10 +30,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, hccl_rows, hccl_tasks, host_calls, link_ranks, memory_record, tables
+from advisor.collectors.ascend import (
+    comm_rollup,
+    dispatch,
+    hccl_rows,
+    hccl_tasks,
+    host_calls,
+    link_ranks,
+    memory_record,
+    tables,
+)
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -334,6 +344,7 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
     if memory_file is not None:
         profile.memory_summary = reader.attempt(memory_file, memory_record.read, rank)
     if _is_file(out_dir / "trace_view.json"):
+        _add_dispatch(profile, reader.attempt(out_dir / "trace_view.json", dispatch.read, rank))
         profile.host_calls = reader.attempt(out_dir / "trace_view.json", host_calls.read, rank)
         profile.hccl_tasks = reader.attempt(out_dir / "trace_view.json", hccl_tasks.read, rank)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
@@ -426,6 +437,22 @@ def _add_device_busy(profile: Profile, kernels: pa.Table) -> None:
     busy = tables.busy_for_steps(steps.columns["step"], kernels)
     if busy is not None:
         steps.columns["device_busy_us"] = busy
+
+
+def _add_dispatch(profile: Profile, per_step: pd.DataFrame | None) -> None:
+    """Add the dispatch columns of ``dispatch.read`` to the steps, by step id."""
+    steps = profile.steps
+    if per_step is None or steps is None:
+        return
+    by_step = per_step.set_index(per_step["step"].astype("int64"))
+    if isinstance(steps, PendingTable):
+        ids = np.asarray(steps.columns["step"], dtype=np.float64)
+        for column in dispatch.COLUMNS:
+            steps.columns[column] = by_step[column].reindex(ids).to_numpy(np.float64)
+    else:
+        ids = steps["step"].astype("Float64").to_numpy(np.float64, na_value=np.nan)
+        for column in dispatch.COLUMNS:
+            steps[column] = by_step[column].reindex(ids).to_numpy(np.float64)
 
 
 def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
