@@ -79,6 +79,18 @@ def _top(p: Profile, cls: str) -> list[dict]:
     return out
 
 
+def _longest(p: Profile, cls: str, what: str) -> Value:
+    """The longest ``cls`` event in the steady steps (ms; 0 without any),
+    with its rank and step and ``<what>_per_step``."""
+    _, rows = _steady(p)
+    rows = rows[rows["cls"] == cls]
+    if rows.empty:
+        return Value(0.0, {what: 0})
+    top = rows.loc[rows["max_us"].idxmax()]
+    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
+                                                      f"{what}_per_step": round(_per_step(p, cls, "count"), 2)})
+
+
 _NO_GC = ("the profile records no Python garbage collections (PyTorch writes them with with_stack=True and "
           "experimental_config=_ExperimentalConfig(record_python_gc_info=True); torch_npu with "
           "_ExperimentalConfig(gc_detect_threshold=...))")
@@ -107,13 +119,7 @@ def gc_max_ms(p: Profile) -> Value:
     """The longest single garbage-collection pause in the steady steps, with
     the step it fell in."""
     _recorded(p, "gc", _NO_GC)
-    _, rows = _steady(p)
-    rows = rows[rows["cls"] == "gc"]
-    if rows.empty:
-        return Value(0.0, {"pauses": 0})
-    top = rows.loc[rows["max_us"].idxmax()]
-    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
-                                                      "pauses_per_step": round(_per_step(p, "gc", "count"), 2)})
+    return _longest(p, "gc", "pauses")
 
 
 #: Steady steps a rank needs before its median step without gaps is a
@@ -165,13 +171,7 @@ def silent_gap_max_ms(p: Profile) -> Value:
     """The longest silent gap in the steady steps
     (``host.silent_gap_ms``), with its rank and step; 0 without any."""
     _gap_steps(p)
-    _, rows = _steady(p)
-    rows = rows[rows["cls"] == "silent_gap"]
-    if rows.empty:
-        return Value(0.0, {"gaps": 0})
-    top = rows.loc[rows["max_us"].idxmax()]
-    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
-                                                      "gaps_per_step": round(_per_step(p, "silent_gap", "count"), 2)})
+    return _longest(p, "silent_gap", "gaps")
 
 
 @metric("host.silent_gap_stall_ms", unit="ms", needs=_NEEDS)

@@ -15,7 +15,8 @@ start in it):
 
 ``kernel_gap_us``
     device idle in gaps of at most ``KERNEL_GAP_US`` between consecutive
-    tasks (as for Kineto traces: launch gaps);
+    tasks (as for Kineto traces: launch gaps), the collectives of the HCCL
+    lanes counting as busy;
 ``launch_queue_us``
     median over the tasks of task start minus the start of the framework
     op that launched it (``async_npu`` flow; ``HostToDevice`` where the
@@ -41,11 +42,9 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME
-from advisor.collectors.io.files import read_bytes
+from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, decode_typed
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.tables import kernel_gaps
-from advisor.errors import InputError
 
 DEVICE_PROCESS = "Ascend Hardware"
 #: Flow categories linking a host launch to its device task: for the launch
@@ -71,10 +70,6 @@ class _Event(msgspec.Struct):
     args: dict | None = None
 
 
-class _Wrapped(msgspec.Struct):
-    traceEvents: list[_Event] = []
-
-
 def _num(values: list) -> np.ndarray:
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
 
@@ -82,15 +77,12 @@ def _num(values: list) -> np.ndarray:
 def read(path: Path, rank: int) -> pd.DataFrame | None:
     """Per step of one ``trace_view.json``: ``rank``, ``step`` and
     :data:`COLUMNS` (None without step markers or device tasks)."""
-    data = read_bytes(path)
-    try:
-        events = (msgspec.json.decode(data, type=list[_Event]) if data.lstrip()[:1] == b"["
-                  else msgspec.json.decode(data, type=_Wrapped).traceEvents)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise InputError(path, f"unreadable trace events: {exc}") from None
-    device = {str(e.pid) for e in events if e.ph == "M" and e.name == "process_name"
-              and isinstance(e.args, dict) and e.args.get("name") == DEVICE_PROCESS}
-    steps, tasks = [], []
+    events = decode_typed(path, _Event)
+    names = {str(e.pid): e.args.get("name") for e in events
+             if e.ph == "M" and e.name == "process_name" and isinstance(e.args, dict)}
+    device = {pid for pid, name in names.items() if name == DEVICE_PROCESS}
+    collective = {pid for pid, name in names.items() if name in HCCL_PROCESSES}
+    steps, tasks, other = [], [], []
     flows: dict[str, dict[str, dict]] = {c: {"s": {}, "f": {}} for c in INTERVAL_FLOWS}
     for e in events:
         if e.ph == "X":
@@ -99,6 +91,8 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
                 steps.append((int(m.group(1)), e.ts, e.dur))
             elif str(e.pid) in device:
                 tasks.append((e.ts, e.dur))
+            elif str(e.pid) in collective:
+                other.append((e.ts, e.dur))
         elif e.ph in ("s", "f") and e.cat in flows and e.id is not None:
             flows[e.cat][e.ph][str(e.id)] = e.ts
     if not steps or not tasks:
@@ -109,7 +103,10 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
     t_start, t_dur = _num([t[0] for t in tasks]), _num([t[1] for t in tasks])
     ok = np.isfinite(t_start) & np.isfinite(t_dur)
     t_start, t_dur = t_start[ok], np.maximum(t_dur[ok], 0.0)
-    busy = iv.merge(t_start, t_start + t_dur)
+    o_start, o_dur = _num([t[0] for t in other]), _num([t[1] for t in other])
+    o_ok = np.isfinite(o_start) & np.isfinite(o_dur)
+    o_start, o_dur = o_start[o_ok], np.maximum(o_dur[o_ok], 0.0)
+    busy = iv.merge(np.r_[t_start, o_start], np.r_[t_start + t_dur, o_start + o_dur])
     gaps = kernel_gaps(busy)
     launch, _ = _launches(flows, INTERVAL_FLOWS)
     _, queue = _launches(flows, QUEUE_FLOWS)

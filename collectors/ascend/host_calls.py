@@ -20,11 +20,9 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME
-from advisor.collectors.io.files import read_bytes
+from advisor.collectors.ascend.trace_view import _STEP_NAME, decode_typed
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto.host_calls import in_optimizer, step_of
-from advisor.errors import InputError
 
 
 class _Event(msgspec.Struct):
@@ -39,18 +37,9 @@ class _Event(msgspec.Struct):
     dur: float | str | None = None
 
 
-class _Wrapped(msgspec.Struct):
-    traceEvents: list[_Event] = []
-
-
 def read(path: Path, rank: int) -> pd.DataFrame | None:
     """The ``host_calls`` rows of one ``trace_view.json`` (None when it has none)."""
-    data = read_bytes(path)
-    try:
-        events = (msgspec.json.decode(data, type=list[_Event]) if data.lstrip()[:1] == b"["
-                  else msgspec.json.decode(data, type=_Wrapped).traceEvents)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise InputError(path, f"unreadable trace events: {exc}") from None
+    events = decode_typed(path, _Event)
     classes: dict[str, str | None] = {}
     rows, markers = [], []
     for ev in events:
