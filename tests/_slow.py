@@ -71,6 +71,8 @@ MEASURED = {
     # written Kineto traces and a torch_npu folder with memory records through the full analysis
     "tests/collectors/test_device_memory_peak.py",
     # written torch_npu timelines through the full analysis
+    "tests/collectors/ascend/test_ascend_gaps.py::test_conjectured_gc_fires_on_a_torch_npu_timeline",
+    "tests/collectors/ascend/test_ascend_gaps.py::test_a_steady_torch_npu_timeline_keeps_it_quiet",
     "tests/collectors/ascend/test_ascend_dispatch.py::test_launch_bound_fires_on_ascend_and_names_task_queue_level_2",
     "tests/collectors/ascend/test_ascend_dispatch.py::test_with_the_queue_at_level_2_the_fix_keeps_it",
     # the MindSpore guide's example profiles through the full analysis

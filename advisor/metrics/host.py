@@ -128,9 +128,10 @@ def gc_max_ms(p: Profile) -> Value:
 MIN_STEPS_FOR_STALL = 3
 #: Collectors that write the ``silent_gap`` rows (a profile of another
 #: format without them has not been searched for gaps, rather than having none).
-SILENT_GAP_SOURCES = frozenset({"kineto"})
-_NO_GAPS = ("silent gaps (no host op on any thread) are read from PyTorch (Kineto) traces only; this "
-            "profile's format is not searched for them")
+SILENT_GAP_SOURCES = frozenset({"kineto", "ascend_pt"})
+_GAP_NEEDS = ["steps.duration_us"]
+_NO_GAPS = ("silent gaps (no host op on any thread) are read from PyTorch (Kineto) traces and torch_npu's "
+            "trace_view.json only; this profile's format is not searched for them")
 
 
 def _gap_steps(p: Profile) -> pd.DataFrame:
@@ -140,7 +141,7 @@ def _gap_steps(p: Profile) -> pd.DataFrame:
     without its gaps), 0 when the step is no longer than that median."""
     if p.meta.source_format not in SILENT_GAP_SOURCES:
         raise NotEvaluated(_NO_GAPS)
-    steady, rows = _steady(p)
+    steady, rows = _steady_gaps(p)
     if steady.groupby("rank").size().max() < MIN_STEPS_FOR_STALL:
         raise NotEvaluated(f"fewer than {MIN_STEPS_FOR_STALL} steady steps: whether a gap made its step slow "
                            "needs other steps to compare with")
@@ -152,29 +153,44 @@ def _gap_steps(p: Profile) -> pd.DataFrame:
     return df
 
 
+def _steady_gaps(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(steady steps, silent_gap rows in them): a profile of a searched
+    format without a host_calls table has no silent gaps."""
+    if p.table("host_calls") is not None:
+        steady, rows = _steady(p)
+        return steady, rows[rows["cls"] == "silent_gap"]
+    steady = steady_steps(p)
+    if steady.empty or "step" not in steady.columns or steady["step"].isna().all():
+        raise NotEvaluated("no step markers: per-step host figures need steps")
+    return steady, pd.DataFrame(columns=["rank", "step", "cls", "count", "total_us", "max_us"])
+
+
 def _gap_mean(df: pd.DataFrame, column: str) -> float:
     return float(df.groupby("rank")[column].mean().mean())
 
 
-@metric("host.silent_gap_ms", unit="ms", needs=_NEEDS)
+@metric("host.silent_gap_ms", unit="ms", needs=_GAP_NEEDS)
 def silent_gap_ms(p: Profile) -> float:
     """Time per steady step in silent gaps: stretches of at least 1 ms
     within the step in which no thread records a host op or runtime call
     (``collectors/kineto/host_gaps.py``). The Python the training thread
     runs then is invisible to the profiler: a garbage collection,
-    pure-Python work or a sleep. PyTorch (Kineto) traces only."""
+    pure-Python work or a sleep. PyTorch (Kineto) traces and torch_npu's
+    trace_view.json only."""
     return _gap_mean(_gap_steps(p), "gap_us") / US_PER_MS
 
 
-@metric("host.silent_gap_max_ms", unit="ms", needs=[*_NEEDS, "host_calls.max_us"])
+@metric("host.silent_gap_max_ms", unit="ms", needs=_GAP_NEEDS)
 def silent_gap_max_ms(p: Profile) -> Value:
     """The longest silent gap in the steady steps
     (``host.silent_gap_ms``), with its rank and step; 0 without any."""
     _gap_steps(p)
+    if p.table("host_calls") is None:
+        return Value(0.0, {"gaps": 0})
     return _longest(p, "silent_gap", "gaps")
 
 
-@metric("host.silent_gap_stall_ms", unit="ms", needs=_NEEDS)
+@metric("host.silent_gap_stall_ms", unit="ms", needs=_GAP_NEEDS)
 def silent_gap_stall_ms(p: Profile) -> Value:
     """Per steady step, the part of the silent gaps (``host.silent_gap_ms``)
     that lengthened their step: in each step the smaller of its gaps' time
@@ -190,7 +206,7 @@ def silent_gap_stall_ms(p: Profile) -> Value:
                             for r in slowed.nlargest(TOP_NAMES, "stall_us").itertuples()]})
 
 
-@metric("host.silent_gap_stall_ratio", unit="ratio", needs=_NEEDS)
+@metric("host.silent_gap_stall_ratio", unit="ratio", needs=_GAP_NEEDS)
 def silent_gap_stall_ratio(p: Profile) -> float:
     """``host.silent_gap_stall_ms`` over the mean step time."""
     df = _gap_steps(p)

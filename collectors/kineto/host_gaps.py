@@ -16,7 +16,9 @@ the evidence is the host's own record, so it also reads CPU-only traces.
 
 One row per step that has silent gaps: ``name`` :data:`GAP_NAME`, how many,
 their summed and longest duration. A gap that runs across the end of a
-step window is cut there. The stretch from the last recorded op to the end
+step window is cut there. torch_npu's ``trace_view.json`` gets the same rows
+from its Python and CANN processes (``collectors/ascend/host_calls.py``).
+The stretch from the last recorded op to the end
 of the trace's last step is left out: the profiler stops there (in the
 corpus's ResNet50 traces the last step ends 85 ms after its last op,
 every other step within 3 ms). A trace without step markers yields none.
@@ -50,7 +52,13 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     marker_names = np.array([bool(STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
     is_marker = marker_names[ev.name] if marker_names.size else np.zeros(len(ev), dtype=bool)
     work = np.flatnonzero(((ev.kind == HOST) | (ev.kind == RUNTIME)) & ~is_marker)
-    busy = iv.merge(ev.ts[work], ev.end_at(work))
+    return silent_rows(iv.merge(ev.ts[work], ev.end_at(work)), steps, rank)
+
+
+def silent_rows(busy: iv.Intervals, steps: pd.DataFrame, rank: int) -> pd.DataFrame | None:
+    """The ``silent_gap`` rows of the step windows of ``steps`` (``step``,
+    ``start_us``, ``duration_us``) given the host's recorded activity
+    ``busy`` (None when no gap is long enough)."""
     win = steps.dropna(subset=["step", "start_us", "duration_us"]).sort_values("start_us")
     found: list[tuple[int, float]] = []
     last = len(win) - 1
