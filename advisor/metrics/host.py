@@ -147,22 +147,26 @@ def _gap_steps(p: Profile) -> pd.DataFrame:
                            "needs other steps to compare with")
     gaps = rows[rows["cls"] == "silent_gap"].groupby(["rank", "step"])["total_us"].sum().rename("gap_us")
     steps = steady.dropna(subset=["step"]).astype({"step": "int64"})[["rank", "step", "duration_us"]]
-    df = steps.join(gaps, on=["rank", "step"]).fillna({"gap_us": 0.0})
+    df = steps.join(gaps, on=["rank", "step"]).fillna({"gap_us": 0.0}).astype({"gap_us": "float64"})
     base = (df["duration_us"] - df["gap_us"]).groupby(df["rank"]).transform("median")
     df["stall_us"] = np.minimum(df["gap_us"], (df["duration_us"] - base).clip(lower=0.0))
     return df
 
 
 def _steady_gaps(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(steady steps, silent_gap rows in them): a profile of a searched
-    format without a host_calls table has no silent gaps."""
+    """(steady steps, silent_gap rows in them). A Kineto trace without a
+    host_calls table has no silent gaps; a torch_npu profile without one
+    has no host record read (trace_view.json)."""
     if p.table("host_calls") is not None:
         steady, rows = _steady(p)
         return steady, rows[rows["cls"] == "silent_gap"]
+    if p.meta.source_format != "kineto":
+        raise NotEvaluated("no host record was read (torch_npu writes it to trace_view.json)")
     steady = steady_steps(p)
     if steady.empty or "step" not in steady.columns or steady["step"].isna().all():
         raise NotEvaluated("no step markers: per-step host figures need steps")
-    return steady, pd.DataFrame(columns=["rank", "step", "cls", "count", "total_us", "max_us"])
+    return steady, pd.DataFrame({"rank": pd.Series(dtype="int64"), "step": pd.Series(dtype="int64"),
+                                 "total_us": pd.Series(dtype="float64")})
 
 
 def _gap_mean(df: pd.DataFrame, column: str) -> float:

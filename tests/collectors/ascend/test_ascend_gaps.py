@@ -52,6 +52,7 @@ def rank_folder(tmp_path: Path, pause_every: int, steps: int = 7) -> Path:
         for k in range(39):  # an op every 500 us with its ACL launch
             events += [_x(PY, "aten::add", t + 10 + 500 * k, 480.0, "cpu_op"),
                        _x(CANN, "AscendCL@aclnnAdd", t + 20 + 500 * k, 30.0, tid=2)]
+        events.append(_x(CANN, "AscendCL@aclrtSynchronizeStream", t + 19_400, 50.0))  # the loss read back
         t += length
     root = tmp_path / str(pause_every) / "node_1_20240101_ascend_pt"
     out = root / "ASCEND_PROFILER_OUTPUT"
