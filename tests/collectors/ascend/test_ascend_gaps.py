@@ -20,21 +20,11 @@ import pytest
 
 import advisor
 from advisor.collectors.ascend import host_calls
+from tests.collectors.ascend.test_ascend_host_calls import _meta, _x
 
 PY, CANN, OVERLAP = 1, 5, 9
 STEP_US, PAUSE_US = 20_000.0, 60_000.0
 TIMELINE = "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json"
-
-
-def _x(pid: int, name: str, ts: float, dur: float, cat: str | None = None, tid: int = 1) -> dict:
-    ev = {"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": f"{ts:.3f}", "dur": dur, "args": {}}
-    if cat:
-        ev["cat"] = cat
-    return ev
-
-
-def _meta(pid: int, name: str) -> dict:
-    return {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
 
 
 def rank_folder(tmp_path: Path, pause_every: int, steps: int = 7) -> Path:
