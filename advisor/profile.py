@@ -116,6 +116,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
                                          "(a Stream Wait Event record names the stream and event waited on)"),
         "launch_queue_us": Column("float", "median over the step's kernels of kernel start minus the end of its "
                                   "launch call: how far the host runs ahead of the device"),
+        "launch_interval_us": Column("float", "median time between consecutive kernel launches in the step: the "
+                                     "host's time per launched kernel (Ascend trace_view.json launch flows)"),
+        "kernel_median_us": Column("float", "median duration of the device tasks that start in the step (Ascend "
+                                   "trace_view.json)"),
         "copy_h2d_us": Column("float", "host-to-device copy time (union of Memcpy HtoD)"),
         "copy_h2d_exposed_us": Column("float", "host-to-device copy time during which no kernel runs"),
         "copy_h2d_pageable_us": Column("float", "host-to-device copy time from pageable host memory "
@@ -263,7 +267,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "optimizer (an optimizer's step, Optimizer.step#AdamW.step), optimizer_fused / "
                       "optimizer_foreach / optimizer_op (fused, multi-tensor or per-parameter elementwise ops "
                       "inside one), syncbn "
-                      "(SyncBatchNorm's cross-rank statistics)", required=True),
+                      "(SyncBatchNorm's cross-rank statistics), silent_gap (stretches of at least 1 ms in a step "
+                      "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py)",
+                      required=True),
         "name": Column("text", "the event's name as the profiler wrote it", required=True),
         "count": Column("int", "events", required=True),
         "total_us": Column("float", "their summed duration", required=True),
@@ -341,12 +347,18 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "count": Column("int", "ranges", required=True),
         "total_us": Column("float", "their summed time; nested ranges each count their own", required=True),
     },
-    "memory_summary": {  # device memory per rank (MindSpore memory_usage_summary_{rank}.json), GiB = 2**30 bytes
+    "memory_summary": {  # device memory per rank, GiB = 2**30 bytes: MindSpore memory_usage_summary_{rank}.json,
+        # Kineto [memory] events (collectors/kineto/collector.py), torch_npu memory_record.csv
+        # (collectors/ascend/memory_record.py)
         "rank": _rank(),
-        "capacity_gib": Column("float", "device memory the framework may use (the memory proto's total_mem)",
-                               required=True),
-        "peak_gib": Column("float", "highest static + live tensor memory over the nodes of every graph",
-                           required=True),
+        "capacity_gib": Column("float", "device memory the framework may use (MindSpore: the memory proto's "
+                               "total_mem; Kineto: deviceProperties totalGlobalMem); NaN where the profile does "
+                               "not record it (torch_npu)"),
+        "peak_gib": Column("float", "MindSpore: highest static + live tensor memory over the nodes of every "
+                           "graph; Kineto and torch_npu: the caching allocator's highest reserved memory (Total "
+                           "Reserved)", required=True),
+        "peak_allocated_gib": Column("float", "the caching allocator's highest allocated memory (Total "
+                                     "Allocated; Kineto and torch_npu)"),
         "static_gib": Column("float", "memory the graphs hold for their whole run (weights, constants)"),
         "allocations": Column("int", "tensors allocated over the graphs"),
         "graphs": Column("int", "graphs with a memory curve (memory_usage_details_{rank}.json)"),

@@ -63,6 +63,18 @@ MEASURED = {
     # the ResNet-50 examples analyzed in process: the verdict's story, a gate, the heatmap's scale
     "tests/reports/test_verdict_story.py",
     "tests/reports/test_heatmap_scale.py",
+    # written Kineto traces with silent pauses through the full analysis (the first imports the engine)
+    "tests/collectors/kineto/test_host_gaps.py::test_conjectured_gc_fires_on_pauses_that_slow_their_steps",
+    "tests/collectors/kineto/test_host_gaps.py::test_recorded_collections_leave_the_finding_to_gc_pause",
+    "tests/collectors/kineto/test_host_gaps.py::test_steady_steps_without_pauses_keep_it_quiet",
+    "tests/collectors/kineto/test_host_gaps.py::test_two_steps_cannot_show_a_slow_one",
+    # written Kineto traces and a torch_npu folder with memory records through the full analysis
+    "tests/collectors/test_device_memory_peak.py",
+    # written torch_npu timelines through the full analysis
+    "tests/collectors/ascend/test_ascend_gaps.py::test_conjectured_gc_fires_on_a_torch_npu_timeline",
+    "tests/collectors/ascend/test_ascend_gaps.py::test_a_steady_torch_npu_timeline_keeps_it_quiet",
+    "tests/collectors/ascend/test_ascend_dispatch.py::test_launch_bound_fires_on_ascend_and_names_task_queue_level_2",
+    "tests/collectors/ascend/test_ascend_dispatch.py::test_with_the_queue_at_level_2_the_fix_keeps_it",
     # the MindSpore guide's example profiles through the full analysis
     "tests/test_api.py",
     "tests/engine/test_verdict.py::test_the_guide_cases_after_their_fix_are_not_problems",

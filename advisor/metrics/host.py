@@ -16,6 +16,7 @@ recorded by every PyTorch trace; their metrics count what is there.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.calls import OPTIMIZER_STEP_RE
@@ -78,6 +79,18 @@ def _top(p: Profile, cls: str) -> list[dict]:
     return out
 
 
+def _longest(p: Profile, cls: str, what: str) -> Value:
+    """The longest ``cls`` event in the steady steps (ms; 0 without any),
+    with its rank and step and ``<what>_per_step``."""
+    _, rows = _steady(p)
+    rows = rows[rows["cls"] == cls]
+    if rows.empty:
+        return Value(0.0, {what: 0})
+    top = rows.loc[rows["max_us"].idxmax()]
+    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
+                                                      f"{what}_per_step": round(_per_step(p, cls, "count"), 2)})
+
+
 _NO_GC = ("the profile records no Python garbage collections (PyTorch writes them with with_stack=True and "
           "experimental_config=_ExperimentalConfig(record_python_gc_info=True); torch_npu with "
           "_ExperimentalConfig(gc_detect_threshold=...))")
@@ -106,13 +119,102 @@ def gc_max_ms(p: Profile) -> Value:
     """The longest single garbage-collection pause in the steady steps, with
     the step it fell in."""
     _recorded(p, "gc", _NO_GC)
-    _, rows = _steady(p)
-    rows = rows[rows["cls"] == "gc"]
-    if rows.empty:
-        return Value(0.0, {"pauses": 0})
-    top = rows.loc[rows["max_us"].idxmax()]
-    return Value(float(top["max_us"]) / US_PER_MS, {"rank": int(top["rank"]), "step": int(top["step"]),
-                                                      "pauses_per_step": round(_per_step(p, "gc", "count"), 2)})
+    return _longest(p, "gc", "pauses")
+
+
+#: Steady steps a rank needs before its median step without gaps is a
+#: baseline a slow step can be told from (the median of three is the
+#: middle one: one slow step cannot move it).
+MIN_STEPS_FOR_STALL = 3
+#: Collectors that write the ``silent_gap`` rows (a profile of another
+#: format without them has not been searched for gaps, rather than having none).
+SILENT_GAP_SOURCES = frozenset({"kineto", "ascend_pt"})
+_GAP_NEEDS = ["steps.duration_us"]
+_NO_GAPS = ("silent gaps (no host op on any thread) are read from PyTorch (Kineto) traces and torch_npu's "
+            "trace_view.json only; this profile's format is not searched for them")
+
+
+def _gap_steps(p: Profile) -> pd.DataFrame:
+    """Per steady step: ``rank``, ``step``, ``duration_us``, ``gap_us`` (its
+    silent gaps' time, 0 without any) and ``stall_us``: the part of the gaps
+    that lengthened the step -- min(gap, step minus the rank's median step
+    without its gaps), 0 when the step is no longer than that median."""
+    if p.meta.source_format not in SILENT_GAP_SOURCES:
+        raise NotEvaluated(_NO_GAPS)
+    steady, rows = _steady_gaps(p)
+    if steady.groupby("rank").size().max() < MIN_STEPS_FOR_STALL:
+        raise NotEvaluated(f"fewer than {MIN_STEPS_FOR_STALL} steady steps: whether a gap made its step slow "
+                           "needs other steps to compare with")
+    gaps = rows[rows["cls"] == "silent_gap"].groupby(["rank", "step"])["total_us"].sum().rename("gap_us")
+    steps = steady.dropna(subset=["step"]).astype({"step": "int64"})[["rank", "step", "duration_us"]]
+    df = steps.join(gaps, on=["rank", "step"]).fillna({"gap_us": 0.0}).astype({"gap_us": "float64"})
+    base = (df["duration_us"] - df["gap_us"]).groupby(df["rank"]).transform("median")
+    df["stall_us"] = np.minimum(df["gap_us"], (df["duration_us"] - base).clip(lower=0.0))
+    return df
+
+
+def _steady_gaps(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(steady steps, silent_gap rows in them). A Kineto trace without a
+    host_calls table has no silent gaps; a torch_npu profile without one
+    has no host record read (trace_view.json)."""
+    if p.table("host_calls") is not None:
+        steady, rows = _steady(p)
+        return steady, rows[rows["cls"] == "silent_gap"]
+    if p.meta.source_format != "kineto":
+        raise NotEvaluated("no host record was read (torch_npu writes it to trace_view.json)")
+    steady = steady_steps(p)
+    if steady.empty or "step" not in steady.columns or steady["step"].isna().all():
+        raise NotEvaluated("no step markers: per-step host figures need steps")
+    return steady, pd.DataFrame({"rank": pd.Series(dtype="int64"), "step": pd.Series(dtype="int64"),
+                                 "total_us": pd.Series(dtype="float64")})
+
+
+def _gap_mean(df: pd.DataFrame, column: str) -> float:
+    return float(df.groupby("rank")[column].mean().mean())
+
+
+@metric("host.silent_gap_ms", unit="ms", needs=_GAP_NEEDS)
+def silent_gap_ms(p: Profile) -> float:
+    """Time per steady step in silent gaps: stretches of at least 1 ms
+    within the step in which no thread records a host op or runtime call
+    (``collectors/kineto/host_gaps.py``). The Python the training thread
+    runs then is invisible to the profiler: a garbage collection,
+    pure-Python work or a sleep. PyTorch (Kineto) traces and torch_npu's
+    trace_view.json only."""
+    return _gap_mean(_gap_steps(p), "gap_us") / US_PER_MS
+
+
+@metric("host.silent_gap_max_ms", unit="ms", needs=_GAP_NEEDS)
+def silent_gap_max_ms(p: Profile) -> Value:
+    """The longest silent gap in the steady steps
+    (``host.silent_gap_ms``), with its rank and step; 0 without any."""
+    _gap_steps(p)
+    if p.table("host_calls") is None:
+        return Value(0.0, {"gaps": 0})
+    return _longest(p, "silent_gap", "gaps")
+
+
+@metric("host.silent_gap_stall_ms", unit="ms", needs=_GAP_NEEDS)
+def silent_gap_stall_ms(p: Profile) -> Value:
+    """Per steady step, the part of the silent gaps (``host.silent_gap_ms``)
+    that lengthened their step: in each step the smaller of its gaps' time
+    and how much longer the step ran than the rank's median step without
+    its gaps. A gap while the device still works through queued work, or in
+    a step no slower than usual, counts nothing: what remains is gap time
+    that lines up with slow steps. Evidence: the slowed steps."""
+    df = _gap_steps(p)
+    slowed = df[df["stall_us"] > 0]
+    return Value(_gap_mean(df, "stall_us") / US_PER_MS,
+                 {"steps": [{"rank": int(r.rank), "step": int(r.step), "gap_ms": round(r.gap_us / US_PER_MS, 3),
+                             "stall_ms": round(r.stall_us / US_PER_MS, 3)}
+                            for r in slowed.nlargest(TOP_NAMES, "stall_us").itertuples()]})
+
+
+@metric("host.silent_gap_stall_ratio", unit="ratio", needs=_GAP_NEEDS)
+def silent_gap_stall_ratio(p: Profile) -> float:
+    """``host.silent_gap_stall_ms`` over the mean step time."""
+    df = _gap_steps(p)
+    return _gap_mean(df, "stall_us") / _gap_mean(df, "duration_us")
 
 
 @metric("host.sync_calls", unit="list", needs=_NEEDS)
@@ -363,3 +465,27 @@ def slow_env(p: Profile) -> Value:
                 found.setdefault((name, str(value)), []).append(int(rank))
     out = [{"name": n, "value": v, "should": SLOW_ENV[n][1], "why": SLOW_ENV[n][2]} for (n, v) in found]
     return Value(out, {"ranks": {f"{n}={v}": r for (n, v), r in found.items()}})
+
+
+#: torch_npu's task queue (``TASK_QUEUE_ENABLE``): 0 launches every operator
+#: on the Python thread, 1 hands the launch to a second thread, 2 (the
+#: default from torch_npu 2.x on recent CANN) also moves part of the
+#: operator's preparation there. An unset variable is the default.
+TASK_QUEUE_VAR = "TASK_QUEUE_ENABLE"
+
+
+@metric("host.task_queue_enable", unit="text")
+def task_queue_enable(p: Profile) -> Value:
+    """torch_npu's ``TASK_QUEUE_ENABLE`` as the profile's recorded
+    environment sets it (``profiler_metadata.json``), ``unset`` where the
+    environment is recorded without it; the lowest level over the ranks
+    (evidence: the ranks per value)."""
+    if not p.meta.env:
+        raise NotEvaluated("the profile records no environment variables (torch_npu writes them to "
+                           "profiler_metadata.json)")
+    values: dict[str, list[int]] = {}
+    for rank, env in sorted(p.meta.env.items()):
+        value = str(env.get(TASK_QUEUE_VAR, "")).strip() or "unset"
+        values.setdefault(value, []).append(int(rank))
+    lowest = min(values, key=lambda v: (v == "unset", v))
+    return Value(lowest, {"ranks": values})

@@ -365,18 +365,24 @@ def allocated_gib_per_iteration(p: Profile) -> Value:
 
 
 # ----------------------------------------------------------- device memory summary
-# The ``memory_summary`` table (MindSpore memory_usage_summary_{rank}.json):
-# per rank the memory its graphs peak at and the device memory available.
+# The ``memory_summary`` table: per rank the device memory at its peak and the
+# device memory available (MindSpore memory_usage_summary_{rank}.json; the
+# caching allocator's reserved memory of Kineto [memory] events and torch_npu's
+# memory_record.csv, against deviceProperties totalGlobalMem where Kineto lists it).
 
 SUMMARY_NEEDS = ["memory_summary.capacity_gib", "memory_summary.peak_gib"]
+_NO_CAPACITY = ("the profile records the peak device memory but not the device's capacity (torch_npu's "
+                "memory_record.csv and operator_memory.csv do not; a Kineto trace lists it in deviceProperties "
+                "totalGlobalMem)")
 
 
 def _summary(p: Profile) -> pd.DataFrame:
     """Ranks with a positive capacity and a peak (NotEvaluated when none)."""
     df = p.table("memory_summary")
-    df = df[(df["capacity_gib"] > 0) & df["peak_gib"].notna()]
+    with_peak = df[df["peak_gib"].notna()]
+    df = with_peak[with_peak["capacity_gib"] > 0]
     if df.empty:
-        raise NotEvaluated("no rank's memory summary records a device capacity")
+        raise NotEvaluated(_NO_CAPACITY if len(with_peak) else "no rank's memory summary records a device capacity")
     return df.groupby("rank")[["capacity_gib", "peak_gib"]].max()
 
 
@@ -389,13 +395,19 @@ def _peak_graph(p: Profile, rank: int) -> int | None:
     return int(graphs.iloc[0]) if len(graphs) else None
 
 
-@metric("memory.device_peak_share", unit="ratio", needs=SUMMARY_NEEDS)
+@metric("memory.device_peak_share", unit="ratio", needs=["memory_summary.peak_gib"])
 def device_peak_share(p: Profile) -> Value:
-    """Peak memory of the graphs as a share of the device memory available
-    (MindSpore memory summary: ``peak_mem`` / ``capacity``), on the rank
-    where it is highest; near 1 a larger batch or model does not fit.
-    Evidence: that rank, its peak and capacity (GiB), the share per rank,
-    and the graph holding the peak where the details file names it."""
+    """Peak device memory as a share of the device memory available, on the
+    rank where it is highest: MindSpore's graphs' peak over the memory
+    summary's capacity (``peak_mem`` / ``capacity``); PyTorch and torch_npu,
+    the caching allocator's highest reserved memory (``Total Reserved`` of
+    Kineto's ``[memory]`` events, of torch_npu's ``memory_record.csv``) over
+    the device's memory (Kineto ``deviceProperties`` ``totalGlobalMem``; not
+    recorded by torch_npu: not evaluated there). Near 1 a larger batch or
+    model does not fit and the allocator has little room left for
+    fragmentation. Evidence: that rank, its peak and capacity (GiB), the
+    share per rank, and the graph holding the peak where the details file
+    names it."""
     df = _summary(p)
     share = df["peak_gib"] / df["capacity_gib"]
     rank = int(share.idxmax())
@@ -405,6 +417,24 @@ def device_peak_share(p: Profile) -> Value:
     if graph is not None:
         evidence["peak_graph"] = graph
     return Value(float(share.max()), evidence)
+
+
+@metric("memory.device_peak_gib", unit="GiB", needs=["memory_summary.peak_gib"])
+def device_peak_gib(p: Profile) -> Value:
+    """The highest peak device memory of any rank (``memory_summary``
+    ``peak_gib``: MindSpore's graphs' peak, or the caching allocator's
+    highest reserved memory), whether or not the profile records the
+    device's capacity. Evidence: the rank, and its highest allocated memory
+    where recorded (reserved minus allocated is what the allocator holds
+    unused: cached blocks and fragmentation)."""
+    df = p.table("memory_summary").dropna(subset=["peak_gib"])
+    if df.empty:
+        raise NotEvaluated("no rank's memory summary records a peak")
+    top = df.loc[df["peak_gib"].idxmax()]
+    evidence = {"rank": int(top["rank"])}
+    if "peak_allocated_gib" in df.columns and pd.notna(top["peak_allocated_gib"]):
+        evidence["allocated_gib"] = float(top["peak_allocated_gib"])
+    return Value(float(top["peak_gib"]), evidence)
 
 
 @metric("memory.device_peak_rank", unit="rank", scope="rank", needs=SUMMARY_NEEDS)

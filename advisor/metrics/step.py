@@ -404,6 +404,25 @@ def launch_queue_ms(p: Profile) -> Value:
     return _ms(p, "launch_queue_us")
 
 
+@metric("step.launch_interval_ms", unit="ms", needs=["steps.launch_interval_us"])
+def launch_interval_ms(p: Profile) -> Value:
+    """The host's time per launched kernel: per step the median time between
+    consecutive kernel launches (Ascend ``trace_view.json``: the runtime's
+    launch flows to the device's tasks), mean over steady steps and ranks.
+    When it is longer than the kernels run (``step.kernel_median_ms``) the
+    device finishes each kernel before the next one is issued."""
+    require_device_record(p)
+    return _ms(p, "launch_interval_us")
+
+
+@metric("step.kernel_median_ms", unit="ms", needs=["steps.kernel_median_us"])
+def kernel_median_ms(p: Profile) -> Value:
+    """Median duration of the device's kernels (tasks) per step, mean over
+    steady steps and ranks (Ascend ``trace_view.json``)."""
+    require_device_record(p)
+    return _ms(p, "kernel_median_us")
+
+
 @metric("step.idle_sync_calls", unit="list", needs=["idle_causes.name", "idle_causes.idle_us"])
 def idle_sync_calls(p: Profile) -> Value:
     """The synchronizations the device idled on (``step.idle_sync_ms``), the

@@ -12,8 +12,9 @@ Per rank, from ``ASCEND_PROFILER_OUTPUT/``: ``step_trace_time.csv`` ->
 ``steps``; ``kernel_details.csv`` -> ``ops`` (plus ``device_busy_us`` per
 step), else ``op_statistic.csv``; ``communication.json`` -> ``comm`` and
 ``bandwidth``; ``communication_matrix.json`` -> ``links``; ``dataset.csv``
--> ``data_ops``; ``trace_view.json`` -> ``steps`` from the Overlap Analysis
-lanes, only when ``step_trace_time.csv`` is absent. MindSpore CPU output
+-> ``data_ops``; ``memory_record.csv`` (else ``operator_memory.csv``) ->
+``memory_summary`` (``memory_record``); ``trace_view.json`` -> ``steps`` from
+the Overlap Analysis lanes, only when ``step_trace_time.csv`` is absent. MindSpore CPU output
 (``FRAMEWORK/cpu_op_*.csv``) fills ``ops`` when nothing better exists.
 A rank read without its kernels (``kernel_sample``) gets no ``ops`` and no
 ``device_busy_us``, unless its steps have no other source.
@@ -29,10 +30,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from advisor.collectors.ascend import comm as comm_io
-from advisor.collectors.ascend import comm_rollup, contention, hccl_rows, hccl_tasks, host_calls, link_ranks, tables
+from advisor.collectors.ascend import (
+    comm_rollup,
+    contention,
+    dispatch,
+    hccl_rows,
+    hccl_tasks,
+    host_calls,
+    link_ranks,
+    memory_record,
+    tables,
+)
 from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
@@ -333,7 +345,11 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
     if profile.steps is None:
         _read_trace_steps(reader, out_dir)
+    memory_file = next((out_dir / name for name in memory_record.FILES if _is_file(out_dir / name)), None)
+    if memory_file is not None:
+        profile.memory_summary = reader.attempt(memory_file, memory_record.read, rank)
     if _is_file(out_dir / "trace_view.json"):
+        _add_dispatch(profile, reader.attempt(out_dir / "trace_view.json", dispatch.read, rank))
         profile.host_calls = reader.attempt(out_dir / "trace_view.json", host_calls.read, rank)
         profile.hccl_tasks = reader.attempt(out_dir / "trace_view.json", hccl_tasks.read, rank)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
@@ -426,6 +442,22 @@ def _add_device_busy(profile: Profile, kernels: pa.Table) -> None:
     busy = tables.busy_for_steps(steps.columns["step"], kernels)
     if busy is not None:
         steps.columns["device_busy_us"] = busy
+
+
+def _add_dispatch(profile: Profile, per_step: pd.DataFrame | None) -> None:
+    """Add the dispatch columns of ``dispatch.read`` to the steps, by step id."""
+    steps = profile.steps
+    if per_step is None or steps is None:
+        return
+    by_step = per_step.set_index(per_step["step"].astype("int64"))
+    if isinstance(steps, PendingTable):
+        ids = np.asarray(steps.columns["step"], dtype=np.float64)
+        for column in dispatch.COLUMNS:
+            steps.columns[column] = by_step[column].reindex(ids).to_numpy(np.float64)
+    else:
+        ids = steps["step"].astype("Float64").to_numpy(np.float64, na_value=np.nan)
+        for column in dispatch.COLUMNS:
+            steps[column] = by_step[column].reindex(ids).to_numpy(np.float64)
 
 
 def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:

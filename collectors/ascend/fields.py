@@ -120,6 +120,18 @@ FIELDS: dict[str, dict[str, Source]] = {
             "count": ("Occurrences",),
             "avg_time_us": ("Avg. time(us)", "Avg time(us)"),
         }),
+        # memory_record.csv (profile_memory=True): the caching allocator's totals over time, per component
+        # (PTA, GE, PTA+GE: operator level; APP: the whole process), MB
+        "memory_record.csv": Source({
+            "component": ("Component",),
+            "reserved_mb": ("Total Reserved(MB)",),
+            "allocated_mb": ("Total Allocated(MB)",),
+        }),
+        # operator_memory.csv (profile_memory=True): per tensor, the totals when it was allocated, MB
+        "operator_memory.csv": Source({
+            "reserved_mb": ("Allocation Total Reserved(MB)",),
+            "allocated_mb": ("Allocation Total Allocated(MB)",),
+        }),
         # communication.json / cluster_communication.json: the two records of an operator
         "communication.json": Source({
             "time": ("Communication Time Info",),

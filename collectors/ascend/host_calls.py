@@ -9,7 +9,10 @@ each collection as an ``X`` event of category ``GC`` (name ``GC``) on a
 ``Python GC`` process -- what msprof-analyze's ``GcCollector`` reads
 (``cat.lower() == "gc"``). Events are classed by
 ``calls.host_call_class`` (GC events by their category) and counted per
-``ProfilerStep#N`` span, as the Kineto collector does.
+``ProfilerStep#N`` span, as the Kineto collector does. Stretches of a step
+with no event on the Python and CANN processes are ``silent_gap`` rows, as
+for Kineto traces (msprof-analyze conjectures garbage collections from such
+stretches of device-free time, its ``conjectured_gc`` checker).
 """
 
 from __future__ import annotations
@@ -20,11 +23,15 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME
-from advisor.collectors.io.files import read_bytes
+from advisor.collectors.ascend.trace_view import _STEP_NAME, decode_typed
 from advisor.collectors.kineto.calls import host_call_class
+from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.host_calls import in_optimizer, step_of
-from advisor.errors import InputError
+from advisor.collectors.kineto.host_gaps import silent_rows
+
+
+#: Prefix of the CANN layer's host calls (``AscendCL@aclrtSynchronizeStream``).
+ACL_PREFIX = "AscendCL@"
 
 
 class _Event(msgspec.Struct):
@@ -39,26 +46,19 @@ class _Event(msgspec.Struct):
     dur: float | str | None = None
 
 
-class _Wrapped(msgspec.Struct):
-    traceEvents: list[_Event] = []
-
-
 def read(path: Path, rank: int) -> pd.DataFrame | None:
     """The ``host_calls`` rows of one ``trace_view.json`` (None when it has none)."""
-    data = read_bytes(path)
-    try:
-        events = (msgspec.json.decode(data, type=list[_Event]) if data.lstrip()[:1] == b"["
-                  else msgspec.json.decode(data, type=_Wrapped).traceEvents)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise InputError(path, f"unreadable trace events: {exc}") from None
+    events = decode_typed(path, _Event)
     classes: dict[str, str | None] = {}
-    rows, markers = [], []
+    rows, markers, spans = [], [], []
+    host_pids: set = set()
     for ev in events:
         if ev.ph != "X":
             continue
         m = _STEP_NAME.match(ev.name)
         if m:
             markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+            host_pids.add(ev.pid)
             continue
         if isinstance(ev.cat, str) and ev.cat.lower() == "gc":
             cls = "gc"
@@ -66,22 +66,41 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
             if ev.name not in classes:
                 classes[ev.name] = host_call_class(ev.name)
             cls = classes[ev.name]
+            spans.append((ev.pid, _num(ev.ts), _num(ev.dur)))
+            if ev.name.startswith(ACL_PREFIX):
+                host_pids.add(ev.pid)
         if cls is not None:
             rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur), f"{ev.pid}/{ev.tid}"))
+    gaps = _silent_gaps(spans, host_pids, markers, rank)
     if not rows:
-        return None
+        return gaps
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
     ts, dur = df["ts"].to_numpy(float), df["dur"].to_numpy(float)
     df = df[in_optimizer(df["cls"].to_numpy(object), ts, ts + dur, df["thread"].to_numpy(object))]
     if df.empty:
-        return None
+        return gaps
     df["step"] = _steps_of(df["ts"].to_numpy(), markers)
     out = (df.groupby(["step", "cls", "name"], dropna=False, sort=True)["dur"]
            .agg(count="size", total_us="sum", max_us="max").reset_index())
     out["step"] = out["step"].astype("Int64")
     out["count"] = out["count"].astype(np.int64)
     out.insert(0, "rank", rank)
-    return out
+    return out if gaps is None else pd.concat([out, gaps], ignore_index=True)
+
+
+def _silent_gaps(spans: list[tuple], host_pids: set, markers: list[tuple], rank: int) -> pd.DataFrame | None:
+    """The ``silent_gap`` rows (``collectors/kineto/host_gaps.py``): the host's
+    activity is every X event but the step markers and GC records on the
+    Python process (the one holding the ``ProfilerStep#N`` markers) and the
+    CANN process (the one holding ``AscendCL@`` calls)."""
+    if not markers:
+        return None
+    host = [(ts, dur) for pid, ts, dur in spans if pid in host_pids]
+    starts = np.array([t for t, _ in host], dtype=float)
+    durs = np.array([d for _, d in host], dtype=float)
+    marks = pd.DataFrame(markers, columns=["step", "start_us", "duration_us"], dtype=float).dropna()
+    marks = marks.sort_values("duration_us", ascending=False).drop_duplicates("step")
+    return silent_rows(iv.merge(starts, starts + np.nan_to_num(durs)), marks, rank)
 
 
 def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:

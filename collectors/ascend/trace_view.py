@@ -109,6 +109,20 @@ def decode_events(path: Path) -> list[_Event]:
     raise InputError(path, "not a Chrome trace (expected a JSON array or object)")
 
 
+def decode_typed(path: Path, event_type: type) -> list:
+    """The events of a Chrome trace file (array or traceEvents object) as
+    ``event_type`` Structs, which name only the fields a reader uses;
+    InputError when they do not fit."""
+    data = read_bytes(path)
+    try:
+        if data.lstrip()[:1] == b"[":
+            return msgspec.json.decode(data, type=list[event_type])
+        wrapped = msgspec.defstruct("Wrapped", [("traceEvents", list[event_type], msgspec.field(default_factory=list))])
+        return msgspec.json.decode(data, type=wrapped).traceEvents
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise InputError(path, f"unreadable trace events: {exc}") from None
+
+
 def _num(value) -> float:
     """``ts``/``dur`` as float (strings allowed); NaN when unusable."""
     if value is None:

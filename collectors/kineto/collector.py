@@ -159,13 +159,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import pandas as pd
+
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
-from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, presence
+from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import Profile, RunMeta
+
+GIB = float(1 << 30)
 
 #: Several trace files may be capture windows of one rank (``rank_notes``
 #: says which); one large trace may be decoded on several processes
@@ -424,7 +428,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
                       kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
-                      cp_edges=tables.cp_edges)
+                      cp_edges=tables.cp_edges, memory_summary=_memory_summary(trace, rank))
     if cupti_counters.CATEGORY in trace.categories:
         profile.cupti_counters, why = cupti_counters.table(path, rank)
         if why:
@@ -438,6 +442,22 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         profile.skip(f"{path.name}: comm", "no kernel events: the device's collectives were not recorded"
                      if unrecorded else "no collective kernels or ops in this trace")
     return profile
+
+
+def _memory_summary(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
+    """The ``memory_summary`` row of a trace recorded with
+    ``profile_memory=True``: the highest ``Total Reserved`` and ``Total
+    Allocated`` of its device's ``[memory]`` events, against the device's
+    ``deviceProperties`` ``totalGlobalMem`` where the trace lists it (NaN
+    otherwise). None without device memory events."""
+    if trace.device_memory_peak is None:
+        return None
+    reserved, allocated = trace.device_memory_peak
+    total = trace.gpu.totalGlobalMem if trace.gpu is not None else None
+    capacity = float(total) / GIB if isinstance(total, (int, float)) and total > 0 else float("nan")
+    return pd.DataFrame({"rank": [rank], "capacity_gib": [capacity],
+                         "peak_gib": [reserved / GIB if reserved >= 0 else float("nan")],
+                         "peak_allocated_gib": [allocated / GIB if allocated >= 0 else float("nan")]})
 
 
 def read_alone(unit: Path, jobs: int) -> Profile:
@@ -459,7 +479,9 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         tables.notes.append(presence.missing_device_note(evidence))
     else:
         tables = cpu_tables(ev, rank)
-    tables.host_calls = host_calls.table(ev, tables.steps, rank)
+    calls = [t for t in (host_calls.table(ev, tables.steps, rank), host_gaps.table(ev, tables.steps, rank))
+             if t is not None]
+    tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     tables.annotations = annotations.table(ev, tables.steps, rank)
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)

@@ -100,6 +100,9 @@ CATEGORIES = tuple(sorted(_KIND))
 _CAT_CODE = {c: i for i, c in enumerate(CATEGORIES)}
 _CAT_KIND = np.array([_KIND[c] for c in CATEGORIES], dtype=np.int8)
 
+#: Name of the allocator's instant events (``profile_memory=True``).
+MEMORY_EVENT = "[memory]"
+
 PEEK_BYTES = 64 * 1024
 #: Files at least this large (on disk) get a progress bar while streaming.
 PROGRESS_BYTES = 64 << 20
@@ -129,6 +132,11 @@ class Args(msgspec.Struct, gc=False):
     pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
     wait_on_stream: int | str | None = None
     wait_on_event: int | str | None = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
+    # ``[memory]`` instant events (``profile_memory=True``): the caching allocator's totals after each
+    # allocation or free, and the device it is on (c10 DeviceType: 0 CPU, 1 CUDA, ...)
+    total_reserved: int | float | str | None = msgspec.field(default=None, name="Total Reserved")
+    total_allocated: int | float | str | None = msgspec.field(default=None, name="Total Allocated")
+    device_type: int | str | None = msgspec.field(default=None, name="Device Type")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -158,6 +166,7 @@ class GpuModel(msgspec.Struct, frozen=True):
     name: str | None = None
     computeMajor: int | None = None
     computeMinor: int | None = None
+    totalGlobalMem: int | float | None = None  # the device's memory, bytes
 
     @property
     def capability(self) -> str | None:
@@ -357,6 +366,9 @@ class Trace:
     gpu: GpuModel | None = None  # the first deviceProperties entry's model, where it names one
     categories: frozenset = frozenset()  # the ``cat`` of every event, analysed or not
     counters: bool = False  # the trace holds counter ("ph": "C") events
+    #: the highest ``Total Reserved`` and ``Total Allocated`` (bytes) of the ``[memory]`` events of a
+    #: device (not the CPU's), None where the trace has none (recorded without ``profile_memory=True``)
+    device_memory_peak: tuple[float, float] | None = None
 
 
 def _open(path: Path):
@@ -647,11 +659,13 @@ class _Builder:
     itype_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> code
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
     size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
+    memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
         self.all_cats.update({e.cat for e in events})
         self.phases.update({e.ph for e in events})
+        self._memory([e.args for e in events if e.name == MEMORY_EVENT and e.args is not None])
         cols = _complete(events)
         if cols is None:
             return
@@ -689,6 +703,21 @@ class _Builder:
             op = (_CAT_KIND[part["cat"]] == HOST) & _oplike(part["cat"], flags)
             self._add_op_time(part["pair"][op], part["dur"][op])
         self.parts.append(self._compact(part))
+
+    def _memory(self, args: list[Args]) -> None:
+        """Raise ``memory_peak`` by the ``[memory]`` events of a device
+        (Device Type other than the CPU's 0)."""
+        if not args:
+            return
+        kind = _numeric([a.device_type for a in args])
+        on_device = np.isfinite(kind) & (kind != 0)
+        if not on_device.any():
+            return
+        for k, values in enumerate(([a.total_reserved for a in args], [a.total_allocated for a in args])):
+            v = _numeric(values)[on_device]
+            v = v[np.isfinite(v)]
+            if v.size:
+                self.memory_peak[k] = max(self.memory_peak[k], float(v.max()))
 
     def _add_facts(self, part: dict, flags: np.ndarray) -> None:
         """The whole-trace facts of one batch: the span of the events other
@@ -918,7 +947,7 @@ class _Builder:
                 "span": self.span, "op_time": self.op_time, "op_seen": self.op_seen,
                 "cats_seen": self.cats_seen, "device_seen": self.device_seen,
                 "all_cats": self.all_cats, "phases": self.phases, "activity": self.activity,
-                "op_stats": self.op_stats}
+                "op_stats": self.op_stats, "memory_peak": self.memory_peak}
 
     def absorb(self, other: dict) -> None:
         """Append the batches of another builder's ``state`` (the events that
@@ -950,6 +979,7 @@ class _Builder:
         self.phases |= other["phases"]
         self.activity = (min(self.activity[0], other["activity"][0]), max(self.activity[1], other["activity"][1]))
         self.op_stats.merge(other["op_stats"], maps["names"], len(self.names.values))
+        self.memory_peak = [max(a, b) for a, b in zip(self.memory_peak, other["memory_peak"])]
         if other["device_seen"] or self.device_seen:
             self.device_seen = False
             self._now_gpu()
@@ -1246,6 +1276,7 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
         gpu=devices[1],
         categories=frozenset(builder.all_cats),
         counters="C" in builder.phases,
+        device_memory_peak=(tuple(builder.memory_peak) if np.isfinite(builder.memory_peak).any() else None),
     )
 
 

@@ -79,7 +79,8 @@ def rank_folder(tmp_path: Path, bad: bool) -> Path:
 
 def test_host_calls_are_counted_per_profiler_step(tmp_path):
     table = host_calls.read(rank_folder(tmp_path, bad=True) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json", 0)
-    counts = table.groupby("cls")["count"].sum().to_dict()
+    calls = table[table["cls"] != "silent_gap"]  # the stretches between them: tests/ascend/test_ascend_gaps.py
+    counts = calls.groupby("cls")["count"].sum().to_dict()
     assert counts == {"gc": 4, "syncbn": 96, "sync": 8, "optimizer": 4, "optimizer_op": 480}
     assert sorted(table["step"].unique()) == [1, 2, 3, 4]
 
