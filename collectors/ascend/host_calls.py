@@ -14,51 +14,21 @@ each collection as an ``X`` event of category ``GC`` (name ``GC``) on a
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME
-from advisor.collectors.io.files import read_bytes
+from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, _num, step_markers
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto.host_calls import in_optimizer, step_of
-from advisor.errors import InputError
 
 
-class _Event(msgspec.Struct):
-    """The fields of a trace event this module reads (others are skipped)."""
-
-    ph: str = ""
-    name: str = ""
-    cat: str | None = None
-    pid: int | str | float = 0
-    tid: int | str | float = 0
-    ts: float | str | None = None
-    dur: float | str | None = None
-
-
-class _Wrapped(msgspec.Struct):
-    traceEvents: list[_Event] = []
-
-
-def read(path: Path, rank: int) -> pd.DataFrame | None:
-    """The ``host_calls`` rows of one ``trace_view.json`` (None when it has none)."""
-    data = read_bytes(path)
-    try:
-        events = (msgspec.json.decode(data, type=list[_Event]) if data.lstrip()[:1] == b"["
-                  else msgspec.json.decode(data, type=_Wrapped).traceEvents)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise InputError(path, f"unreadable trace events: {exc}") from None
+def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
+    """The ``host_calls`` rows of one ``trace_view.json``'s events
+    (``trace_view.decode_events``); None when it has none."""
     classes: dict[str, str | None] = {}
-    rows, markers = [], []
+    rows = []
     for ev in events:
-        if ev.ph != "X":
-            continue
-        m = _STEP_NAME.match(ev.name)
-        if m:
-            markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+        if ev.ph != "X" or _STEP_NAME.match(ev.name):
             continue
         if isinstance(ev.cat, str) and ev.cat.lower() == "gc":
             cls = "gc"
@@ -75,7 +45,7 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
     df = df[in_optimizer(df["cls"].to_numpy(object), ts, ts + dur, df["thread"].to_numpy(object))]
     if df.empty:
         return None
-    df["step"] = _steps_of(df["ts"].to_numpy(), markers)
+    df["step"] = _steps_of(df["ts"].to_numpy(), step_markers(events))
     out = (df.groupby(["step", "cls", "name"], dropna=False, sort=True)["dur"]
            .agg(count="size", total_us="sum", max_us="max").reset_index())
     out["step"] = out["step"].astype("Int64")
@@ -89,10 +59,3 @@ def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:
     marks = pd.DataFrame(markers, columns=["step", "ts", "dur"], dtype=float).dropna()
     start = marks["ts"].to_numpy(float)
     return step_of(ts, start, start + marks["dur"].to_numpy(float), marks["step"].to_numpy())
-
-
-def _num(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return np.nan
