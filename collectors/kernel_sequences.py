@@ -64,9 +64,8 @@ def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
 
 def _union(positions: np.ndarray, width: int, size: int) -> np.ndarray:
     """Boolean mask of ``size`` entries covered by ``[p, p + width)`` for every p."""
-    cover = np.zeros(size + 1, dtype=np.int64)
-    np.add.at(cover, positions, 1)
-    np.add.at(cover, np.minimum(positions + width, size), -1)
+    cover = (np.bincount(positions, minlength=size + 1)
+             - np.bincount(np.minimum(positions + width, size), minlength=size + 1))
     return np.cumsum(cover[:-1]) > 0
 
 

@@ -175,24 +175,20 @@ def link_columns(raw: bytes) -> Columns | None:
         data = _LINK_LAYOUT.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    ops: list[tuple] = []  # (step, rank, name, group, [(ends, link)]) of operators with links
+    ops: list[tuple] = []  # (step, rank, name, group, link ends, links) of operators with links
     try:
         for step, rank, op, links in _ops(data, links=True):
-            name, group, _ = _op_parts(op or "")
-            own = []
-            for key, link in links.items():
-                ends = _link_key(key)
-                if ends is None:
-                    return None  # something other than links below an operator
-                if ends is not _SUMMARY:
-                    own.append((ends, link))
-            if own:
-                ops.append((step, rank, name, group, own))
+            ends = list(map(_link_key, links))
+            if None in ends:
+                return None  # something other than links below an operator
+            if ends.count(_SUMMARY) < len(ends):
+                name, group, _ = _op_parts(op or "")
+                ops.append((step, rank, name, group, ends, links))
     except _OutsideLayout:
         return None
     repeated = repeated_links([o[2] for o in ops], [o[3] for o in ops], [o[0] for o in ops], [o[1] for o in ops])
-    rows = [(ends[0], ends[1], name, group, step, rank, _upper(link.transport), link.size_mb,
-             link.time_ms, link.bandwidth_gbps)
-            for i, (step, rank, name, group, own) in enumerate(ops) if not (repeated and repeated[i])
-            for ends, link in own]
+    rows = [(e[0], e[1], name, group, step, rank, _upper(link.transport), link.size_mb, link.time_ms,
+             link.bandwidth_gbps)
+            for i, (step, rank, name, group, ends, links) in enumerate(ops) if not (repeated and repeated[i])
+            for e, link in zip(ends, links.values()) if e is not _SUMMARY]
     return _columns(LINK_FIELDS, rows) if rows else None
