@@ -62,11 +62,14 @@ def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
     return (c[width:width + starts] - c[:starts]) == 0
 
 
-def _union(positions: np.ndarray, width: int, size: int) -> np.ndarray:
-    """Boolean mask of ``size`` entries covered by ``[p, p + width)`` for every p."""
-    cover = (np.bincount(positions, minlength=size + 1)
-             - np.bincount(np.minimum(positions + width, size), minlength=size + 1))
-    return np.cumsum(cover[:-1]) > 0
+def _unions(positions: np.ndarray, groups: np.ndarray, count: int, width: int, size: int) -> np.ndarray:
+    """Per group g < ``count``, the boolean mask of ``size`` entries covered
+    by ``[p, p + width)`` for every p of ``positions`` in g (``groups``:
+    each position's group): one row per group, all built at once."""
+    row = groups * (size + 1)
+    cover = (np.bincount(row + positions, minlength=count * (size + 1))
+             - np.bincount(row + np.minimum(positions + width, size), minlength=count * (size + 1)))
+    return np.cumsum(cover.reshape(count, size + 1)[:, :-1], axis=1) > 0
 
 
 def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
@@ -113,14 +116,16 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
         gap_sum = np.bincount(inverse, weights=csum_gap[idx + n - 1] - csum_gap[idx], minlength=uniq.size)
         cand = np.flatnonzero(frequent)
         cand = cand[np.argsort(-gap_sum[cand], kind="stable")[:TOP_PER_LENGTH]]
-        chosen = np.flatnonzero(np.isin(inverse, cand))
-        for u in cand:
-            pos = idx[chosen[inverse[chosen] == u]]
-            kernels = _union(pos, n, m)
-            gaps = _union(pos, n - 1, m - 1)
+        which = np.full(uniq.size, -1)
+        which[cand] = np.arange(cand.size)
+        of = which[inverse]  # per window: its candidate, or -1
+        pos, of = idx[of >= 0], of[of >= 0]
+        kernels = _unions(pos, of, cand.size, n, m)
+        gaps = _unions(pos, of, cand.size, n - 1, m - 1)
+        for j, u in enumerate(cand):
             at = idx[first[u]]
             rows.append((rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
-                         float(dur[kernels].sum()), float(gap[gaps].sum()), steps))
+                         float(dur[kernels[j]].sum()), float(gap[gaps[j]].sum()), steps))
     if not rows:
         return None
     return pd.DataFrame(rows, columns=COLUMNS)
