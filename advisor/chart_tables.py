@@ -154,11 +154,21 @@ def _build_tables(profile: Profile, metrics: dict) -> dict[str, list[dict]]:
     return {k: v for k, v in tables.items() if v}
 
 
-def _distinct(values: pd.Series) -> str | None:
-    """The distinct non-empty values of a group, " | "-joined (an operator
-    name may run with several input dtype combinations)."""
-    found = sorted({str(v) for v in values.dropna() if str(v)})
-    return " | ".join(found) or None
+def _distinct(rows: pd.DataFrame, keys: list[str], column: str) -> pd.api.extensions.ExtensionArray:
+    """Per group of ``rows`` by ``keys`` (in ``groupby`` order, NaN keys
+    kept), the distinct non-empty values of ``column``, " | "-joined (an
+    operator name may run with several input dtype combinations); missing
+    where it has none; of the column's dtype. One pass over the rows: a per-group ``agg`` of a
+    Python function builds a Series per group, seconds for the thousands
+    of operator names a run can have."""
+    group = rows.groupby(keys, dropna=False).ngroup().to_numpy()
+    found: list[set[str]] = [set() for _ in range(int(group.max()) + 1 if group.size else 0)]
+    present = rows[column].notna().to_numpy()
+    for g, value in zip(group[present].tolist(), rows[column][present].tolist()):
+        text = str(value)
+        if text:
+            found[g].add(text)
+    return pd.array([" | ".join(sorted(f)) or None for f in found], dtype=rows[column].dtype)
 
 
 def _steps_per_rank(profile: Profile) -> float | None:
@@ -187,7 +197,7 @@ def _time_tables(profile: Profile) -> dict[str, list[dict]]:
                 # strings (equal ones print the same), repeated by every rank:
                 # join each distinct (group, dtypes) once
                 rows = rows.drop_duplicates()
-            agg["input_dtypes"] = rows.groupby(keys, dropna=False)["input_dtypes"].agg(_distinct)
+            agg["input_dtypes"] = _distinct(rows, keys, "input_dtypes")  # the same groups, in agg's order
         agg = agg.sort_values("total", ascending=False).head(MAX_OPS).reset_index()
         agg["total_ms"] = (agg.pop("total") / US_PER_MS).round(4)
         agg["per_step_ms"] = (agg["total_ms"] / (ranks * per_rank_steps)).round(4) if per_rank_steps else None

@@ -190,9 +190,14 @@ def step_kernel_copy(ascend: Path, dest: Path) -> Path:
     return dest
 
 
+def _advisor_command() -> list[str]:
+    """The ``advisor`` command on the PATH, else this interpreter's ``python -m advisor``."""
+    return ["advisor"] if shutil.which("advisor") else [sys.executable, "-m", "advisor"]
+
+
 def _tools(inputs: dict[str, Path], out: Path) -> list[tuple[str, str, list[str]]]:
     """(tool, input format, command) for each run, on ``inputs`` (format -> folder)."""
-    adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    adv = _advisor_command()
     msprof = _peer_bin("msprof-analyze")
 
     def advisor(fmt: str, tag: str, jobs: list[str] = ()) -> tuple[str, str, list[str]]:
@@ -295,7 +300,7 @@ def run_trace(size_mb: int, repeat: int = 1, timeout: float = TIMEOUT_S) -> list
     trace = generate(size_mb, gz=False)
     _settle(trace.parent)
     out = Path(tempfile.mkdtemp(prefix="speed_trace_", dir=WORK.parent if WORK.parent.exists() else None))
-    adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    adv = _advisor_command()
     rows = []
     for label, cmd in (("advisor report", adv + ["report", str(trace), "-o", str(out / "adv"), "--no-color"]),
                        ("HTA load+temporal+overlap+stragglers", [PEER_PYTHON, "-c", HTA_SCRIPT, str(trace.parent)])):
@@ -316,7 +321,7 @@ def cost_point(ranks: int, steps: int, kernels: int, collectives: int = 1) -> di
                               collectives=collectives)), base / "ascend", "ascend-text")
     size = sum(f.stat().st_size for f in ascend.rglob("*") if f.is_file()) / 1e6
     _settle(base)
-    adv = [sys.executable, "-m", "advisor.cli"] if not shutil.which("advisor") else ["advisor"]
+    adv = _advisor_command()
     m = measure(adv + ["report", str(ascend), "-o", str(base / "out"), "--no-color"], base)
     shutil.rmtree(base, ignore_errors=True)
     row = {"ranks": ranks, "steps": steps, "input_mb": size, **m}

@@ -74,12 +74,14 @@ def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
     return (c[width:width + starts] - c[:starts]) == 0
 
 
-def _union(positions: np.ndarray, width: int, size: int) -> np.ndarray:
-    """Boolean mask of ``size`` entries covered by ``[p, p + width)`` for every p."""
-    cover = np.zeros(size + 1, dtype=np.int64)
-    np.add.at(cover, positions, 1)
-    np.add.at(cover, np.minimum(positions + width, size), -1)
-    return np.cumsum(cover[:-1]) > 0
+def _unions(positions: np.ndarray, groups: np.ndarray, count: int, width: int, size: int) -> np.ndarray:
+    """Per group g < ``count``, the boolean mask of ``size`` entries covered
+    by ``[p, p + width)`` for every p of ``positions`` in g (``groups``:
+    each position's group): one row per group, all built at once."""
+    row = groups * (size + 1)
+    cover = (np.bincount(row + positions, minlength=count * (size + 1))
+             - np.bincount(row + np.minimum(positions + width, size), minlength=count * (size + 1)))
+    return np.cumsum(cover.reshape(count, size + 1)[:, :-1], axis=1) > 0
 
 
 def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
@@ -138,16 +140,19 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
             mte_sum = np.bincount(inverse, weights=csum_mte[idx + n] - csum_mte[idx], minlength=uniq.size)
             by_mte = frequent_ids[np.argsort(-mte_sum[frequent_ids], kind="stable")[:TOP_PER_LENGTH]]
             cand = np.concatenate([by_gap, np.setdiff1d(by_mte[mte_sum[by_mte] > 0], by_gap)])
-        chosen = np.flatnonzero(np.isin(inverse, cand))
-        for u in cand:
-            pos = idx[chosen[inverse[chosen] == u]]
-            kernels = _union(pos, n, m)
-            gaps = _union(pos, n - 1, m - 1)
+        which = np.full(uniq.size, -1)
+        which[cand] = np.arange(cand.size)
+        of = which[inverse]  # per window: its candidate, or -1
+        pos, of = idx[of >= 0], of[of >= 0]
+        kernels = _unions(pos, of, cand.size, n, m)
+        gaps = _unions(pos, of, cand.size, n - 1, m - 1)
+        gap_chosen = set(by_gap.tolist())
+        for j, u in enumerate(cand):
             at = idx[first[u]]
             row = (rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
-                   float(dur[kernels].sum()), float(gap[gaps].sum()), steps)
+                   float(dur[kernels[j]].sum()), float(gap[gaps[j]].sum()), steps)
             if pipes is not None:
-                row += (float(mte[kernels].sum()), float(pipe[kernels].sum()), bool(np.isin(u, by_gap)))
+                row += (float(mte[kernels[j]].sum()), float(pipe[kernels[j]].sum()), int(u) in gap_chosen)
             rows.append(row)
     if not rows:
         return None

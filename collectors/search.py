@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.collectors.io import listing
 from advisor.errors import InputError
 
 #: Folder levels below the given folder that are searched.
@@ -96,9 +97,10 @@ def _shown(units: list[Path], folder: Path) -> Path:
 def _distinct(units: list[Path]) -> list[Path]:
     """``units`` without those reached again through a symbolic link (a
     folder linking to itself): of the paths to one file, the shortest."""
-    first: dict[Path, Path] = {}
-    for unit in sorted(units, key=lambda u: len(u.parts)):
-        first.setdefault(unit.resolve(), unit)
+    first: dict[str, Path] = {}
+    ordered = sorted(units, key=lambda u: len(u.parts))
+    for real, unit in zip(listing.real_paths(ordered), ordered):
+        first.setdefault(real, unit)
     kept = set(first.values())
     return [u for u in units if u in kept]
 

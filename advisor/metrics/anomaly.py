@@ -210,8 +210,6 @@ def step_outlier_recurring_ms(p: Profile) -> Value:
     confidence (Clopper-Pearson: the 10% quantile of Beta(k, n - k + 1)).
     One slow step in a short window is an event, not a rate: 1 of 9 steps
     supports a rate of 1.2%, 4 of 20 one of 9.0%."""
-    from scipy.stats import beta  # only here: it takes a while to import
-
     m = _model(p)
     k, n = len(m["outliers"]), len(m["frame"])
     if k == 0:
@@ -220,7 +218,12 @@ def step_outlier_recurring_ms(p: Profile) -> Value:
     try:
         rate, basis = 1.0 / step_outlier_period(p).value, "period"
     except NotEvaluated:
-        rate, basis = float(beta.ppf(1.0 - RECURRENCE_CONFIDENCE, k, n - k + 1)), "lower bound"
+        # the inverse regularized incomplete beta function is Beta(a, b)'s
+        # quantile function; scipy.special, not scipy.stats: a fraction of
+        # the import cost, imported only when some step is flagged
+        from scipy.special import betaincinv
+
+        rate, basis = float(betaincinv(k, n - k + 1, 1.0 - RECURRENCE_CONFIDENCE)), "lower bound"
     return Value(mean_excess * rate, {"flagged": k, "steps": n, "rate": round(rate, 4), "rate_from": basis})
 
 

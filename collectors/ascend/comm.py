@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from advisor.collectors.ascend import comm_typed as ascend_comm_typed
 from advisor.collectors.ascend import fields
-from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, matrix_entry, split_op_key
+from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, repeated_links, split_op_key
 from advisor.collectors.io.files import parse_json, read_bytes
 from advisor.collectors.parallel import batch_tables
 from advisor.collectors.parallel.batch_tables import PendingTable
@@ -281,13 +281,13 @@ def rows_to_columns(rows: list[dict]) -> dict[str, list]:
 
 def _link_columns(path: Path) -> dict[str, list]:
     """The link columns of a communication matrix file (typed layout first,
-    else the generic walk), repeated entries dropped (``without_repeats``);
+    else the generic walk), repeated entries dropped (``repeated_links``);
     InputError when unreadable or without links."""
     raw = read_bytes(path)
     try:
-        typed = ascend_comm_typed.link_columns(raw)
+        typed = ascend_comm_typed.link_columns(raw)  # repeats already left out
         if typed is not None:
-            return without_repeats(typed)
+            return typed
         data = parse_json(path, raw)
         if not isinstance(data, dict):
             raise InputError(path, "expected a JSON object of communication links")
@@ -297,24 +297,6 @@ def _link_columns(path: Path) -> dict[str, list]:
     if not rows:
         raise InputError(path, "no src-dst link records found")
     return without_repeats(rows_to_columns(rows))
-
-
-def repeated_links(names, groups, steps, ranks) -> list[bool] | None:
-    """Which link rows repeat a transfer that a ``{type}-total`` entry of
-    the same rank, step, group and collective type already sums: the
-    ``-top1`` / ``-middle`` / ``-bottomN`` samples (``matrix_entry``).
-    Summing them with the total counted one operator's transfer up to five
-    times. None when nothing repeats. Arguments are equal-length sequences
-    (None where a file has no such column)."""
-    entries = [matrix_entry(n) if isinstance(n, str) else None for n in names]
-    n = len(entries)
-    groups, steps, ranks = (groups or [None] * n), (steps or [None] * n), (ranks or [None] * n)
-    totals = {(r, s, g, e[0]) for e, g, s, r in zip(entries, groups, steps, ranks) if e and e[1]}
-    if not totals:
-        return None
-    repeated = [bool(e) and not e[1] and (r, s, g, e[0]) in totals
-                for e, g, s, r in zip(entries, groups, steps, ranks)]
-    return repeated if any(repeated) else None
 
 
 def without_repeats(cols: dict[str, list]) -> dict[str, list]:

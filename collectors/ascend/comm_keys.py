@@ -81,3 +81,21 @@ def matrix_entry(name: str) -> tuple[str, bool] | None:
     (``hcom_allReduce__123_0``) -> None."""
     m = _MATRIX_ENTRY.match(name)
     return (m.group(1), m.group(2).lower() == "total") if m else None
+
+
+def repeated_links(names, groups, steps, ranks) -> list[bool] | None:
+    """Which link rows repeat a transfer that a ``{type}-total`` entry of
+    the same rank, step, group and collective type already sums: the
+    ``-top1`` / ``-middle`` / ``-bottomN`` samples (``matrix_entry``).
+    Summing them with the total counted one operator's transfer up to five
+    times. None when nothing repeats. Arguments are equal-length sequences
+    (None where a file has no such column)."""
+    entries = [matrix_entry(n) if isinstance(n, str) else None for n in names]
+    n = len(entries)
+    groups, steps, ranks = (groups or [None] * n), (steps or [None] * n), (ranks or [None] * n)
+    totals = {(r, s, g, e[0]) for e, g, s, r in zip(entries, groups, steps, ranks) if e and e[1]}
+    if not totals:
+        return None
+    repeated = [bool(e) and not e[1] and (r, s, g, e[0]) in totals
+                for e, g, s, r in zip(entries, groups, steps, ranks)]
+    return repeated if any(repeated) else None

@@ -23,7 +23,7 @@ import functools
 import msgspec
 
 from advisor.collectors.ascend import fields
-from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, split_op_key
+from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, repeated_links, split_op_key
 from advisor.collectors.vocab import collective_kind
 
 _ABSENT = msgspec.Raw()  # fields we skip over: kept undecoded
@@ -167,23 +167,28 @@ def _op_parts(op: str) -> tuple[str, str | None, str]:
 
 def link_columns(raw: bytes) -> Columns | None:
     """``communication_matrix.json`` bytes in the per-rank layout -> links
-    columns as ``ascend_comm.link_records`` rows would give them; None
-    outside the layout or without links."""
+    columns as ``ascend_comm.link_records`` rows would give them, without
+    the repeated entries (``comm_keys.repeated_links``, decided once per
+    operator: its links share its name, group, step and rank); None outside
+    the layout or without links."""
     try:
         data = _LINK_LAYOUT.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    rows: list[tuple] = []
+    ops: list[tuple] = []  # (step, rank, name, group, link ends, links) of operators with links
     try:
         for step, rank, op, links in _ops(data, links=True):
-            name, group, _ = _op_parts(op or "")
-            for key, link in links.items():
-                ends = _link_key(key)
-                if ends is None:
-                    return None  # something other than links below an operator
-                if ends is not _SUMMARY:
-                    rows.append((ends[0], ends[1], name, group, step, rank, _upper(link.transport), link.size_mb,
-                                 link.time_ms, link.bandwidth_gbps))
+            ends = list(map(_link_key, links))
+            if None in ends:
+                return None  # something other than links below an operator
+            if ends.count(_SUMMARY) < len(ends):
+                name, group, _ = _op_parts(op or "")
+                ops.append((step, rank, name, group, ends, links))
     except _OutsideLayout:
         return None
+    repeated = repeated_links([o[2] for o in ops], [o[3] for o in ops], [o[0] for o in ops], [o[1] for o in ops])
+    rows = [(e[0], e[1], name, group, step, rank, _upper(link.transport), link.size_mb, link.time_ms,
+             link.bandwidth_gbps)
+            for i, (step, rank, name, group, ends, links) in enumerate(ops) if not (repeated and repeated[i])
+            for e, link in zip(ends, links.values()) if e is not _SUMMARY]
     return _columns(LINK_FIELDS, rows) if rows else None

@@ -36,13 +36,11 @@ file may be a bare JSON array or ``{"traceEvents": [...]}`` with string
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, decode_typed
+from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, _Event, _meta_name
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.tables import kernel_gaps
 
@@ -57,29 +55,15 @@ QUEUE_FLOWS = ("async_npu", "HostToDevice")
 COLUMNS = ("kernel_gap_us", "launch_queue_us", "launch_interval_us", "kernel_median_us")
 
 
-class _Event(msgspec.Struct):
-    """The fields of a trace event this module reads (others are skipped)."""
-
-    ph: str = ""
-    name: str = ""
-    cat: str | None = None
-    pid: int | str | float = 0
-    ts: float | str | None = None
-    dur: float | str | None = None
-    id: int | str | float | None = None
-    args: dict | None = None
-
 
 def _num(values: list) -> np.ndarray:
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
 
 
-def read(path: Path, rank: int) -> pd.DataFrame | None:
-    """Per step of one ``trace_view.json``: ``rank``, ``step`` and
-    :data:`COLUMNS` (None without step markers or device tasks)."""
-    events = decode_typed(path, _Event)
-    names = {str(e.pid): e.args.get("name") for e in events
-             if e.ph == "M" and e.name == "process_name" and isinstance(e.args, dict)}
+def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
+    """Per step of one ``trace_view.json``'s events (``trace_view.decode_events``):
+    ``rank``, ``step`` and :data:`COLUMNS` (None without step markers or device tasks)."""
+    names = {str(e.pid): _meta_name(e, "name") for e in events if e.ph == "M" and e.name == "process_name"}
     device = {pid for pid, name in names.items() if name == DEVICE_PROCESS}
     collective = {pid for pid, name in names.items() if name in HCCL_PROCESSES}
     steps, tasks, other = [], [], []

@@ -29,8 +29,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.ascend.host_calls import _steps_of
-from advisor.collectors.ascend.trace_view import _STEP_NAME, decode_events
-from advisor.collectors.io.files import read_bytes
+from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, step_markers
 
 #: Process names of the communication lanes (msprof-analyze's ``_get_hccl_pid``).
 HCCL_PROCESSES = ("HCCL", "Communication")
@@ -41,24 +40,18 @@ TRANSFER_TASKS = ("Memcpy", "Reduce")
 SIZE_ARG = "size(Byte)"
 
 
-def read(path: Path, rank: int) -> pd.DataFrame | None:
-    """The ``hccl_tasks`` rows of one ``trace_view.json`` (None when it has
-    no transfer task with a size: Level0, or no communication)."""
-    if SIZE_ARG.encode() not in read_bytes(path):  # no task records: skip decoding the whole trace again
-        return None
-    events = decode_events(path)
+def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
+    """The ``hccl_tasks`` rows of one ``trace_view.json``'s events
+    (``trace_view.decode_events``); None when it has no transfer task with
+    a size: Level0, or no communication."""
     hccl_pids = {ev.pid for ev in events
                  if ev.ph == "M" and ev.name == "process_name" and _args(ev).get("name") in HCCL_PROCESSES}
     if not hccl_pids:
         return None
-    rows, markers = [], []
+    rows = []
     for ev in events:
-        if ev.ph != "X":
-            continue
-        m = _STEP_NAME.match(ev.name)
-        if m:
-            markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
-        elif ev.pid in hccl_pids and ev.name.split("_")[0] in TRANSFER_TASKS:
+        if ev.ph == "X" and ev.pid in hccl_pids and ev.name.split("_")[0] in TRANSFER_TASKS \
+                and not _STEP_NAME.match(ev.name):
             args = _args(ev)
             size = _num(args.get(SIZE_ARG))
             if np.isfinite(size) and size > 0:
@@ -66,6 +59,7 @@ def read(path: Path, rank: int) -> pd.DataFrame | None:
                              int(size), _num(ev.ts), _num(ev.dur)))
     if not rows:
         return None
+    markers = step_markers(events)
     return _table(rows, lambda ts: _steps_of(ts, markers), rank)
 
 

@@ -17,13 +17,10 @@ stretches of device-free time, its ``conjectured_gc`` checker).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, decode_typed
+from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, _num
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.host_calls import in_optimizer, step_of
@@ -34,21 +31,9 @@ from advisor.collectors.kineto.host_gaps import silent_rows
 ACL_PREFIX = "AscendCL@"
 
 
-class _Event(msgspec.Struct):
-    """The fields of a trace event this module reads (others are skipped)."""
-
-    ph: str = ""
-    name: str = ""
-    cat: str | None = None
-    pid: int | str | float = 0
-    tid: int | str | float = 0
-    ts: float | str | None = None
-    dur: float | str | None = None
-
-
-def read(path: Path, rank: int) -> pd.DataFrame | None:
-    """The ``host_calls`` rows of one ``trace_view.json`` (None when it has none)."""
-    events = decode_typed(path, _Event)
+def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
+    """The ``host_calls`` rows of one ``trace_view.json``'s events
+    (``trace_view.decode_events``); None when it has none."""
     classes: dict[str, str | None] = {}
     rows, markers, spans = [], [], []
     host_pids: set = set()
@@ -108,10 +93,3 @@ def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:
     marks = pd.DataFrame(markers, columns=["step", "ts", "dur"], dtype=float).dropna()
     start = marks["ts"].to_numpy(float)
     return step_of(ts, start, start + marks["dur"].to_numpy(float), marks["step"].to_numpy())
-
-
-def _num(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return np.nan

@@ -79,27 +79,29 @@ def to_global(links: PendingTable | None, rank: int,
     plan = _plan(src, dst, group, rank, groups)
     if all(p == _KEEP for p in plan.values()):
         return links, 0
-    keep, new_src, new_dst = [], [], []
+    src_at, dst_at = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    new_src, new_dst = src_at.copy(), dst_at.copy()
+    groups_at = np.empty(links.n, dtype=object)
+    groups_at[:] = group
+    mask = np.zeros(links.n, dtype=bool)
     outside: set = set()  # groups with a local rank beyond their size (not local ranks after all?)
-    for s, d, g in zip(src, dst, group):
-        how = plan[g]
+    for g, how in plan.items():
+        rows = groups_at == g
         if how == _KEEP:
-            keep.append(True)
-            new_src.append(s)
-            new_dst.append(d)
-        elif how != _DROP and 0 <= s < len(how) and 0 <= d < len(how):
-            keep.append(True)
-            new_src.append(how[s])
-            new_dst.append(how[d])
-        else:
-            keep.append(False)
-            if how != _DROP:
+            mask |= rows
+        elif how != _DROP:
+            size = len(how)
+            mapped = rows & (src_at >= 0) & (src_at < size) & (dst_at >= 0) & (dst_at < size)
+            ranks = np.asarray(how, dtype=np.int64)
+            new_src[mapped], new_dst[mapped] = ranks[src_at[mapped]], ranks[dst_at[mapped]]
+            mask |= mapped
+            if (rows & ~mapped).any():
                 outside.add(g)
-    mask = np.array(keep, dtype=bool)
     dropped = sum(1 for p in plan.values() if p == _DROP) + len(outside)
     if not mask.any():
         return None, dropped
-    columns = {**select_rows(cols, mask), "src": new_src, "dst": new_dst}  # same keys, same order
+    columns = {**select_rows(cols, mask), "src": new_src[mask].tolist(),  # same keys, same order
+               "dst": new_dst[mask].tolist()}
     return replace(links, columns=columns, n=int(mask.sum())), dropped
 
 

@@ -8,7 +8,8 @@ which is used only when that file is absent. Steps come from
 ``ProfilerStep#N`` events; without them the whole capture is one row with
 step NA. The file may be a bare JSON array or ``{"traceEvents": [...]}``,
 and ``ts``/``dur`` may be strings; decoding is typed (msgspec), reading only
-the fields used here.
+the fields its readers use (here, ``host_calls``, ``hccl_tasks``): a rank's
+trace is decoded once (``decode_events``) and its events handed to each.
 
 At profiler Level0, when neither ``communication.json`` nor HCCL rows of
 ``kernel_details.csv`` are there, the trace still holds the collectives:
@@ -55,10 +56,12 @@ class _Event(msgspec.Struct):
 
     ph: str = ""
     name: str = ""
+    cat: str | None = None
     pid: int | str | float = 0
     tid: int | str | float = 0
     ts: float | str | None = None
     dur: float | str | None = None
+    id: int | str | float | None = None
     args: msgspec.Raw = msgspec.Raw()
 
 
@@ -109,19 +112,6 @@ def decode_events(path: Path) -> list[_Event]:
     raise InputError(path, "not a Chrome trace (expected a JSON array or object)")
 
 
-def decode_typed(path: Path, event_type: type) -> list:
-    """The events of a Chrome trace file (array or traceEvents object) as
-    ``event_type`` Structs, which name only the fields a reader uses;
-    InputError when they do not fit."""
-    data = read_bytes(path)
-    try:
-        if data.lstrip()[:1] == b"[":
-            return msgspec.json.decode(data, type=list[event_type])
-        wrapped = msgspec.defstruct("Wrapped", [("traceEvents", list[event_type], msgspec.field(default_factory=list))])
-        return msgspec.json.decode(data, type=wrapped).traceEvents
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise InputError(path, f"unreadable trace events: {exc}") from None
-
 
 def _num(value) -> float:
     """``ts``/``dur`` as float (strings allowed); NaN when unusable."""
@@ -155,12 +145,23 @@ def _counter(ev: _Event, key: str) -> float | None:
     return None if np.isnan(value) else float(value)
 
 
-def hccl_operators(path: Path) -> pa.Table | None:
+def step_markers(events: list[_Event]) -> list[tuple[int, float, float]]:
+    """(step, ts, dur) of the ``ProfilerStep#N`` span events (``X``), in
+    file order; ``ts``/``dur`` NaN where unusable."""
+    markers = []
+    for ev in events:
+        if ev.ph == "X":
+            m = _STEP_NAME.match(ev.name)
+            if m:
+                markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+    return markers
+
+
+def hccl_operators(events: list[_Event]) -> pa.Table | None:
     """The HCCL operator events of a trace (module doc) as kernel rows:
     ``name``, ``core`` (HCCL), ``start_us``, ``duration_us`` and ``step``
     (the last ``ProfilerStep#N`` marker starting at or before the event;
     null without markers). None when the trace has no such event."""
-    events = decode_events(path)
     hccl_pids = {ev.pid for ev in events
                  if ev.ph == "M" and ev.name == "process_name" and _meta_name(ev, "name") in HCCL_PROCESSES}
     if not hccl_pids:
@@ -168,20 +169,15 @@ def hccl_operators(path: Path) -> pa.Table | None:
     op_lanes = {(ev.pid, ev.tid) for ev in events
                 if ev.ph == "M" and ev.name == "thread_name" and ev.pid in hccl_pids
                 and HCCL_OP_THREAD in (_meta_name(ev, "name") or "")}
-    rows, markers = [], []
+    rows = []
     for ev in events:
-        if ev.ph != "X":
-            continue
-        if (ev.pid, ev.tid) in op_lanes:
+        if ev.ph == "X" and (ev.pid, ev.tid) in op_lanes:
             ts, dur = _num(ev.ts), _num(ev.dur)
             if not (np.isnan(ts) or np.isnan(dur)):
                 rows.append((ev.name, ts, dur))
-        else:
-            m = _STEP_NAME.match(ev.name)
-            if m:
-                markers.append((int(m.group(1)), _num(ev.ts)))
     if not rows:
         return None
+    markers = step_markers(events)
     names, starts, durs = (list(c) for c in zip(*rows))
     return pa.table({"name": names, "core": ["HCCL"] * len(names), "start_us": starts, "duration_us": durs,
                      "step": pa.array(_step_of(np.asarray(starts), markers), pa.int64())})
@@ -189,16 +185,15 @@ def hccl_operators(path: Path) -> pa.Table | None:
 
 def _step_of(starts: np.ndarray, markers: list[tuple]) -> list[int | None]:
     """The step of each start: the last marker starting at or before it (None before the first / without)."""
-    marks = sorted((ts, step) for step, ts in markers if not np.isnan(ts))
+    marks = sorted((ts, step) for step, ts, _ in markers if not np.isnan(ts))
     if not marks:
         return [None] * len(starts)
     idx = np.searchsorted(np.array([m[0] for m in marks]), starts, side="right") - 1
     return [marks[i][1] if i >= 0 else None for i in idx]
 
 
-def read_trace(path: Path) -> TraceFacts:
-    """Decode a trace_view.json into TraceFacts (steps from the overlap lanes)."""
-    events = decode_events(path)
+def read_trace(events: list[_Event]) -> TraceFacts:
+    """A trace's events (``decode_events``) -> TraceFacts (steps from the overlap lanes)."""
     facts = TraceFacts(event_count=len(events))
     threads: dict[tuple, str] = {}
     for ev in events:
@@ -213,21 +208,17 @@ def read_trace(path: Path) -> TraceFacts:
     overlap_pids = {pid for pid, name in facts.processes.items() if name == OVERLAP_PROCESS}
     lane_of = {key: LANES[name] for key, name in threads.items()
                if key[0] in overlap_pids and name in LANES}
-    intervals, markers = [], []
+    intervals = []
     for ev in events:
         if ev.ph == "C" and ev.name == FREQ_COUNTER:
             mhz = _counter(ev, "MHz")
             if mhz is not None:
                 facts.freq.append((_num(ev.ts), mhz))
-        if ev.ph != "X":
-            continue
-        lane = lane_of.get((ev.pid, ev.tid))
-        if lane is not None:
-            intervals.append((lane, _num(ev.ts), _num(ev.dur)))
-        else:
-            m = _STEP_NAME.match(ev.name)
-            if m:
-                markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+        elif ev.ph == "X":
+            lane = lane_of.get((ev.pid, ev.tid))
+            if lane is not None:
+                intervals.append((lane, _num(ev.ts), _num(ev.dur)))
+    markers = step_markers(events)
     facts.has_overlap_lanes = bool(intervals)
     facts.has_step_markers = bool(markers)
     if intervals:

@@ -135,6 +135,26 @@ def names(folder: Path) -> list[str]:
         return []
 
 
+def real_paths(paths) -> list[str]:
+    """``os.path.realpath`` of each path, each parent folder resolved once:
+    a run's rank folders share a parent, and resolving it component by
+    component for each of a thousand ranks costs more than reading some of
+    them. The last component is resolved on its own where it is a link."""
+    parents: dict[str, str] = {}
+    out = []
+    for path in paths:
+        head, name = os.path.split(os.fspath(path))
+        if name in ("", ".", ".."):
+            out.append(os.path.realpath(path))
+            continue
+        real = parents.get(head)
+        if real is None:
+            real = parents[head] = os.path.realpath(head or ".")
+        full = os.path.join(real, name)
+        out.append(os.path.realpath(full) if os.path.islink(full) else full)
+    return out
+
+
 def best_per_id(folder: Path, anchor: Callable[[str], tuple[int, int] | None],
                 skip: Callable[[int], bool] | None = None) -> list[Path]:
     """One file per id in ``folder``, by id: of the names ``anchor`` maps to

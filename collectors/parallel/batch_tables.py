@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 
 import numpy as np
 import pyarrow as pa
@@ -55,7 +56,8 @@ def select_rows(columns: dict[str, list | np.ndarray], keep: np.ndarray) -> dict
     ``keep`` (bool array) is true; the same dict when all are kept."""
     if keep.all():
         return columns
-    return {c: v[keep] if isinstance(v, np.ndarray) else [x for x, k in zip(v, keep) if k]
+    flags = keep.tolist()  # Python bools: iterating the array would make a NumPy scalar per row
+    return {c: v[keep] if isinstance(v, np.ndarray) else list(compress(v, flags))
             for c, v in columns.items()}
 
 

@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from advisor.collectors import protocol
+from advisor.collectors.io import listing
 from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
@@ -263,8 +264,7 @@ def _dedupe_paths(units: list[Path]) -> tuple[list[str], list[tuple[str, str]]]:
     seen: dict[str, str] = {}
     keep: list[str] = []
     skips: list[tuple[str, str]] = []
-    for unit in units:
-        real = os.path.realpath(unit)  # never raises on symlink loops
+    for unit, real in zip(units, listing.real_paths(units)):  # never raises on symlink loops
         if real in seen:
             skips.append((str(unit), f"same files as {seen[real]} (symlink or repeated path); read once"))
             continue

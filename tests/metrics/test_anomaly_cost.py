@@ -73,3 +73,37 @@ def test_a_slow_rank_is_found_at_any_size(ranks):
     slow = ranks // 3
     m = anomaly._fit_ranks(_cluster(ranks, seed=7, slow={slow: 14_000}))
     assert m["outliers"] == [slow] and m["drivers"][slow] == ["computing"]
+
+
+def _steps(slow: tuple[int, ...], steps: int = 21) -> Profile:
+    """One rank, ``steps`` steps of ~90 ms (the first is left out as warm-up);
+    the ``slow`` steps compute 30 ms longer."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for step in range(1, steps + 1):
+        computing = rng.normal(70_000, 300) + (30_000 if step in slow else 0)
+        free = rng.normal(20_000, 200)
+        rows.append(dict(rank=0, step=step, computing_us=computing, free_us=free, duration_us=computing + free))
+    return Profile(meta=RunMeta(ranks=[0]), steps=pd.DataFrame(rows))
+
+
+def test_the_recurrence_rate_is_the_clopper_pearson_lower_bound():
+    """4 flagged of 20 steady steps at no fixed interval support a rate of
+    9.0% (the metric's definition: the 10% quantile of Beta(4, 17))."""
+    v = anomaly.step_outlier_recurring_ms(_steps(slow=(3, 4, 11, 17)))
+    assert (v.evidence["flagged"], v.evidence["steps"], v.evidence["rate_from"]) == (4, 20, "lower bound")
+    assert round(v.evidence["rate"], 3) == 0.090
+
+
+def test_steps_without_an_outlier_load_no_scipy():
+    """The step model flags nothing on even steps: the recurring cost is 0
+    and SciPy (a second of imports) stays unloaded."""
+    code = textwrap.dedent("""
+        import sys
+        from tests.metrics.test_anomaly_cost import _steps
+        from advisor.metrics import anomaly
+        print(anomaly.step_outlier_recurring_ms(_steps(slow=())).value, "scipy" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0.0", "False"]
