@@ -37,7 +37,6 @@ BESIDE_SHARE = 0.5
 #: it runs alone: the bandwidth its link reaches when nothing competes
 #: (a few kernels' edges at its ends aside).
 ALONE_SHARE = 0.05
-KEYS = ["rank", "step", "transport", "size_class", "beside_compute"]
 
 
 def _compute_intervals(kernels: pa.Table, origin_us: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -105,16 +104,31 @@ def contention_table(kernels: pa.Table | None, comm: PendingTable | None, bandwi
             if (step, name, group) in spans and size is not None and time is not None and size > 0 and time > 0]
     if not rows:
         return None
-    df = pd.DataFrame(rows, columns=["step", "transport", "size_mb", "time_ms", "start_us", "elapse_us"])
-    covered = covered_us(*intervals, df["start_us"].to_numpy(), (df["start_us"] + df["elapse_us"]).to_numpy())
-    share = covered / df["elapse_us"].to_numpy()
-    df["beside_compute"] = share >= BESIDE_SHARE
-    df["exposed_us"] = df["elapse_us"] - covered
-    df = df[(share >= BESIDE_SHARE) | (share <= ALONE_SHARE)]
-    if df.empty:
+    start = np.fromiter((r[4] for r in rows), float, len(rows))
+    elapse = np.fromiter((r[5] for r in rows), float, len(rows))
+    covered = covered_us(*intervals, start, start + elapse)
+    share = covered / elapse
+    sums: dict[tuple, list] = {}  # (step, transport, size_class, beside) -> [ops, size_mb, time_ms, exposed_us]
+    for (step, transport, size, time_ms, _, span), part, cov in zip(rows, share.tolist(), covered.tolist()):
+        if ALONE_SHARE < part < BESIDE_SHARE:
+            continue
+        key = (step, str(transport).upper(), int(np.floor(np.log2(size))), part >= BESIDE_SHARE)
+        acc = sums.setdefault(key, [0, 0.0, 0.0, 0.0])
+        acc[0] += 1
+        acc[1] += size
+        acc[2] += time_ms
+        acc[3] += span - cov
+    if not sums:
         return None
-    df = df.assign(rank=rank, transport=df["transport"].astype(str).str.upper(),
-                   size_class=np.floor(np.log2(df["size_mb"])).astype("int64"), ops=1,
-                   step=pd.array(df["step"], dtype="Int64"))
-    out = df.groupby(KEYS, dropna=False, sort=True)[["ops", "size_mb", "time_ms", "exposed_us"]].sum()
-    return out.reset_index()
+    keys = sorted(sums, key=lambda k: (k[0] is None, k[0] or 0, *k[1:]))
+    return pd.DataFrame({
+        "rank": np.full(len(keys), rank, dtype=np.int64),
+        "step": pd.array([k[0] for k in keys], dtype="Int64"),
+        "transport": [k[1] for k in keys],
+        "size_class": np.array([k[2] for k in keys], dtype=np.int64),
+        "beside_compute": np.array([k[3] for k in keys], dtype=bool),
+        "ops": np.array([sums[k][0] for k in keys], dtype=np.int64),
+        "size_mb": np.array([sums[k][1] for k in keys], dtype=float),
+        "time_ms": np.array([sums[k][2] for k in keys], dtype=float),
+        "exposed_us": np.array([sums[k][3] for k in keys], dtype=float),
+    })
