@@ -272,7 +272,7 @@ ZH: dict[str, str] = {
     "cause_computing": "设备计算占迭代时间的 {pct}",
     "cause_fp_bp": "前反向占迭代时间的 {pct}",
     "bound_free": "设备空闲：设备空闲时间占迭代时间的 {pct}（Host 侧、数据输入或算子下发）",
-    "path_host": "Host 侧",
+    "path_host": "Host",
     "path_launch": "下发",
     "path_device": "设备",
     "path_sync": "同步",

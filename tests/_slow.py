@@ -132,7 +132,6 @@ MEASURED = {
     "tests/metrics/test_sequences.py::test_ascend_fused_rmsnorm_stays_quiet",
     # a Kineto trace and a ResNet-50 example analyzed in full for the critical path in the verdict box
     "tests/reports/test_critical_path_report.py",
-    "tests/collectors/kineto/test_critical_path.py::test_host_bound_fires_from_the_critical_path_despite_a_deep_queue",
 }
 
 #: seconds a test outside the slow set may take before it is named

@@ -253,30 +253,3 @@ def test_a_real_cpu_run_has_a_host_only_path_as_long_as_its_steps(tmp_path, exam
     # the training thread runs the whole step (ProfilerStep#N is one of its ranges)
     assert m["critical_path.length_ms"] == pytest.approx(m["step.time_ms"], rel=0.01)
     assert skipped["metric critical_path.device_ratio"] == HOST_ONLY
-
-
-def _burst_then_host(tr: _Trace, t0: float) -> None:
-    """40 kernels of 250 us launched in a burst (each starts a median 4.5 ms
-    after its launch: a deep queue), then 18.7 ms of host work while the
-    device, its queue drained at 10.15 ms, idles."""
-    tr.host("cpu_op", "aten::conv2d", t0 + 100, 1_000)
-    for j in range(40):
-        tr.launch("cudaLaunchKernel", t0 + 110 + 20 * j, 10, "kernel", "implicit_gemm", t0 + 150 + 250 * j, 250)
-    tr.host("cpu_op", "aten::index", t0 + 1_200, 18_700)
-
-
-def test_host_bound_fires_from_the_critical_path_despite_a_deep_queue(tmp_path):
-    import advisor
-
-    trace = _steps(_Trace(), _burst_then_host, steps=5).write(tmp_path / "a.pt.trace.json")
-    report = advisor.analyze(trace, jobs=1, use_config=False)
-    m = {k: v.value for k, v in report.metrics.items()}
-    assert m["step.launch_queue_ms"] > 0.5  # the queue-depth test alone would call the device the pace
-    assert m["critical_path.host_ratio"] == pytest.approx(1.0)
-    found = {f.rule: f for f in report.findings}
-    assert "host-bound" in found
-    assert "Host work is 100.0% of the step's critical path, although kernels queue" in found["host-bound"].message
-    # a step waiting on its device keeps it quiet
-    quiet = advisor.analyze(_steps(_Trace(), _device_bound, steps=5).write(tmp_path / "b.pt.trace.json"),
-                            jobs=1, use_config=False)
-    assert "host-bound" not in {f.rule for f in quiet.findings}
