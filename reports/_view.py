@@ -661,25 +661,20 @@ def bound(shares: list[dict[str, Any]], lang: str, top: Finding | None = None) -
 PATH_PARTS = (("host", "path_host"), ("launch", "path_launch"), ("device", "path_device"), ("sync", "path_sync"))
 
 
-def critical_path(report: Report, lang: str) -> dict[str, str] | None:
-    """What the step's critical path says bounds it, when the path was
-    evaluated (``critical_path.*``): ``bound``, the resource with the largest
-    share of the path, named with its share; ``split``, the path's length
-    per step and its parts. None without a critical path."""
+def critical_path(report: Report, lang: str) -> str | None:
+    """The step's critical path, when it was evaluated (``critical_path.*``):
+    its length per step and its parts. None without a critical path."""
     length = report.metrics.get("critical_path.length_ms")
-    kind = report.metrics.get("critical_path.bound")
-    if length is None or kind is None or kind.value not in dict(PATH_PARTS):
+    if length is None:
         return None
     if length.evidence.get("host_only"):
-        return {"bound": t(lang, "path_bound_host_only"),
-                "split": t(lang, "path_split_host_only", ms=ms_filter(length.value))}
+        return t(lang, "path_split_host_only", ms=ms_filter(length.value))
     shares = {k: report.metrics[f"critical_path.{k}_ratio"].value for k, _ in PATH_PARTS
               if f"critical_path.{k}_ratio" in report.metrics}
-    if kind.value not in shares:
+    if not shares:
         return None
     parts = " \u00b7 ".join(f"{t(lang, label)} {fmt_pct(100.0 * shares[k])}" for k, label in PATH_PARTS if k in shares)
-    return {"bound": t(lang, f"path_bound_{kind.value}", pct=fmt_pct(100.0 * shares[kind.value])),
-            "split": t(lang, "path_split", ms=ms_filter(length.value), parts=parts)}
+    return t(lang, "path_split", ms=ms_filter(length.value), parts=parts)
 
 
 #: Class of the verdict box for a status without a leading finding.
@@ -727,11 +722,8 @@ def verdict(report: Report, lang: str) -> dict[str, Any]:
         "title": title,
         "severity": top.severity if top else None,
         "style": style,
-        # without a leading finding, the critical path (when evaluated) names what paces the step: the
-        # largest part of the step need not (a device busy 80% of a step the host paces)
-        "bound": (path["bound"] if path and status != "problems" else None)
-        or bound(shares, lang, top if status == "problems" else None),
-        "path": path["split"] if path else None,
+        "bound": bound(shares, lang, top if status == "problems" else None),
+        "path": path,
         "shares": shares,
         "counts": counts,
         "step": t(lang, "step_mean", ms=ms_filter(step_ms)) if step_ms else None,
