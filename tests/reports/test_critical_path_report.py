@@ -22,7 +22,7 @@ def test_a_device_paced_step_shows_its_critical_path(tmp_path):
     assert f"critical path {STEP_US / 1000:.2f} ms per step: host 9.8% · launch 0.10% · device 90.0%" in md
     assert "paces the step" not in md
     html = render_html(report, "en")
-    assert 'class="verdict-bound verdict-path"' in html and "critical path 20.00 ms per step" in html
+    assert 'class="verdict-path"' in html and "critical path 20.00 ms per step" in html
     assert "关键路径每步 20.00 ms" in render_markdown(report, "zh")
 
 
@@ -30,4 +30,4 @@ def test_without_a_critical_path_the_report_shows_none(examples):
     report = advisor.analyze(examples / "resnet50_data_bound", jobs=1, use_config=False)
     assert "critical_path.length_ms" not in report.metrics
     assert "critical path" not in render_markdown(report, "en")
-    assert "verdict-path" not in render_html(report, "en")
+    assert 'class="verdict-path"' not in render_html(report, "en")
