@@ -1,5 +1,5 @@
 """The ``slow`` marker, set by rule, so that ``pytest -m "not slow"`` is a
-quick loop and the full suite (``python -m pytest -q``) still runs everything.
+quick loop and the full suite (``python -m pytest -q -n 2``) still runs everything.
 
 A test is slow when
 
