@@ -488,7 +488,7 @@ def _stake_low(rule: Rule, stake_ms: float | None, values: dict[str, Any],
     """The time at stake the steps support with ``STAKE_CONFIDENCE`` (module
     doc), when the rule's ``time_at_stake`` came to the value of one metric
     it reads that has a standard error (the metric itself, or the branch a
-    conditional picked); of several such, the widest spread."""
+    conditional picked); of several such, the lowest bound."""
     if stake_ms is None or not rule.time_at_stake:
         return None
     refs = {f"{a}.{b}" for a, b in _metric_ref_pattern().findall(rule.time_at_stake)}
@@ -498,8 +498,8 @@ def _stake_low(rule: Rule, stake_ms: float | None, values: dict[str, Any],
         return None
     from scipy.special import stdtrit  # Student's t quantile; only here
 
-    stderr, steps = max(picked, key=lambda s: float(stdtrit(s[1] - 1, STAKE_CONFIDENCE)) * s[0])
-    return round(max(0.0, stake_ms - float(stdtrit(steps - 1, STAKE_CONFIDENCE)) * stderr), 3)
+    margin = max(float(stdtrit(steps - 1, STAKE_CONFIDENCE)) * stderr for stderr, steps in picked)
+    return round(max(0.0, stake_ms - margin), 3)
 
 
 def _band(share_pct: float) -> str:

@@ -146,14 +146,15 @@ def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
                 if out.value is None or _non_finite(out.value):
                     reason = "no value on this profile"
                 else:
+                    stderr = _stderr(out)
                     metrics[spec.id] = Metric(
                         id=spec.id,
                         value=_plain(out.value),
                         unit=spec.unit,
                         scope=spec.scope,
                         evidence=_plain(out.evidence),
-                        stderr=_stderr(out),
-                        samples=out.samples if _stderr(out) is not None else None,
+                        stderr=stderr,
+                        samples=out.samples if stderr is not None else None,
                     )
                     continue
         skipped.append(Skip(what=f"metric {spec.id}", reason=reason))

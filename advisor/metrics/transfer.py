@@ -239,7 +239,11 @@ def _link_type_ratios(p: Profile) -> tuple[str, pd.DataFrame, dict]:
     that type reach (size over time, transfers at or above the type's floor),
     its ratio to the nominal, and the time beyond what the nominal needs.
     Returns the type whose median ratio over rank-steps is the lowest, the
-    rows, and which transfers each type was judged on."""
+    rows, and which transfers each type was judged on (once per profile)."""
+    return p.memo("transfer.link_type_ratios", lambda: _link_type_table(p))
+
+
+def _link_type_table(p: Profile) -> tuple[str, pd.DataFrame, dict]:
     parts, judged = [], {}
     for transport, nominal in NOMINAL_GBPS.items():
         rows, what = _judged(p, transport)
@@ -316,7 +320,12 @@ def _contention(p: Profile) -> pd.DataFrame:
     """Per rank: the SDMA transfers of operators beside compute against the
     bandwidth the same rank's operators of the same size class reach alone
     (``comm_contention``): their time (ms), the time the alone bandwidth
-    would need (ms), the time beyond it and their exposed time (us)."""
+    would need (ms), the time beyond it and their exposed time (us); once
+    per profile."""
+    return p.memo("transfer.contention", lambda: _contention_table(p))
+
+
+def _contention_table(p: Profile) -> pd.DataFrame:
     t = p.table("comm_contention")
     t = t[(t["transport"].astype(str).str.upper() == CONTENTION_TRANSPORT) & (t["size_mb"] > 0) & (t["time_ms"] > 0)]
     beside = t["beside_compute"].astype(bool)

@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from advisor.collectors.ascend.hccl_rows import is_hccl
+from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.parallel.batch_tables import PendingTable
 
 #: An operator whose span has kernels computing during at least this share
@@ -39,7 +40,7 @@ BESIDE_SHARE = 0.5
 ALONE_SHARE = 0.05
 
 
-def _compute_intervals(kernels: pa.Table, origin_us: float) -> tuple[np.ndarray, np.ndarray] | None:
+def _compute_intervals(kernels: pa.Table, origin_us: float) -> iv.Intervals | None:
     """The union of the compute kernels' intervals (every non-HCCL row), as
     sorted disjoint (starts, ends) in absolute us (``origin_us`` + start);
     None without start times."""
@@ -50,28 +51,9 @@ def _compute_intervals(kernels: pa.Table, origin_us: float) -> tuple[np.ndarray,
     start = kernels.column("start_us").to_numpy(zero_copy_only=False).astype(float)[compute] + origin_us
     dur = kernels.column("duration_us").to_numpy(zero_copy_only=False).astype(float)[compute]
     ok = np.isfinite(start) & np.isfinite(dur) & (dur > 0)
-    start, end = start[ok], start[ok] + dur[ok]
-    if start.size == 0:
+    if not ok.any():
         return None
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], np.maximum.accumulate(end[order])
-    new = np.concatenate([[True], start[1:] > end[:-1]])
-    first = np.flatnonzero(new)
-    last = np.concatenate([first[1:] - 1, [start.size - 1]])
-    return start[first], end[last]
-
-
-def covered_us(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Time within each span [a, b] that the disjoint sorted intervals
-    (starts, ends) cover."""
-    cum = np.concatenate([[0.0], np.cumsum(ends - starts)])
-
-    def upto(t: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(starts, t, side="right")  # intervals starting at or before t
-        inside = np.clip(t - starts[np.maximum(i - 1, 0)], 0.0, (ends - starts)[np.maximum(i - 1, 0)])
-        return cum[np.maximum(i - 1, 0)] + np.where(i > 0, inside, 0.0)
-
-    return np.clip(upto(b) - upto(a), 0.0, None)
+    return iv.merge(start[ok], start[ok] + dur[ok])
 
 
 def _column(table: PendingTable, name: str) -> list:
@@ -106,7 +88,7 @@ def contention_table(kernels: pa.Table | None, comm: PendingTable | None, bandwi
         return None
     start = np.fromiter((r[4] for r in rows), float, len(rows))
     elapse = np.fromiter((r[5] for r in rows), float, len(rows))
-    covered = covered_us(*intervals, start, start + elapse)
+    covered = iv.covered_between(intervals, start, start + elapse)
     share = covered / elapse
     sums: dict[tuple, list] = {}  # (step, transport, size_class, beside) -> [ops, size_mb, time_ms, exposed_us]
     for (step, transport, size, time_ms, _, span), part, cov in zip(rows, share.tolist(), covered.tolist()):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from advisor.collectors import load_profile
-from advisor.collectors.ascend.contention import covered_us
+from advisor.collectors.kineto import intervals as iv
 from bench.scenarios.ascend import T0_NS, RankSpec, write_db, write_text
 
 MS = 1_000_000  # ns
@@ -39,7 +39,7 @@ def _rank() -> RankSpec:
 
 def test_covered_time_of_spans():
     starts, ends = np.array([0.0, 10.0]), np.array([4.0, 12.0])
-    got = covered_us(starts, ends, np.array([1.0, 3.0, 5.0, -2.0, 11.0]), np.array([3.0, 11.0, 9.0, 20.0, 30.0]))
+    got = iv.covered_between((starts, ends), np.array([1.0, 3.0, 5.0, -2.0, 11.0]), np.array([3.0, 11.0, 9.0, 20.0, 30.0]))
     assert got.tolist() == [2.0, 2.0, 0.0, 6.0, 1.0]
 
 
