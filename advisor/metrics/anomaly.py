@@ -2,10 +2,9 @@
 
 Features: one vector per step id (mean over ranks) of the step components
 the profile has (duration, computing, exposed communication, free, data
-wait, iteration interval, fp/bp, tail), in ms. Model: scikit-learn's
-``MinCovDet`` (minimum covariance determinant), a robust estimate of the
-typical step's mean and covariance that the outliers themselves cannot pull
-towards them. A step is anomalous when both
+wait, iteration interval, fp/bp, tail), in ms. Model: the minimum covariance determinant fit of
+:mod:`advisor.metrics.robust_fit`, a robust estimate of the typical step's
+mean and covariance that the outliers themselves cannot pull towards them. A step is anomalous when both
 
 * its squared robust Mahalanobis distance over the step *components*
   exceeds the chi-square quantile ``1 - ALPHA`` for their number (it is
@@ -18,9 +17,7 @@ towards them. A step is anomalous when both
 
 The drivers of a call are the features whose robust z-score
 (0.6745 * (x - median) / MAD) in that step exceeds ``DRIVER_Z``. With
-fewer than ``MIN_STEPS`` steady steps nothing is evaluated, nor when
-``MinCovDet`` cannot fit the data (the typical rows all equal, so their
-covariance is 0; or a single feature over 4 or 5 rows). The model only
+fewer than ``MIN_STEPS`` steady steps nothing is evaluated. The model only
 produces metrics (``anomaly.*``); rules decide what is a finding.
 
 **Ranks** get the same model, one vector per rank: the medians over its
@@ -40,21 +37,19 @@ model needs ``RANK_SAMPLES_PER_FEATURE`` ranks per feature, so that the
 robust fit has outliers to leave out (MCD fits on about half of them).
 
 Cost: the model works on per-rank summaries (one row per rank, whatever the
-layout), fits only when some rank is slower by a material margin (no
-margin, no call: scikit-learn and SciPy, about a second of imports, are
-not loaded), and on a large cluster fits on ``RANK_FIT_RANKS`` evenly
-spaced ranks and scores every rank against that fit.
+layout) and fits only when some step or rank is slower by a material margin
+(no margin, no call); a fit takes milliseconds at a thousand rows.
 """
 
 from __future__ import annotations
 
-import warnings
 from functools import reduce
 from math import gcd
 
 import numpy as np
 import pandas as pd
 
+from advisor.metrics import robust_fit
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
@@ -67,19 +62,9 @@ MIN_STEPS = 8
 ALPHA = 0.001
 MIN_EXCESS = 0.10
 DRIVER_Z = 3.5
-SEED = 0
 RANK_FEATURES = ("computing_us", "free_us", "data_wait_us", "iteration_interval_us", "fp_bp_us", "tail_us")
 RANK_MIN_EXCESS = 0.05
 RANK_SAMPLES_PER_FEATURE = 3
-#: The rank model fits its robust estimate on at most this many ranks,
-#: evenly spaced in rank order, and scores every rank against it. The fit
-#: estimates where a typical rank lies and how ranks co-vary, which a few
-#: hundred ranks already pin down (over 30 per feature for the 7 features
-#: at most; the estimate's error shrinks as 1/sqrt(ranks)), while
-#: MinCovDet's cost keeps growing with the rows (0.7 s at 1024 ranks, a
-#: fraction of that at 256). Clusters up to this size are fitted on every
-#: rank.
-RANK_FIT_RANKS = 256
 
 
 def _step_features(p: Profile) -> pd.DataFrame:
@@ -100,40 +85,17 @@ def _robust_z(frame: pd.DataFrame) -> pd.DataFrame:
     return (0.6745 * (frame - med) / scale).fillna(0.0)
 
 
-def _mcd_may_reject(x: np.ndarray) -> bool:
-    """True when ``MinCovDet.fit(x)`` might raise rather than fit: non-finite
-    values, or (its "covariance of the support data is equal to 0") as many
-    rows as its support that are nearly equal in every feature. Such inputs
-    still go through the model, so that its refusal is reported."""
-    if not np.isfinite(x).all():
-        return True
-    n, p = x.shape
-    h = min(int(np.ceil(0.5 * (n + p + 1))), n)  # the support size fast_mcd uses
-    ordered = np.sort(x, axis=0)
-    narrowest = (ordered[h - 1:] - ordered[: n - h + 1]).min(axis=0)
-    # a support whose covariance is all within 1e-8 of 0 spans at most
-    # 2 * sqrt((h - 1) * 1e-8) in every feature; the bound is 5x that
-    return bool((narrowest <= 1e-3 * np.sqrt(h)).all())
-
-
-def _distances(x: np.ndarray, fit: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """Squared robust Mahalanobis distances of the rows of ``x`` (MinCovDet
-    fitted on the rows ``fit`` selects, all by default) and the chi-square
-    quantile ``1 - ALPHA`` they are compared with; NotEvaluated when
-    MinCovDet cannot fit them."""
-    # imported here: together they take longer to import than the rest of advisor
-    from scipy.stats import chi2
-    from sklearn.covariance import MinCovDet
-
-    rows = x if fit is None else x[fit]
+def _distances(x: np.ndarray) -> tuple[np.ndarray, float]:
+    """Squared robust Mahalanobis distances of the rows of ``x``
+    (:mod:`advisor.metrics.robust_fit`) and the chi-square quantile
+    ``1 - ALPHA`` they are compared with; NotEvaluated when the rows cannot
+    be fitted."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # singular covariance warnings on near-constant features
-            mcd = MinCovDet(random_state=SEED).fit(rows)
-    except ValueError as exc:  # its input checks: a support of equal rows, no sample left to reweight
-        raise NotEvaluated(f"the robust covariance fit (MinCovDet) rejects these {rows.shape[0]} rows of "
-                           f"{rows.shape[1]} feature(s): {exc}") from None
-    return mcd.mahalanobis(x), float(chi2.ppf(1 - ALPHA, df=x.shape[1]))
+        model = robust_fit.fit(x)
+    except ValueError as exc:
+        raise NotEvaluated(f"the robust covariance fit rejects these {x.shape[0]} rows of "
+                           f"{x.shape[1]} feature(s): {exc}") from None
+    return model.distances(x), robust_fit.chi2_quantile(1 - ALPHA, x.shape[1])
 
 
 def _varying(frame: pd.DataFrame) -> list[str]:
@@ -153,10 +115,9 @@ def _fit(p: Profile) -> dict:
     x = frame[components].to_numpy(dtype=float)
     duration = frame["duration_us"]
     slow = duration > duration.median() * (1 + MIN_EXCESS)
-    if not slow.any() and not _mcd_may_reject(x):
+    if not slow.any():
         # Only slow steps can be flagged: without one the distance decides
-        # nothing, so the model (and importing scikit-learn and SciPy, about
-        # a second) is skipped. Healthy runs end here.
+        # nothing, so the fit is skipped. Healthy runs end here.
         return {"outliers": [], "frame": frame, "drivers": {}}
     distance, limit = _distances(x)
     flagged = frame.index[(distance > limit) & slow.to_numpy()]
@@ -268,14 +229,6 @@ def _rank_features(p: Profile) -> tuple[pd.DataFrame, float]:
     return frame, float(steps.groupby("rank")["duration_us"].median().median()) / US_PER_MS
 
 
-def _fit_rows(ranks: int) -> np.ndarray | None:
-    """The rows the rank model fits on (``RANK_FIT_RANKS``): None (all)
-    up to that many, else that many evenly spaced, first and last included."""
-    if ranks <= RANK_FIT_RANKS:
-        return None
-    return np.unique(np.linspace(0, ranks - 1, RANK_FIT_RANKS).round().astype(int))
-
-
 def _rank_model(p: Profile) -> dict:
     return p.memo("anomaly_rank_model", lambda: _fit_ranks(p))
 
@@ -291,12 +244,11 @@ def _fit_ranks(p: Profile) -> dict:
     material = (excess >= RANK_MIN_EXCESS * step_ms).any(axis=1) if components else pd.Series(False, frame.index)
     if not material.any():
         # Only a rank slower by a material margin can be flagged: without one
-        # the distance decides nothing, so the robust fit (and importing
-        # scikit-learn and SciPy) is skipped. Healthy clusters end here, also
-        # those whose ranks are all alike, which the fit would refuse.
+        # the distance decides nothing, so the robust fit is skipped. Healthy
+        # clusters end here.
         return {"outliers": [], "drivers": {}, "ranks": len(frame)}
     x = frame[varying].to_numpy(dtype=float)
-    distance, limit = _distances(x, _fit_rows(len(x)))
+    distance, limit = _distances(x)
     flagged = frame.index[(distance > limit) & material.to_numpy()]
     z = _robust_z(frame[varying])
     drivers = {

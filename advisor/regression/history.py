@@ -18,9 +18,9 @@ to ``BUSY_TIMEOUT_S``, and the second finds the tables the first made.
 Baseline: :meth:`History.baseline_side` -- the median of the last N runs on
 a branch (``advisor.regression.compare.side_from_reports``).
 
-Anomaly model (:func:`history_anomaly`): scikit-learn ``MinCovDet`` over
-the run-level metrics in ``ANOMALY_FEATURES`` of the history runs (the same
-robust-covariance model as ``advisor.metrics.anomaly`` uses for steps; features
+Anomaly model (:func:`history_anomaly`): the robust covariance fit of
+``advisor.metrics.robust_fit`` (the one the anomaly model of steps and ranks
+uses) over the run-level metrics in ``ANOMALY_FEATURES`` of the history runs (features
 that do not vary are dropped, at most ``(runs - 1) // 2`` are used). A run is
 flagged when its squared robust Mahalanobis distance exceeds the chi-square
 quantile ``1 - advisor.metrics.anomaly.ALPHA`` *and* at least one metric's robust
@@ -37,7 +37,6 @@ import os
 import platform
 import sqlite3
 import sys
-import warnings
 import zlib
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -329,10 +328,8 @@ def anomaly_flags(runs: pd.DataFrame, reports: list[Report]) -> dict[int, str]:
 def history_anomaly(baseline: Side, current: Report):
     """The anomaly check of ``current`` against the history runs (see module
     doc); None when the history is too short."""
-    from scipy.stats import chi2
-    from sklearn.covariance import MinCovDet
-
-    from advisor.metrics.anomaly import ALPHA, DRIVER_Z, SEED, _robust_z
+    from advisor.metrics import robust_fit
+    from advisor.metrics.anomaly import ALPHA, DRIVER_Z, _robust_z
     from advisor.regression.gate import Check
 
     if baseline.runs < MIN_ANOMALY_RUNS:
@@ -347,11 +344,9 @@ def history_anomaly(baseline: Side, current: Report):
     varying = varying[: max(1, (len(hist) - 1) // 2)]
     if not varying:
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mcd = MinCovDet(random_state=SEED).fit(hist[varying].to_numpy(float))
-    distance = float(mcd.mahalanobis(frame[varying].to_numpy(float)[-1:])[0])
-    limit = float(chi2.ppf(1 - ALPHA, df=len(varying)))
+    model = robust_fit.fit(hist[varying].to_numpy(float))
+    distance = float(model.distances(frame[varying].to_numpy(float)[-1:])[0])
+    limit = robust_fit.chi2_quantile(1 - ALPHA, len(varying))
     z = _robust_z(frame[varying]).iloc[-1]
     drivers = [f"{c} (z={z[c]:+.1f})" for c in varying if abs(z[c]) >= DRIVER_Z]
     flagged = distance > limit and bool(drivers)
@@ -360,5 +355,5 @@ def history_anomaly(baseline: Side, current: Report):
            f"run is within what the last {len(hist)} runs have seen (robust distance {distance:.1f}, "
            f"limit {limit:.1f}; no metric beyond z={DRIVER_Z:g})")
     return Check(kind="anomaly", name="history anomaly", status="fail" if flagged else "pass",
-                 message=msg, test="MinCovDet robust Mahalanobis distance over " + ", ".join(varying))
+                 message=msg, test="robust (MCD) Mahalanobis distance over " + ", ".join(varying))
 
