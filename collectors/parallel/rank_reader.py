@@ -174,8 +174,9 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
                              initializer=parent_in_charge) as pool:
         try:
-            index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
-                     for i, chunk in enumerate(chunks)}
+            with _sigint_held():
+                index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
+                         for i, chunk in enumerate(chunks)}
             for future in as_completed(index):
                 i = index[future]
                 results[i] = arrow_frames.unpack(future.result())
@@ -189,6 +190,32 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
+
+
+@contextmanager
+def _sigint_held():
+    """Hold Ctrl-C (SIGINT) back while the pool starts: the first ``submit``
+    starts the workers, then the pool's manager thread, and a Ctrl-C between
+    the two leaves a pool that cannot be shut down (joining a thread never
+    started). A Ctrl-C pressed meanwhile is recorded and handled as before
+    once the block ends. Outside the main thread (where Python runs signal
+    handlers) nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    if previous is None:  # a handler installed outside Python: restore the default
+        previous = signal.SIG_DFL
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed and previous is not signal.SIG_IGN:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        else:
+            os.kill(os.getpid(), signal.SIGINT)  # SIG_DFL: end as the signal ends a process
 
 
 def parent_in_charge() -> None:

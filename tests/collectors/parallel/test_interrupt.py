@@ -148,3 +148,27 @@ def test_killing_the_command_leaves_no_worker(tmp_path, sig):
     proc.communicate(timeout=PATIENCE)
     assert proc.returncode == -sig
     assert not left
+
+
+def test_a_ctrl_c_while_the_pool_starts_arrives_once_it_has_started():
+    """A Ctrl-C between the workers' start and the pool's manager thread's
+    left a pool that could not shut down ("cannot join thread before it is
+    started"); while the pool starts, Ctrl-C is held and arrives after."""
+    code = """
+import os, signal, time
+from advisor.collectors.parallel.rank_reader import _sigint_held
+seen = []
+try:
+    with _sigint_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)
+        seen.append("held")
+    seen.append("not delivered")
+except KeyboardInterrupt:
+    seen.append("delivered after")
+print(" ".join(seen))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PATIENCE,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["held", "delivered", "after"]
