@@ -25,9 +25,10 @@ Variants for the advisor's cluster and communication rules:
   DDP's buckets backward work to overlap with.
 * ``--exchange alltoall``: a DLRM-style sparse part in front of the MLP.
   Each rank owns an embedding table (model parallel, outside DDP); every
-  step the looked-up rows are sent to the ranks that own the samples with
-  an all-to-all (and their gradients back in backward), which forward and
-  backward must wait for. The exposed communication is that exchange, not
+  step an all-to-all sends each table's ids to the rank that owns it, and a
+  second sends the looked-up rows back to the ranks that own the samples
+  (and their gradients back in backward), as TorchRec's table-wise sharding
+  does; forward and backward must wait for both. The exposed communication is that exchange, not
   the gradient all-reduce.
 """
 
@@ -119,11 +120,14 @@ def _model(args) -> nn.Module:
 
 
 class _Exchange(nn.Module):
-    """The sparse half of a DLRM-style model: this rank's embedding table
-    looks up every sample of the global batch (ids hashed from the dense
-    features), and an all-to-all sends each rank the rows of its own
-    samples; the rows of all tables are added to the sample's features.
-    ``torch.distributed.nn`` carries the gradients back the same way."""
+    """The sparse half of a DLRM-style model, sharded table-wise: rank r owns
+    table r, which every sample looks up with its own ids (hashed from the
+    dense features with a salt per table). The input distribution sends each
+    table's ids to its rank (an all-to-all of ids), the table looks up every
+    sample of the global batch, and the output distribution sends each rank
+    the rows of its own samples (an all-to-all of rows, which
+    ``torch.distributed.nn`` carries the gradients back through); the rows
+    of all tables are added to the sample's features."""
 
     def __init__(self, args, world_size: int):
         super().__init__()
@@ -131,12 +135,16 @@ class _Exchange(nn.Module):
         self.table = nn.EmbeddingBag(args.embedding_rows, args.features, mode="mean")
 
     def forward(self, xb: torch.Tensor) -> torch.Tensor:
-        from torch.distributed.nn.functional import all_gather, all_to_all_single
+        from torch.distributed.nn.functional import all_to_all_single
 
         batch = xb.shape[0]
-        ids = torch.cat(all_gather((xb * 1000).long().abs() % self.table.num_embeddings))
-        rows = self.table(ids.view(batch * self.world_size, -1))   # every sample, this table
-        mine = all_to_all_single(torch.empty_like(rows), rows)     # my samples, every table
+        rows_per_table = self.table.num_embeddings
+        ids = torch.stack([(xb * 1000 * (table + 1)).long().abs() % rows_per_table
+                           for table in range(self.world_size)])          # (table, my samples, features)
+        every_sample = torch.empty_like(ids)
+        dist.all_to_all_single(every_sample, ids)                        # my table's ids, every sample
+        rows = self.table(every_sample.view(batch * self.world_size, -1))
+        mine = all_to_all_single(torch.empty_like(rows), rows)           # my samples, every table
         return xb + mine.view(self.world_size, batch, -1).sum(dim=0)
 
 

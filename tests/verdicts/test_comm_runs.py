@@ -44,10 +44,10 @@ def test_an_all_to_all_exchange_is_not_called_gradient_all_reduce(tmp_path):
     report = _report("alltoall", tmp_path)
     assert "exposed-allreduce" not in _serious(report), report["metrics"]["comm.exposed_ms_by_kind"]
     by_kind = _value(report, "comm.exposed_ms_by_kind")
-    # the exchange (its id all-gather and its all-to-all, forward and back)
-    # exposes more than the gradient all-reduce of the small MLP (by 1.5x
-    # to 20x over repeated runs on a shared 2-core host)
-    assert by_kind["alltoall"] + by_kind["fsdp"] > by_kind["allreduce"], by_kind
+    # the exchange (the all-to-alls of its ids and of its rows, forward and
+    # back) exposes more than the gradient all-reduce of the small MLP
+    assert by_kind["alltoall"] > by_kind["allreduce"], by_kind
+    assert not by_kind.get("fsdp"), by_kind  # nothing is gathered
     # the exchange's wait inside the autograd function is communication
     assert _value(report, "step.exposed_comm_ratio") > _value(report, "comm.overlap_ratio") / 4
 
