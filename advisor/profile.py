@@ -550,6 +550,15 @@ class RunMeta(BaseModel):
             return None
 
 
+class _Raised:
+    """An exception :meth:`Profile.memo` keeps in place of a value."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: Exception):
+        self.exc = exc
+
+
 @dataclass
 class Profile:
     """Run metadata plus the normalized tables ``SCHEMA`` describes (pandas
@@ -589,10 +598,18 @@ class Profile:
 
     def memo(self, key: str, compute):
         """``compute()`` once per profile (tables never change after collection);
-        metrics share derived views such as steady-state steps through it."""
+        metrics share derived views such as steady-state steps through it. An
+        exception it raises (a view the profile cannot give: NotEvaluated) is
+        kept and raised again, not computed again."""
         if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+            try:
+                self._memo[key] = compute()
+            except Exception as exc:
+                self._memo[key] = _Raised(exc)
+        value = self._memo[key]
+        if isinstance(value, _Raised):
+            raise value.exc.with_traceback(None)
+        return value
 
     def table(self, name: str) -> pd.DataFrame | None:
         """The named table, or None when absent or empty."""

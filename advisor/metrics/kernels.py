@@ -254,12 +254,18 @@ def unaligned_reason(op_type: str, shapes: str | None) -> str | None:
 
 
 def _unaligned(p: Profile) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """(compute operators, unaligned mask, reason per operator); memoized."""
     _ascend(p)
     ops = _compute_ops(p)
+    return p.memo("kernels.unaligned", lambda: _unaligned_ops(ops))
+
+
+def _unaligned_ops(ops: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
     kind = (ops["type"] if "type" in ops.columns else ops["name"]).astype(str)
-    pairs = pd.Series(list(zip(kind, ops["input_shapes"])), index=ops.index)
-    cache = {pair: unaligned_reason(*pair) for pair in set(pairs)}
-    reason = pairs.map(cache)
+    shapes = ops["input_shapes"].astype(object).where(ops["input_shapes"].notna(), "")
+    codes, pairs = pd.MultiIndex.from_arrays([kind, shapes]).factorize()  # each distinct pair judged once
+    reasons = np.array([unaligned_reason(k, s) for k, s in pairs], dtype=object)
+    reason = pd.Series(reasons[codes], index=ops.index)
     return ops, reason.notna(), reason
 
 
