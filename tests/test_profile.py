@@ -112,3 +112,23 @@ def test_generated_runs_emit_schema_columns(tmp_path, fmt):
         data, _ = generate(Spec(ranks=4, steps=6, fault=fault, seed=1), tmp_path / f"{fault}-{fmt}", fmt)
         for jobs in (1, 2):
             load_profile(data, jobs=jobs).check()
+
+
+def test_a_view_the_profile_cannot_give_is_computed_once_and_raised_each_time():
+    """``Profile.memo`` keeps the NotEvaluated a view raises: the metrics that
+    share the view do not compute it again (eight slow-link metrics on a
+    cluster without slow links did), and each gets the reason."""
+    from advisor.metrics.registry import NotEvaluated
+
+    calls = []
+
+    def view():
+        calls.append(1)
+        raise NotEvaluated("no point-to-point links with traffic")
+
+    p = Profile(meta=RunMeta())
+    for _ in range(3):
+        with pytest.raises(NotEvaluated, match="no point-to-point links"):
+            p.memo("links", view)
+    assert len(calls) == 1
+    assert p.memo("other", lambda: 42) == 42
