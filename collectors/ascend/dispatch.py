@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, _Event, _meta_name
+from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, _Event, _meta_name, step_spans
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.tables import kernel_gaps
 
@@ -81,9 +81,7 @@ def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
             flows[e.cat][e.ph][str(e.id)] = e.ts
     if not steps or not tasks:
         return None
-    win = pd.DataFrame(steps, columns=["step", "start", "dur"])
-    win["start"], win["dur"] = _num(win["start"].tolist()), _num(win["dur"].tolist())
-    win = win.dropna().sort_values("dur", ascending=False).drop_duplicates("step").sort_values("start")
+    win = step_spans(list(zip([m[0] for m in steps], _num([m[1] for m in steps]), _num([m[2] for m in steps]))))
     t_start, t_dur = _num([t[0] for t in tasks]), _num([t[1] for t in tasks])
     ok = np.isfinite(t_start) & np.isfinite(t_dur)
     t_start, t_dur = t_start[ok], np.maximum(t_dur[ok], 0.0)

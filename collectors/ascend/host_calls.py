@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, _num
+from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, _num, step_spans
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.host_calls import in_optimizer, step_of
@@ -83,9 +83,7 @@ def _silent_gaps(spans: list[tuple], host_pids: set, markers: list[tuple], rank:
     host = [(ts, dur) for pid, ts, dur in spans if pid in host_pids]
     starts = np.array([t for t, _ in host], dtype=float)
     durs = np.array([d for _, d in host], dtype=float)
-    marks = pd.DataFrame(markers, columns=["step", "start_us", "duration_us"], dtype=float).dropna()
-    marks = marks.sort_values("duration_us", ascending=False).drop_duplicates("step")
-    return silent_rows(iv.merge(starts, starts + np.nan_to_num(durs)), marks, rank)
+    return silent_rows(iv.merge(starts, starts + np.nan_to_num(durs)), step_spans(markers), rank)
 
 
 def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:

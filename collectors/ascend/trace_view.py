@@ -157,6 +157,17 @@ def step_markers(events: list[_Event]) -> list[tuple[int, float, float]]:
     return markers
 
 
+def step_spans(markers: list[tuple]) -> pd.DataFrame:
+    """One ``step``, ``start_us``, ``duration_us`` row per step id of
+    :func:`step_markers` rows, in start order: the longest span of the id (a
+    step id can be marked more than once, on the Python thread and again by
+    a framework wrapper inside it), without the spans whose start or length
+    is unusable."""
+    marks = pd.DataFrame(markers, columns=["step", "start_us", "duration_us"], dtype=float).dropna()
+    marks = marks.sort_values("duration_us", ascending=False, kind="stable").drop_duplicates("step")
+    return marks.sort_values("start_us", kind="stable").reset_index(drop=True)
+
+
 def hccl_operators(events: list[_Event]) -> pa.Table | None:
     """The HCCL operator events of a trace (module doc) as kernel rows:
     ``name``, ``core`` (HCCL), ``start_us``, ``duration_us`` and ``step``
