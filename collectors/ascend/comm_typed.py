@@ -82,23 +82,12 @@ def _ops(data: dict, links: bool = False):
             if c2 is None:
                 continue
             for k3, value in level2.items():
-                if _is_op_key(k3):  # the common case, without the cache
-                    yield c2[0], c2[1], k3, value
-                    continue
                 c3 = _below(k3, c2, links)
                 if c3 is not None:
                     yield (*c3, value)
 
 
 _TOP = (None, None, None)
-
-
-def _is_op_key(key: str) -> bool:
-    """True for a key with ``@``, which ``descend`` always reads as the
-    operator key: no step, rank, category or link key holds one. Saves the
-    cached walk, which misses on every operator key of a rank whose
-    operator names carry the rank (``hcom_allReduce__{rank}_{i}_1``)."""
-    return "@" in key and not is_summary(key)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -175,6 +164,7 @@ def _upper(text: str) -> str:
 _INSTANCE_CHARS = "0123456789_"
 
 
+@functools.lru_cache(maxsize=65536)
 def _op_parts(op: str) -> tuple[str, str | None, str]:
     """(name, group, collective kind) of an operator key ``name@group``.
     The kind is looked up without the name's trailing digits and
