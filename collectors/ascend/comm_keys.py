@@ -34,6 +34,8 @@ def key_role(key: str) -> tuple[int, object]:
     """What a key above a record says: (STEP, n or None for a bare "step"),
     (RANK, n) for a bare number, (CATEGORY, None) for collective/p2p, else
     (OP, key): the operator key ``name@group``."""
+    if "@" in key:  # no other role's key holds one: the operator keys, cheaply
+        return OP, key
     m = _STEP_KEY.match(key)
     if m:
         return STEP, (int(m.group(1)) if m.group(1) else None)

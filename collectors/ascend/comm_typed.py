@@ -34,7 +34,10 @@ def _record(name: str, source: str, required: dict[str, type] | None = None) -> 
     first spelling, named as the Profile column it fills: a number or None
     (absent or null), except the ``required`` ones, of the type given; plus
     the source's known fields, kept undecoded. Any other field fails the
-    decode."""
+    decode. Untracked by the garbage collector (``gc=False``): a record
+    holds numbers, text and raw bytes, never a cycle, and thousands of
+    tracked structs a rank set off collections of everything the reader
+    holds."""
     spec = fields.text(source)
     required = required or {}
     rename = {column: spec.raw(column) for column in spec.fields}
@@ -43,7 +46,7 @@ def _record(name: str, source: str, required: dict[str, type] | None = None) -> 
     for i, raw in enumerate(spec.known):
         rename[f"_known{i}"] = raw
         members.append((f"_known{i}", msgspec.Raw, _ABSENT))
-    return msgspec.defstruct(name, members, rename=rename, forbid_unknown_fields=True, kw_only=True)
+    return msgspec.defstruct(name, members, rename=rename, forbid_unknown_fields=True, kw_only=True, gc=False)
 
 
 _TimeInfo = _record("_TimeInfo", "Communication Time Info")
@@ -53,7 +56,7 @@ _OpRecord = msgspec.defstruct("_OpRecord", [
     ("time", _TimeInfo | None, None),
     ("bandwidth", dict[str, _Transport] | None, None),
 ], rename={"time": fields.text("communication.json").raw("time"),
-           "bandwidth": fields.text("communication.json").raw("bandwidth")})
+           "bandwidth": fields.text("communication.json").raw("bandwidth")}, gc=False)
 
 
 _COMM_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, _OpRecord]]])
@@ -158,11 +161,17 @@ def _upper(text: str) -> str:
     return text.upper()
 
 
+_INSTANCE_CHARS = "0123456789_"
+
+
 @functools.lru_cache(maxsize=65536)
 def _op_parts(op: str) -> tuple[str, str | None, str]:
-    """(name, group, collective kind) of an operator key ``name@group``."""
+    """(name, group, collective kind) of an operator key ``name@group``.
+    The kind is looked up without the name's trailing digits and
+    underscores (its instance number): ``collective_kind`` reads letters
+    only, so it is the same, and its cache hits for every instance."""
     name, group = split_op_key(op)
-    return name, group, collective_kind(name)
+    return name, group, collective_kind(name.rstrip(_INSTANCE_CHARS))
 
 
 def link_columns(raw: bytes) -> Columns | None:

@@ -257,6 +257,56 @@ def _modes(kernels: pa.Table, by: list[str], columns: list[str], grouped: pa.Tab
     ``columns`` as its most common non-null value in the group's kernels
     (ties: the smaller value; null where the group has none): an operator's
     launches with one shape normally share their block dim."""
+    if not columns:
+        return grouped
+    given = {}
+    for column in columns:
+        valid = pc.is_valid(kernels.column(column)).to_numpy(zero_copy_only=False)
+        given[column] = valid, kernels.column(column).to_numpy(zero_copy_only=False).astype(np.float64)[valid]
+        if np.isnan(given[column][1]).any():  # NaN as a value, unequal to itself in NumPy: Arrow counts it
+            return _modes_by_rows(kernels, by, columns, grouped)
+    kernel_group, row_group = _group_ids(kernels, grouped, by)
+    groups = int(max(kernel_group.max(initial=-1), row_group.max(initial=-1))) + 1
+    for column, (valid, values) in given.items():
+        found = _most_common(kernel_group[valid], values, groups)[row_group]
+        grouped = grouped.append_column(column, pa.array(found, pa.float64(), mask=np.isnan(found)))
+    return grouped
+
+
+def _group_ids(kernels: pa.Table, grouped: pa.Table, by: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """An id per distinct ``by`` key (nulls equal to nulls, as Arrow groups
+    them): of each kernel, and of each row of ``grouped``, whose keys are
+    among the kernels'."""
+    n = kernels.num_rows
+    ids = np.zeros(n + grouped.num_rows, dtype=np.int64)
+    for k in by:
+        encoded = kernels.column(k).combine_chunks().dictionary_encode(null_encoding="encode")
+        there = pc.index_in(grouped.column(k), value_set=encoded.dictionary, skip_nulls=False)
+        codes = np.concatenate([encoded.indices.to_numpy(zero_copy_only=False),
+                                there.to_numpy(zero_copy_only=False)]).astype(np.int64)
+        ids = pd.factorize(ids * len(encoded.dictionary) + codes)[0]  # renumbered: never overflows
+    return ids[:n], ids[n:]
+
+
+def _most_common(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """Per group id below ``groups``, its most common value (ties: the
+    smaller); NaN for a group without values."""
+    out = np.full(groups, np.nan)
+    if not group.size:
+        return out
+    order = np.lexsort((values, group))
+    group, values = group[order], values[order]
+    starts = np.flatnonzero(np.concatenate(([True], (group[1:] != group[:-1]) | (values[1:] != values[:-1]))))
+    counts = np.diff(np.append(starts, group.size))
+    run_group, run_value = group[starts], values[starts]
+    best = np.lexsort((run_value, -counts, run_group))  # per group: most kernels first, then the smaller value
+    first = best[np.concatenate(([True], run_group[best][1:] != run_group[best][:-1]))]
+    out[run_group[first]] = run_value[first]
+    return out
+
+
+def _modes_by_rows(kernels: pa.Table, by: list[str], columns: list[str], grouped: pa.Table) -> pa.Table:
+    """``_modes`` counted by Arrow, for values NumPy compares otherwise (NaN)."""
     keys = list(zip(*(grouped.column(k).to_pylist() for k in by)))
     for column in columns:
         valid = kernels.filter(pc.is_valid(kernels.column(column)))

@@ -31,6 +31,7 @@ What a collector can do is what its ``CAPABILITIES`` declare
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import os
@@ -89,17 +90,32 @@ def read_batch(module_name: str, units: list[str], no_kernels: frozenset[str] = 
     return [("error", r.path, r.problem) if isinstance(r, InputError) else ("ok", r) for r in results]
 
 
+@contextmanager
+def _no_collection():
+    """The garbage collector paused: a chunk allocates many small JSON
+    objects and frees them all (no cycles to find), and each collection it
+    sets off would walk everything the process holds."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def read_chunk(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> list[tuple]:
+    """``read_batch`` of one chunk of units, the collector paused."""
+    with _no_collection():
+        return read_batch(module_name, units, no_kernels)
+
+
 def read_many(module_name: str, units: list[str], no_kernels: frozenset[str] = frozenset()) -> tuple:
-    """``read_batch``, packed (``arrow_frames.pack``): one task per chunk of
+    """``read_chunk``, packed (``arrow_frames.pack``): one task per chunk of
     units keeps the pool's per-task and per-table costs (pickling,
     scheduling) off small ranks."""
-    import gc
-
-    gc.disable()  # a chunk allocates many small JSON objects and frees them all: no cycles to find
-    try:
+    with _no_collection():
         return arrow_frames.pack(read_batch(module_name, units, no_kernels))
-    finally:
-        gc.enable()
 
 
 def can_fork() -> bool:
@@ -166,7 +182,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
     if jobs == 1 or len(units) == 1:
         out = []
         for chunk in _chunks(units, 1):
-            out.extend(read_batch(module_name, chunk, no_kernels & set(chunk)))
+            out.extend(read_chunk(module_name, chunk, no_kernels & set(chunk)))
             advance(len(chunk))
         return out
     chunks = _chunks(units, jobs)

@@ -10,10 +10,14 @@ and each operator's Block Dim from kernel_details.csv (its ``Block Dim`` /
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+import pyarrow as pa
 
 from advisor.collectors import load_profile
 from advisor.collectors.ascend.meta import read_core_counts
+from advisor.collectors.ascend.tables import _modes
 from advisor.profile import Profile, RunMeta
 from tests.metrics.test_kernels import HEADER, _row
 
@@ -66,3 +70,24 @@ def test_an_operator_takes_its_most_common_block_dim(tmp_path):
     assert (op["count"], op["block_dim"], op["mix_block_dim"]) == (3, 40, 0)
     rank = profile.meta.ranks[0]
     assert profile.meta.ai_core_num == {rank: 20} and profile.meta.aiv_num == {rank: 40}
+
+
+def test_block_dim_modes_break_ties_to_the_smaller_and_leave_missing_ones_null():
+    """An operator's block dim is its launches' most common one, the smaller
+    on a tie, null when no launch gives one; keys with nulls are groups of
+    their own (as Arrow groups them), and a NaN block dim is counted as a
+    value like any other."""
+    kernels = pa.table({
+        "name": ["a", "a", "a", "a", None, None, "b", "c", "c"],
+        "duration_us": [1.0] * 9,
+        "block_dim": [8, 4, 4, 8, 2, None, None, 6, 6],
+        "mix_block_dim": [1.0, 1.0, 3.0, None, None, None, None, None, None],
+    })
+    grouped = kernels.group_by(["name"], use_threads=False).aggregate([("duration_us", "count")])
+    out = _modes(kernels, ["name"], ["block_dim", "mix_block_dim"], grouped)
+    got = dict(zip(out.column("name").to_pylist(), zip(out.column("block_dim").to_pylist(),
+                                                     out.column("mix_block_dim").to_pylist())))
+    assert got == {"a": (4.0, 1.0), None: (2.0, None), "b": (None, None), "c": (6.0, None)}
+    with_nan = kernels.set_column(3, "mix_block_dim", pa.array([math.nan, math.nan, 3.0] + [None] * 6))
+    out = _modes(with_nan, ["name"], ["mix_block_dim"], grouped)
+    assert math.isnan(dict(zip(out.column("name").to_pylist(), out.column("mix_block_dim").to_pylist()))["a"])
