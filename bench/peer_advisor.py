@@ -185,6 +185,12 @@ class Side:
     problems: list[PeerProblem] = field(default_factory=list)
     findings: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # rule -> gain ms, %
     verdict: str = ""
+    checked: dict[str, str] = field(default_factory=dict)  # rule that did not fire -> what advisor found
+
+    def why_not(self, p: PeerProblem) -> str:
+        """What advisor found with the rules of a problem it does not report."""
+        rules = p.check.rules if p.check else ()
+        return "; ".join(f"{r} {self.checked[r]}" for r in rules if r in self.checked)
 
     def reported(self, p: PeerProblem) -> list[str]:
         return [r for r in (p.check.rules if p.check else ()) if r in self.findings]
@@ -197,16 +203,39 @@ class Side:
             (key, None) in FAULT_CHECKS.get(self.fault, set()))
 
 
-def run_advisor(data: Path) -> tuple[str, dict[str, tuple[float | None, float | None]]]:
+def run_advisor(data: Path) -> tuple[str, dict[str, tuple[float | None, float | None]], dict[str, str]]:
+    """(verdict, fired rule -> (gain ms, gain %), and for every other rule
+    what advisor found: ``passed`` with the values its condition read, or
+    ``skipped`` with the reason)."""
     from advisor import analyze
+    from advisor.engine.evaluation import _metric_ref_pattern
+    from advisor.engine.loader import load_rules
     from advisor.errors import AdvisorError
 
     try:
         report = analyze(data, use_config=False)
     except AdvisorError as exc:
-        return f"error: {exc}", {}
+        return f"error: {exc}", {}, {}
     found = {f.rule: (f.estimated_gain_ms, f.estimated_gain_pct) for f in report.all_findings()}
-    return (report.verdict.status if report.verdict else "no verdict"), found
+    skipped = {s.what.removeprefix("rule "): s.reason for s in report.skipped}
+    checked = {}
+    for rule in load_rules():
+        if rule.name in found:
+            continue
+        if rule.name in skipped:
+            checked[rule.name] = f"skipped: {skipped[rule.name]}"
+            continue
+        refs = sorted({f"{a}.{b}" for a, b in _metric_ref_pattern().findall(rule.condition)})
+        values = [f"{m}={_short(report.metrics[m].value)}" for m in refs if m in report.metrics]
+        checked[rule.name] = "passed" + (f" ({', '.join(values)})" if values else "")
+    return (report.verdict.status if report.verdict else "no verdict"), found, checked
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # --------------------------------------------------------------------- inputs
@@ -236,7 +265,7 @@ def measure(work: Path, ranks: int, steps: int, seed: int, only: str | None = No
         doc, note = run_peer(data, Path(tempfile.mkdtemp(dir=work, prefix="peer-")))
         status = "failed" if doc is None else str(doc.get("status"))
         side = Side(name, fault, note, status, problems(doc, table) if doc else [])
-        side.verdict, side.findings = run_advisor(data)
+        side.verdict, side.findings, side.checked = run_advisor(data)
         print(f"{name}: incumbent {status} ({note}), {len(side.problems)} problem(s); "
               f"advisor {side.verdict}: {', '.join(side.findings) or '-'}", file=sys.stderr)
         sides.append(side)
@@ -289,7 +318,7 @@ def render(sides: list[Side], markdown: bool, known: set[str] | None = None) -> 
     if markdown:
         lines += [head, "",
                   "| input | incumbent problem | its check | injected fault? | advisor rule | advisor reports it | "
-                  "advisor's gain |",
+                  "advisor's gain, or what its rules found |",
                   "|---|---|---|---|---|---|---|"]
     for s in sides:
         fault = s.fault or "-"
@@ -302,13 +331,13 @@ def render(sides: list[Side], markdown: bool, known: set[str] | None = None) -> 
                 lines.append(
                     f"| {s.name} ({fault}) | **{p.label}**: {p.summary.replace('|', '/')} | "
                     f"{p.check.check if p.check else '?'} | {inj} | {_rules_cell(p, known)} | "
-                    f"{'yes' if got else 'no'} | {_gain(s, got) if got else ''} |")
+                    f"{'yes' if got else 'no'} | {_gain(s, got) if got else s.why_not(p).replace('|', '/')} |")
         else:
             lines.append(f"{s.name} [fault: {fault}]  incumbent: {s.peer_status} ({s.peer_note})")
             for p in s.problems:
                 got = s.reported(p)
                 lines.append(f"  - {p.label} -> {p.check.check if p.check else '?'}: "
-                             f"{'REPORTED ' + _gain(s, got) if got else 'not reported'}"
+                             f"{'REPORTED ' + _gain(s, got) if got else 'not reported: ' + (s.why_not(p) or '-')}"
                              + ("  [injected]" if s.injected(p) else ""))
             lines.append(f"  advisor ({s.verdict}): " + (", ".join(
                 f"{r} {ms:.3g} ms" if ms is not None else r for r, (ms, _) in s.findings.items()) or "no findings"))

@@ -77,8 +77,8 @@ def test_a_real_incumbent_run_on_a_slow_rank_maps_to_advisor(tmp_path):
     assert doc["status"] == "success", doc
     found = problems(doc, peer_checks.load())
     assert found and all(p.check is not None for p in found), [p.category for p in found]
-    verdict, findings = peer_advisor.run_advisor(data)
-    side = Side("slow-rank", "slow-rank", "", doc["status"], found, findings)
+    verdict, findings, checked = peer_advisor.run_advisor(data)
+    side = Side("slow-rank", "slow-rank", "", doc["status"], found, findings, checked=checked)
     injected = [p for p in found if side.injected(p)]
     # the incumbent sees the slow rank's computing; advisor reports it too, with a gain
     assert [p.label for p in injected] == ["slow rank: Computing"]
@@ -99,3 +99,17 @@ def test_the_count_line_and_the_table():
     assert "| gen (slow-rank) | **slow rank: Computing**: Computing has some issues" in md
     assert "| slow-rank, slow-pipeline-stage | yes | slow-rank 12 ms/step (10.0%) |" in md
     assert "small-packets (not in this rule set) | no |" in md
+
+
+def test_a_problem_advisor_does_not_report_shows_what_its_rules_found(tmp_path):
+    """A healthy generated cluster: the slow-rank rule is evaluated and
+    passes, and the side-by-side shows the values its condition read."""
+    data, _ = generate(Spec(ranks=4, steps=6, seed=3), tmp_path / "h")
+    verdict, findings, checked = peer_advisor.run_advisor(data)
+    assert "slow-rank" not in findings
+    assert checked["slow-rank"].startswith("passed (") and "cluster.slow_rank_excess_ratio=" in checked["slow-rank"]
+    comp, _ = problems(_doc(("slow rank", SLOW_RANK)), peer_checks.load())
+    side = Side("healthy", None, "", "success", [comp], findings, checked=checked)
+    assert side.why_not(comp).startswith("slow-rank passed (")
+    md = peer_advisor.render([side], markdown=True, known={"slow-rank", "slow-pipeline-stage"})
+    assert "| no | slow-rank passed (" in md
