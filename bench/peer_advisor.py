@@ -223,7 +223,7 @@ def run_advisor(data: Path) -> tuple[str, dict[str, tuple[float | None, float | 
         if rule.name in found:
             continue
         if rule.name in skipped:
-            checked[rule.name] = f"skipped: {skipped[rule.name]}"
+            checked[rule.name] = f"skipped: {_short(skipped[rule.name], 60)}"
             continue
         refs = sorted({f"{a}.{b}" for a, b in _metric_ref_pattern().findall(rule.condition)})
         values = [f"{m}={_short(report.metrics[m].value)}" for m in refs if m in report.metrics]
@@ -231,11 +231,11 @@ def run_advisor(data: Path) -> tuple[str, dict[str, tuple[float | None, float | 
     return (report.verdict.status if report.verdict else "no verdict"), found, checked
 
 
-def _short(value) -> str:
+def _short(value, width: int = 40) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     text = str(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 # --------------------------------------------------------------------- inputs
