@@ -164,3 +164,18 @@ def test_a_bad_direct_evidence_expression_is_a_config_error(tmp_path):
     rule = read_rule(_user_rule(tmp_path, confirm={"direct": "has(step.free_ratio", "text": "x"}))
     with pytest.raises(ConfigError, match="confirm.direct: invalid CEL"):
         compile_rule(rule)
+
+
+def test_a_data_wait_that_is_not_most_of_the_step_is_not_said_to_set_the_pace():
+    """10% of a step spent waiting for the batch adds to the step; it does not
+    set its pace (the claim needs ``pace_ratio`` of the step, most of it)."""
+    from advisor.engine.evaluation import compile_rule, evaluate_run
+    from advisor.engine.loader import load_rules
+    from advisor.model import Metric
+
+    rule = next(r for r in load_rules() if r.name == "input-bound")
+    for share, says in ((0.12, False), (0.75, True)):
+        metrics = {k: Metric(id=k, value=v, unit="-") for k, v in {
+            "step.time_ms": 100.0, "step.data_wait_ratio": share, "step.data_wait_ms": 100.0 * share}.items()}
+        (f,) = evaluate_run([compile_rule(rule)], metrics).findings
+        assert ("sets the pace" in f.message) is says, f.message
