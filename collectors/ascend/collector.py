@@ -57,7 +57,7 @@ from advisor.collectors.ascend.meta import (
     read_core_counts,
     read_meta,
 )
-from advisor.collectors.ascend.trace_view import decode_events, hccl_operators, read_trace
+from advisor.collectors.ascend.trace_view import Trace, decode_trace, hccl_operators, read_trace
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import load_json
 from advisor.collectors.parallel import arrow_frames, batch_tables
@@ -279,14 +279,14 @@ class _Reader:
         self.kernels: pa.Table | None = None
         self.kernels_origin_us = 0.0  # absolute time of the kernels' start_us 0 (database layout)
         self.with_kernels = with_kernels
-        self._trace: list | None | bool = False  # False: trace_view.json not decoded yet
+        self._trace: Trace | None | bool = False  # False: trace_view.json not decoded yet
 
-    def trace_events(self, path: Path) -> list | None:
-        """The events of the unit's ``trace_view.json`` (``path``), decoded
-        on first use and shared by every reader of the file; None (one skip)
-        when it cannot be decoded."""
+    def trace(self, path: Path) -> Trace | None:
+        """The unit's ``trace_view.json`` (``path``), decoded on first use and
+        shared by every reader of the file; None (one skip) when it cannot be
+        decoded."""
         if self._trace is False:
-            self._trace = self.attempt(path, decode_events)
+            self._trace = self.attempt(path, decode_trace)
         return self._trace
 
     def has_ops(self) -> bool:
@@ -358,11 +358,11 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
     if memory_file is not None:
         profile.memory_summary = reader.attempt(memory_file, memory_record.read, rank)
     if _is_file(out_dir / "trace_view.json"):
-        events = reader.trace_events(out_dir / "trace_view.json")
-        if events is not None:
-            _add_dispatch(profile, dispatch.read(events, rank))
-            profile.host_calls = host_calls.read(events, rank)
-            profile.hccl_tasks = hccl_tasks.read(events, rank)
+        trace = reader.trace(out_dir / "trace_view.json")
+        if trace is not None:
+            _add_dispatch(profile, dispatch.read(trace, rank))
+            profile.host_calls = host_calls.read(trace, rank)
+            profile.hccl_tasks = hccl_tasks.read(trace, rank)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if profile.meta.framework == "unknown":
@@ -501,8 +501,8 @@ def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
         source = hccl_rows.LEVEL0
     trace = out_dir / "trace_view.json"
     if profile.comm is None and _is_file(trace):
-        events = reader.trace_events(trace)
-        ops = None if events is None else hccl_operators(events)
+        decoded = reader.trace(trace)
+        ops = None if decoded is None else hccl_operators(decoded)
         profile.comm = None if ops is None else hccl_rows.comm_from_kernels(ops, rank)
         source = hccl_rows.LEVEL0_TRACE_VIEW
     if profile.comm is None and reader.kernels is None:
@@ -527,10 +527,10 @@ def _read_trace_steps(reader: _Reader, out_dir: Path) -> None:
     path = out_dir / "trace_view.json"
     if not _is_file(path):
         return
-    events = reader.trace_events(path)
-    if events is None:
+    trace = reader.trace(path)
+    if trace is None:
         return
-    facts = read_trace(events)
+    facts = read_trace(trace)
     only_trace = not reader.has_ops() and profile.comm is None
     if facts.device == "cpu" and only_trace:
         profile.meta.device = "cpu"

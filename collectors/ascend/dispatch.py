@@ -36,11 +36,10 @@ file may be a bare JSON array or ``{"traceEvents": [...]}`` with string
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, _Event, _meta_name, step_spans
+from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, Trace, _meta_name, step_spans
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.tables import kernel_gaps
 
@@ -55,33 +54,32 @@ QUEUE_FLOWS = ("async_npu", "HostToDevice")
 COLUMNS = ("kernel_gap_us", "launch_queue_us", "launch_interval_us", "kernel_median_us")
 
 
-
 def _num(values: list) -> np.ndarray:
     return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
 
 
-def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
-    """Per step of one ``trace_view.json``'s events (``trace_view.decode_events``):
+def read(trace: Trace, rank: int) -> pd.DataFrame | None:
+    """Per step of one decoded ``trace_view.json`` (``trace_view.decode_trace``):
     ``rank``, ``step`` and :data:`COLUMNS` (None without step markers or device tasks)."""
+    events = trace.events
     names = {str(e.pid): _meta_name(e, "name") for e in events if e.ph == "M" and e.name == "process_name"}
     device = {pid for pid, name in names.items() if name == DEVICE_PROCESS}
     collective = {pid for pid, name in names.items() if name in HCCL_PROCESSES}
-    steps, tasks, other = [], [], []
+    tasks, other = [], []
     flows: dict[str, dict[str, dict]] = {c: {"s": {}, "f": {}} for c in INTERVAL_FLOWS}
     for e in events:
         if e.ph == "X":
-            m = _STEP_NAME.match(e.name)
-            if m:
-                steps.append((int(m.group(1)), e.ts, e.dur))
-            elif str(e.pid) in device:
+            if _STEP_NAME.match(e.name):
+                continue  # a step marker (``trace.markers``)
+            if str(e.pid) in device:
                 tasks.append((e.ts, e.dur))
             elif str(e.pid) in collective:
                 other.append((e.ts, e.dur))
         elif e.ph in ("s", "f") and e.cat in flows and e.id is not None:
             flows[e.cat][e.ph][str(e.id)] = e.ts
-    if not steps or not tasks:
+    if not trace.markers or not tasks:
         return None
-    win = step_spans(list(zip([m[0] for m in steps], _num([m[1] for m in steps]), _num([m[2] for m in steps]))))
+    win = step_spans(trace.markers)
     t_start, t_dur = _num([t[0] for t in tasks]), _num([t[1] for t in tasks])
     ok = np.isfinite(t_start) & np.isfinite(t_dur)
     t_start, t_dur = t_start[ok], np.maximum(t_dur[ok], 0.0)

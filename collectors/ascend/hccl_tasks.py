@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import pandas as pd
 
 from advisor.collectors.ascend.host_calls import _steps_of
-from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, step_markers
+from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _args, _num
 
 #: Process names of the communication lanes (msprof-analyze's ``_get_hccl_pid``).
 HCCL_PROCESSES = ("HCCL", "Communication")
@@ -40,10 +39,11 @@ TRANSFER_TASKS = ("Memcpy", "Reduce")
 SIZE_ARG = "size(Byte)"
 
 
-def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
-    """The ``hccl_tasks`` rows of one ``trace_view.json``'s events
-    (``trace_view.decode_events``); None when it has no transfer task with
+def read(trace: Trace, rank: int) -> pd.DataFrame | None:
+    """The ``hccl_tasks`` rows of one decoded ``trace_view.json``
+    (``trace_view.decode_trace``); None when it has no transfer task with
     a size: Level0, or no communication."""
+    events = trace.events
     hccl_pids = {ev.pid for ev in events
                  if ev.ph == "M" and ev.name == "process_name" and _args(ev).get("name") in HCCL_PROCESSES}
     if not hccl_pids:
@@ -59,8 +59,7 @@ def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
                              int(size), _num(ev.ts), _num(ev.dur)))
     if not rows:
         return None
-    markers = step_markers(events)
-    return _table(rows, lambda ts: _steps_of(ts, markers), rank)
+    return _table(rows, lambda ts: _steps_of(ts, trace.markers), rank)
 
 
 #: msprof-analyze's HCCL_TASK_SQL, with the step windows of STEP_TIME left to the caller.
@@ -111,20 +110,3 @@ def _table(rows: list[tuple], steps_of, rank: int) -> pd.DataFrame | None:
     out["size_bytes"] = out["size_bytes"].astype(np.int64)
     out.insert(0, "rank", rank)
     return out
-
-
-def _args(ev) -> dict:
-    if not ev.args:
-        return {}
-    try:
-        args = msgspec.json.decode(ev.args)
-    except msgspec.DecodeError:
-        return {}
-    return args if isinstance(args, dict) else {}
-
-
-def _num(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return np.nan

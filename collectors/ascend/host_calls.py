@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, _Event, _num, step_spans
+from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _num, step_spans
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.host_calls import in_optimizer, step_of
@@ -31,18 +31,16 @@ from advisor.collectors.kineto.host_gaps import silent_rows
 ACL_PREFIX = "AscendCL@"
 
 
-def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
-    """The ``host_calls`` rows of one ``trace_view.json``'s events
-    (``trace_view.decode_events``); None when it has none."""
+def read(trace: Trace, rank: int) -> pd.DataFrame | None:
+    """The ``host_calls`` rows of one decoded ``trace_view.json``
+    (``trace_view.decode_trace``); None when it has none."""
     classes: dict[str, str | None] = {}
-    rows, markers, spans = [], [], []
+    rows, spans = [], []
     host_pids: set = set()
-    for ev in events:
+    for ev in trace.events:
         if ev.ph != "X":
             continue
-        m = _STEP_NAME.match(ev.name)
-        if m:
-            markers.append((int(m.group(1)), _num(ev.ts), _num(ev.dur)))
+        if _STEP_NAME.match(ev.name):  # a step marker (``trace.markers``): its process is the host's
             host_pids.add(ev.pid)
             continue
         if isinstance(ev.cat, str) and ev.cat.lower() == "gc":
@@ -56,7 +54,7 @@ def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
                 host_pids.add(ev.pid)
         if cls is not None:
             rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur), f"{ev.pid}/{ev.tid}"))
-    gaps = _silent_gaps(spans, host_pids, markers, rank)
+    gaps = _silent_gaps(spans, host_pids, trace.markers, rank)
     if not rows:
         return gaps
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
@@ -64,7 +62,7 @@ def read(events: list[_Event], rank: int) -> pd.DataFrame | None:
     df = df[in_optimizer(df["cls"].to_numpy(object), ts, ts + dur, df["thread"].to_numpy(object))]
     if df.empty:
         return gaps
-    df["step"] = _steps_of(df["ts"].to_numpy(), markers)
+    df["step"] = _steps_of(df["ts"].to_numpy(), trace.markers)
     out = (df.groupby(["step", "cls", "name"], dropna=False, sort=True)["dur"]
            .agg(count="size", total_us="sum", max_us="max").reset_index())
     out["step"] = out["step"].astype("Int64")

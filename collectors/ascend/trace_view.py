@@ -8,8 +8,9 @@ which is used only when that file is absent. Steps come from
 ``ProfilerStep#N`` events; without them the whole capture is one row with
 step NA. The file may be a bare JSON array or ``{"traceEvents": [...]}``,
 and ``ts``/``dur`` may be strings; decoding is typed (msgspec), reading only
-the fields its readers use (here, ``host_calls``, ``hccl_tasks``): a rank's
-trace is decoded once (``decode_events``) and its events handed to each.
+the fields its readers use (here, ``dispatch``, ``host_calls``, ``hccl_tasks``):
+a rank's trace is decoded once (``decode_trace``), its step markers found
+once, and the ``Trace`` handed to each.
 
 At profiler Level0, when neither ``communication.json`` nor HCCL rows of
 ``kernel_details.csv`` are there, the trace still holds the collectives:
@@ -94,6 +95,21 @@ class TraceFacts:
         return "unknown"
 
 
+@dataclass(frozen=True)
+class Trace:
+    """A decoded ``trace_view.json``: its events, and its ``ProfilerStep#N``
+    markers (:func:`step_markers`), found once for every reader."""
+
+    events: list[_Event]
+    markers: list[tuple[int, float, float]]
+
+
+def decode_trace(path: Path) -> Trace:
+    """The events of a Chrome trace file and their step markers (``decode_events``)."""
+    events = decode_events(path)
+    return Trace(events, step_markers(events))
+
+
 def decode_events(path: Path) -> list[_Event]:
     """All events of a Chrome trace file (array or traceEvents object)."""
     data = read_bytes(path)
@@ -112,7 +128,6 @@ def decode_events(path: Path) -> list[_Event]:
     raise InputError(path, "not a Chrome trace (expected a JSON array or object)")
 
 
-
 def _num(value) -> float:
     """``ts``/``dur`` as float (strings allowed); NaN when unusable."""
     if value is None:
@@ -123,25 +138,26 @@ def _num(value) -> float:
         return np.nan
 
 
-def _meta_name(ev: _Event, key: str) -> str | None:
-    """``args[key]`` of a metadata event, or None."""
+def _args(ev: _Event) -> dict:
+    """An event's ``args`` (kept undecoded until asked for); {} when absent or not an object."""
     if not ev.args:
-        return None
+        return {}
     try:
         args = msgspec.json.decode(ev.args)
     except msgspec.DecodeError:
-        return None
-    value = args.get(key) if isinstance(args, dict) else None
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
+def _meta_name(ev: _Event, key: str) -> str | None:
+    """``args[key]`` of a metadata event, or None."""
+    value = _args(ev).get(key)
     return str(value) if value is not None else None
 
 
 def _counter(ev: _Event, key: str) -> float | None:
     """A counter event's ``args[key]`` as a number, or None."""
-    try:
-        args = msgspec.json.decode(ev.args) if ev.args else None
-    except msgspec.DecodeError:
-        return None
-    value = _num(args.get(key)) if isinstance(args, dict) else np.nan
+    value = _num(_args(ev).get(key))
     return None if np.isnan(value) else float(value)
 
 
@@ -168,11 +184,12 @@ def step_spans(markers: list[tuple]) -> pd.DataFrame:
     return marks.sort_values("start_us", kind="stable").reset_index(drop=True)
 
 
-def hccl_operators(events: list[_Event]) -> pa.Table | None:
+def hccl_operators(trace: Trace) -> pa.Table | None:
     """The HCCL operator events of a trace (module doc) as kernel rows:
     ``name``, ``core`` (HCCL), ``start_us``, ``duration_us`` and ``step``
     (the last ``ProfilerStep#N`` marker starting at or before the event;
     null without markers). None when the trace has no such event."""
+    events = trace.events
     hccl_pids = {ev.pid for ev in events
                  if ev.ph == "M" and ev.name == "process_name" and _meta_name(ev, "name") in HCCL_PROCESSES}
     if not hccl_pids:
@@ -188,10 +205,9 @@ def hccl_operators(events: list[_Event]) -> pa.Table | None:
                 rows.append((ev.name, ts, dur))
     if not rows:
         return None
-    markers = step_markers(events)
     names, starts, durs = (list(c) for c in zip(*rows))
     return pa.table({"name": names, "core": ["HCCL"] * len(names), "start_us": starts, "duration_us": durs,
-                     "step": pa.array(_step_of(np.asarray(starts), markers), pa.int64())})
+                     "step": pa.array(_step_of(np.asarray(starts), trace.markers), pa.int64())})
 
 
 def _step_of(starts: np.ndarray, markers: list[tuple]) -> list[int | None]:
@@ -203,8 +219,9 @@ def _step_of(starts: np.ndarray, markers: list[tuple]) -> list[int | None]:
     return [marks[i][1] if i >= 0 else None for i in idx]
 
 
-def read_trace(events: list[_Event]) -> TraceFacts:
-    """A trace's events (``decode_events``) -> TraceFacts (steps from the overlap lanes)."""
+def read_trace(trace: Trace) -> TraceFacts:
+    """A decoded trace (``decode_trace``) -> TraceFacts (steps from the overlap lanes)."""
+    events = trace.events
     facts = TraceFacts(event_count=len(events))
     threads: dict[tuple, str] = {}
     for ev in events:
@@ -229,11 +246,10 @@ def read_trace(events: list[_Event]) -> TraceFacts:
             lane = lane_of.get((ev.pid, ev.tid))
             if lane is not None:
                 intervals.append((lane, _num(ev.ts), _num(ev.dur)))
-    markers = step_markers(events)
     facts.has_overlap_lanes = bool(intervals)
-    facts.has_step_markers = bool(markers)
+    facts.has_step_markers = bool(trace.markers)
     if intervals:
-        facts.steps = steps_from_lanes(intervals, markers, set(lane_of.values()))
+        facts.steps = steps_from_lanes(intervals, trace.markers, set(lane_of.values()))
     return facts
 
 

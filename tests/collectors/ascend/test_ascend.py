@@ -18,7 +18,7 @@ from advisor.collectors import load_profile
 from advisor.collectors.ascend import collector as ascend
 from advisor.collectors.ascend.comm import read_communication
 from advisor.collectors.ascend.tables import kernel_table, ops_from_kernels, read_kernel_details
-from advisor.collectors.ascend.trace_view import decode_events, read_trace
+from advisor.collectors.ascend.trace_view import decode_trace, read_trace
 from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.errors import InputError
 
@@ -156,7 +156,7 @@ def test_normalize_dtypes():
 # ------------------------------------------------------------- real: trace
 
 def test_trace_overlap_lanes_give_step_breakdown(corpus):
-    facts = read_trace(decode_events(corpus / TRACE))
+    facts = read_trace(decode_trace(corpus / TRACE))
     assert facts.device == "ascend" and facts.has_step_markers
     steps = facts.steps
     assert len(steps) == 1 and steps["step"].iloc[0] == 1

@@ -22,7 +22,7 @@ import pytest
 
 import advisor
 from advisor.collectors.ascend import dispatch
-from advisor.collectors.ascend.trace_view import decode_events
+from advisor.collectors.ascend.trace_view import decode_trace
 
 PY, CANN, NPU, OVERLAP = 1, 5, 800, 9
 STEP_US, LAUNCH_US, KERNEL_US, QUEUE_US = 12_000.0, 25.0, 6.0, 40.0
@@ -80,7 +80,7 @@ def rank_folder(tmp_path: Path, task_queue: str) -> Path:
 
 def test_launch_rate_gaps_and_queue_per_step(tmp_path):
     root = rank_folder(tmp_path, "1")
-    per_step = dispatch.read(decode_events(root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0)
+    per_step = dispatch.read(decode_trace(root / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0)
     assert per_step["step"].tolist() == [1, 2, 3, 4]
     assert per_step["launch_interval_us"].tolist() == pytest.approx([LAUNCH_US] * 4)
     assert per_step["kernel_median_us"].tolist() == pytest.approx([KERNEL_US] * 4)
@@ -109,7 +109,7 @@ def test_with_the_queue_at_level_2_the_fix_keeps_it(tmp_path):
 
 
 def test_corpus_timeline_host_far_ahead_is_not_launch_bound(corpus):
-    per_step = dispatch.read(decode_events(corpus / TIMELINE), 0)
+    per_step = dispatch.read(decode_trace(corpus / TIMELINE), 0)
     assert per_step["launch_queue_us"].iloc[0] > 1000  # the Python thread runs milliseconds ahead
     report = advisor.analyze(corpus / TIMELINE)
     assert "step.launch_interval_ms" in report.metrics

@@ -20,7 +20,7 @@ import pytest
 
 import advisor
 from advisor.collectors.ascend import host_calls
-from advisor.collectors.ascend.trace_view import decode_events
+from advisor.collectors.ascend.trace_view import decode_trace
 from tests.collectors.ascend.test_ascend_host_calls import _meta, _x
 
 PY, CANN, OVERLAP = 1, 5, 9
@@ -54,7 +54,7 @@ def rank_folder(tmp_path: Path, pause_every: int, steps: int = 7) -> Path:
 
 
 def test_pauses_on_the_host_lanes_are_silent_gaps(tmp_path):
-    table = host_calls.read(decode_events(rank_folder(tmp_path, 3) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0)
+    table = host_calls.read(decode_trace(rank_folder(tmp_path, 3) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0)
     gaps = table[table["cls"] == "silent_gap"]
     assert sorted(gaps["step"]) == [3, 6]
     # from the last op's end (39 ops, 500 us apart, 480 us each) to the step's end

@@ -21,7 +21,7 @@ import pytest
 
 import advisor
 from advisor.collectors.ascend import hccl_tasks
-from advisor.collectors.ascend.trace_view import decode_events
+from advisor.collectors.ascend.trace_view import decode_trace
 
 PY, HCCL, OVERLAP = 1, 3, 9
 STEP_US = 50_000.0
@@ -77,7 +77,7 @@ def rank_folder(tmp_path: Path, size: int | None) -> Path:
 
 
 def test_tasks_are_summed_per_step_transport_link_and_size(tmp_path):
-    table = hccl_tasks.read(decode_events(rank_folder(tmp_path, UNALIGNED) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0)
+    table = hccl_tasks.read(decode_trace(rank_folder(tmp_path, UNALIGNED) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0)
     assert sorted(table["step"].unique()) == [1, 2, 3, 4]
     sdma = table[(table["transport"] == "SDMA") & (table["link"] == "HCCS") & (table["size_bytes"] == UNALIGNED)]
     assert sdma["count"].tolist() == [8, 8, 8, 8] and sdma["total_us"].tolist() == [8000.0] * 4
@@ -104,7 +104,7 @@ def test_aligned_transfers_keep_it_quiet(tmp_path):
 
 def test_level0_has_no_task_records_and_never_fires(tmp_path):
     folder = rank_folder(tmp_path, None)
-    assert hccl_tasks.read(decode_events(folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0) is None
+    assert hccl_tasks.read(decode_trace(folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"), 0) is None
     report = advisor.analyze(folder)
     assert "transfer.unaligned_sdma_share" not in report.metrics
     skipped = {s.what: s.reason for s in report.skipped}
@@ -166,7 +166,7 @@ def test_real_timelines_without_task_records_leave_the_rule_unevaluated(corpus):
     task records, so no table and no finding."""
     for rel in ("mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json",
                 "mindspore-cpu/vm_12077_20261122142131812_ascend_ms/ASCEND_PROFILER_OUTPUT/trace_view.json"):
-        assert hccl_tasks.read(decode_events(corpus / rel), 0) is None
+        assert hccl_tasks.read(decode_trace(corpus / rel), 0) is None
     report = advisor.analyze(corpus / "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json")
     assert "transfer.unaligned_sdma_share" not in report.metrics
     assert "unaligned-transfer" not in {f.rule for f in report.all_findings()}

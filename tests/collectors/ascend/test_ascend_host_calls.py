@@ -24,7 +24,7 @@ import pytest
 
 import advisor
 from advisor.collectors.ascend import host_calls
-from advisor.collectors.ascend.trace_view import decode_events
+from advisor.collectors.ascend.trace_view import decode_trace
 
 PY, GC, CANN, OVERLAP = 1, 2, 5, 9
 STEP_US = 50_000.0
@@ -80,7 +80,7 @@ def rank_folder(tmp_path: Path, bad: bool) -> Path:
 
 def test_host_calls_are_counted_per_profiler_step(tmp_path):
     trace = rank_folder(tmp_path, bad=True) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
-    table = host_calls.read(decode_events(trace), 0)
+    table = host_calls.read(decode_trace(trace), 0)
     calls = table[table["cls"] != "silent_gap"]  # the stretches between them: tests/ascend/test_ascend_gaps.py
     counts = calls.groupby("cls")["count"].sum().to_dict()
     assert counts == {"gc": 4, "syncbn": 96, "sync": 8, "optimizer": 4, "optimizer_op": 480}
@@ -114,7 +114,7 @@ def test_real_cropped_timeline(corpus):
     CANN syncs behind them, an Adam step with 80 elementwise ops. One step
     cannot show a per-step sync habit; the single-tensor Adam, a fifth of the
     step, is what msprof-analyze's affinity-API check reports there too."""
-    table = host_calls.read(decode_events(corpus / TIMELINE), 0)
+    table = host_calls.read(decode_trace(corpus / TIMELINE), 0)
     names = set(table.loc[table["cls"] == "sync", "name"])
     assert {"aten::item", "AscendCL@aclrtSynchronizeStream", "AscendCL@aclrtSynchronizeDevice"} <= names
     report = advisor.analyze(corpus / TIMELINE)
@@ -135,9 +135,9 @@ def test_a_rank_trace_is_decoded_once_for_all_its_readers(tmp_path, monkeypatch)
 
     def counting(path):
         decoded.append(path)
-        return decode_events(path)
+        return decode_trace(path)
 
-    monkeypatch.setattr(collector, "decode_events", counting)
+    monkeypatch.setattr(collector, "decode_trace", counting)
     profile = collector.read(rank_folder(tmp_path, bad=True))
     assert [p.name for p in decoded] == ["trace_view.json"]
     assert profile.steps is not None and len(profile.steps) == 4

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from advisor.collectors.ascend import collector, hccl_rows
-from advisor.collectors.ascend.trace_view import decode_events, hccl_operators
+from advisor.collectors.ascend.trace_view import decode_trace, hccl_operators
 from advisor.pipeline import analyze_profile
 
 STEP_TRACE = ("Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
@@ -83,7 +83,7 @@ def test_hccl_operator_lanes_become_comm_rows_per_step(tmp_path: Path, process: 
 
 def test_without_step_markers_the_operators_have_no_step(tmp_path: Path) -> None:
     trace = [e for e in _trace() if not e["name"].startswith("ProfilerStep#")]
-    ops = hccl_operators(decode_events(_write(tmp_path, trace)))
+    ops = hccl_operators(decode_trace(_write(tmp_path, trace)))
     assert ops.num_rows == 4 and ops.column("step").null_count == 4
 
 
@@ -92,7 +92,7 @@ def test_task_lanes_and_other_processes_are_not_operators(tmp_path: Path) -> Non
     hcom-named event on another process do not."""
     trace = _trace() + [{"ph": "X", "name": "hcom_allReduce__1_5_1", "pid": 800, "tid": 3, "ts": 10_500.0,
                          "dur": 5.0}]
-    ops = hccl_operators(decode_events(_write(tmp_path, trace)))
+    ops = hccl_operators(decode_trace(_write(tmp_path, trace)))
     assert sorted(set(ops.column("name").to_pylist())) == sorted(
         {"hcom_allGather__607_5_1", "hcom_allReduce__606_5_1", "hcom_allGather__607_6_1",
          "hcom_allReduce__606_6_1"})
@@ -117,7 +117,7 @@ def test_trace_without_hccl_lanes_gives_no_comm(tmp_path: Path) -> None:
 def test_corpus_single_device_trace_has_no_hccl_lanes(corpus: Path) -> None:
     """A real torch_npu trace_view.json of one device (no HCCL process): no collectives are invented."""
     path = corpus / "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json"
-    assert hccl_operators(decode_events(path)) is None
+    assert hccl_operators(decode_trace(path)) is None
 
 
 def _write(tmp_path: Path, trace: list) -> Path:
