@@ -123,7 +123,7 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
                         "the lowest.",
         "inferred_title": "{title} (inferred)",
         "severity_held": "Medium, not {band}: {pct}% of the step is at stake on average, but its steps vary; "
-                         "at 90% confidence they support {low}%.",
+                         "at {conf}% confidence they support {low}%.",
         "if_torch_npu": "If the job runs PyTorch with torch_npu: {text}",
         "if_mindspore": "If it runs MindSpore: {text}",
         "either_framework": "torch_npu or MindSpore (the profile does not record which)",
@@ -133,7 +133,7 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
                         "而该问题的置信度较低。",
         "inferred_title": "{title}（推断）",
         "severity_held": "定为中等而非{band}：平均 {pct}% 的迭代时间受影响，但各步差异较大，"
-                         "按 90% 置信度只能确认 {low}%。",
+                         "按 {conf}% 置信度只能确认 {low}%。",
         "if_torch_npu": "若作业使用 PyTorch（torch_npu）：{text}",
         "if_mindspore": "若使用 MindSpore：{text}",
         "either_framework": "torch_npu 或 MindSpore（性能数据未记录框架）",
@@ -322,7 +322,8 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     caveats = list(rule.caveats)
     if rule.severity == "auto" and stake_pct is not None and _band(stake_pct) != severity:
         band = SEVERITY_WORDS.get(lang, SEVERITY_WORDS["en"])[_band(stake_pct)]
-        caveats.append(engine_note(lang, "severity_held", band=band, pct=f"{stake_pct:.1f}", low=f"{low_pct:.1f}"))
+        caveats.append(engine_note(lang, "severity_held", band=band, pct=f"{stake_pct:.1f}", low=f"{low_pct:.1f}",
+                                   conf=f"{100 * STAKE_CONFIDENCE:g}"))
     title = engine_note(lang, "inferred_title", title=rule.title) if direct is False else rule.title
     read = metric_refs(rule) | ({STEP_TIME} if stake_pct is not None or gain_pct is not None else set())
     evidence = {m: values[m] for m in sorted(read) if values.get(m) is not None}
