@@ -86,13 +86,15 @@ def fit(x: np.ndarray) -> RobustFit:
     support = np.sort(np.argsort((((x - median) ** 2) / spread).sum(axis=1), kind="stable")[:h])
     for _ in range(MAX_STEPS):
         location, cov = _moments(x[support])
-        nearest = np.sort(np.argsort(_distances(x, location, cov + np.diag(floor)), kind="stable")[:h])
+        dist = _distances(x, location, cov + np.diag(floor))
+        nearest = np.sort(np.argsort(dist, kind="stable")[:h])
         if np.array_equal(nearest, support):
             break
         support = nearest
+    else:  # out of steps: the fit of the last support chosen
+        location, cov = _moments(x[support])
+        dist = _distances(x, location, cov + np.diag(floor))
 
-    location, cov = _moments(x[support])
-    dist = _distances(x, location, cov + np.diag(floor))
     consistency = float(np.median(dist)) / chi2_quantile(0.5, p)
     if consistency > 0:  # 0 when most rows are exactly alike: nothing to scale
         cov = cov * consistency
