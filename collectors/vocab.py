@@ -42,12 +42,20 @@ Dtypes (``ops.input_dtypes``, ";"-joined)
     ``fp16`` -- to it; ``dtype_bytes`` gives its width. A spelling not in
     ``DTYPES`` is kept, upper case, separators as ``_``
     (``c10::Float8_e4m3fn`` -> ``FLOAT8_E4M3FN``).
+
+Transfer size classes (``size_class`` of ``bandwidth``, ``links``,
+``comm_contention``)
+    floor(log2(MB)) of one record's size (``size_classes``): a transfer's
+    bandwidth is compared only with transfers of its class, since a small
+    transfer never reaches a large one's bandwidth.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+
+import numpy as np
 
 # ---------------------------------------------------------------- kinds
 
@@ -190,3 +198,12 @@ def dtype_text(text: str | None) -> str | None:
     if text is None:
         return None
     return ";".join(dtype(part) for part in str(text).split(";"))
+
+
+def size_classes(size_mb) -> tuple[np.ndarray, np.ndarray]:
+    """(size class of each size in MB, which sizes are positive): floor(log2(MB))
+    (module doc); a size that is not positive has no class (0 here, masked out)."""
+    size = np.asarray(size_mb, dtype=np.float64)
+    positive = size > 0
+    with np.errstate(all="ignore"):
+        return np.floor(np.log2(np.where(positive, size, 1.0))).astype(np.int64), positive

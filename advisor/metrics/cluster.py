@@ -95,6 +95,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.vocab import size_classes
 from advisor.metrics.comm import peer_waits
 from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
@@ -574,7 +575,7 @@ def _rank_links(p: Profile, threshold: float = 1.0) -> list[dict]:
     if links.empty:
         raise NotEvaluated("no point-to-point links with traffic")
     if "size_class" not in links.columns:  # records not rolled up (``comm_rollup``)
-        links["size_class"] = np.floor(np.log2(links["size_mb"])).astype(int)
+        links["size_class"] = size_classes(links["size_mb"])[0]  # the sizes are positive here
     if "step" not in links.columns:
         links["step"] = np.nan  # no step ids: every link counts 0 steps
     agg = (

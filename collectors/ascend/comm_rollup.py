@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from advisor.collectors.ascend.comm_keys import OP_INSTANCE_SUFFIX
+from advisor.collectors.vocab import size_classes
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,7 @@ def _with_size_class(table: pa.Table) -> pa.Table:
     (null where the size is not positive); kept as is if already there."""
     if "size_class" in table.column_names:
         return table
-    size = table.column("size_mb").to_numpy(zero_copy_only=False).astype(np.float64)
-    positive = size > 0
-    with np.errstate(all="ignore"):
-        cls = np.floor(np.log2(np.where(positive, size, 1.0))).astype(np.int64)
+    cls, positive = size_classes(table.column("size_mb").to_numpy(zero_copy_only=False).astype(np.float64))
     return table.append_column("size_class", pa.array(cls, mask=~positive))
 
 

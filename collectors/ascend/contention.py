@@ -15,10 +15,8 @@ the reader pairs them here, per rank, before the rollup.
 An operator is *beside compute* when kernels compute during at least
 ``BESIDE_SHARE`` of its span, *alone* when during at most ``ALONE_SHARE``;
 operators in between are left out of both. Rows are summed per (rank,
-step, transport, size class, beside_compute), ``size_class`` being
-floor(log2(MB)) of each operator's transfer, as in the ``bandwidth`` table
-(a small transfer never reaches a large one's bandwidth, so only the same
-class is compared).
+step, transport, size class, beside_compute), the size class of each
+operator's transfer (``vocab.size_classes``, as in the ``bandwidth`` table).
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ import pyarrow as pa
 from advisor.collectors.ascend.hccl_rows import is_hccl
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.parallel.batch_tables import PendingTable
+from advisor.collectors.vocab import size_classes
 
 #: An operator whose span has kernels computing during at least this share
 #: of it runs beside compute: most of its transfer competes with them.
@@ -90,11 +89,13 @@ def contention_table(kernels: pa.Table | None, comm: PendingTable | None, bandwi
     elapse = np.fromiter((r[5] for r in rows), float, len(rows))
     covered = iv.covered_between(intervals, start, start + elapse)
     share = covered / elapse
+    classes = size_classes([r[2] for r in rows])[0]  # every size is positive here
     sums: dict[tuple, list] = {}  # (step, transport, size_class, beside) -> [ops, size_mb, time_ms, exposed_us]
-    for (step, transport, size, time_ms, _, span), part, cov in zip(rows, share.tolist(), covered.tolist()):
+    for (step, transport, size, time_ms, _, span), part, cov, cls in zip(rows, share.tolist(), covered.tolist(),
+                                                                          classes.tolist()):
         if ALONE_SHARE < part < BESIDE_SHARE:
             continue
-        key = (step, str(transport).upper(), int(np.floor(np.log2(size))), part >= BESIDE_SHARE)
+        key = (step, str(transport).upper(), cls, part >= BESIDE_SHARE)
         acc = sums.setdefault(key, [0, 0.0, 0.0, 0.0])
         acc[0] += 1
         acc[1] += size

@@ -28,7 +28,6 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import orjson
 import pandas as pd
 
@@ -113,7 +112,7 @@ def links_table(rows: list[dict], rank: int) -> pd.DataFrame | None:
         return None
     out.insert(0, "rank", rank)
     out["step"] = pd.array(out["step"], dtype="Int64")
-    out["size_class"] = np.floor(np.log2(out["size_mb"])).astype("int64")
+    out["size_class"] = vocab.size_classes(out["size_mb"])[0]  # every size is positive here
     out["bandwidth_gbps"] = out["size_mb"] / out["time_ms"]
     return out.reset_index(drop=True)
 
