@@ -91,17 +91,24 @@ SMALL_DDP = ["--steps", "8", "--hidden", "256", "--layers", "2"]
 
 
 def test_ddp_slowed_rank_is_reported(examples, tmp_path):
-    # The excess is the others' corroborating wait (cluster.py module doc):
-    # 15 runs on the shared 2-core host (load 4-8) measured 18.0-40.2 ms for
-    # the 30 ms sleep (41-71% of the step); the host's own noise made it 0 in
-    # all 41 runs without a sleep (test below).
+    # Two sizes (cluster.py module doc). The sleep itself is in rank 2's host
+    # time: its free time minus the others' (component_excess_ms) measured
+    # 27.9-31.9 ms for the 30 ms sleep. What the finding reports is capped by
+    # the others' corroborating wait, which depends on how the host shares
+    # its 2 cores among the 4 ranks: 18.0-40.2 ms in 15 runs at load 4-8,
+    # 23-30 ms at load 1, 10.0 ms on a CI runner, where the other ranks,
+    # slowed by the same cores, caught up part of the sleep. It is never
+    # more than the sleep shows, and never 0 (the host's own noise made it 0
+    # in all 41 runs without a sleep: test below).
     report = _advisor_run(tmp_path, 5, _ddp(examples, 4, *SMALL_DDP, "--slow-rank", "2", "--slow-ms", "30"))
     found = _findings(report)
     assert "slow-rank" in found, list(found)
     assert found["slow-rank"]["scope"]["ranks"] == [2]
     assert _value(report, "cluster.slow_rank") == 2
     assert _value(report, "cluster.slow_component") == "free (host/data)"  # the sleep is host time
-    assert _value(report, "cluster.slow_rank_excess_ms") > 15, report["metrics"]["cluster.slow_rank"]
+    evidence = report["metrics"]["cluster.slow_rank"]["evidence"]
+    assert evidence["component_excess_ms"] > 0.6 * 30, evidence
+    assert 0 < _value(report, "cluster.slow_rank_excess_ms") <= evidence["component_excess_ms"], evidence
 
 
 def test_ddp_without_slowed_rank_has_no_slow_rank(examples, tmp_path):

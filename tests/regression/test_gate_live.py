@@ -62,7 +62,10 @@ def test_compare_names_the_dataloader_as_main_growth(live_runs, tmp_path):
     data = json.loads((out / "compare.json").read_text())
     top = data["growth"][0]
     assert top["kind"] == "step component" and "DataLoader" in top["name"], data["growth"][:3]
-    assert top["change_ms"] > 10 * max(g["change_ms"] for g in data["growth"][1:] or [{"change_ms": 0.1}])
+    # the loader sleeps 64 ms per batch (conftest.SLOW_DATA); anything else
+    # grows only with the host's load (up to 13.7 ms measured beside 83.7)
+    assert top["change_ms"] > 0.9 * 64, data["growth"][:3]
+    assert top["change_ms"] > 3 * max(g["change_ms"] for g in data["growth"][1:] or [{"change_ms": 0.1}])
     step = next(m for m in data["metrics"] if m["id"] == "step.time_ms")
     assert step["beyond_noise"] is True and step["test"]["p_value"] < 0.01
     assert any(f["rule"] == "input-bound" and f["status"] in ("new", "worse") for f in data["findings"])
