@@ -23,6 +23,7 @@ from tests.regression.gate_helpers import advisor, one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 BOUND = REPO / "examples" / "resnet50_data_bound" / "profiler"
+FIXED = REPO / "examples" / "resnet50_data_fixed"
 EVIL = "x\x1b]52;c;cHduZWQ=\x07\x1b[2J\r\nforged: line"
 
 
@@ -37,7 +38,7 @@ def report(tmp_path_factory) -> dict:
 
 def test_recorded_config_is_printed_without_escapes(report, tmp_path):
     base = tmp_path / "base.json"
-    base.write_text(json.dumps(report))
+    base.write_text(load_report(FIXED).model_dump_json())
     report = json.loads(json.dumps(report))
     report["run"]["config"] = {"file": "cfg" + EVIL, "origin": "given", "in_working_tree": False, "strict": False,
                                "rules": ["r" + EVIL], "thresholds": {"a.b" + EVIL: 1.0}, "overrides": {}, "gate": {}}
@@ -45,7 +46,7 @@ def test_recorded_config_is_printed_without_escapes(report, tmp_path):
     cur.write_text(json.dumps(report))
     code, stdout, stderr = advisor("gate", cur, "--baseline", base, "-o", tmp_path / "g", "--no-strict-config",
                                    "--no-color")
-    assert code == 0, stderr
+    assert code == 1, stderr                                        # data-bound against fixed
     assert "analyzed with: cfgx]52;c;cHduZWQ=[2J" in stdout       # named, as text
     assert _controls(stdout) == []
     assert not [line for line in stdout.splitlines() if line.startswith("forged")]

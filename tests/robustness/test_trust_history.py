@@ -4,7 +4,7 @@ decompressed input, and its text (commits, times, units) reaches the
 terminal and the SVG chart as inert text.
 
 The history is made by the real command line (``advisor history add``) from
-a real MindSpore profile (``examples/resnet50_data_bound``), then changed
+real MindSpore profiles (``examples/resnet50_data_*``), then changed
 with SQLite as a tampered cache would be (schema: ``advisor.regression.history``).
 """
 
@@ -26,6 +26,7 @@ from tests.regression.gate_helpers import advisor, one_line_error
 
 REPO = Path(__file__).resolve().parents[2]
 BOUND = REPO / "examples" / "resnet50_data_bound" / "profiler"
+FIXED = REPO / "examples" / "resnet50_data_fixed"
 #: Rich console markup (a hyperlink, blinking) and terminal escapes (OSC 8
 #: link, OSC 52 clipboard write, screen clear) in the history's text.
 MARKUP_UNIT = "[link=https://evil.example/x]ms"
@@ -68,10 +69,14 @@ def test_a_stored_report_that_inflates_past_the_bound_is_refused(report_json, tm
 
 
 def test_a_stored_report_within_the_bound_is_read(report_json, tmp_path):
-    db = _history(report_json, tmp_path / "h.db")
+    """The data-bound run against a history of the fixed one: a regression."""
+    (tmp_path / "in").mkdir()
+    fixed = tmp_path / "in" / "fixed.json"
+    fixed.write_text(load_report(FIXED).model_dump_json(), encoding="utf-8")
+    db = _history(fixed, tmp_path / "h.db")
     code, stdout, stderr = advisor("gate", report_json, "--history", db, "-o", tmp_path / "g", "--no-color")
-    assert code == 0, stderr
-    assert "advisor gate: pass" in stdout
+    assert code == 1, stderr
+    assert "advisor gate: regression" in stdout
 
 
 def _tampered(report_json: Path, tmp_path: Path) -> Path:
