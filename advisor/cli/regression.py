@@ -134,7 +134,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, strict
         raise ConfigError("--last must be at least 1")
     settings = settings_for(config_path, strict_config)
     config = gate_config(settings)
-    refuse_inside(out_dir, current, *baselines)
+    refuse_inside(out_dir, current, *baselines, *([history_db] if history_db is not None else []))
     anomaly = None
     cur_report = _load(current, settings)
     cur = side_from_reports([cur_report], str(current))

@@ -109,3 +109,11 @@ def test_history_chart_is_well_formed_whatever_the_file_holds(report_json, tmp_p
     svg = (tmp_path / "t.svg").read_text()
     minidom.parseString(svg)                      # XML 1.0 forbids the escape character
     assert "[link=https://evil.example/x]ms" in svg and "\\x1b" in svg
+
+
+def test_the_gate_writes_nothing_beside_the_history_it_reads(report_json, tmp_path):
+    db = _history(report_json, tmp_path / "cache" / "history.db")
+    before = sorted(p.name for p in db.parent.iterdir())
+    code, _, stderr = advisor("gate", report_json, "--history", db, "-o", db.parent)
+    one_line_error(code, stderr, "folder of the input", str(db))
+    assert sorted(p.name for p in db.parent.iterdir()) == before
