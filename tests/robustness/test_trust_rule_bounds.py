@@ -110,3 +110,20 @@ def test_a_config_nested_past_the_recursion_limit_is_one_line_naming_it(tmp_path
     monkeypatch.chdir(tmp_path)
     code, _, err = advisor("report", PROFILE, "-o", tmp_path / "out", "--no-color")
     one_line_error(code, err, str(tmp_path / "advisor.toml"), "nested too deeply")
+
+
+def test_rules_list_and_explain_print_a_user_rules_texts_without_escapes(tmp_path):
+    """A rule's title and explanation are its author's text: on the terminal
+    without escapes (OSC 52, title, screen clear) or forged lines."""
+    evil = "t\x1b]52;c;cHduZWQ=\x07\x1b]0;x\x07\x1b[2J\r\nforged: line"
+    folder = _rule(tmp_path)
+    text = (folder / "hostile.yaml").read_text()
+    text = text.replace("title: a rule from the repository under test", f"title: {json.dumps(evil)}")
+    (folder / "hostile.yaml").write_text(text.replace("what: a,", f"what: {json.dumps(evil)},"))
+    code, listed, err = advisor("rules", "list", "--rules", folder)
+    assert code == 0, err
+    assert "hostile-rule" in listed and "\x1b" not in listed and "\r" not in listed
+    assert not [line for line in listed.splitlines() if line.startswith("forged")]
+    code, explained, err = advisor("rules", "explain", "hostile-rule", "--rules", folder)
+    assert code == 0, err
+    assert "hostile-rule" in explained and "\x1b" not in explained and "\r" not in explained
