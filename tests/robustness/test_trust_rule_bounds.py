@@ -13,6 +13,7 @@ MindSpore profile (``examples/resnet50_data_bound``).
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -127,3 +128,13 @@ def test_rules_list_and_explain_print_a_user_rules_texts_without_escapes(tmp_pat
     code, explained, err = advisor("rules", "explain", "hostile-rule", "--rules", folder)
     assert code == 0, err
     assert "hostile-rule" in explained and "\x1b" not in explained and "\r" not in explained
+
+
+def test_a_fifo_named_like_a_rule_file_is_one_line_not_a_hang(tmp_path):
+    """A rule folder is listed by suffix; a FIFO in it would block the read
+    until someone writes to it."""
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    os.mkfifo(folder / "planted.yaml")
+    code, _, err = advisor("rules", "list", "--rules", folder)
+    one_line_error(code, err, "planted.yaml", "not a regular file")
