@@ -100,8 +100,8 @@ MAX_POWER_BITS = 4096
 MAX_RENDER_SECONDS = 2.0
 #: Deepest nesting of ``{% for %}`` loops; the built-in rules nest none.
 MAX_LOOP_DEPTH = 1
-#: String methods and filters whose integer arguments are sizes.
-_SIZED = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "wordwrap", "truncate"})
+#: String methods and filters whose integer argument is the size of what they build.
+_SIZED = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent"})
 #: A width or precision of six digits or more in a ``%`` or ``format`` spec.
 _WIDE_SPEC = re.compile(r"%[-#0 +]*\*|%[-#0 +]*\d{6,}|%[-#0 +]*\d*\.(?:\*|\d{6,})|\{[^{}]*[:!][^{}]*(?:\{|\d{6,})")
 
