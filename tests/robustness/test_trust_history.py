@@ -17,15 +17,16 @@ import zlib
 from pathlib import Path
 from xml.dom import minidom
 
-import pytest
 from advisor.collectors.io.limits import RATIO_FLOOR
 
 from advisor.regression.compare import load_report
 from tests._pty import advisor_on_pty
 from tests.regression.gate_helpers import advisor, one_line_error
+from tests.robustness import test_crashes_are_exit_2 as crashes
 
 REPO = Path(__file__).resolve().parents[2]
-BOUND = REPO / "examples" / "resnet50_data_bound" / "profiler"
+#: The data-bound run's report.json, and a history of it made by `advisor history add`.
+bound_report, _history = crashes.bound_report, crashes._history
 FIXED = REPO / "examples" / "resnet50_data_fixed"
 #: Rich console markup (a hyperlink, blinking) and terminal escapes (OSC 8
 #: link, OSC 52 clipboard write, screen clear) in the history's text.
@@ -34,53 +35,39 @@ MARKUP_COMMIT = "[blink]ab"
 ESCAPES = "\x1b]8;;https://evil.example\x1b\\x\x1b]52;c;cHduZWQ=\x07\x1b[2J"
 
 
-@pytest.fixture(scope="module")
-def report_json(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("rep") / "report.json"
-    path.write_text(load_report(BOUND).model_dump_json(), encoding="utf-8")
-    return path
-
-
-def _history(report_json: Path, db: Path, runs: int = 2) -> Path:
-    for i in range(runs):
-        code, _, stderr = advisor("history", "add", report_json, "--db", db, "--branch", "main", "--commit", f"c{i}")
-        assert code == 0, stderr
-    return db
-
-
 def _controls(text: str, allowed: str = "\n") -> list[str]:
     return sorted({repr(c) for c in text if unicodedata.category(c) == "Cc" and c not in allowed})
 
 
-def test_a_stored_report_that_inflates_past_the_bound_is_refused(report_json, tmp_path):
+def test_a_stored_report_that_inflates_past_the_bound_is_refused(bound_report, tmp_path):
     """64 MB of padding in 64 KB of zlib: refused once the expansion bound
     is crossed, naming the file and the run, before the rest is inflated."""
-    db = _history(report_json, tmp_path / "h.db")
-    text = report_json.read_bytes()
+    db = _history(bound_report, tmp_path / "h.db")
+    text = bound_report.read_bytes()
     packer = zlib.compressobj(9)
     blob = packer.compress(text[:-1]) + packer.compress(b" " * (16 * RATIO_FLOOR)) + packer.compress(text[-1:])
     blob += packer.flush()
     assert len(blob) * 100 < 16 * RATIO_FLOOR        # beyond the default bound of 100x
     with sqlite3.connect(db) as con:
         con.execute("UPDATE runs SET report = ? WHERE id = 2", (blob,))
-    code, _, stderr = advisor("gate", report_json, "--history", db, "-o", tmp_path / "g")
+    code, _, stderr = advisor("gate", bound_report, "--history", db, "-o", tmp_path / "g")
     one_line_error(code, stderr, str(db), "run 2", "expands")
     assert not (tmp_path / "g").exists()
 
 
-def test_a_stored_report_within_the_bound_is_read(report_json, tmp_path):
+def test_a_stored_report_within_the_bound_is_read(bound_report, tmp_path):
     """The data-bound run against a history of the fixed one: a regression."""
     (tmp_path / "in").mkdir()
     fixed = tmp_path / "in" / "fixed.json"
     fixed.write_text(load_report(FIXED).model_dump_json(), encoding="utf-8")
     db = _history(fixed, tmp_path / "h.db")
-    code, stdout, stderr = advisor("gate", report_json, "--history", db, "-o", tmp_path / "g", "--no-color")
+    code, stdout, stderr = advisor("gate", bound_report, "--history", db, "-o", tmp_path / "g", "--no-color")
     assert code == 1, stderr
     assert "advisor gate: regression" in stdout
 
 
-def _tampered(report_json: Path, tmp_path: Path) -> Path:
-    db = _history(report_json, tmp_path / "h.db")
+def _tampered(bound_report: Path, tmp_path: Path) -> Path:
+    db = _history(bound_report, tmp_path / "h.db")
     with sqlite3.connect(db) as con:
         con.execute("UPDATE runs SET commit_sha = ?, recorded_at = ? WHERE id = 1",
                     (MARKUP_COMMIT, "[link=http://e/]" + ESCAPES))
@@ -89,10 +76,10 @@ def _tampered(report_json: Path, tmp_path: Path) -> Path:
     return db
 
 
-def test_history_show_prints_the_files_text_as_text(report_json, tmp_path):
+def test_history_show_prints_the_files_text_as_text(bound_report, tmp_path):
     """On a terminal: rich's own colours only -- no hyperlink, no blinking,
     no escape of the file -- and the markup shown as written."""
-    db = _tampered(report_json, tmp_path)
+    db = _tampered(bound_report, tmp_path)
     code, out, err = advisor_on_pty(["history", "show", "--db", str(db)], tmp_path,
                                     {**os.environ, "COLUMNS": "200", "TERM": "xterm-256color"})
     assert code == 0, err
@@ -101,8 +88,8 @@ def test_history_show_prints_the_files_text_as_text(report_json, tmp_path):
     assert "[link=https://evil.example/x]ms" in out and "[blink]ab" in out
 
 
-def test_history_chart_is_well_formed_whatever_the_file_holds(report_json, tmp_path):
-    db = _tampered(report_json, tmp_path)
+def test_history_chart_is_well_formed_whatever_the_file_holds(bound_report, tmp_path):
+    db = _tampered(bound_report, tmp_path)
     code, stdout, stderr = advisor("history", "show", "--db", db, "-o", tmp_path / "t.svg", "--no-color")
     assert code == 0, stderr
     assert _controls(stdout) == []
@@ -111,9 +98,9 @@ def test_history_chart_is_well_formed_whatever_the_file_holds(report_json, tmp_p
     assert "[link=https://evil.example/x]ms" in svg and "\\x1b" in svg
 
 
-def test_the_gate_writes_nothing_beside_the_history_it_reads(report_json, tmp_path):
-    db = _history(report_json, tmp_path / "cache" / "history.db")
+def test_the_gate_writes_nothing_beside_the_history_it_reads(bound_report, tmp_path):
+    db = _history(bound_report, tmp_path / "cache" / "history.db")
     before = sorted(p.name for p in db.parent.iterdir())
-    code, _, stderr = advisor("gate", report_json, "--history", db, "-o", db.parent)
+    code, _, stderr = advisor("gate", bound_report, "--history", db, "-o", db.parent)
     one_line_error(code, stderr, "folder of the input", str(db))
     assert sorted(p.name for p in db.parent.iterdir()) == before
