@@ -64,13 +64,18 @@ STRICT_ENV = "ADVISOR_STRICT_CONFIG"
 #: Buildkite and most other CI systems: strict config is then the default,
 #: because there the working tree is the code under review.
 CI_ENV = "CI"
+#: Variables that CI systems which do not set ``CI_ENV`` set on every job
+#: (their documented build variables): Azure Pipelines, Jenkins, TeamCity,
+#: AWS CodeBuild. Any of them set makes strict config the default too.
+CI_MARKERS = ("TF_BUILD", "JENKINS_URL", "TEAMCITY_VERSION", "CODEBUILD_BUILD_ID")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
 def strict_default(environ=None) -> bool:
     """Whether strict config is on when the command line does not say:
-    ``STRICT_ENV`` when set, else whether ``CI_ENV`` is true. ConfigError
-    for a ``STRICT_ENV`` value that is neither yes nor no."""
+    ``STRICT_ENV`` when set, else whether ``CI_ENV`` is true or one of
+    ``CI_MARKERS`` is set. ConfigError for a ``STRICT_ENV`` value that is
+    neither yes nor no."""
     environ = os.environ if environ is None else environ
     value = environ.get(STRICT_ENV)
     if value is not None:
@@ -79,7 +84,7 @@ def strict_default(environ=None) -> bool:
         if value.strip().lower() in _FALSE:
             return False
         raise ConfigError(f"{STRICT_ENV}={value!r}: expected 1 or 0")
-    return environ.get(CI_ENV, "").strip().lower() in _TRUE[:2]
+    return environ.get(CI_ENV, "").strip().lower() in _TRUE[:2] or any(environ.get(v) for v in CI_MARKERS)
 
 
 def working_tree(start: Path | None = None) -> Path:
@@ -148,6 +153,17 @@ class Settings:
                                max_expansion or self.max_expansion or input_limits.MAX_EXPANSION)
 
 
+def in_working_tree(path: Path, start: Path | None = None) -> bool:
+    """Whether ``path`` lies in the working tree under test seen from
+    ``start``: where it is written (its path made absolute without following
+    links) or where it leads (resolved). A link in the tree is the tree's
+    content: pointing it at a file outside (one the code under test wrote
+    into /tmp) does not make that file the CI job's own."""
+    tree = working_tree(start)
+    written = Path(os.path.normpath(Path.cwd().resolve() / Path(path)))
+    return written.is_relative_to(tree) or Path(path).resolve().is_relative_to(tree)
+
+
 def find_config(start: Path | None = None) -> Path | None:
     """The config file that applies in ``start`` (default: the current
     folder), or None (see the module doc for where it is looked for)."""
@@ -171,7 +187,7 @@ def load_settings(path: Path | None = None, *, start: Path | None = None, strict
     path = Path(path) if path is not None else find_config(start)
     if path is None:
         return Settings(strict=strict)
-    in_tree = origin == "found" or Path(path).resolve().is_relative_to(working_tree(start))
+    in_tree = origin == "found" or in_working_tree(path, start)
     table, prefix = _advisor_table(path) or ({}, ".".join(TOOL_TABLE))
     rules = table.get("rules", [])
     if isinstance(rules, str):
@@ -308,3 +324,5 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(f"{path}: not valid TOML (arrays or tables nested too deeply to read)") from None

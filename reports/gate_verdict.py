@@ -152,8 +152,8 @@ def print_gate(result: GateResult, console) -> None:
     console.print(table)
     for g in result.growth[:3]:
         console.print(f"  grew: {clean(g.kind)} {clean(g.name)}: +{fmt_num(g.change_ms)} ms/step", markup=False)
-    for line in config_lines(result):
-        console.print(line, markup=False, soft_wrap=True)
+    for line in config_lines(result):  # paths and thresholds an input report records: its text
+        console.print(clean(line), markup=False, soft_wrap=True)
 
 
 def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dict[str, Path]:
@@ -187,12 +187,13 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
     from rich.text import Text
 
     flags = flags or {}
-    table = Table(title=f"history: {len(runs)} run(s) of {metric_label(metric, unit)}", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
+    unit = clean(unit)  # the history file's text: as plain text (Text, never markup), without controls
+    table = Table(title=Text(f"history: {len(runs)} run(s) of {metric_label(clean(metric), unit)}"),
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("recorded", no_wrap=True)
     table.add_column("commit", no_wrap=True)
-    table.add_column(f"value ({unit})" if unit else "value", justify="right", no_wrap=True)
+    table.add_column(Text(f"value ({unit})" if unit else "value"), justify="right", no_wrap=True)
     table.add_column("vs median", justify="right", no_wrap=True)
     table.add_column("findings", overflow="fold", ratio=1, min_width=12)
     values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
@@ -203,14 +204,21 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
         rules = ", ".join(dict.fromkeys(str(f).rpartition(":")[0] or str(f) for f in row["findings"]))
         flagged = int(row["id"]) in flags
         table.add_row(Text(f"{row['id']}{FLAG_MARK if flagged else ''}", style="red" if flagged else ""),
-                      clean(str(row["recorded_at"])[:16].replace("T", " ")),  # to the minute
-                      clean(str(row["commit"] or "-")[:COMMIT_CHARS]),
+                      Text(clean(str(row["recorded_at"])[:16].replace("T", " "))),  # to the minute
+                      Text(clean(str(row["commit"] or "-")[:COMMIT_CHARS])),
                       "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs, Text(clean(rules) or "-"))
     console.print(table)
     if flags:
         console.print(f"{FLAG_MARK} flagged by the anomaly model (against the runs before it):", markup=False)
     for run_id, reason in flags.items():
         console.print(Text(f"run {run_id}: {clean(reason)}", style="red"))
+
+
+def _svg(text: object) -> str:
+    """Text of the history file (commits, units) for the SVG: escaped, and
+    what XML 1.0 forbids written visibly (:func:`xml_text`), so the chart
+    stays well-formed."""
+    return xml_escape(xml_text(text))
 
 
 def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dict[int, str] | None = None) -> str:
@@ -223,9 +231,9 @@ def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dic
     w, h, pad = SVG_W, SVG_H, SVG_PAD
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
              'font-family="sans-serif" font-size="11">',
-             f'<title>{xml_escape(metric)} over {len(pts)} run(s)</title>',
+             f'<title>{_svg(metric)} over {len(pts)} run(s)</title>',
              f'<rect width="{w}" height="{h}" fill="white"/>',
-             f'<text x="{pad}" y="20" font-size="14">{xml_escape(metric)}{" (" + xml_escape(unit) + ")" if unit else ""}'
+             f'<text x="{pad}" y="20" font-size="14">{_svg(metric)}{" (" + _svg(unit) + ")" if unit else ""}'
              f' over the last {len(pts)} run(s)</text>']
     if pts:
         vals = [p[2] for p in pts]
@@ -238,7 +246,7 @@ def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dic
             parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>'
                          f'<text x="{pad - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{fmt_num(v)}</text>')
         if unit:  # the axis's unit, over its labels
-            parts.append(f'<text x="{pad - 6}" y="{pad - 10}" text-anchor="end" fill="#555">{xml_escape(unit)}</text>')
+            parts.append(f'<text x="{pad - 6}" y="{pad - 10}" text-anchor="end" fill="#555">{_svg(unit)}</text>')
         parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(med):.1f}" y2="{y(med):.1f}" stroke="#888" '
                      f'stroke-dasharray="4 3"/><text x="{pad + 4}" y="{y(med) - 4:.1f}" '
                      f'fill="#555">median {fmt_num(med)}</text>')
@@ -249,11 +257,11 @@ def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dic
             colour = "#d62728" if flag else "#1f77b4"
             tip = f"run {run_id} {label}: {fmt_num(v)}" + (f" -- {flag}" if flag else "")
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{5 if flag else 3.5}" fill="{colour}">'
-                         f'<title>{xml_escape(tip)}</title></circle>')
+                         f'<title>{_svg(tip)}</title></circle>')
             if len(pts) <= 30:
                 parts.append(f'<text x="{x(i):.1f}" y="{h - pad + 16}" text-anchor="middle" fill="#555">'
-                             f'{xml_escape(label)}</text>')
+                             f'{_svg(label)}</text>')
     else:
-        parts.append(f'<text x="{pad}" y="{h / 2}">no run has {xml_escape(metric)}</text>')
+        parts.append(f'<text x="{pad}" y="{h / 2}">no run has {_svg(metric)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -13,7 +13,7 @@ import click
 from advisor.collectors.io import limits
 from advisor.errors import ConfigError
 from advisor.i18n import DEFAULT_LANG, LANGS
-from advisor.settings import CI_ENV, CONFIG_FILES, STRICT_ENV, Settings, load_settings, strict_default
+from advisor.settings import CI_ENV, CI_MARKERS, CONFIG_FILES, STRICT_ENV, Settings, load_settings, strict_default
 
 
 def lang_option(help: str):
@@ -32,7 +32,7 @@ def config_options(func):
     func = click.option(
         "--strict-config/--no-strict-config", "strict_config", default=None,
         help=f"Refuse settings from the working tree that weaken checks: thresholds, a loosened [gate] "
-             f"(default: on when {STRICT_ENV}=1 or {CI_ENV}=true).")(func)
+             f"(default: on when {STRICT_ENV}=1, {CI_ENV}=true or one of {', '.join(CI_MARKERS)} is set).")(func)
     return click.option(
         "--config", "config_path", type=click.Path(path_type=Path), default=None,
         help=f"Config file, and only it (default: {CONFIG_FILES[0]} or {CONFIG_FILES[1]} [tool.advisor] "

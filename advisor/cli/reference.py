@@ -12,6 +12,7 @@ import click
 from advisor.cli.console import EXIT_BAD_INPUT
 from advisor.cli.options import lang_option, rules_option, user_rules
 from advisor.errors import ConfigError
+from advisor.reports.sanitize import clean
 from advisor.settings import load_settings
 
 _LANG_OPTION = lang_option("Language of the rule texts.")
@@ -35,8 +36,8 @@ def _rule_set(rule_paths, lang: str):
 @_LANG_OPTION
 def rules_list(rule_paths, lang: str) -> None:
     """One line per rule: id, name, group, status, title."""
-    for r in sorted(_rule_set(rule_paths, lang), key=lambda r: r.id):
-        click.echo(f"{r.id}  {r.name:<20} {r.group:<14} {r.status:<10} {r.title}")
+    for r in sorted(_rule_set(rule_paths, lang), key=lambda r: r.id):  # user rules' titles: their text
+        click.echo(f"{r.id}  {r.name:<20} {r.group:<14} {r.status:<10} {clean(r.title)}")
 
 
 @rules.command("explain")
@@ -51,7 +52,7 @@ def rules_explain(name: str, rule_paths, lang: str) -> None:
     rule_set = _rule_set(rule_paths, lang)
     for r in rule_set:
         if name in (r.name, r.id):
-            click.echo(explain_rule(r, lang))
+            click.echo(clean(explain_rule(r, lang), multiline=True))
             return
     hint = did_you_mean(name, [n for r in rule_set for n in (r.name, r.id)])
     raise ConfigError(f"no rule named {name!r}{hint} (see `advisor rules list`)")
@@ -81,8 +82,8 @@ def rules_validate(paths) -> None:
     from advisor.engine.check import check_rules
 
     problems, count = check_rules(list(paths))
-    for p in problems:
-        click.echo(p, err=True)
+    for p in problems:  # they quote the files' values
+        click.echo(clean(p), err=True)
     if problems:
         sys.exit(EXIT_BAD_INPUT)
     click.echo(f"{count} rule(s) valid")

@@ -134,7 +134,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, strict
         raise ConfigError("--last must be at least 1")
     settings = settings_for(config_path, strict_config)
     config = gate_config(settings)
-    refuse_inside(out_dir, current, *baselines)
+    refuse_inside(out_dir, current, *baselines, *([history_db] if history_db is not None else []))
     anomaly = None
     cur_report = _load(current, settings)
     cur = side_from_reports([cur_report], str(current))
@@ -155,9 +155,11 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, strict
     paths = write_gate(result, comparison, out_dir)
     print_gate(result, console(no_color))
     click.echo(f"summary: {paths['markdown']}  junit: {paths['junit']}")
-    if result.unmeasured and not result.failed:
+    if result.unmeasured and not result.failed:  # the reasons quote the runs' skip notes: their text
+        from advisor.reports.sanitize import clean
+
         what = "; ".join(f"{c.name}: {c.message.split(' -- ', 1)[-1]}" for c in result.unmeasured)
-        click.echo(f"advisor: error: {current}: cannot measure, so the gate does not pass: {what}", err=True)
+        click.echo(clean(f"advisor: error: {current}: cannot measure, so the gate does not pass: {what}"), err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 

@@ -66,10 +66,50 @@ def _parser_entry() -> str | None:
     return f"cel-parser-{name}.pickle"
 
 
+#: Longest expression a rule may have. A rule file may come from the
+#: repository under test; the built-in rules' longest expression is about
+#: 330 characters, so this leaves user rules six times that.
+MAX_EXPRESSION_CHARS = 2000
+#: The CEL macros that loop over a list or map.
+LOOP_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+#: Deepest nesting of loops in one expression. One loop costs the length of
+#: its list; each loop inside another multiplies it (seven nested loops over
+#: ten items are ten million evaluations, hours of cel-python). Two allow
+#: "for each rank, any of its operators"; the built-in rules need none.
+MAX_LOOP_DEPTH = 2
+
+
+def loop_depth(tree: Any) -> int:
+    """The deepest nesting of ``LOOP_MACROS`` calls in a parsed expression
+    (celpy's lark tree; walked without recursion)."""
+    deepest = 0
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = getattr(node, "children", None)
+        if children is None:
+            continue
+        if getattr(node, "data", None) == "member_dot_arg" and any(
+                getattr(c, "type", None) is not None and str(c) in LOOP_MACROS for c in children):
+            depth += 1
+            deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
 def compile_program(expr: str) -> Any:
-    """A runnable program for ``expr``; celpy's own error when it does not parse."""
+    """A runnable program for ``expr``; celpy's own error when it does not
+    parse, ValueError when it is longer than ``MAX_EXPRESSION_CHARS`` or
+    nests loops deeper than ``MAX_LOOP_DEPTH``."""
+    if len(expr) > MAX_EXPRESSION_CHARS:
+        raise ValueError(f"{len(expr)} characters, more than the {MAX_EXPRESSION_CHARS} an expression may have")
     env = environment()
-    return env.program(env.compile(expr))
+    tree = env.compile(expr)
+    depth = loop_depth(tree)
+    if depth > MAX_LOOP_DEPTH:
+        raise ValueError(f"loops ({', '.join(sorted(LOOP_MACROS))}) nested {depth} deep, more than "
+                         f"{MAX_LOOP_DEPTH}: each nested loop multiplies the evaluation's cost")
+    return env.program(tree)
 
 
 def run(program: Any, activation: dict) -> Any:

@@ -21,8 +21,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from advisor.collectors.io.files import read_bytes
 from advisor.engine.schema import Rule
-from advisor.errors import ConfigError
+from advisor.errors import ConfigError, InputError
 from advisor.i18n import DEFAULT_LANG, LANGS
 
 
@@ -94,8 +95,10 @@ def _expanded_size(data, limit: int) -> int:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        data = _safe_load(path.read_text(encoding="utf-8"))
+    try:  # a regular file only: a FIFO named like a rule file would block the read forever
+        data = _safe_load(read_bytes(path).decode("utf-8"))
+    except InputError as exc:
+        raise ConfigError(f"{path}: not a readable YAML file ({exc.problem})") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: not a readable YAML file ({_first_line(exc)})") from None
     if _expanded_size(data, MAX_EXPANDED_VALUES) > MAX_EXPANDED_VALUES:

@@ -27,7 +27,7 @@ unknown keys, rules or metrics, an alpha outside [``MIN_ALPHA``,
 **Weakening** (:func:`weakenings`): a table that loosens the defaults --
 a smaller ``alpha``, any ``ignore``, a ``fail_on`` without ``high`` or a
 lower severity, a default budget removed or widened, a ``run_noise`` above
-0%. Allowed, and named in every verdict; refused under strict config when
+0%, a ``baseline_runs`` above the default. Allowed, and named in every verdict; refused under strict config when
 the file belongs to the working tree under test (``advisor.settings``).
 """
 
@@ -228,6 +228,10 @@ def weakenings(config: GateConfig) -> list[tuple[str, str]]:
                         else f"drops the default budget {key} = {text!r}"))
     if config.run_noise_fraction > 0:
         out.append(("run_noise", f"{config.run_noise} widens every budget's limit"))
+    if config.baseline_runs > DEFAULT_BASELINE_RUNS:
+        out.append(("baseline_runs", f"{config.baseline_runs} is above the default {DEFAULT_BASELINE_RUNS}: a history "
+                                     "baseline reaching further back is older (slower before later speed-ups) and "
+                                     "its run-to-run floor wider"))
     return out
 
 

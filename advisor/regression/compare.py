@@ -7,9 +7,10 @@ as the median run (:func:`side_from_reports`).
 Per-step samples come from ``Report.tables["step_breakdown"]`` (one row per
 step id, mean over ranks). The first row is the warm-up step and is dropped
 when a run has ``WARMUP_MIN_STEPS`` or more steps, as the metrics do. A
-missing value (null, NaN) is a step without that part; a negative or
-infinite time is impossible and the run is refused as bad input
-(:func:`check_values`), so it can neither pass nor fail a gate.
+missing value (null, NaN) is a step without that part; a negative,
+infinite or day-long time is impossible and the run is refused as bad
+input (:func:`check_values`), so it can neither pass nor fail a gate; so
+is a report of another schema version.
 A history side pools each run's steps, at most ``MAX_STEPS_PER_RUN`` per run
 (evenly spaced) so every run weighs the same.
 
@@ -145,23 +146,42 @@ def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), ove
     return report
 
 
+#: The report.json schema this advisor reads (``advisor.model.Report``);
+#: fields are only ever added within it, so another number means another
+#: meaning.
+REPORT_SCHEMA = Report.model_fields["schema_version"].default
+#: Longest step time the gate accepts, in ms: a day. A profile records a
+#: window of a few steps, and a day of device activity in one trace is far
+#: beyond what any profiler output holds; a longer "step" is a damaged or
+#: forged value, and as a baseline it would pass any run.
+MAX_STEP_MS = 24 * 3600 * 1000.0
+
+
+def _impossible(v: float) -> bool:
+    return v < 0 or math.isinf(v) or v > MAX_STEP_MS
+
+
 def check_values(report: Report, where: str | Path) -> None:
-    """InputError naming ``where`` when a step time the gate reads (the
-    ``SAMPLE_COLUMNS`` metrics and their per-step rows) is negative or
-    infinite: no step lasts less than nothing or forever, so the profile or
-    report is damaged."""
+    """InputError naming ``where`` when the report is of another schema than
+    ``REPORT_SCHEMA``, or a step time the gate reads (the ``SAMPLE_COLUMNS``
+    metrics and their per-step rows) is negative, infinite or longer than
+    ``MAX_STEP_MS``: no step lasts less than nothing or for days, so the
+    profile or report is damaged."""
+    if report.schema_version != REPORT_SCHEMA:
+        raise InputError(where, f"a report.json of schema version {report.schema_version}; this advisor reads "
+                                f"version {REPORT_SCHEMA}")
     for metric, columns in SAMPLE_COLUMNS.items():
         value = _value(report.metrics.get(metric))
-        if value is not None and (value < 0 or math.isinf(value)):
-            raise InputError(where, f"{metric} is {value:g}: a negative or infinite time is impossible "
+        if value is not None and _impossible(value):
+            raise InputError(where, f"{metric} is {value:g}: a negative, infinite or day-long time is impossible "
                                     "(damaged step data)")
         for row in report.tables.get("step_breakdown") or []:
             for col in columns:
                 v = row.get(col) if isinstance(row, dict) else None
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or math.isinf(v)):
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and _impossible(v):
                     step = row.get("step", "?")
-                    raise InputError(where, f"step {step}: {col} is {v:g}: a negative or infinite time is "
-                                            "impossible (damaged step data)")
+                    raise InputError(where, f"step {step}: {col} is {v:g}: a negative, infinite or day-long time "
+                                            "is impossible (damaged step data)")
 
 
 def _value(metric) -> float | None:

@@ -39,7 +39,8 @@ and the check carries that caveat. A budget "-x" mirrors all of this for
 metrics whose drop is the regression.
 
 **Unmeasurable.** A budget the gate cannot evaluate never passes: the
-metric was not measured on a side (a run without its step trace), a
+metric was not measured on a side (a run without its step trace), the
+baseline is the current run itself (:func:`own_runs`), a
 relative budget over a baseline of zero, or per-step samples too few for
 the rank test to reach p < ``alpha`` at all (its smallest p-value for those
 sample sizes, :func:`smallest_p`, is not below ``alpha``). The check is an
@@ -83,12 +84,14 @@ from advisor.regression.budgets import Budget, GateConfig
 from advisor.regression.compare import (
     EFFECT_Z,
     MIN_SAMPLES,
+    STEP_METRIC,
     Comparison,
     Contributor,
     Side,
     change_text,
     compare,
     dispersion_floor,
+    step_samples,
 )
 
 NOISE_Z = 3.0
@@ -346,12 +349,37 @@ def input_configs(baseline: Side, current: Side) -> list[InputConfig]:
     return out
 
 
+def own_runs(baseline: Side, current: Side) -> list[int]:
+    """The baseline runs (0-based) that are the current run itself: the
+    same per-step times, step for step (``MIN_SAMPLES`` or more). Two
+    recordings never time their steps alike to the last digit; a copy of
+    one report does."""
+    mine = step_samples(current.latest, STEP_METRIC)
+    if mine is None or len(mine) < MIN_SAMPLES:
+        return []
+    return [i for i, rep in enumerate(baseline.reports)
+            if (theirs := step_samples(rep, STEP_METRIC)) is not None and np.array_equal(theirs, mine)]
+
+
 def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Check | None = None,
              used: ConfigUsed | None = None) -> tuple[GateResult, Comparison]:
     """Decide (see module doc); returns the result and the comparison it
-    used. ``used``: the gate's config, named in the result."""
+    used. ``used``: the gate's config, named in the result. A baseline that
+    is the current run itself (:func:`own_runs`) cannot measure a change: its
+    budgets are unmeasurable, never a pass."""
+    own = own_runs(baseline, current)
     comparison = compare(baseline, current, alpha=config.alpha)
-    checks = [check_budget(b, baseline, current, config) for b in config.parsed_budgets()]
+    if own and len(own) < baseline.runs:
+        comparison.notes.append(f"{len(own)} of the {baseline.runs} baseline runs are the current run itself "
+                                "(the same per-step times): record a run after gating it")
+    if own and len(own) == baseline.runs:
+        checks = [_unmeasurable(Check(kind="budget", name=f"budget {b.metric} {b.text}", status="error", message="",
+                                      metric=b.metric, budget=b.text, relative=b.relative), config,
+                                "the baseline is the current run itself (the same per-step times), and a run "
+                                "cannot be its own baseline")
+                  for b in config.parsed_budgets()]
+    else:
+        checks = [check_budget(b, baseline, current, config) for b in config.parsed_budgets()]
     finding_checks = check_findings(comparison, baseline, current, config)
     if not any(c.status == "fail" for c in finding_checks):
         sev = config.fail_severity

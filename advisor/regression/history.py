@@ -3,8 +3,11 @@
 Keep the file as a CI cache or artifact. Each run stores its metrics,
 findings, commit, branch, time, environment and the whole report (zlib
 compressed JSON, so a history baseline has the per-step samples and operator
-tables a single report.json has). The schema version is SQLite's
-``user_version``; a file of another version is refused with a one-line error.
+tables a single report.json has). A stored report is decompressed under the
+bounds on decompressed input (``advisor.collectors.io.limits.inflate``):
+a history file is input, and a few MB of zlib can hold gigabytes. The
+schema version is SQLite's ``user_version``; a file of another version is
+refused with a one-line error.
 
 A file that is not a history, has tables of another shape, damaged pages
 (checked with ``PRAGMA quick_check`` before a run is added, so nothing is
@@ -44,6 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from advisor.collectors.io.limits import inflate
 from advisor.errors import InputError
 from advisor.model import Report
 from advisor.regression.compare import Side, side_from_reports
@@ -297,7 +301,7 @@ class History:
         out = []
         for run_id, blob in reversed(rows):
             try:
-                report = Report.model_validate_json(zlib.decompress(blob))
+                report = Report.model_validate_json(inflate(blob, f"{self.path} (run {run_id})"))
             except (zlib.error, TypeError, ValueError) as exc:
                 why = " ".join(str(exc).split())[:200]
                 raise InputError(self.path, f"run {run_id}: the stored report is damaged ({type(exc).__name__}: "

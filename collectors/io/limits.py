@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,39 @@ def _human(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def check_bounds(where: str | Path, out: int, consumed: int, lim: Limits) -> None:
+    """InputError naming ``where`` when ``out`` bytes decompressed from the
+    first ``consumed`` compressed bytes cross a bound of ``lim``."""
+    if out > lim.max_decompressed:
+        raise InputError(where, f"decompresses to more than {_human(lim.max_decompressed)} "
+                                "(raise the bound with --max-decompressed or [limits] max_decompressed)")
+    if out >= RATIO_FLOOR:
+        ratio = out / max(consumed, 1)
+        if ratio > lim.max_expansion:
+            raise InputError(where, f"expands {ratio:.0f}x when decompressed, more than the bound of "
+                                    f"{lim.max_expansion:g}x (a decompression bomb? raise the bound with "
+                                    "--max-expansion or [limits] max_expansion)")
+
+
+def inflate(data: bytes, where: str | Path, limits: Limits | None = None) -> bytes:
+    """zlib-compressed ``data`` (a stored report of the run history)
+    decompressed under the bounds in force: InputError naming ``where`` as
+    soon as the output crosses one, before the rest is inflated;
+    ``zlib.error`` for data that is not zlib."""
+    lim = limits or current()
+    inflater = zlib.decompressobj()
+    parts, out, tail = [], 0, data
+    while tail and not inflater.eof:
+        chunk = inflater.decompress(tail, _STEP)
+        tail = inflater.unconsumed_tail
+        out += len(chunk)
+        parts.append(chunk)
+        check_bounds(where, out, len(data) - len(tail), lim)
+    if not inflater.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return b"".join(parts)
+
+
 class BoundedGzip:
     """A gzip reader of ``path`` that raises InputError once the data it
     returned crosses the bounds of ``limits`` (see the module doc).
@@ -129,16 +163,7 @@ class BoundedGzip:
         return data
 
     def _check(self) -> None:
-        lim = self.limits
-        if self.out > lim.max_decompressed:
-            raise InputError(self.path, f"decompresses to more than {_human(lim.max_decompressed)} "
-                                        "(raise the bound with --max-decompressed or [limits] max_decompressed)")
-        if self.out >= RATIO_FLOOR:
-            ratio = self.out / max(self.fileobj.tell(), 1)
-            if ratio > lim.max_expansion:
-                raise InputError(self.path, f"expands {ratio:.0f}x when decompressed, more than the bound of "
-                                            f"{lim.max_expansion:g}x (a decompression bomb? raise the bound with "
-                                            "--max-expansion or [limits] max_expansion)")
+        check_bounds(self.path, self.out, self.fileobj.tell(), self.limits)
 
     def close(self) -> None:
         try:
