@@ -81,7 +81,11 @@ def _ops(data: dict, links: bool = False):
             c2 = _below(k2, c1, links)
             if c2 is None:
                 continue
+            step, rank = c2[0], c2[1]
             for k3, value in level2.items():
+                if "@" in k3 and not k3.startswith("Total"):  # an operator key, as _below finds it, uncached:
+                    yield step, rank, k3, value  # operator keys are often unique to a rank
+                    continue
                 c3 = _below(k3, c2, links)
                 if c3 is not None:
                     yield (*c3, value)
