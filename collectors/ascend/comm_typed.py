@@ -160,6 +160,17 @@ def _link_key(key: str) -> tuple | None:
     return _SUMMARY if is_summary(key) else link_ends(key)
 
 
+@functools.lru_cache(maxsize=4096)
+def _link_keys(keys: tuple[str, ...]) -> tuple | None:
+    """``_link_key`` of each key below an operator; None if one is neither a
+    link nor a summary, () if none is a link. (Cached: the operators of a
+    rank, and the ranks of a run, have the same few link sets.)"""
+    ends = tuple(map(_link_key, keys))
+    if None in ends:
+        return None
+    return ends if ends.count(_SUMMARY) < len(ends) else ()
+
+
 @functools.lru_cache(maxsize=256)
 def _upper(text: str) -> str:
     return text.upper()
@@ -191,10 +202,10 @@ def link_columns(raw: bytes) -> Columns | None:
     ops: list[tuple] = []  # (step, rank, name, group, link ends, links) of operators with links
     try:
         for step, rank, op, links in _ops(data, links=True):
-            ends = list(map(_link_key, links))
-            if None in ends:
+            ends = _link_keys(tuple(links))
+            if ends is None:
                 return None  # something other than links below an operator
-            if ends.count(_SUMMARY) < len(ends):
+            if ends:
                 name, group, _ = _op_parts(op or "")
                 ops.append((step, rank, name, group, ends, links))
     except _OutsideLayout:
