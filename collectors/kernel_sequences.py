@@ -87,8 +87,17 @@ def _unions(positions: np.ndarray, groups: np.ndarray, count: int, width: int, s
 def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
                        fusable: np.ndarray, steps: int, rank: int,
                        pipes: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame | None:
-    """The ``kernel_sequences`` rows of one rank, or None when no sequence
-    repeats more often than the steps do.
+    """The ``kernel_sequences`` rows of one rank (``sequence_rows``) as a
+    DataFrame, or None."""
+    found = sequence_rows(keys, labels, start, dur, fusable, steps, rank, pipes)
+    return None if found is None else pd.DataFrame(found[0], columns=found[1])
+
+
+def sequence_rows(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
+                  fusable: np.ndarray, steps: int, rank: int,
+                  pipes: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[tuple], list[str]] | None:
+    """The ``kernel_sequences`` rows of one rank and their column names, or
+    None when no sequence repeats more often than the steps do.
 
     ``keys``: an integer key per kernel (same key = same kernel), whose text
     is ``labels[key]``; ``start`` / ``dur``: the kernels' times (us), any
@@ -156,4 +165,4 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
             rows.append(row)
     if not rows:
         return None
-    return pd.DataFrame(rows, columns=COLUMNS + (PIPE_COLUMNS if pipes is not None else []))
+    return rows, COLUMNS + (PIPE_COLUMNS if pipes is not None else [])

@@ -32,7 +32,7 @@ from advisor.profile import TABLES, Profile, RunMeta, merge_profiles
 #: Integer columns that are never missing in a well-formed table.
 INT_COLUMNS = ("rank", "src", "dst", "count", "ops")
 #: Integer columns that are never missing in one table only (by table name).
-TABLE_INT_COLUMNS = {"comm_contention": ("size_class",)}
+TABLE_INT_COLUMNS = {"comm_contention": ("size_class",), "kernel_sequences": ("length", "steps")}
 #: Tables whose text columns are pandas ``string`` dtype.
 STRING_TABLES = frozenset({"steps", "ops", "data_ops", "kernels"})
 
