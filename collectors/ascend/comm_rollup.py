@@ -64,6 +64,10 @@ SPECS = {
 }
 #: Group keys of each rolled-up table, in column order.
 KEYS = {name: spec.keys for name, spec in SPECS.items()}
+#: The columns of each table the rollup reads; it drops the others (a
+#: record's ``bandwidth_gbps`` is derived again from the sums).
+USED = {name: frozenset({*spec.keys, *spec.sums, *spec.firsts, "ops", "large_packet_ratio"})
+        for name, spec in SPECS.items()}
 _TYPES = {"rank": pa.int64(), "step": pa.int64(), "src": pa.int64(), "dst": pa.int64(),
           "size_class": pa.int64(), "transport": pa.string(), "kind": pa.string(),
           "group": pa.string(), "name": pa.string()}
@@ -85,8 +89,7 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
     spec = SPECS[name]
     sizes = [t.num_rows for t in tables]
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-    used = {*spec.keys, *spec.sums, *spec.firsts, "ops", "large_packet_ratio"}
-    table = table.select([c for c in table.column_names if c in used])  # the others are not kept: not filtered
+    table = table.select([c for c in table.column_names if c in USED[name]])  # the others are not kept
     table = table.append_column(_UNIT, pa.array(np.repeat(np.arange(len(tables)), sizes)))
     for col in (*spec.sums, *spec.firsts):
         if col not in table.column_names:
