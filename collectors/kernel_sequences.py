@@ -67,10 +67,14 @@ COLUMNS = ["rank", "kernels", "length", "count", "device_us", "gap_us", "steps"]
 PIPE_COLUMNS = ["mte_us", "pipe_us", "by_gap"]
 
 
-def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
-    """Per start i: no ``bad`` entry in ``bad[i : i + width]``."""
-    c = np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
-    starts = bad.size - width + 1
+def _running(bad: np.ndarray) -> np.ndarray:
+    """The running count of ``bad`` entries, from 0 (for ``_window_ok``)."""
+    return np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
+
+
+def _window_ok(c: np.ndarray, width: int) -> np.ndarray:
+    """Per start i: no bad entry in ``bad[i : i + width]`` (``c``: its ``_running`` count)."""
+    starts = c.size - width
     return (c[width:width + starts] - c[:starts]) == 0
 
 
@@ -121,8 +125,8 @@ def sequence_rows(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: n
         csum_mte = np.concatenate(([0.0], np.cumsum(mte)))
     m = keys.size
     gap = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0.0)
-    bad_kernel = ~fusable
-    bad_gap = gap > LAUNCH_GAP_US
+    bad_kernel = _running(~fusable)
+    bad_gap = _running(gap > LAUNCH_GAP_US)
     csum_gap = np.concatenate(([0.0], np.cumsum(gap)))
     steps = max(int(steps), 1)
     rows = []
@@ -156,12 +160,13 @@ def sequence_rows(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: n
         kernels = _unions(pos, of, cand.size, n, m)
         gaps = _unions(pos, of, cand.size, n - 1, m - 1)
         gap_chosen = set(by_gap.tolist())
-        for j, u in enumerate(cand):
-            at = idx[first[u]]
-            row = (rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
-                   float(dur[kernels[j]].sum()), float(gap[gaps[j]].sum()), steps)
+        for j, u in enumerate(cand.tolist()):
+            at = int(idx[first[u]])
+            covered = np.flatnonzero(kernels[j])  # the same kernels, in the same order, for each sum
+            row = (rank, JOIN.join([labels[k] for k in keys[at:at + n].tolist()]), n, int(counts[u]),
+                   float(dur[covered].sum()), float(gap[gaps[j]].sum()), steps)
             if pipes is not None:
-                row += (float(mte[kernels[j]].sum()), float(pipe[kernels[j]].sum()), int(u) in gap_chosen)
+                row += (float(mte[covered].sum()), float(pipe[covered].sum()), u in gap_chosen)
             rows.append(row)
     if not rows:
         return None
