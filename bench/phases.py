@@ -7,8 +7,12 @@ the metrics), compiling the rules, reading and merging the ranks
 (``load_profile``), the metrics, the rules and summary tables
 (``_report`` less the metrics) and writing the three report files.
 The garbage collector is set as the CLI sets it (``cli.app.GC_THRESHOLD``).
+``--read-only``: the CPU seconds of the Ascend ranks' read alone, as one
+reader does it (``read_arrow_batch`` on chunks of ``MAX_CHUNK`` ranks, the
+kernel files of the default sample, the collector paused), nothing merged.
 
     python -m bench.phases /tmp/sp1024/ascend/data --jobs 1
+    python -m bench.phases /tmp/sp1024/ascend/data --read-only
 """
 
 from __future__ import annotations
@@ -64,11 +68,30 @@ def _phases(path: Path, jobs: int, out: Path) -> dict[str, float]:
     return spent
 
 
+def _read_only(path: Path) -> float:
+    """CPU seconds of reading the Ascend rank folders under ``path`` (module doc)."""
+    from advisor.collectors.ascend import collector
+    from advisor.collectors.parallel import kernel_sample, rank_reader
+
+    units = collector.discover(path)
+    kernels = kernel_sample.chosen(len(units), kernel_sample.DEFAULT_LIMIT)
+    size = rank_reader.MAX_CHUNK
+    start = time.process_time()
+    for i in range(0, len(units), size):
+        rank_reader.read_chunk("advisor.collectors.ascend.collector", [str(u) for u in units[i:i + size]],
+                               frozenset(str(u) for u, k in zip(units[i:i + size], kernels[i:i + size]) if not k))
+    return time.process_time() - start
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--read-only", action="store_true")
     args = parser.parse_args(argv)
+    if args.read_only:
+        print(f"{'reading the ranks':32s} {_read_only(args.path):6.2f} s")
+        return
     with tempfile.TemporaryDirectory() as out:
         spent = _phases(args.path, args.jobs, Path(out))
     total = sum(spent.values())
