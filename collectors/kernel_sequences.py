@@ -67,10 +67,14 @@ COLUMNS = ["rank", "kernels", "length", "count", "device_us", "gap_us", "steps"]
 PIPE_COLUMNS = ["mte_us", "pipe_us", "by_gap"]
 
 
-def _window_ok(bad: np.ndarray, width: int) -> np.ndarray:
-    """Per start i: no ``bad`` entry in ``bad[i : i + width]``."""
-    c = np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
-    starts = bad.size - width + 1
+def _running(bad: np.ndarray) -> np.ndarray:
+    """The running count of ``bad`` entries, from 0 (for ``_window_ok``)."""
+    return np.concatenate(([0], np.cumsum(bad, dtype=np.int64)))
+
+
+def _window_ok(c: np.ndarray, width: int) -> np.ndarray:
+    """Per start i: no bad entry in ``bad[i : i + width]`` (``c``: its ``_running`` count)."""
+    starts = c.size - width
     return (c[width:width + starts] - c[:starts]) == 0
 
 
@@ -87,8 +91,17 @@ def _unions(positions: np.ndarray, groups: np.ndarray, count: int, width: int, s
 def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
                        fusable: np.ndarray, steps: int, rank: int,
                        pipes: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame | None:
-    """The ``kernel_sequences`` rows of one rank, or None when no sequence
-    repeats more often than the steps do.
+    """The ``kernel_sequences`` rows of one rank (``sequence_rows``) as a
+    DataFrame, or None."""
+    found = sequence_rows(keys, labels, start, dur, fusable, steps, rank, pipes)
+    return None if found is None else pd.DataFrame(found[0], columns=found[1])
+
+
+def sequence_rows(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
+                  fusable: np.ndarray, steps: int, rank: int,
+                  pipes: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[tuple], list[str]] | None:
+    """The ``kernel_sequences`` rows of one rank and their column names, or
+    None when no sequence repeats more often than the steps do.
 
     ``keys``: an integer key per kernel (same key = same kernel), whose text
     is ``labels[key]``; ``start`` / ``dur``: the kernels' times (us), any
@@ -112,8 +125,8 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
         csum_mte = np.concatenate(([0.0], np.cumsum(mte)))
     m = keys.size
     gap = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0.0)
-    bad_kernel = ~fusable
-    bad_gap = gap > LAUNCH_GAP_US
+    bad_kernel = _running(~fusable)
+    bad_gap = _running(gap > LAUNCH_GAP_US)
     csum_gap = np.concatenate(([0.0], np.cumsum(gap)))
     steps = max(int(steps), 1)
     rows = []
@@ -147,13 +160,14 @@ def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, d
         kernels = _unions(pos, of, cand.size, n, m)
         gaps = _unions(pos, of, cand.size, n - 1, m - 1)
         gap_chosen = set(by_gap.tolist())
-        for j, u in enumerate(cand):
-            at = idx[first[u]]
-            row = (rank, JOIN.join(labels[int(k)] for k in keys[at:at + n]), n, int(counts[u]),
-                   float(dur[kernels[j]].sum()), float(gap[gaps[j]].sum()), steps)
+        for j, u in enumerate(cand.tolist()):
+            at = int(idx[first[u]])
+            covered = np.flatnonzero(kernels[j])  # the same kernels, in the same order, for each sum
+            row = (rank, JOIN.join([labels[k] for k in keys[at:at + n].tolist()]), n, int(counts[u]),
+                   float(dur[covered].sum()), float(gap[gaps[j]].sum()), steps)
             if pipes is not None:
-                row += (float(mte[kernels[j]].sum()), float(pipe[kernels[j]].sum()), int(u) in gap_chosen)
+                row += (float(mte[covered].sum()), float(pipe[covered].sum()), u in gap_chosen)
             rows.append(row)
     if not rows:
         return None
-    return pd.DataFrame(rows, columns=COLUMNS + (PIPE_COLUMNS if pipes is not None else []))
+    return rows, COLUMNS + (PIPE_COLUMNS if pipes is not None else [])

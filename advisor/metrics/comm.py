@@ -225,20 +225,20 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
     exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
     column = {g: j for j, g in enumerate(groups)}
     p2p = column.get("p2p") if receive is not None else None
+    present = [by_step.get(key) for key in zip(frame["rank"].to_numpy(), frame["step"].to_numpy())]
+    present = [by_step.get((rank, -1), by_rank.get(rank)) if found is None else found
+               for found, rank in zip(present, frame["rank"].to_numpy())]
+    count = np.array([-1 if found is None else len(found) for found in present], dtype=np.int64)
+    sole = np.array([column[found[0]] if found is not None and len(found) == 1 else 0 for found in present],
+                    dtype=np.int64)
     out = np.full((len(frame), len(groups)), np.nan)
-    for i, (rank, step) in enumerate(zip(frame["rank"].to_numpy(), frame["step"].to_numpy())):
-        present = by_step.get((rank, step))
-        if present is None:
-            present = by_step.get((rank, -1), by_rank.get(rank))
-        if present is not None and len(present) == 1:
-            out[i, :] = 0.0
-            out[i, column[present[0]]] = max(float(exposed[i]), 0.0)
-        elif present is not None and len(present) == 0:
-            out[i, :] = 0.0
-        elif present is not None:
-            unsplit.update(present)
-        if p2p is not None:
-            out[i, p2p] = float(receive[i])
+    out[(count == 0) | (count == 1)] = 0.0  # several groups in the step: unknown (NaN)
+    alone = np.flatnonzero(count == 1)
+    out[alone, sole[alone]] = np.where(0.0 > exposed[alone], 0.0, exposed[alone])  # max(exposed, 0.0)
+    for i in np.flatnonzero(count > 1).tolist():
+        unsplit.update(present[i])
+    if p2p is not None:
+        out[:, p2p] = receive
     return pd.DataFrame(out, columns=groups)
 
 

@@ -242,7 +242,10 @@ def _build_pending(profiles: list[Profile]) -> None:
     bandwidth and links rolled up (``comm_rollup``)."""
     for name in PENDING_TABLES:
         held = [p for p in profiles if isinstance(getattr(p, name), PendingTable)]
-        built = batch_tables.build([getattr(p, name) for p in held])
+        pending = [getattr(p, name) for p in held]
+        if name in comm_rollup.USED:  # only what the rollup reads is built
+            pending = [batch_tables.only(t, comm_rollup.USED[name]) for t in pending]
+        built = batch_tables.build(pending)
         if name in comm_rollup.KEYS:
             built = comm_rollup.rollup_units(name, built)
         for profile, table in zip(held, built):

@@ -64,6 +64,10 @@ SPECS = {
 }
 #: Group keys of each rolled-up table, in column order.
 KEYS = {name: spec.keys for name, spec in SPECS.items()}
+#: The columns of each table the rollup reads; it drops the others (a
+#: record's ``bandwidth_gbps`` is derived again from the sums).
+USED = {name: frozenset({*spec.keys, *spec.sums, *spec.firsts, "ops", "large_packet_ratio"})
+        for name, spec in SPECS.items()}
 _TYPES = {"rank": pa.int64(), "step": pa.int64(), "src": pa.int64(), "dst": pa.int64(),
           "size_class": pa.int64(), "transport": pa.string(), "kind": pa.string(),
           "group": pa.string(), "name": pa.string()}
@@ -85,6 +89,7 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
     spec = SPECS[name]
     sizes = [t.num_rows for t in tables]
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    table = table.select([c for c in table.column_names if c in USED[name]])  # the others are not kept
     table = table.append_column(_UNIT, pa.array(np.repeat(np.arange(len(tables)), sizes)))
     for col in (*spec.sums, *spec.firsts):
         if col not in table.column_names:
@@ -93,9 +98,7 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
         table = _with_size_class(table) if "size_class" in spec.keys else table
         table = table.filter(_moved(table))
     if "name" in spec.keys and "name" in table.column_names:
-        table = table.set_column(table.column_names.index("name"), "name",
-                                 pc.replace_substring_regex(table.column("name").cast(pa.string()),
-                                                            OP_INSTANCE_SUFFIX, "_"))
+        table = table.set_column(table.column_names.index("name"), "name", _operator_types(table.column("name")))
     for key in spec.keys:
         if key not in table.column_names:
             table = table.append_column(key, pa.nulls(table.num_rows, _TYPES[key]))
@@ -127,6 +130,13 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
     counts = np.bincount(grouped.column(_UNIT).to_numpy(), minlength=len(tables))
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     return [out.slice(int(s), int(n)) for s, n in zip(starts, counts)]
+
+
+def _operator_types(names: pa.ChunkedArray) -> pa.Array:
+    """Operator names without their instance suffix, the pattern applied
+    once per distinct name (the ranks of a run share most of them)."""
+    encoded = names.cast(pa.string()).combine_chunks().dictionary_encode()
+    return pc.take(pc.replace_substring_regex(encoded.dictionary, OP_INSTANCE_SUFFIX, "_"), encoded.indices)
 
 
 def _with_size_class(table: pa.Table) -> pa.Table:

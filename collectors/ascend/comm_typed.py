@@ -81,7 +81,11 @@ def _ops(data: dict, links: bool = False):
             c2 = _below(k2, c1, links)
             if c2 is None:
                 continue
+            step, rank = c2[0], c2[1]
             for k3, value in level2.items():
+                if "@" in k3 and not k3.startswith("Total"):  # an operator key, as _below finds it, uncached:
+                    yield step, rank, k3, value  # operator keys are often unique to a rank
+                    continue
                 c3 = _below(k3, c2, links)
                 if c3 is not None:
                     yield (*c3, value)
@@ -156,6 +160,17 @@ def _link_key(key: str) -> tuple | None:
     return _SUMMARY if is_summary(key) else link_ends(key)
 
 
+@functools.lru_cache(maxsize=4096)
+def _link_keys(keys: tuple[str, ...]) -> tuple | None:
+    """``_link_key`` of each key below an operator; None if one is neither a
+    link nor a summary, () if none is a link. (Cached: the operators of a
+    rank, and the ranks of a run, have the same few link sets.)"""
+    ends = tuple(map(_link_key, keys))
+    if None in ends:
+        return None
+    return ends if ends.count(_SUMMARY) < len(ends) else ()
+
+
 @functools.lru_cache(maxsize=256)
 def _upper(text: str) -> str:
     return text.upper()
@@ -187,10 +202,10 @@ def link_columns(raw: bytes) -> Columns | None:
     ops: list[tuple] = []  # (step, rank, name, group, link ends, links) of operators with links
     try:
         for step, rank, op, links in _ops(data, links=True):
-            ends = list(map(_link_key, links))
-            if None in ends:
+            ends = _link_keys(tuple(links))
+            if ends is None:
                 return None  # something other than links below an operator
-            if ends.count(_SUMMARY) < len(ends):
+            if ends:
                 name, group, _ = _op_parts(op or "")
                 ops.append((step, rank, name, group, ends, links))
     except _OutsideLayout:

@@ -21,8 +21,9 @@ operator's transfer (``vocab.size_classes``, as in the ``bandwidth`` table).
 
 from __future__ import annotations
 
+from itertools import compress
+
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from advisor.collectors.ascend.hccl_rows import is_hccl
@@ -57,12 +58,19 @@ def _compute_intervals(kernels: pa.Table, origin_us: float) -> iv.Intervals | No
 
 def _column(table: PendingTable, name: str) -> list:
     values = table.columns.get(name)
-    return [None] * table.n if values is None else list(values)
+    return [None] * table.n if values is None else values.tolist() if isinstance(values, np.ndarray) else values
+
+
+def _numbers(table: PendingTable, name: str) -> np.ndarray:
+    """A number column as float64, NaN where it has no value."""
+    values = table.columns.get(name)
+    return np.full(table.n, np.nan) if values is None else np.asarray(values, dtype=np.float64)
 
 
 def contention_table(kernels: pa.Table | None, comm: PendingTable | None, bandwidth: PendingTable | None,
-                     rank: int, origin_us: float = 0.0) -> pd.DataFrame | None:
-    """The ``comm_contention`` rows of one rank (see the module doc); None
+                     rank: int, origin_us: float = 0.0) -> pa.Table | None:
+    """The ``comm_contention`` rows of one rank (see the module doc), in
+    Arrow (converted with the rank's other tables, ``arrow_frames``); None
     when a part is missing (no kernels with start times, no operator spans,
     no transfers) or no operator is clearly beside compute or alone.
     ``origin_us``: the absolute time of the kernels' ``start_us`` 0 (the
@@ -73,45 +81,45 @@ def contention_table(kernels: pa.Table | None, comm: PendingTable | None, bandwi
     intervals = _compute_intervals(kernels, origin_us)
     if intervals is None:
         return None
-    spans = {}
-    for key in zip(_column(comm, "step"), _column(comm, "name"), _column(comm, "group"),
-                   _column(comm, "start_us"), _column(comm, "elapse_us")):
-        if key[3] is not None and key[4] is not None and key[4] > 0:
-            spans[key[:3]] = (float(key[3]), float(key[4]))
-    rows = [(step, transport, size, time, *spans[(step, name, group)])
-            for step, name, group, transport, size, time in zip(
-                _column(bandwidth, "step"), _column(bandwidth, "name"), _column(bandwidth, "group"),
-                _column(bandwidth, "transport"), _column(bandwidth, "size_mb"), _column(bandwidth, "time_ms"))
-            if (step, name, group) in spans and size is not None and time is not None and size > 0 and time > 0]
-    if not rows:
+    start, elapse = _numbers(comm, "start_us"), _numbers(comm, "elapse_us")
+    timed = (~np.isnan(start) & (elapse > 0)).tolist()
+    keys = zip(_column(comm, "step"), _column(comm, "name"), _column(comm, "group"))
+    spans = dict(zip(compress(keys, timed), zip(compress(start.tolist(), timed), compress(elapse.tolist(), timed))))
+    found = list(map(spans.get, zip(_column(bandwidth, "step"), _column(bandwidth, "name"),
+                                    _column(bandwidth, "group"))))
+    size, time_ms = _numbers(bandwidth, "size_mb"), _numbers(bandwidth, "time_ms")
+    rows = np.array([s is not None for s in found]) & (size > 0) & (time_ms > 0) if found else np.zeros(0, bool)
+    if not rows.any():
         return None
-    start = np.fromiter((r[4] for r in rows), float, len(rows))
-    elapse = np.fromiter((r[5] for r in rows), float, len(rows))
+    span = np.array(list(compress(found, rows.tolist())), dtype=np.float64)
+    start, elapse = span[:, 0], span[:, 1]
+    size, time_ms = size[rows], time_ms[rows]
     covered = iv.covered_between(intervals, start, start + elapse)
     share = covered / elapse
-    classes = size_classes([r[2] for r in rows])[0]  # every size is positive here
-    sums: dict[tuple, list] = {}  # (step, transport, size_class, beside) -> [ops, size_mb, time_ms, exposed_us]
-    for (step, transport, size, time_ms, _, span), part, cov, cls in zip(rows, share.tolist(), covered.tolist(),
-                                                                          classes.tolist()):
-        if ALONE_SHARE < part < BESIDE_SHARE:
-            continue
-        key = (step, str(transport).upper(), cls, part >= BESIDE_SHARE)
-        acc = sums.setdefault(key, [0, 0.0, 0.0, 0.0])
-        acc[0] += 1
-        acc[1] += size
-        acc[2] += time_ms
-        acc[3] += span - cov
-    if not sums:
+    clear = (share <= ALONE_SHARE) | (share >= BESIDE_SHARE)  # in between: left out of both
+    if not clear.any():
         return None
-    keys = sorted(sums, key=lambda k: (k[0] is None, k[0] or 0, *k[1:]))
-    return pd.DataFrame({
-        "rank": np.full(len(keys), rank, dtype=np.int64),
-        "step": pd.array([k[0] for k in keys], dtype="Int64"),
-        "transport": [k[1] for k in keys],
-        "size_class": np.array([k[2] for k in keys], dtype=np.int64),
-        "beside_compute": np.array([k[3] for k in keys], dtype=bool),
-        "ops": np.array([sums[k][0] for k in keys], dtype=np.int64),
-        "size_mb": np.array([sums[k][1] for k in keys], dtype=float),
-        "time_ms": np.array([sums[k][2] for k in keys], dtype=float),
-        "exposed_us": np.array([sums[k][3] for k in keys], dtype=float),
+    beside = share >= BESIDE_SHARE
+    classes = size_classes(size)[0]  # every size is positive here
+    steps = list(compress(compress(_column(bandwidth, "step"), rows.tolist()), clear.tolist()))
+    transports = [str(t).upper() for t in compress(compress(_column(bandwidth, "transport"), rows.tolist()),
+                                                  clear.tolist())]
+    groups = list(zip(steps, transports, classes[clear].tolist(), beside[clear].tolist()))
+    # (step, transport, size_class, beside) -> ops, size_mb, time_ms, exposed_us, summed in row order
+    first = {k: i for i, k in enumerate(dict.fromkeys(groups))}
+    ids = np.fromiter(map(first.__getitem__, groups), np.int64, len(groups))
+    sums = [np.bincount(ids, weights=w[clear], minlength=len(first)) for w in (size, time_ms, elapse - covered)]
+    ops = np.bincount(ids, minlength=len(first))
+    keys = list(first)
+    order = sorted(range(len(keys)), key=lambda i: (keys[i][0] is None, keys[i][0] or 0, *keys[i][1:]))
+    return pa.table({
+        "rank": pa.array(np.full(len(keys), rank, dtype=np.int64)),
+        "step": pa.array([keys[i][0] for i in order], type=pa.int64()),
+        "transport": pa.array([keys[i][1] for i in order], type=pa.string()),
+        "size_class": pa.array([keys[i][2] for i in order], type=pa.int64()),
+        "beside_compute": pa.array([keys[i][3] for i in order], type=pa.bool_()),
+        "ops": pa.array(ops[order].astype(np.int64)),
+        "size_mb": pa.array(sums[0][order]),
+        "time_ms": pa.array(sums[1][order]),
+        "exposed_us": pa.array(sums[2][order]),
     })

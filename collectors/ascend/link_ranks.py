@@ -79,30 +79,31 @@ def to_global(links: PendingTable | None, rank: int,
     plan = _plan(src, dst, group, rank, groups)
     if all(p == _KEEP for p in plan.values()):
         return links, 0
-    src_at, dst_at = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-    new_src, new_dst = src_at.copy(), dst_at.copy()
-    groups_at = np.empty(links.n, dtype=object)
-    groups_at[:] = group
-    mask = np.zeros(links.n, dtype=bool)
+    keep: list[bool] = []  # per row
+    new_src: list[int] = []
+    new_dst: list[int] = []
     outside: set = set()  # groups with a local rank beyond their size (not local ranks after all?)
-    for g, how in plan.items():
-        rows = groups_at == g
+    for s, d, g in zip(src, dst, group):  # a rank's few hundred links: plain Python beats array set-up
+        how = plan[g]
         if how == _KEEP:
-            mask |= rows
-        elif how != _DROP:
-            size = len(how)
-            mapped = rows & (src_at >= 0) & (src_at < size) & (dst_at >= 0) & (dst_at < size)
-            ranks = np.asarray(how, dtype=np.int64)
-            new_src[mapped], new_dst[mapped] = ranks[src_at[mapped]], ranks[dst_at[mapped]]
-            mask |= mapped
-            if (rows & ~mapped).any():
+            kept = True
+        elif how == _DROP:
+            kept = False
+        else:
+            kept = 0 <= s < len(how) and 0 <= d < len(how)
+            if kept:
+                s, d = how[s], how[d]
+            else:
                 outside.add(g)
+        keep.append(kept)
+        if kept:
+            new_src.append(s)
+            new_dst.append(d)
     dropped = sum(1 for p in plan.values() if p == _DROP) + len(outside)
-    if not mask.any():
+    if not new_src:
         return None, dropped
-    columns = {**select_rows(cols, mask), "src": new_src[mask].tolist(),  # same keys, same order
-               "dst": new_dst[mask].tolist()}
-    return replace(links, columns=columns, n=int(mask.sum())), dropped
+    columns = {**select_rows(cols, np.array(keep)), "src": new_src, "dst": new_dst}  # same keys, same order
+    return replace(links, columns=columns, n=len(new_src)), dropped
 
 
 def _ints(values) -> list[int]:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from advisor.collectors.ascend import fields
 from advisor.collectors.io.csv_files import clean_text, read_columns, read_numbers, read_table, text_to_float
-from advisor.collectors.kernel_sequences import frequent_sequences
+from advisor.collectors.kernel_sequences import sequence_rows
 from advisor.collectors.parallel.arrow_frames import to_pandas
 from advisor.collectors.parallel.batch_tables import PendingTable, build_one
 from advisor.collectors.vocab import dtype_text
@@ -473,8 +473,9 @@ def _codes(column) -> tuple[np.ndarray, list[str]]:
     return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
 
 
-def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
-    """``kernel_sequences`` rows of one rank's kernels: a kernel is its
+def kernel_sequences(kernels: pa.Table, rank: int) -> pa.Table | None:
+    """``kernel_sequences`` rows of one rank's kernels, in Arrow (converted
+    with the rank's other tables, ``arrow_frames``): a kernel is its
     operator type (else name) with its input shapes, as msprof-analyze's
     fusible-operator check keys it; the steps are the distinct step ids
     (1 when the file has none). Text is looked at once per distinct value."""
@@ -499,9 +500,13 @@ def kernel_sequences(kernels: pa.Table, rank: int) -> pd.DataFrame | None:
     steps = 1
     if "step" in cols:
         steps = max(pc.count_distinct(k.column("step"), mode="only_valid").as_py(), 1)
-    return frequent_sequences(key, key_labels, k.column("start_us").to_numpy(zero_copy_only=False),
-                              k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank,
-                              _pipe_times(k))
+    found = sequence_rows(key, key_labels, k.column("start_us").to_numpy(zero_copy_only=False),
+                          k.column("duration_us").to_numpy(zero_copy_only=False), fusable, steps, rank,
+                          _pipe_times(k))
+    if found is None:
+        return None
+    rows, columns = found
+    return pa.table(dict(zip(columns, map(pa.array, zip(*rows)))))
 
 
 def _pipe_times(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:

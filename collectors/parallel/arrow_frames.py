@@ -12,7 +12,8 @@ A Profile whose tables are Arrow is transient: it never leaves the
 collectors. ``to_pandas`` gives the dtypes every metric expects:
 
 * ``rank``, ``src``, ``dst``, ``count``, ``ops`` int64 (nullable ``Int64`` if a
-  value is missing); ``step`` always nullable ``Int64``;
+  value is missing), as are those ``TABLE_INT_COLUMNS`` names for one
+  table; ``step`` always nullable ``Int64``;
 * floats float64 (NaN where missing);
 * text: pandas ``string`` in the ``steps``, ``ops`` and ``data_ops``
   tables (as ``csvio.read_columns`` gives), pandas' default text dtype in
@@ -30,6 +31,8 @@ from advisor.profile import TABLES, Profile, RunMeta, merge_profiles
 
 #: Integer columns that are never missing in a well-formed table.
 INT_COLUMNS = ("rank", "src", "dst", "count", "ops")
+#: Integer columns that are never missing in one table only (by table name).
+TABLE_INT_COLUMNS = {"comm_contention": ("size_class",), "kernel_sequences": ("length", "steps")}
 #: Tables whose text columns are pandas ``string`` dtype.
 STRING_TABLES = frozenset({"steps", "ops", "data_ops", "kernels"})
 
@@ -82,9 +85,9 @@ def to_pandas(name: str, table: pa.Table | Rows) -> pd.DataFrame:
     if isinstance(table, Rows):
         table = table.resolve()
     strings = name in STRING_TABLES
+    ints = INT_COLUMNS + TABLE_INT_COLUMNS.get(name, ())
     nullable = [c for c, t in zip(table.column_names, table.schema.types)
-                if pa.types.is_integer(t) and (c == "step" or c not in INT_COLUMNS
-                                               or table.column(c).null_count)]
+                if pa.types.is_integer(t) and (c == "step" or c not in ints or table.column(c).null_count)]
 
     def mapper(arrow_type):
         if strings and (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):

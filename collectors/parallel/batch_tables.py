@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import compress
 
 import numpy as np
@@ -49,6 +49,13 @@ class PendingTable:
         """Its columns in table order: known ones first, then the others."""
         known = set(self.order)
         return [c for c in self.order if c in self.columns] + [c for c in self.columns if c not in known]
+
+
+def only(table: PendingTable, columns: frozenset[str]) -> PendingTable:
+    """``table`` with only those of its columns in ``columns``."""
+    if table.columns.keys() <= columns:
+        return table
+    return replace(table, columns={c: v for c, v in table.columns.items() if c in columns})
 
 
 def select_rows(columns: dict[str, list | np.ndarray], keep: np.ndarray) -> dict[str, list | np.ndarray]:

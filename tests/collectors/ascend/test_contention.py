@@ -62,3 +62,17 @@ def test_no_table_without_compute_kernels(tmp_path):
     spec.tasks.clear()
     profile = load_profile(write_text(tmp_path, spec))
     assert profile.comm_contention is None
+
+
+def test_rows_of_several_ranks_keep_their_types(tmp_path):
+    # each rank's rows are built in Arrow and converted once merged
+    # (arrow_frames): the integer columns stay int64 (step nullable Int64)
+    for rank in (0, 1):
+        spec = _rank()
+        spec.rank = rank
+        write_text(tmp_path, spec)
+    table = load_profile(tmp_path, jobs=1).comm_contention
+    assert sorted(table["rank"].unique().tolist()) == [0, 1]
+    assert {c: str(t) for c, t in table.dtypes.items() if c != "transport"} == {
+        "rank": "int64", "step": "Int64", "size_class": "int64", "beside_compute": "bool", "ops": "int64",
+        "size_mb": "float64", "time_ms": "float64", "exposed_us": "float64"}
