@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
