@@ -12,7 +12,6 @@ import click
 from advisor.cli.console import EXIT_BAD_INPUT
 from advisor.cli.options import lang_option, rules_option, user_rules
 from advisor.errors import ConfigError
-from advisor.reports.sanitize import clean
 from advisor.settings import load_settings
 
 _LANG_OPTION = lang_option("Language of the rule texts.")
@@ -36,6 +35,8 @@ def _rule_set(rule_paths, lang: str):
 @_LANG_OPTION
 def rules_list(rule_paths, lang: str) -> None:
     """One line per rule: id, name, group, status, title."""
+    from advisor.reports.sanitize import clean
+
     for r in sorted(_rule_set(rule_paths, lang), key=lambda r: r.id):  # user rules' titles: their text
         click.echo(f"{r.id}  {r.name:<20} {r.group:<14} {r.status:<10} {clean(r.title)}")
 
@@ -48,6 +49,7 @@ def rules_explain(name: str, rule_paths, lang: str) -> None:
     """What a rule detects, why it matters, how to fix it, thresholds, examples."""
     from advisor.cli.suggest import did_you_mean
     from advisor.engine.docs import explain_rule
+    from advisor.reports.sanitize import clean
 
     rule_set = _rule_set(rule_paths, lang)
     for r in rule_set:
@@ -80,6 +82,7 @@ def rules_docs(out, lang: str) -> None:
 def rules_validate(paths) -> None:
     """Check rule files: schema, CEL, known metric ids, and their examples."""
     from advisor.engine.check import check_rules
+    from advisor.reports.sanitize import clean
 
     problems, count = check_rules(list(paths))
     for p in problems:  # they quote the files' values
