@@ -9,6 +9,8 @@ start-up (``window.device_record_gap`` / ``startup_gap``).
 
 from __future__ import annotations
 
+import pandas as pd
+
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import (
     US_PER_MS,
@@ -120,6 +122,54 @@ def free_ratio(p: Profile) -> Value:
     """Share of the step the device is free (free / step time)."""
     require_device_record(p)
     return _ratio(p, "free_us")
+
+
+#: Steady steps each rank needs before the typical step's free time
+#: (``step.free_floor_ms``) is evaluated: the median of three is the
+#: fewest that leaves one step's one-off (the first call after a compile,
+#: a checkpoint now and then) out; with two it is still their mean.
+MIN_MEDIAN_STEPS = 3
+
+
+def _free_floor(p: Profile, values: pd.Series) -> Value:
+    """The least over ranks of each rank's median over steady steps of
+    ``values`` (aligned with :func:`steady_steps`), with the per-rank
+    medians as evidence; not evaluated when a rank has fewer than
+    ``MIN_MEDIAN_STEPS`` steady steps."""
+    steps = steady_steps(p)
+    counts = steps.groupby("rank").size()
+    if counts.empty or int(counts.min()) < MIN_MEDIAN_STEPS:
+        raise NotEvaluated(f"fewer than {MIN_MEDIAN_STEPS} steady steps on a rank: a cost every step pays "
+                           "cannot be told from one step's")
+    ranks = values.groupby(steps["rank"]).median().dropna()
+    if ranks.empty:
+        raise NotEvaluated("no free_us values with a positive step duration in steady-state steps")
+    return Value(float(ranks.min()), rank_evidence(ranks, scale=1.0))
+
+
+@metric("step.free_floor_ms", unit="ms", needs=["steps.free_us"])
+def free_floor_ms(p: Profile) -> Value:
+    """Free time (``step.free_ms``) that every rank pays in its typical
+    step: per rank the median over steady steps, and the least of those
+    over ranks. A cost every step pays keeps its median, one step's stall
+    does not; and the ranks run the same loop, so what the least hindered
+    rank pays is the loop's own cost, while another rank's extra free time
+    is its own (a busier host, its data: ``cluster.slow_rank`` compares
+    them). Not evaluated with fewer than ``MIN_MEDIAN_STEPS`` steady steps
+    on a rank."""
+    require_device_record(p)
+    floor = _free_floor(p, steady_steps(p)["free_us"] / US_PER_MS)
+    return Value(floor.value, floor.evidence)
+
+
+@metric("step.free_floor_ratio", unit="ratio", needs=["steps.free_us", "steps.duration_us"])
+def free_floor_ratio(p: Profile) -> Value:
+    """Free share of the typical step on every rank: per rank the median
+    over steady steps of each step's free time over its duration, the least
+    over ranks (as ``step.free_floor_ms``)."""
+    require_device_record(p)
+    steps = steady_steps(p)
+    return _free_floor(p, steps["free_us"] / steps["duration_us"].where(steps["duration_us"] > 0))
 
 
 @metric("step.iteration_interval_ms", unit="ms", needs=["steps.iteration_interval_us"])
