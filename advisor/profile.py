@@ -418,9 +418,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "gap_us": Column("float", "its length within the step: the training thread runs no top-level operator "
                          "and no thread a collective or a DataLoader fetch", required=True),
         "busy_after_us": Column("float", "the busy stretch after it, up to the next free stretch or the step's "
-                                "end (a step's rows add up to its duration)"),
+                                "end (a step's rows add up to its duration)", required=True),
         "after_collective": Column("bool", "it begins where a collective the training thread waits for ends "
-                                   "on another thread: the training thread resuming after that wait"),
+                                   "on another thread: the training thread resuming after that wait",
+                                   required=True),
     },
 }
 TABLES = tuple(SCHEMA)

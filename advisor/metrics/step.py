@@ -135,6 +135,10 @@ def _recurring_free(p: Profile) -> tuple[pd.Series, pd.Series]:
     """Per rank (index): the recurring free time (us, see
     :func:`recurring_free_ms`) and the typical step with that free time
     (us, see :func:`recurring_free_ratio`)."""
+    return p.memo("recurring_free", lambda: _recurring_free_of(p))
+
+
+def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
     gaps = p.table("free_gaps")  # CPU-only Kineto traces with step markers (the metric's needs)
     steps = steady_steps(p).dropna(subset=["step"])
     counts = steps.groupby("rank").size()
