@@ -406,6 +406,23 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "value": Column("float", "the counter summed over those kernels", required=True),
         "kernels": Column("int", "kernels summed", required=True),
     },
+    "free_gaps": {  # CPU-only Kineto traces: each free stretch of a step, keyed by its place in the step
+        # (collectors/kineto/free_gaps.py)
+        "rank": _rank(),
+        "step": _step(),
+        "key": Column("text", "where the stretch falls in the step: the operator, collective or DataLoader fetch "
+                      "ending where it starts, the one starting where it ends ('(step start)' / '(step end)' at "
+                      "the step's bounds; '(busy)' after '(step start)' in the row of no gap a step that starts busy opens "
+                      "with) and its occurrence among the step's stretches between those two, "
+                      "e.g. 'aten::linear > aten::relu #3'", required=True),
+        "gap_us": Column("float", "its length within the step: the training thread runs no top-level operator "
+                         "and no thread a collective or a DataLoader fetch", required=True),
+        "busy_after_us": Column("float", "the busy stretch after it, up to the next free stretch or the step's "
+                                "end (a step's rows add up to its duration)", required=True),
+        "after_collective": Column("bool", "it begins where a collective the training thread waits for ends "
+                                   "on another thread: the training thread resuming after that wait",
+                                   required=True),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -585,6 +602,7 @@ class Profile:
     comm_contention: pd.DataFrame | None = None
     cp_edges: pd.DataFrame | None = None
     cupti_counters: pd.DataFrame | None = None
+    free_gaps: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

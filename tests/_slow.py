@@ -68,6 +68,7 @@ MEASURED = {
     "tests/collectors/kineto/test_host_gaps.py::test_recorded_collections_leave_the_finding_to_gc_pause",
     "tests/collectors/kineto/test_host_gaps.py::test_steady_steps_without_pauses_keep_it_quiet",
     "tests/collectors/kineto/test_host_gaps.py::test_two_steps_cannot_show_a_slow_one",
+    "tests/collectors/kineto/test_free_gaps.py::test_the_recurring_free_time_leaves_out_waits_at_random_places",
     # written Kineto traces and a torch_npu folder with memory records through the full analysis
     "tests/collectors/test_device_memory_peak.py",
     # written torch_npu timelines through the full analysis

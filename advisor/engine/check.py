@@ -58,7 +58,8 @@ def check_example(compiled: CompiledRule, example: Example) -> list[str]:
     template that does not evaluate on it, the wrong outcome, or a severity
     or gain other than the example states."""
     try:
-        finding, skip = evaluate_rule(compiled, example.metrics, framework=example.framework, checked=True)
+        finding, skip = evaluate_rule(compiled, example.metrics, framework=example.framework,
+                                        device=example.device, checked=True)
     except ExpressionError as exc:
         return [str(exc)]
     fired = finding is not None
@@ -95,7 +96,8 @@ def check_overlay(rule: Rule, rule_file: Path, lang: str, *, required: bool) -> 
         if example.expect != "fire":
             continue
         try:
-            finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework, checked=True)
+            finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework,
+                                        device=example.device, checked=True)
         except Exception as exc:  # a template error names the overlay
             problems.append(f"{path}: example {example.name!r}: {str(exc).splitlines()[0]}")
             continue

@@ -53,6 +53,7 @@ class Example(Strict):
     name: str
     metrics: dict[str, Any] = Field(description="metric id -> value")
     framework: str = "unknown"
+    device: str = Field("unknown", description="the run's device (cpu, gpu, ascend), for rules that apply to some")
     expect: Literal["fire", "pass"]
     severity: Level | None = Field(None, description="the finding's severity (fire examples only)")
     gain_ms: float | None = Field(

@@ -9,6 +9,8 @@ start-up (``window.device_record_gap`` / ``startup_gap``).
 
 from __future__ import annotations
 
+import pandas as pd
+
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import (
     US_PER_MS,
@@ -120,6 +122,89 @@ def free_ratio(p: Profile) -> Value:
     """Share of the step the device is free (free / step time)."""
     require_device_record(p)
     return _ratio(p, "free_us")
+
+
+#: Steady steps each rank needs before the free time every step pays
+#: (``step.recurring_free_ms``) is evaluated: the median of three is the
+#: fewest that leaves one step's one-off (the first call after a compile,
+#: a checkpoint now and then) out; with two it is still their mean.
+MIN_MEDIAN_STEPS = 3
+
+
+def _recurring_free(p: Profile) -> tuple[pd.Series, pd.Series]:
+    """Per rank (index): the recurring free time (us, see
+    :func:`recurring_free_ms`) and the typical step with that free time
+    (us, see :func:`recurring_free_ratio`)."""
+    return p.memo("recurring_free", lambda: _recurring_free_of(p))
+
+
+def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
+    gaps = p.table("free_gaps")  # CPU-only Kineto traces with step markers (the metric's needs)
+    steps = steady_steps(p).dropna(subset=["step"])
+    counts = steps.groupby("rank").size()
+    if counts.empty or int(counts.min()) < MIN_MEDIAN_STEPS:
+        raise NotEvaluated(f"fewer than {MIN_MEDIAN_STEPS} steady steps on a rank: a cost every step pays "
+                           "cannot be told from one step's")
+    wake = gaps["after_collective"].fillna(False).astype(bool)
+    all_rows = gaps.assign(busy_us=gaps["busy_after_us"].fillna(0.0) + gaps["gap_us"].where(wake, 0.0))
+    gaps = gaps[~wake]
+    free, typical = {}, {}
+    for rank, own in steps.groupby("rank"):
+        ids = own["step"].astype("int64").to_numpy()
+        rows = gaps[(gaps["rank"] == rank) & gaps["step"].isin(ids)]
+        per_key = rows.pivot_table(index="key", columns="step", values="gap_us", aggfunc="sum", fill_value=0.0)
+        per_key = per_key.reindex(columns=ids, fill_value=0.0)  # a stretch absent from a step counts 0 there
+        free[rank] = float(per_key.median(axis=1).sum())
+        busy = all_rows[(all_rows["rank"] == rank) & all_rows["step"].isin(ids)].pivot_table(
+            index="key", columns="step", values="busy_us", aggfunc="sum", fill_value=0.0)
+        typical[rank] = float(busy.reindex(columns=ids, fill_value=0.0).median(axis=1).sum()) + free[rank]
+    return pd.Series(free, dtype=float), pd.Series(typical, dtype=float)
+
+
+@metric("step.recurring_free_ms", unit="ms", needs=["free_gaps.gap_us", "steps.duration_us"])
+def recurring_free_ms(p: Profile) -> Value:
+    """Free time every step pays at the same places (CPU-only PyTorch
+    traces): per rank, each free stretch of a steady step (no top-level
+    operator on the training thread, no collective or DataLoader fetch on
+    any thread: the ``free_gaps`` table) is keyed by its place in the step
+    (the operators before and after it and its occurrence between them);
+    the median over the steady steps of each place's time (0 in a step
+    without it), summed over places; the least over ranks. A stretch that
+    begins where a collective the training thread waits for ends on
+    another thread is left out: it is that thread resuming after the wait,
+    as long as the scheduler takes to give it a CPU (on a host with more
+    busy processes than cores, milliseconds at the same place every step).
+
+    Why by place: a loop's own Python (a checkpoint saved every step, a
+    per-sample or per-timestep loop) runs at the same place for the same
+    time in every step and keeps its median, while the time a process
+    waits for a CPU on a host with more busy processes than cores lands
+    at random places and has a small median at each. The ranks run the
+    same loop, so what the least hindered rank pays is the loop's own cost
+    (``cluster.slow_rank`` compares the ranks). Not evaluated with fewer
+    than ``MIN_MEDIAN_STEPS`` steady steps on a rank."""
+    require_device_record(p)
+    free, _ = _recurring_free(p)
+    return Value(float(free.min()) / US_PER_MS, rank_evidence(free))
+
+
+@metric("step.recurring_free_ratio", unit="ratio", needs=["free_gaps.gap_us", "steps.duration_us"])
+def recurring_free_ratio(p: Profile) -> Value:
+    """Share of the typical step that ``step.recurring_free_ms`` takes:
+    per rank its recurring free time over the step built the same way, the
+    recurring free time plus the busy stretches' recurring time (each busy
+    stretch keyed by the free stretch before it, the median over steady
+    steps of each, summed; a wake-up after a collective counts as busy);
+    the least over ranks. The step is rebuilt so, not taken as measured,
+    because CPU waits at random places lengthen the measured steps, busy
+    and free stretches alike: the share is the loop's own free time in a
+    step without them."""
+    require_device_record(p)
+    free, duration = _recurring_free(p)
+    ratio = (free / duration.where(duration > 0)).dropna()
+    if ratio.empty:
+        raise NotEvaluated("no steady step with a positive duration")
+    return Value(float(ratio.min()), rank_evidence(ratio, scale=1.0))
 
 
 @metric("step.iteration_interval_ms", unit="ms", needs=["steps.iteration_interval_us"])

@@ -428,7 +428,8 @@ def read(unit: Path, helpers: int = 0) -> Profile:
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
                       kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
-                      cp_edges=tables.cp_edges, memory_summary=_memory_summary(trace, rank))
+                      cp_edges=tables.cp_edges, memory_summary=_memory_summary(trace, rank),
+                      free_gaps=tables.free_gaps)
     if cupti_counters.CATEGORY in trace.categories:
         profile.cupti_counters, why = cupti_counters.table(path, rank)
         if why:

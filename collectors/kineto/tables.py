@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors import kernel_sequences, vocab
-from advisor.collectors.kineto import idle
+from advisor.collectors.kineto import free_gaps, idle
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import window as kw
 from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
@@ -66,6 +66,7 @@ class Tables:
     kernel_sequences: pd.DataFrame | None = None  # repeated kernel n-grams (collectors/kernel_sequences.py)
     annotations: pd.DataFrame | None = None  # time per record_function range and step (kineto_annotations)
     cp_edges: pd.DataFrame | None = None  # each step's dependency graph (kineto_critical_path)
+    free_gaps: pd.DataFrame | None = None  # CPU-only: each step's free stretches by place (kineto/free_gaps.py)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
@@ -523,7 +524,8 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     blocked = iv.merge(ev.ts[comm_top[held]], blocked_end[held])
     comm_all = iv.union(iv.merge(ev.ts[comm_top], ev.end_at(comm_top)), blocked)
     comm_main = iv.union(_select(ev, named_comm & (ev.thread == main)), blocked)
-    data = _select(ev, host & _name_mask(ev, DATALOADER_RE))
+    data_idx = np.flatnonzero(host & _name_mask(ev, DATALOADER_RE))
+    data = iv.merge(ev.ts[data_idx], ev.end_at(data_idx))
     raw = iv.merge(ev.ts[top[on_main]], ev.end_at(top[on_main]))
     compute = iv.subtract(raw, iv.union(comm_main, data))
     parts = {
@@ -539,7 +541,12 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     if comm_top.size:
         comm_df = _comm_frame(ev, comm_top, ev.names[ev.name[comm_top]], kinds, win,
                               iv.subtract(comm_all, compute), ev.msg_bytes(comm_top), blocked_end)
-    return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup)
+    spans = np.r_[top[on_main], comm_top, comm_top[held], data_idx]
+    waited = np.r_[np.zeros(on_main.sum(), bool), ev.thread[comm_top] != main, np.ones(held.sum(), bool),
+                   np.zeros(data_idx.size, bool)]
+    gaps = free_gaps.table(ev.ts[spans], np.r_[ev.end_at(np.r_[top[on_main], comm_top]), blocked_end[held],
+                                               ev.end_at(data_idx)], ev.names[ev.name[spans]], waited, steps, rank)
+    return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup, free_gaps=gaps)
 
 
 def _blocked_until(ev: Events, comm_top: np.ndarray, kinds: list[str], main_top: np.ndarray,

@@ -14,7 +14,8 @@ from advisor.model import Metric
 from advisor.pipeline import analyze
 
 #: rules about the same time share a pool
-SHARED = ({"input-bound", "slow-dataset-op"}, {"fp32-compute", "no-tensor-cores"}, {"host-bound", "launch-bound", "device-idle", "fusable-sequence"},
+SHARED = ({"input-bound", "slow-dataset-op"}, {"fp32-compute", "no-tensor-cores"}, {"host-bound", "launch-bound", "device-idle", "fusable-sequence",
+                                                                             "host-time-outside-ops"},
           {"memory-bound-ops", "memory-bound-sequence"})
 
 

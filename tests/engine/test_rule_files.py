@@ -37,7 +37,8 @@ def test_ids_and_names_unique():
 def test_rule_example(rule, example):
     compiled = compile_rule(rule)
     assert check_example(compiled, example) == []
-    finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework, checked=True)
+    finding, _ = evaluate_rule(compiled, example.metrics, framework=example.framework, device=example.device,
+                               checked=True)
     if finding is not None:
         assert finding.rule == rule.name and finding.message
         assert "{{" not in finding.message and "{%" not in finding.message
