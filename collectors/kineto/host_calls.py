@@ -54,6 +54,8 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
            .agg(count="size", total_us="sum", max_us="max").reset_index())
     out["step"] = out["step"].astype("Int64")
     out["count"] = out["count"].astype(np.int64)
+    if "frame" in out:  # text; a group of events none of which a frame encloses comes back as float NaN
+        out["frame"] = out["frame"].astype(object).where(out["frame"].notna(), None)
     out.insert(0, "rank", rank)
     return out
 

@@ -77,6 +77,21 @@ def test_host_calls_table_counts_each_class_per_step(tmp_path):
     assert gc["max_us"].tolist() == [2500.0] * 5
 
 
+def test_calls_outside_every_program_frame_have_no_frame(tmp_path):
+    # with_stack=True records frames on the threads that run Python; calls on
+    # another thread (autograd's, a hook's) have none around them
+    path = write_trace(tmp_path / "a.pt.trace.json", gc_us=2500.0, optimizer="plain", empty_cache=False)
+    doc = json.loads(path.read_text())
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "python_function" and e["name"].startswith("train.py"):
+            e["tid"] = TID + 1
+    path.write_text(json.dumps(doc))
+    profile = kineto.read(path)
+    profile.check()  # the frame column is text even when no call has one
+    sync = profile.host_calls[profile.host_calls["cls"] == "sync"]
+    assert len(sync) and sync["frame"].isna().all()
+
+
 def test_habits_fire_their_rules(tmp_path):
     report = advisor.analyze(write_trace(tmp_path / "a.pt.trace.json", gc_us=2500.0, optimizer="plain",
                                          empty_cache=True))
