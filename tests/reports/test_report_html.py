@@ -130,7 +130,7 @@ def test_layout_order_and_contents(report: Report) -> None:
     assert top.title in verdict
     # the subtitle names the headline's cause (input-bound claims the data wait), with the share
     # the bar shows: 36.9 of 185.2 ms
-    assert "the device idles waiting for the next batch 19.9% of step time" in verdict
+    assert "training waits for the next batch 19.9% of step time" in verdict
     assert verdict.count('class="seg-data_wait"') == 1 and "data wait <strong>19.9%</strong>" in verdict
     assert '<span class="status status-problems" id="verdict-status">Problems</span>' in verdict
     assert report.verdict.reason in verdict

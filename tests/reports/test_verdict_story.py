@@ -52,10 +52,10 @@ def test_kineto_input_bound_subtitle_and_bar_name_the_data_wait(kineto_data_boun
     # the corpus README: the DataLoader takes roughly 30-45% of each step
     assert 30.0 <= float(share.rstrip("%")) <= 45.0
     # the subtitle names it, not what else is largest
-    assert v["bound"] == f"the device idles waiting for the next batch {share} of step time"
+    assert v["bound"] == f"training waits for the next batch {share} of step time"
     md = _verdict_block(render_markdown(report))
     assert "compute-bound" not in md
-    assert f"**Training waits for input data**: the device idles waiting for the next batch {share} of step time" in md
+    assert f"**Training waits for input data**: training waits for the next batch {share} of step time" in md
     assert re.search(rf"Where step time goes: .*data wait {re.escape(share)}", md)
     # the finding says the same share
     assert f"({share}) waiting for the next batch" in render_markdown(report)
@@ -105,7 +105,7 @@ def test_browser_verdict_bar_shows_the_data_wait(browser, kineto_data_bound: Rep
         ratio = top.time_at_stake_ms / kineto_data_bound.metrics["step.time_ms"].value
         share = _view.fmt_pct(100.0 * ratio)
         assert p.locator("#verdict .verdict-bound").inner_text() == (
-            f"the device idles waiting for the next batch {share} of step time")
+            f"training waits for the next batch {share} of step time")
         seg = p.locator("#verdict .share-bar rect.seg-data_wait")
         assert seg.count() == 1 and float(seg.get_attribute("width")) == pytest.approx(1000 * ratio, abs=1)
         assert p.locator("#verdict .share-legend li", has_text="data wait").inner_text().endswith(share)
