@@ -465,6 +465,10 @@ def charts(report: Report, lang: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     steps = _breakdown_chart(tables.get("step_breakdown") or [], "step", "axis_step", lang)
+    if steps and report.run.device == "cpu":
+        for s in steps["series"]:
+            if s["key"] == "free":
+                s["label"] = t(lang, HOST_FREE["series_free"])
     out.append(
         {
             "id": "steps",
@@ -491,6 +495,8 @@ def charts(report: Report, lang: str) -> list[dict[str, Any]]:
         )
 
     heat = _heatmap_chart(tables.get("rank_heatmap") or [], lang)
+    if heat and report.run.device == "cpu":
+        heat["y"] = [t(lang, HOST_FREE["series_free"]) if y == t(lang, "series_free") else y for y in heat["y"]]
     if heat:
         grouped = heat["axis"] == t(lang, "axis_rank_group")
         out.append(
@@ -605,6 +611,17 @@ def _part_ms(report: Report) -> dict[str, float]:
     return {k: ms[k] for k in keys if ms[k] is not None and ms[k] > 0}
 
 
+#: Message keys of the free part on a CPU run, where no device idles: the
+#: free time is the host's own outside operators.
+HOST_FREE = {"series_free": "series_free_host", "cause_free": "cause_free_host", "bound_free": "bound_free_host"}
+
+
+def _key(shares: list[dict[str, Any]], part: str, key: str) -> str:
+    """``key``, or its CPU-run form when ``part`` is the host's free time."""
+    host = any(s["key"] == part and s.get("host") for s in shares)
+    return HOST_FREE.get(key, key) if host else key
+
+
 def step_shares(report: Report, lang: str) -> list[dict[str, Any]]:
     """Where the step time goes: the disjoint parts of the step as % of the
     run's step time (``step.time_ms``), the same statistic the findings'
@@ -615,8 +632,11 @@ def step_shares(report: Report, lang: str) -> list[dict[str, Any]]:
     if not step or step <= 0 or not parts:
         return []
     labels = dict(STACK_SERIES + TRACE_SERIES)
+    if report.run.device == "cpu":  # no device: the free part is the host's time outside operators
+        labels["free"] = HOST_FREE["series_free"]
     return [
-        {"key": k, "label": t(lang, labels[k]), "pct": 100.0 * v / step, "text": fmt_pct(100.0 * v / step)}
+        {"key": k, "label": t(lang, labels[k]), "pct": 100.0 * v / step, "text": fmt_pct(100.0 * v / step),
+         **({"host": True} if k == "free" and report.run.device == "cpu" else {})}
         for k, v in parts.items()
     ]
 
@@ -646,7 +666,7 @@ def bound(shares: list[dict[str, Any]], lang: str, top: Finding | None = None) -
     if top is not None:
         for part in CAUSE_PARTS.get(top.claims or top.rule, ()):
             if part in pct:
-                return t(lang, f"cause_{part}", pct=fmt_pct(pct[part]))
+                return t(lang, _key(shares, part, f"cause_{part}"), pct=fmt_pct(pct[part]))
     if "overlapped" in pct or "computing" in pct:
         pct["computing"] = pct.get("computing", 0.0) + pct.pop("overlapped", 0.0)
     kind = max(pct, key=lambda k: pct[k])
@@ -654,7 +674,7 @@ def bound(shares: list[dict[str, Any]], lang: str, top: Finding | None = None) -
         label = next(s["label"] for s in shares if s["key"] == kind) if kind != "computing" \
             else t(lang, "series_computing_all")
         return t(lang, "bound_largest", part=label, pct=fmt_pct(pct[kind]))
-    return t(lang, BOUND_KEYS[kind], pct=fmt_pct(pct[kind]))
+    return t(lang, _key(shares, kind, BOUND_KEYS[kind]), pct=fmt_pct(pct[kind]))
 
 
 #: ``critical_path.*`` share metrics -> the UI label of each part of the path.

@@ -120,3 +120,35 @@ def test_browser_verdict_bar_shows_the_data_wait(browser, kineto_data_bound: Rep
         page.screenshot("verdict_data_wait.png")
     finally:
         page.close()
+
+
+def _cpu_trace(path: Path) -> Path:
+    """Five 10 ms steps of a CPU run as torch's profiler writes them (Chrome
+    trace, ``ProfilerStep#N`` user annotations, ``cpu_op`` events, no device
+    events): 4 ms of operators, then 6 ms in which none runs."""
+    import json
+
+    def x(cat: str, name: str, ts: float, dur: float) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 7, "tid": 7, "ts": ts, "dur": dur, "args": {}}
+
+    events = []
+    for i in range(5):
+        t0 = 1_000_000.0 + i * 10_000.0
+        events += [x("user_annotation", f"ProfilerStep#{i + 1}", t0, 10_000.0),
+                   x("cpu_op", "aten::addmm", t0 + 10, 2_000.0), x("cpu_op", "aten::relu", t0 + 2_020, 1_980.0)]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_a_cpu_run_names_its_free_time_as_the_hosts_not_a_device_idling(tmp_path) -> None:
+    report = _analyze(_cpu_trace(tmp_path / "cpu.pt.trace.json"))
+    assert report.run.device == "cpu"
+    for lang, label in (("en", "free (no operator running)"), ("zh", "空闲（无算子运行）")):
+        shares = {s["key"]: s for s in _view.step_shares(report, lang)}
+        assert shares["free"]["label"] == label
+        subtitle = _view.bound(list(shares.values()), lang)
+        assert "device" not in subtitle and "设备" not in subtitle, subtitle
+    md = render_markdown(report)
+    assert "device idle" not in md and "the device" not in _verdict_block(md)
+    steps = next(c for c in _view.charts(report, "en") if c["id"] == "steps")["data"]
+    assert "free (no operator running)" in [s["label"] for s in steps["series"]]
