@@ -59,6 +59,15 @@ def test_fp32_compute_keeps_bfloat16_on_a_gpu_with_bf16_tensor_cores():
     assert "bfloat16 where the GPU has bfloat16 tensor cores" in unknown.fix.text
 
 
+def test_input_bound_pins_memory_only_where_a_device_receives_the_batch():
+    # pin_memory speeds the host-to-device copy; a CPU run copies nothing
+    cpu = _fired("input-bound", "PyTorch DataLoader", framework="pytorch", device="cpu")
+    assert "num_workers=" in cpu.fix.code
+    assert "pin_memory" not in cpu.fix.code + cpu.fix.text and "host-to-device" not in cpu.fix.text
+    gpu = _fired("input-bound", "PyTorch DataLoader", framework="pytorch", device="gpu")
+    assert "pin_memory=True" in gpu.fix.code and "host-to-device" in gpu.fix.text
+
+
 def test_gpu_model_threshold_is_compute_capability_8():
     from advisor.profile import RunMeta
 
