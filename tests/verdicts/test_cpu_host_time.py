@@ -17,7 +17,7 @@ loaded 2-core host:
   and the rule stays quiet;
 * examples/train_ddp.py's healthy two ranks (bench/repeatability.py's
   ``healthy-2``): 1.1-1.4 ms of a 10-11 ms step recurs (5 runs), under the
-  rule's 2 ms; the rest of their free time is the ranks waiting for a CPU
+  rule's 4 ms; the rest of their free time is the ranks waiting for a CPU
   at random places, which got the rule at high in one of three runs when
   it read the median step's free time.
 
