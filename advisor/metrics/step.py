@@ -146,19 +146,23 @@ def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
         raise NotEvaluated(f"fewer than {MIN_MEDIAN_STEPS} steady steps on a rank: a cost every step pays "
                            "cannot be told from one step's")
     wake = gaps["after_collective"].fillna(False).astype(bool)
-    all_rows = gaps.assign(busy_us=gaps["busy_after_us"].fillna(0.0) + gaps["gap_us"].where(wake, 0.0))
-    gaps = gaps[~wake]
+    # a wake-up after a collective is busy time, not free time
+    rows = gaps.assign(free_us=gaps["gap_us"].where(~wake, 0.0),
+                       busy_us=gaps["busy_after_us"].fillna(0.0) + gaps["gap_us"].where(wake, 0.0))
     free, typical = {}, {}
     for rank, own in steps.groupby("rank"):
         ids = own["step"].astype("int64").to_numpy()
-        rows = gaps[(gaps["rank"] == rank) & gaps["step"].isin(ids)]
-        per_key = rows.pivot_table(index="key", columns="step", values="gap_us", aggfunc="sum", fill_value=0.0)
-        per_key = per_key.reindex(columns=ids, fill_value=0.0)  # a stretch absent from a step counts 0 there
-        free[rank] = float(per_key.median(axis=1).sum())
-        busy = all_rows[(all_rows["rank"] == rank) & all_rows["step"].isin(ids)].pivot_table(
-            index="key", columns="step", values="busy_us", aggfunc="sum", fill_value=0.0)
-        typical[rank] = float(busy.reindex(columns=ids, fill_value=0.0).median(axis=1).sum()) + free[rank]
+        mine = rows[(rows["rank"] == rank) & rows["step"].isin(ids)]
+        free[rank] = _by_place(mine, ids, "free_us")
+        typical[rank] = _by_place(mine, ids, "busy_us") + free[rank]
     return pd.Series(free, dtype=float), pd.Series(typical, dtype=float)
+
+
+def _by_place(rows: pd.DataFrame, ids, column: str) -> float:
+    """Sum over places (``key``) of the median over the steps ``ids`` of
+    each place's ``column`` (0 in a step without the place)."""
+    per_key = rows.pivot_table(index="key", columns="step", values=column, aggfunc="sum", fill_value=0.0)
+    return float(per_key.reindex(columns=ids, fill_value=0.0).median(axis=1).sum())
 
 
 @metric("step.recurring_free_ms", unit="ms", needs=["free_gaps.gap_us", "steps.duration_us"])
