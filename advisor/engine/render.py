@@ -119,6 +119,11 @@ def _bounded(size: int, what: str) -> None:
         raise TemplateBoundError(f"{what} would be {size} long, more than {MAX_TEMPLATE_SIZE}")
 
 
+def _spec_bounded(text: str) -> None:
+    if _WIDE_SPEC.search(text):
+        raise TemplateBoundError("a format width or precision that is computed or of six digits or more")
+
+
 def _sized_args(name: str, args, kwargs) -> None:
     for v in (*args, *kwargs.values()):
         if isinstance(v, int) and not isinstance(v, bool):
@@ -139,8 +144,8 @@ class _BoundedSandbox(SandboxedEnvironment):
             if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1 \
                     and left.bit_length() * right > MAX_POWER_BITS:
                 raise TemplateBoundError(f"an integer power of more than {MAX_POWER_BITS} bits")
-        elif operator == "%" and isinstance(left, str) and _WIDE_SPEC.search(left):
-            raise TemplateBoundError("a format width or precision that is computed or of six digits or more")
+        elif operator == "%" and isinstance(left, str):
+            _spec_bounded(left)
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 -- the sandbox's own signature
@@ -149,8 +154,8 @@ class _BoundedSandbox(SandboxedEnvironment):
         if isinstance(owner, str):
             if name in _SIZED:
                 _sized_args(name, args, kwargs)
-            elif name in ("format", "format_map") and _WIDE_SPEC.search(owner):
-                raise TemplateBoundError("a format width or precision that is computed or of six digits or more")
+            elif name in ("format", "format_map"):
+                _spec_bounded(owner)
             elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
                 _bounded(len(owner) + (owner.count(args[0]) if args[0] else len(owner) + 1) * len(args[1]),
                          "a replaced string")
@@ -168,8 +173,8 @@ def _sized_filter(name: str, func):
 
 def _format_filter(func):
     def bounded(value, *args, **kwargs):
-        if isinstance(value, str) and _WIDE_SPEC.search(value):
-            raise TemplateBoundError("a format width or precision that is computed or of six digits or more")
+        if isinstance(value, str):
+            _spec_bounded(value)
         return func(value, *args, **kwargs)
     return bounded
 
