@@ -290,10 +290,12 @@ SCHEMA: dict[str, dict[str, Column]] = {
                            "optimizer_state, input, temporary, activation, gradient, autograd_detail, unknown",
                            required=True),
     },
-    "flops": {  # floating-point work per rank over the profiled window (MindSpore flops_summary)
+    "flops": {  # floating-point work per rank: over the profiled window (MindSpore flops_summary) or per step
         "rank": _rank(),
-        "mflops": Column("float", "floating-point operations executed, in millions (cube + vector units)",
-                         required=True),
+        "step": Column("int", "the step the work was done in (Kineto: matrix operators' FLOPs from their "
+                       "recorded shapes); absent where the source gives the whole window"),
+        "mflops": Column("float", "floating-point operations executed, in millions (cube + vector units; "
+                         "Kineto: the matrix multiplies and 2-D convolutions only)", required=True),
         "gflops_per_s": Column("float", "achieved rate while the operators ran, GFLOP/s"),
         "utilization": Column("float", "achieved rate / the device's peak, 0..1"),
     },

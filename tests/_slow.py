@@ -43,6 +43,8 @@ SLOW_FIXTURES = {
 #: above finds, with what they do; timed with ``--durations`` on a shared
 #: 2-core machine, where each took 1.5-7 s
 MEASURED = {
+    # the real profiler records a trace in process (importing torch takes most of it)
+    "tests/collectors/kineto/test_work.py",
     # pool workers started by a fork server and by spawning (fresh interpreters)
     "tests/collectors/parallel/test_rank_reader.py::test_start_methods_other_than_fork_give_the_same_result",
     # every damaged-index case against a depth-first search over the tree

@@ -141,6 +141,10 @@ the training thread blocked from the call until the backend op of that
 kind ends (at most to the end of the op around the call): that wait is the
 call's communication time, not the op's compute.
 
+``flops`` (traces recorded with ``record_shapes=True``): per step, the
+FLOPs of the matrix multiplies and 2-D convolutions from their recorded
+shapes (:mod:`kineto.work`): the work a rank was given.
+
 Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
 with a progress bar on a terminal: only the events some table reads are
 kept, so memory grows far slower than the JSON (``bench/memory_vs_size.py``
@@ -164,6 +168,7 @@ import pandas as pd
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
+from advisor.collectors.kineto import work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -429,7 +434,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
                       kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
                       cp_edges=tables.cp_edges, memory_summary=_memory_summary(trace, rank),
-                      free_gaps=tables.free_gaps)
+                      free_gaps=tables.free_gaps, flops=tables.flops)
     if cupti_counters.CATEGORY in trace.categories:
         profile.cupti_counters, why = cupti_counters.table(path, rank)
         if why:
@@ -484,6 +489,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
              if t is not None]
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     tables.annotations = annotations.table(ev, tables.steps, rank)
+    tables.flops = work.table(ev.work_ts, ev.work_flops, tables.steps, rank)
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)
         if tables.cp_edges is None and tables.device == "gpu":

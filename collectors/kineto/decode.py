@@ -113,7 +113,7 @@ BIG_TRACE_EVENTS = 1 << 18
 
 _NO_RAW = msgspec.Raw()
 #: ``args`` members kept as raw JSON text (parsed once per distinct text).
-_RAW_ARGS = ("Input type", "Input Dims", "Input dims")
+_RAW_ARGS = ("Input type", "Input Dims", "Input dims", "Concrete Inputs")
 
 
 class Args(msgspec.Struct, gc=False):
@@ -125,6 +125,7 @@ class Args(msgspec.Struct, gc=False):
     input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_dims_lc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input dims")
+    concrete: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
     collective: str | None = msgspec.field(default=None, name="Collective name")
     in_nelems: int | float | str | None = msgspec.field(default=None, name="In msg nelems")
     msg_dtype: str | int | None = msgspec.field(default=None, name="dtype")
@@ -265,6 +266,10 @@ class Events:
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     activity: tuple[float, float] = (np.nan, np.nan)
     op_stats: OpStats = field(default_factory=lambda: OpStats.empty(0))
+    #: start and FLOPs of each call of an operator whose work is counted (:mod:`kineto.work`),
+    #: kept or not, in time order
+    work_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    work_flops: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @property
     def end(self) -> np.ndarray:
@@ -535,6 +540,8 @@ INIT_NAME, ALLOC_NAME, COMPILE_NAME, FRONT_END_NAME = 32, 64, 128, 256
 #: Events the ``host_calls`` table counts (``calls.host_call_class``): kept
 #: whether nested or not, Python frames among them (``Python GC``) included.
 HOST_CALL_NAME = 512
+#: Operators whose floating-point work is counted from their shapes (:mod:`kineto.work`).
+WORK_NAME = 1024
 _WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME | HOST_CALL_NAME
 #: Runtime calls kept whatever they launched: they block, start up the
 #: device, or allocate (the one-time work of :mod:`kineto_window`, and
@@ -551,6 +558,7 @@ def name_flags(name: str) -> int:
     from advisor.collectors.kineto import tables as kt  # it imports this module
     from advisor.collectors.kineto.calls import ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS
     from advisor.collectors.kineto.calls import host_call_class
+    from advisor.collectors.kineto.work import COUNTED_OPS
 
     return (STEP_NAME * bool(kt.STEP_RE.search(name))
             | LOADER_NAME * bool(DATALOADER_RE.search(name))
@@ -561,7 +569,8 @@ def name_flags(name: str) -> int:
             | ALLOC_NAME * (name in ALLOC_CALLS)
             | COMPILE_NAME * bool(COMPILE_OPS.search(name))
             | FRONT_END_NAME * bool(kt.FRONT_END_RE.search(name))
-            | HOST_CALL_NAME * (host_call_class(name) is not None))
+            | HOST_CALL_NAME * (host_call_class(name) is not None)
+            | WORK_NAME * (name in COUNTED_OPS))
 
 
 def _long_op_us() -> float:
@@ -660,6 +669,8 @@ class _Builder:
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
     size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
+    work: list = field(default_factory=list)  # (start, FLOPs) arrays of the counted operators, per batch
+    flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, raw concrete inputs) -> FLOPs or None
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -685,6 +696,7 @@ class _Builder:
         flags = self.names.flags()[name]
         sized = ((flags & COMM_NAME) != 0) & ((flags & FRONT_END_NAME) == 0)
         corr, itype, coll, grp, wait, msg = self._args(args, n, sized)
+        self._work(name, flags, ts, args)
         part = {
             "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
             "name": name,
@@ -703,6 +715,30 @@ class _Builder:
             op = (_CAT_KIND[part["cat"]] == HOST) & _oplike(part["cat"], flags)
             self._add_op_time(part["pair"][op], part["dur"][op])
         self.parts.append(self._compact(part))
+
+    def _work(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, args: tuple) -> None:
+        """Append the start and FLOPs of the batch's counted operator calls
+        (:func:`kineto.work.op_flops`, once per distinct name and shapes)."""
+        from advisor.collectors.kineto.work import op_flops
+
+        idx = np.flatnonzero((flags & WORK_NAME) != 0)
+        if idx.size == 0:
+            return
+        flops = np.full(idx.size, np.nan)
+        for j, i in enumerate(idx):
+            a = args[i]
+            if a is None or not (a.input_dims or a.input_dims_lc):
+                continue
+            key = (int(name[i]), bytes(a.input_dims or a.input_dims_lc), bytes(a.concrete))
+            if key not in self.flops_of:
+                if len(self.flops_of) >= _ITYPE_CACHE:
+                    self.flops_of.clear()
+                self.flops_of[key] = op_flops(self.names.values[key[0]], key[1], key[2])
+            value = self.flops_of[key]
+            flops[j] = np.nan if value is None else value
+        known = np.isfinite(flops)
+        if known.any():
+            self.work.append((ts[idx[known]], flops[known]))
 
     def _memory(self, args: list[Args]) -> None:
         """Raise ``memory_peak`` by the ``[memory]`` events of a device
@@ -947,7 +983,7 @@ class _Builder:
                 "span": self.span, "op_time": self.op_time, "op_seen": self.op_seen,
                 "cats_seen": self.cats_seen, "device_seen": self.device_seen,
                 "all_cats": self.all_cats, "phases": self.phases, "activity": self.activity,
-                "op_stats": self.op_stats, "memory_peak": self.memory_peak}
+                "op_stats": self.op_stats, "memory_peak": self.memory_peak, "work": self.work}
 
     def absorb(self, other: dict) -> None:
         """Append the batches of another builder's ``state`` (the events that
@@ -980,6 +1016,7 @@ class _Builder:
         self.activity = (min(self.activity[0], other["activity"][0]), max(self.activity[1], other["activity"][1]))
         self.op_stats.merge(other["op_stats"], maps["names"], len(self.names.values))
         self.memory_peak = [max(a, b) for a, b in zip(self.memory_peak, other["memory_peak"])]
+        self.work.extend(other["work"])
         if other["device_seen"] or self.device_seen:
             self.device_seen = False
             self._now_gpu()
@@ -1024,7 +1061,17 @@ class _Builder:
             span=self.span if self.analysed else (np.nan, np.nan), op_time=op_time,
             activity=self.activity if self.activity[0] <= self.activity[1] else (np.nan, np.nan),
             op_stats=self._op_stats(),
+            **self._work_columns(),
         )
+
+    def _work_columns(self) -> dict[str, np.ndarray]:
+        """``work_ts`` and ``work_flops`` of :class:`Events`, in time order."""
+        if not self.work:
+            return {}
+        ts, flops = (np.concatenate(c) for c in zip(*self.work))
+        order = np.argsort(ts, kind="stable")
+        self.work = []
+        return {"work_ts": ts[order], "work_flops": flops[order]}
 
     def _op_stats(self) -> OpStats:
         """The per-name host-op statistics, one entry per name code."""

@@ -67,6 +67,7 @@ class Tables:
     annotations: pd.DataFrame | None = None  # time per record_function range and step (kineto_annotations)
     cp_edges: pd.DataFrame | None = None  # each step's dependency graph (kineto_critical_path)
     free_gaps: pd.DataFrame | None = None  # CPU-only: each step's free stretches by place (kineto/free_gaps.py)
+    flops: pd.DataFrame | None = None  # matrix operators' FLOPs per step, from recorded shapes (kineto/work.py)
 
 
 def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:

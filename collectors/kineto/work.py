@@ -1,0 +1,121 @@
+"""Floating-point work of the matrix operators, from the shapes the
+profiler recorded -> ``flops`` (one row per rank and step).
+
+A trace recorded with ``record_shapes=True`` (``advisor run`` records
+them) gives each operator's ``Input Dims``. Counted here are the operators
+that carry a model's arithmetic on any device, with the formulas PyTorch's
+own ``with_flops=True`` estimate uses (``torch/csrc/profiler/util.cpp``,
+``computeFlops``):
+
+* matrix multiplies: ``aten::mm`` ([M, K] x [K, N]), ``aten::addmm``
+  (bias, [M, K], [K, N]): 2 * M * K * N; ``aten::bmm`` / ``aten::baddbmm``
+  ([B, M, K] x [B, K, N]): 2 * B * M * K * N. A linear layer runs through
+  them forward (``addmm``) and backward (two ``mm``), on CPU and GPU alike;
+  wrappers (``aten::linear``, ``aten::matmul``) are not counted, so nothing
+  is counted twice.
+* 2-D convolutions, ``aten::conv2d`` (input [N, C, H, W], weight
+  [Cout, C / groups, kh, kw]): 2 * N * Cout * Hout * Wout * C / groups *
+  kh * kw, the output size from the stride, padding and dilation in
+  ``Concrete Inputs``; not counted where the trace has no concrete inputs.
+
+Elementwise operators are left out: the sum is the work a batch size, a
+sequence length or a layer count scales, so compared across ranks it says
+which rank was given more (``cluster.slow_rank_flops_ratio``); it is not
+the model's total FLOPs.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.kineto import intervals as iv
+
+#: Operators whose work is counted, by name.
+MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
+CONV_OPS = frozenset({"aten::conv2d"})
+COUNTED_OPS = MATMUL_OPS | CONV_OPS
+
+
+def op_flops(name: str, dims: bytes, concrete: bytes) -> float | None:
+    """FLOPs of one operator call from its raw ``Input Dims`` and
+    ``Concrete Inputs`` JSON texts (module doc); None when the shapes do
+    not fit the operator's signature."""
+    try:
+        shapes = msgspec.json.decode(dims) if dims else None
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(shapes, list):
+        return None
+    if name in MATMUL_OPS:
+        return _matmul(name, shapes)
+    if name in CONV_OPS:
+        return _conv2d(shapes, concrete)
+    return None
+
+
+def _dims(shape) -> list[int] | None:
+    """A shape as ints, or None when it is not a list of non-negative ints."""
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        return None
+    return shape
+
+
+def _matmul(name: str, shapes: list) -> float | None:
+    # addmm / baddbmm take (bias or input, a, b, ...); mm / bmm take (a, b)
+    first = 1 if name in ("aten::addmm", "aten::baddbmm") else 0
+    if len(shapes) < first + 2:
+        return None
+    a, b = _dims(shapes[first]), _dims(shapes[first + 1])
+    rank = 3 if name in ("aten::bmm", "aten::baddbmm") else 2
+    if a is None or b is None or len(a) != rank or len(b) != rank or a[-1] != b[-2]:
+        return None
+    batch = a[0] if rank == 3 else 1
+    return 2.0 * batch * a[-2] * a[-1] * b[-1]
+
+
+def _conv2d(shapes: list, concrete: bytes) -> float | None:
+    """conv2d(input, weight, bias, stride, padding, dilation, groups)."""
+    try:
+        args = msgspec.json.decode(concrete) if concrete else None
+    except msgspec.DecodeError:
+        return None
+    if len(shapes) < 2 or not isinstance(args, list) or len(args) < 7:
+        return None
+    x, w = _dims(shapes[0]), _dims(shapes[1])
+    try:
+        stride, padding, dilation = (msgspec.json.decode(str(args[i])) for i in (3, 4, 5))
+        groups = int(args[6])
+    except (msgspec.DecodeError, TypeError, ValueError):
+        return None
+    pairs = [v if isinstance(v, list) else [v, v] for v in (stride, padding, dilation)]
+    if (x is None or w is None or len(x) != 4 or len(w) != 4 or groups <= 0
+            or not all(len(v) == 2 and all(isinstance(d, int) for d in v) for v in pairs)):
+        return None
+    (sh, sw), (ph, pw), (dh, dw) = pairs
+    if sh <= 0 or sw <= 0:
+        return None
+    out_h = (x[2] + 2 * ph - dh * (w[2] - 1) - 1) // sh + 1
+    out_w = (x[3] + 2 * pw - dw * (w[3] - 1) - 1) // sw + 1
+    if out_h <= 0 or out_w <= 0:
+        return None
+    return 2.0 * x[0] * w[0] * out_h * out_w * (x[1] // groups) * w[2] * w[3]
+
+
+def table(ts: np.ndarray, flops: np.ndarray, steps: pd.DataFrame, rank: int) -> pd.DataFrame | None:
+    """``flops`` rows (rank, step, mflops) of the counted operators that
+    start inside a step window (``steps``' ``start_us`` and
+    ``duration_us``); None without counted operators or steps."""
+    if ts.size == 0 or steps is None or steps.empty or "step" not in steps.columns:
+        return None
+    known = steps.dropna(subset=["step", "start_us", "duration_us"]).sort_values("start_us")
+    if known.empty:
+        return None
+    lo = known["start_us"].to_numpy(float)
+    at = iv.window_index(lo, lo + known["duration_us"].to_numpy(float), ts)
+    inside = at >= 0
+    if not inside.any():
+        return None
+    per_step = np.bincount(at[inside], weights=flops[inside], minlength=len(known))
+    return pd.DataFrame({"rank": rank, "step": known["step"].to_numpy(), "mflops": per_step / 1e6})
