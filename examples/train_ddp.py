@@ -13,6 +13,9 @@ Variants for the advisor's cluster and communication rules:
 * ``--slow-rank R --slow-ms MS``: rank R sleeps MS milliseconds in every
   step (between the batch fetch and forward), a straggler the others wait
   for at the gradient all-reduce (``slow-rank`` should name R).
+* ``--heavy-rank R --heavy-factor F``: rank R's batches are F times the
+  others', an uneven split of the work (``slow-rank`` should name R and
+  say it executes F times the FLOPs).
 * ``--allreduce after-backward``: no DDP; gradients are averaged by one
   ``all_reduce`` per parameter *after* ``backward()`` returns, so nothing
   overlaps (``exposed-allreduce`` should fire). ``--allreduce ddp`` (the
@@ -52,7 +55,8 @@ def train(rank: int, world_size: int, args) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     try:
         torch.manual_seed(0)
-        n = args.steps * args.batch_size * world_size
+        heavy = args.heavy_factor if rank == args.heavy_rank else 1
+        n = args.steps * args.batch_size * world_size * max(args.heavy_factor, 1)
         if args.conv_channels:                         # images for the conv stem
             x = torch.randn(n, 3, args.image_size, args.image_size)
             y = x.mean(dim=(1, 2, 3)).unsqueeze(1)
@@ -61,7 +65,7 @@ def train(rank: int, world_size: int, args) -> None:
             y = x.sum(dim=1, keepdim=True)
         data = TensorDataset(x, y)
         sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True)
-        loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, drop_last=True)
+        loader = DataLoader(data, batch_size=args.batch_size * heavy, sampler=sampler, drop_last=True)
         model = _model(args)
         exchange = _Exchange(args, world_size) if args.exchange == "alltoall" else None
         if args.allreduce == "ddp":
@@ -75,7 +79,7 @@ def train(rank: int, world_size: int, args) -> None:
         loss_fn = nn.MSELoss()
         slow = args.slow_ms / 1000.0 if rank == args.slow_rank else 0.0
         t0 = time.perf_counter()
-        for step, (xb, yb) in enumerate(loader):
+        for step, (xb, yb) in zip(range(args.steps), loader):
             opt.zero_grad(set_to_none=True)
             if slow:
                 time.sleep(slow)                       # the straggler's extra host time
@@ -186,6 +190,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bucket-cap-mb", type=float, default=None, help="DDP bucket size (default 25)")
     ap.add_argument("--slow-rank", type=int, default=-1, help="rank that sleeps --slow-ms every step")
     ap.add_argument("--slow-ms", type=float, default=0.0)
+    ap.add_argument("--heavy-rank", type=int, default=-1, help="rank whose batches are --heavy-factor times larger")
+    ap.add_argument("--heavy-factor", type=int, default=1)
     ap.add_argument("--nprocs", type=int, default=2, help="ranks to spawn without torchrun")
     args = ap.parse_args(argv)
     if "RANK" in os.environ:                       # launched by torchrun

@@ -25,7 +25,13 @@ sleeping 30 ms per step gave z 3.9-220 (10 runs), balanced runs below 3
 in 29 of 30 (one run kept one rank 6-12 ms late in each of its 4 steps:
 4.5). Fewer than ``MIN_SCATTER_STEPS`` common steps show no scatter: the
 excess is then the paired gap, with no z; without common steps, the worst
-median minus the median of the others' medians, with no z.
+median minus the median of the others' medians, with no z. A gap in
+operator time (``WORK_COMPONENTS``) also counts, whatever its z, when the
+profile records each rank's work (``flops``) and the worst rank executes
+at least ``MORE_WORK`` times the others' median: a rank given more work
+is late for that reason in every step, however much the host's load
+scatters its lateness. (Two gloo ranks, one given 2x and 4x the batch:
+z 1.3-3.1 in three runs at load 5-8, slower in every step.)
 
 Slow ranks come in groups when their cause is shared: every rank of a host
 starved of data, or of a slow stage. The *slow group* of a component is
@@ -122,6 +128,15 @@ OUTLIER_Z = 3.5
 #: (and a z-score) to mean anything: the MAD of two gaps is half their
 #: difference, so two close steps would make any gap an outlier.
 MIN_SCATTER_STEPS = 3
+#: A rank executing at least this many times the FLOPs of the others'
+#: median (``flops`` table) was given more work (module doc). Ranks running
+#: the same program on equal shapes execute equal FLOPs, so the ratio of
+#: balanced data-parallel ranks is 1 to the operator; 1.2 is also the
+#: slow-rank rule's ``min_flops_ratio``, from which its message says the rank
+#: was given more work.
+MORE_WORK = 1.2
+#: Step components made of operator time, which grow with a rank's work.
+WORK_COMPONENTS = ("computing_us", "fp_bp_us")
 #: A rank joins the slow group with at least this share of the worst excess.
 GROUP_SHARE = 0.5
 #: A slow group up to half the ranks is set apart by a gap this many times
@@ -247,7 +262,8 @@ def _component_spreads(p: Profile) -> list[dict]:
             worst = int(values.idxmax())
             extra = {}
             if len(values) < SMALL_CLUSTER:
-                excess, extra = _paired_gap(p, column, values, worst)
+                more_work = column in WORK_COMPONENTS and (_work_ratio(p, worst, values.index) or 0) >= MORE_WORK
+                excess, extra = _paired_gap(p, column, values, worst, more_work)
                 zscore = extra.pop("zscore")
             else:
                 excess = float(values.max() - values.median())
@@ -295,14 +311,15 @@ def _component_spreads(p: Profile) -> list[dict]:
     return out
 
 
-def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int) -> tuple[float, dict]:
+def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int,
+                more_work: bool = False) -> tuple[float, dict]:
     """The worst rank's excess in a small cluster (module doc): the median
     over common steady steps of its value minus the median of the others';
     the difference of per-rank medians without common steps. It counts
     only when it stands out from its scatter across steps (robust z >=
     ``OUTLIER_Z``), when there are ``MIN_SCATTER_STEPS`` steps to judge
-    that from. Evidence: ``steps_slower`` ("k of n" steps in which it
-    exceeded the others)."""
+    that from, or when the rank was given ``more_work``. Evidence:
+    ``steps_slower`` ("k of n" steps in which it exceeded the others)."""
     steps = steady_steps(p)
     others = values.index[values.index != worst]
     if "step" in steps.columns and column in steps.columns:
@@ -318,8 +335,10 @@ def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int) -> tuple
                         "paired_gap_ms": round(max(median, 0.0) / US_PER_MS, 3),
                         "steps_slower": f"{int((gap > 0).sum())} of {len(gap)}",
                         "step_share": float((gap > 0).mean()), "zscore": z}
+            if more_work:
+                evidence["counted_for"] = f"more work: at least {MORE_WORK} times the others' FLOPs"
             # a NaN z (too few steps) is not below OUTLIER_Z: the gap stands
-            return (0.0 if z < OUTLIER_Z else max(median, 0.0)), evidence
+            return (0.0 if z < OUTLIER_Z and not more_work else max(median, 0.0)), evidence
     return float(max(values[worst] - values[others].median(), 0.0)), {
         "paired_gap": "per-rank medians: minus the other ranks' median", "zscore": float("nan")}
 
@@ -453,19 +472,39 @@ def slow_rank_step_share(p: Profile) -> Value:
 
 @metric("cluster.slow_rank_flops_ratio", unit="ratio", needs=["steps.duration_us", "flops.mflops"])
 def slow_rank_flops_ratio(p: Profile) -> Value:
-    """FLOPs ``cluster.slow_rank`` executed in the profiled window over the
-    median of the other ranks it was compared with (its stage in a
-    pipeline run; MindSpore's ``flops_summary``): well above 1 means it
-    was given more work (uneven split, longer sequences), near 1 that it
-    is slower at the same work (device, host)."""
+    """FLOPs ``cluster.slow_rank`` executed (per step where the ``flops``
+    rows name steps, else in the profiled window) over the median of the
+    other ranks it was compared with (its stage in a pipeline run), from
+    MindSpore's ``flops_summary`` or the shapes a PyTorch trace recorded
+    (``collectors/kineto/work.py``): well above 1 means it was given more
+    work (uneven split, longer sequences), near 1 that it is slower at the
+    same work (device, host)."""
     s = _slowest(p)
-    flops = p.table("flops").groupby("rank")["mflops"].mean()
+    flops = _mflops(p)
     peers = [r for r in s["per_rank_ms"] if r != s["rank"]]
-    others = flops.reindex(peers).dropna()
-    if s["rank"] not in flops.index or others.empty or others.median() <= 0:
+    ratio = _work_ratio(p, s["rank"], peers)
+    if ratio is None:
         raise NotEvaluated("FLOPs not recorded for the slow rank and the ranks it is compared with")
-    return Value(float(flops[s["rank"]] / others.median()),
-                 {"mflops": round(float(flops[s["rank"]]), 1), "peers_median_mflops": round(float(others.median()), 1)})
+    return Value(ratio, {"mflops": round(float(flops[s["rank"]]), 1),
+                         "peers_median_mflops": round(float(flops.reindex(peers).dropna().median()), 1)})
+
+
+def _mflops(p: Profile) -> pd.Series:
+    """Per rank, the mean ``mflops`` of its ``flops`` rows (per step where
+    the rows name steps, else the window); empty without the table."""
+    if not p.has("flops", "mflops"):
+        return pd.Series(dtype=float)
+    return p.memo("cluster.mflops", lambda: p.table("flops").groupby("rank")["mflops"].mean())
+
+
+def _work_ratio(p: Profile, rank: int, ranks) -> float | None:
+    """``rank``'s FLOPs over the median of the other ``ranks``'; None where
+    the profile does not record them for both."""
+    flops = _mflops(p)
+    others = flops.reindex([r for r in ranks if r != rank]).dropna()
+    if rank not in flops.index or others.empty or others.median() <= 0:
+        return None
+    return float(flops[rank] / others.median())
 
 
 @metric("cluster.compute_spread_ratio", unit="ratio", needs=["steps.computing_us"])

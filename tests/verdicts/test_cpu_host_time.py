@@ -133,3 +133,5 @@ def test_healthy_ddp_ranks_waiting_for_a_cpu_keep_it_quiet(tmp_path):
     recurring = report["metrics"]["step.recurring_free_ms"]
     assert set(recurring["evidence"]["per_rank"]) == {"0", "1"}
     assert recurring["value"] < _value(report, "step.free_ms")  # the waits at random places are left out
+    # both ranks run the same operators on the same shapes: equal FLOPs, no rank given more work
+    assert _value(report, "cluster.slow_rank_flops_ratio") == 1.0
