@@ -64,6 +64,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
             "cluster summary, or no step markers)"),
         "duration_us": Column("float", "the step's wall time", required=True),
         "start_us": Column("float", "when the step starts"),
+        "thin_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products with a dimension of at "
+                                 "most 8 (collectors/kineto/work.py THIN), bound by memory by their shape"),
         "computing_us": Column("float", "device compute: union of compute kernels"),
         "communication_us": Column("float", "all communication time"),
         "overlapped_us": Column("float", "compute and communication at once"),

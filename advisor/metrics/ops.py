@@ -1,5 +1,6 @@
 """Operator metrics: hot operators, matrix work in float32 (with and
-without tensor cores), AI CPU time, host-to-device copies and short kernels.
+without tensor cores), AI CPU time, host-to-device copies, short kernels
+and thin matrix products on a CPU.
 
 Which operator is matrix work, a kernel, communication or float32 is told
 by :mod:`advisor.metrics.op_classes`. Ratios are per rank, mean over ranks
@@ -26,6 +27,7 @@ from advisor.metrics.op_classes import (
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import (
     US_PER_MS,
+    per_rank_mean,
     per_step_ms,
     rank_evidence,
     run_mean_ms,
@@ -349,3 +351,27 @@ def memcpy_h2d_pageable_share(p: Profile) -> Value:
     if sums.empty:
         raise NotEvaluated("no host-to-device copies in steady-state steps")
     return Value(float((sums["copy_h2d_pageable_us"] / sums["copy_h2d_us"]).mean()))
+
+
+@metric("ops.thin_matmul_ms", unit="ms", needs=["steps.thin_matmul_us"])
+def thin_matmul_ms(p: Profile) -> Value:
+    """Time per step in thin matrix products on a CPU run: matrix
+    multiplies and convolutions whose smallest dimension is at most 8
+    (``collectors/kineto/work.py`` ``THIN``), so that each number they read
+    takes part in at most 8 multiply-adds and memory, not arithmetic, sets
+    their pace -- a batch run row by row, a per-sample loop. Mean over ranks
+    of each rank's mean over steady steps."""
+    value = run_mean_ms(p, "thin_matmul_us")
+    if value is None:
+        raise NotEvaluated("no thin_matmul_us values")
+    return Value(value, rank_evidence(per_rank_mean(p, "thin_matmul_us")))
+
+
+@metric("ops.thin_matmul_ratio", unit="ratio", needs=["steps.thin_matmul_us", "steps.duration_us"])
+def thin_matmul_ratio(p: Profile) -> Value:
+    """Share of the step spent in thin matrix products (see
+    ``ops.thin_matmul_ms``)."""
+    value = run_ratio(p, "thin_matmul_us")
+    if value is None:
+        raise NotEvaluated("no thin_matmul_us values with a positive step duration")
+    return Value(value)

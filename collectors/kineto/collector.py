@@ -143,7 +143,9 @@ call's communication time, not the op's compute.
 
 ``flops`` (traces recorded with ``record_shapes=True``): per step, the
 FLOPs of the matrix multiplies and 2-D convolutions from their recorded
-shapes (:mod:`kineto.work`): the work a rank was given.
+shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
+``steps.thin_matmul_us``: the time of the thin ones among them (a
+dimension of at most ``work.THIN``: bound by memory by their shape).
 
 Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
 with a progress bar on a terminal: only the events some table reads are
@@ -490,6 +492,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     tables.annotations = annotations.table(ev, tables.steps, rank)
     tables.flops = work.table(ev.work_ts, ev.work_flops, tables.steps, rank)
+    if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
+        tables.steps["thin_matmul_us"] = work.thin_time(ev.work_ts, ev.work_dur, ev.work_smallest, tables.steps)
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)
         if tables.cp_edges is None and tables.device == "gpu":

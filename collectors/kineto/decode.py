@@ -266,10 +266,12 @@ class Events:
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     activity: tuple[float, float] = (np.nan, np.nan)
     op_stats: OpStats = field(default_factory=lambda: OpStats.empty(0))
-    #: start and FLOPs of each call of an operator whose work is counted (:mod:`kineto.work`),
-    #: kept or not, in time order
+    #: start, duration, FLOPs and smallest dimension of each call of an operator whose work is
+    #: counted (:mod:`kineto.work`), kept or not, in time order
     work_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    work_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_flops: np.ndarray = field(default_factory=lambda: np.empty(0))
+    work_smallest: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     @property
     def end(self) -> np.ndarray:
@@ -669,8 +671,8 @@ class _Builder:
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
     size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
-    work: list = field(default_factory=list)  # (start, FLOPs) arrays of the counted operators, per batch
-    flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, raw concrete inputs) -> FLOPs or None
+    work: list = field(default_factory=list)  # (start, duration, FLOPs, smallest dimension) of counted ops, per batch
+    flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, raw concrete inputs) -> op_work
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -696,7 +698,7 @@ class _Builder:
         flags = self.names.flags()[name]
         sized = ((flags & COMM_NAME) != 0) & ((flags & FRONT_END_NAME) == 0)
         corr, itype, coll, grp, wait, msg = self._args(args, n, sized)
-        self._work(name, flags, ts, args)
+        self._work(name, flags, ts, dur, args)
         part = {
             "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
             "name": name,
@@ -716,15 +718,17 @@ class _Builder:
             self._add_op_time(part["pair"][op], part["dur"][op])
         self.parts.append(self._compact(part))
 
-    def _work(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, args: tuple) -> None:
-        """Append the start and FLOPs of the batch's counted operator calls
-        (:func:`kineto.work.op_flops`, once per distinct name and shapes)."""
-        from advisor.collectors.kineto.work import op_flops
+    def _work(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, dur: np.ndarray, args: tuple) -> None:
+        """Append the start, duration, FLOPs and smallest dimension of the
+        batch's counted operator calls (:func:`kineto.work.op_work`, once per
+        distinct name and shapes)."""
+        from advisor.collectors.kineto.work import op_work
 
         idx = np.flatnonzero((flags & WORK_NAME) != 0)
         if idx.size == 0:
             return
         flops = np.full(idx.size, np.nan)
+        smallest = np.zeros(idx.size, dtype=np.int64)
         for j, i in enumerate(idx):
             a = args[i]
             if a is None or not (a.input_dims or a.input_dims_lc):
@@ -733,12 +737,13 @@ class _Builder:
             if key not in self.flops_of:
                 if len(self.flops_of) >= _ITYPE_CACHE:
                     self.flops_of.clear()
-                self.flops_of[key] = op_flops(self.names.values[key[0]], key[1], key[2])
+                self.flops_of[key] = op_work(self.names.values[key[0]], key[1], key[2])
             value = self.flops_of[key]
-            flops[j] = np.nan if value is None else value
+            if value is not None:
+                flops[j], smallest[j] = value
         known = np.isfinite(flops)
         if known.any():
-            self.work.append((ts[idx[known]], flops[known]))
+            self.work.append((ts[idx[known]], dur[idx[known]], flops[known], smallest[known]))
 
     def _memory(self, args: list[Args]) -> None:
         """Raise ``memory_peak`` by the ``[memory]`` events of a device
@@ -1065,13 +1070,13 @@ class _Builder:
         )
 
     def _work_columns(self) -> dict[str, np.ndarray]:
-        """``work_ts`` and ``work_flops`` of :class:`Events`, in time order."""
+        """The ``work_*`` columns of :class:`Events`, in time order."""
         if not self.work:
             return {}
-        ts, flops = (np.concatenate(c) for c in zip(*self.work))
-        order = np.argsort(ts, kind="stable")
+        columns = [np.concatenate(c) for c in zip(*self.work)]
+        order = np.argsort(columns[0], kind="stable")
         self.work = []
-        return {"work_ts": ts[order], "work_flops": flops[order]}
+        return {k: c[order] for k, c in zip(("work_ts", "work_dur", "work_flops", "work_smallest"), columns)}
 
     def _op_stats(self) -> OpStats:
         """The per-name host-op statistics, one entry per name code."""

@@ -22,6 +22,16 @@ Elementwise operators are left out: the sum is the work a batch size, a
 sequence length or a layer count scales, so compared across ranks it says
 which rank was given more (``cluster.slow_rank_flops_ratio``); it is not
 the model's total FLOPs.
+
+A product is *thin* when its smallest dimension (M, K or N of the
+[M, K] x [K, N] product; for a convolution, of its matrix form: N * Hout *
+Wout rows, C / groups * kh * kw inner, Cout / groups columns) is at most
+``THIN``: each number it reads then takes part in at most ``THIN``
+multiply-adds, so it is bound by memory, not arithmetic. A batch run row by
+row, a recurrent cell called once per time step and a per-sample loop
+turn every product into thin ones; ``thin_matmul_us`` is the time of
+those calls per step (CPU-only traces, where an operator's span is its
+computation).
 """
 
 from __future__ import annotations
@@ -36,12 +46,18 @@ from advisor.collectors.kineto import intervals as iv
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
 CONV_OPS = frozenset({"aten::conv2d"})
 COUNTED_OPS = MATMUL_OPS | CONV_OPS
+#: Smallest dimension up to which a product is thin (module doc): 2*M*K*N
+#: FLOPs over the 4*(M*K + K*N + M*N) bytes of its float32 operands is at
+#: most min(M, K, N) / 2 FLOPs per byte, 4 at 8 -- below the ridge point
+#: of a CPU core with vector FMA units (about 10-30 FLOPs per byte of its
+#: cache bandwidth) and far below a GPU's or NPU's.
+THIN = 8
 
 
-def op_flops(name: str, dims: bytes, concrete: bytes) -> float | None:
-    """FLOPs of one operator call from its raw ``Input Dims`` and
-    ``Concrete Inputs`` JSON texts (module doc); None when the shapes do
-    not fit the operator's signature."""
+def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None:
+    """FLOPs and smallest dimension of one operator call from its raw
+    ``Input Dims`` and ``Concrete Inputs`` JSON texts (module doc); None
+    when the shapes do not fit the operator's signature."""
     try:
         shapes = msgspec.json.decode(dims) if dims else None
     except msgspec.DecodeError:
@@ -62,7 +78,7 @@ def _dims(shape) -> list[int] | None:
     return shape
 
 
-def _matmul(name: str, shapes: list) -> float | None:
+def _matmul(name: str, shapes: list) -> tuple[float, int] | None:
     # addmm / baddbmm take (bias or input, a, b, ...); mm / bmm take (a, b)
     first = 1 if name in ("aten::addmm", "aten::baddbmm") else 0
     if len(shapes) < first + 2:
@@ -72,10 +88,10 @@ def _matmul(name: str, shapes: list) -> float | None:
     if a is None or b is None or len(a) != rank or len(b) != rank or a[-1] != b[-2]:
         return None
     batch = a[0] if rank == 3 else 1
-    return 2.0 * batch * a[-2] * a[-1] * b[-1]
+    return 2.0 * batch * a[-2] * a[-1] * b[-1], min(a[-2], a[-1], b[-1])
 
 
-def _conv2d(shapes: list, concrete: bytes) -> float | None:
+def _conv2d(shapes: list, concrete: bytes) -> tuple[float, int] | None:
     """conv2d(input, weight, bias, stride, padding, dilation, groups)."""
     try:
         args = msgspec.json.decode(concrete) if concrete else None
@@ -100,22 +116,42 @@ def _conv2d(shapes: list, concrete: bytes) -> float | None:
     out_w = (x[3] + 2 * pw - dw * (w[3] - 1) - 1) // sw + 1
     if out_h <= 0 or out_w <= 0:
         return None
-    return 2.0 * x[0] * w[0] * out_h * out_w * (x[1] // groups) * w[2] * w[3]
+    inner = (x[1] // groups) * w[2] * w[3]
+    return 2.0 * x[0] * w[0] * out_h * out_w * inner, min(x[0] * out_h * out_w, inner, w[0] // groups)
 
 
 def table(ts: np.ndarray, flops: np.ndarray, steps: pd.DataFrame, rank: int) -> pd.DataFrame | None:
     """``flops`` rows (rank, step, mflops) of the counted operators that
-    start inside a step window (``steps``' ``start_us`` and
-    ``duration_us``); None without counted operators or steps."""
-    if ts.size == 0 or steps is None or steps.empty or "step" not in steps.columns:
+    start inside a step window; None without counted operators or steps."""
+    at, known = _step_of(ts, steps)
+    if known is None or not (at >= 0).any():
         return None
-    known = steps.dropna(subset=["step", "start_us", "duration_us"]).sort_values("start_us")
-    if known.empty:
-        return None
-    lo = known["start_us"].to_numpy(float)
-    at = iv.window_index(lo, lo + known["duration_us"].to_numpy(float), ts)
     inside = at >= 0
-    if not inside.any():
-        return None
     per_step = np.bincount(at[inside], weights=flops[inside], minlength=len(known))
     return pd.DataFrame({"rank": rank, "step": known["step"].to_numpy(), "mflops": per_step / 1e6})
+
+
+def thin_time(ts: np.ndarray, dur: np.ndarray, smallest: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """Per row of ``steps``, the summed duration of the thin products (module
+    doc) that start in that step (0 where none; NaN for a row without a
+    step window)."""
+    out = np.full(len(steps), np.nan)
+    at, known = _step_of(ts, steps)
+    if known is None:
+        return out
+    thin = (at >= 0) & (smallest <= THIN)
+    out[known.index.to_numpy()] = np.bincount(at[thin], weights=dur[thin], minlength=len(known))
+    return out
+
+
+def _step_of(ts: np.ndarray, steps: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """Index into the known step windows (``steps`` rows with a step, a
+    start and a duration, by start; positional index kept) of each time
+    ``ts``, -1 outside them; the windows, None when there are none."""
+    if steps is None or steps.empty or "step" not in steps.columns or "start_us" not in steps.columns:
+        return np.full(ts.size, -1), None
+    known = steps.reset_index(drop=True).dropna(subset=["step", "start_us", "duration_us"]).sort_values("start_us")
+    if known.empty:
+        return np.full(ts.size, -1), None
+    lo = known["start_us"].to_numpy(float)
+    return iv.window_index(lo, lo + known["duration_us"].to_numpy(float), ts), known

@@ -60,8 +60,9 @@ def test_each_operator_matches_pytorchs_own_estimate(recorded):
     for e in json.loads(path.read_text())["traceEvents"]:
         if e.get("name") in work.COUNTED_OPS and e.get("ph") == "X":
             args = e["args"]
-            ours[e["name"]] += work.op_flops(e["name"], json.dumps(args["Input Dims"]).encode(),
-                                             json.dumps(args.get("Concrete Inputs", "")).encode())
+            flops, _ = work.op_work(e["name"], json.dumps(args["Input Dims"]).encode(),
+                                    json.dumps(args.get("Concrete Inputs", "")).encode())
+            ours[e["name"]] += flops
     assert ours == pytest.approx(theirs, rel=1e-12)
 
 
@@ -75,6 +76,19 @@ def test_the_trace_gives_one_row_per_step_with_the_steps_work(recorded):
     assert flops["mflops"].sum() * 1e6 == pytest.approx(sum(theirs.values()), rel=1e-9)
 
 
+@pytest.mark.parametrize("name, dims, concrete, smallest", [
+    ("aten::mm", b"[[1, 256], [256, 512]]", b"", 1),                 # one row
+    ("aten::mm", b"[[512, 1], [1, 256]]", b"", 1),                   # an outer product: inner size 1
+    ("aten::addmm", b"[[10], [64, 512], [512, 10]]", b"", 10),
+    ("aten::baddbmm", b"[[4, 6, 3], [4, 6, 7], [4, 7, 3]]", b"", 3),
+    # 2 images of 3 x 8 x 8, 4 filters of 3 x 3, stride 2, padding 1: 2 * 4 * 4 = 32 rows, 27 inner, 4 columns
+    ("aten::conv2d", b"[[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []]",
+     b'["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]', 4),
+])
+def test_the_smallest_dimension_is_that_of_the_matrix_product(name, dims, concrete, smallest):
+    assert work.op_work(name, dims, concrete)[1] == smallest
+
+
 @pytest.mark.parametrize("name, dims, concrete", [
     ("aten::mm", b"[[2, 3], [4, 5]]", b""),                    # inner sizes differ
     ("aten::bmm", b"[[2, 3], [3, 4]]", b""),                   # not batched
@@ -85,4 +99,4 @@ def test_the_trace_gives_one_row_per_step_with_the_steps_work(recorded):
      b'["", "", "", "[0, 0]", "[0, 0]", "[1, 1]", "1"]'),     # stride 0
 ])
 def test_shapes_that_do_not_fit_count_nothing(name, dims, concrete):
-    assert work.op_flops(name, dims, concrete) is None
+    assert work.op_work(name, dims, concrete) is None
