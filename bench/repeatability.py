@@ -22,6 +22,9 @@ Scenarios (``SCENARIOS``; the real-run tests use the same commands):
   all-to-all.
 * ``straggler-2``: two ranks, rank 1 sleeping 30 ms every step.
 * ``healthy-2``: the same two ranks without the sleep.
+* ``uneven-2``: two ranks of a larger MLP (``UNEVEN``), rank 1 given
+  batches 4x rank 0's: it executes 4x the FLOPs, slower in compute in
+  every step.
 * ``slow-data``: ``examples/train_cnn.py`` on one process, every sample
   2 ms to load, no DataLoader workers: the loop waits for its batches.
 
@@ -62,6 +65,10 @@ DP_STEPS, DP_TRAIN_STEPS = 10, "14"
 #: host's passing load show as scatter between steps.
 PAIR = ("--steps", "14", "--hidden", "256", "--layers", "2")
 PAIR_STEPS = 10
+#: Two ranks of an MLP large enough that 4x the batch is milliseconds of
+#: compute, rank 1 given 4x the batch (``--heavy-factor``).
+UNEVEN = ("--steps", "14", "--hidden", "512", "--layers", "3", "--batch-size", "32",
+          "--heavy-rank", "1", "--heavy-factor", "4")
 
 
 def torchrun(nproc: int, *args: str) -> list[str]:
@@ -78,13 +85,15 @@ SCENARIOS = {
     "alltoall": (8, torchrun(2, "--steps", "14", "--exchange", "alltoall")),
     "straggler-2": (PAIR_STEPS, torchrun(2, *PAIR, "--slow-rank", "1", "--slow-ms", "30")),
     "healthy-2": (PAIR_STEPS, torchrun(2, *PAIR)),
+    "uneven-2": (PAIR_STEPS, torchrun(2, *UNEVEN)),
     "slow-data": (5, [sys.executable, str(ROOT / "examples" / "train_cnn.py"), "--steps", "10",
                       "--slow-data", "0.002", "--num-workers", "0"]),
 }
 #: Metrics printed per run (those present).
 FIGURES = ("comm.exposed_allreduce_ratio", "comm.exposed_alltoall_ratio", "comm.exposed_fsdp_ratio",
            "comm.allreduce_layout", "comm.gradient_mb", "comm.bucket_cap_mb", "cluster.slow_rank",
-           "cluster.slow_rank_excess_ms", "cluster.slow_rank_excess_ratio", "cluster.slow_rank_zscore")
+           "cluster.slow_rank_excess_ms", "cluster.slow_rank_excess_ratio", "cluster.slow_rank_zscore",
+           "cluster.slow_rank_flops_ratio", "ops.thin_matmul_ratio")
 
 
 #: Environment of the runs: one thread per rank for torch's operators (the
