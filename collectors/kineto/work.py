@@ -52,6 +52,9 @@ COUNTED_OPS = MATMUL_OPS | CONV_OPS
 #: of a CPU core with vector FMA units (about 10-30 FLOPs per byte of its
 #: cache bandwidth) and far below a GPU's or NPU's.
 THIN = 8
+#: Sizes at or above this are not taken as a dimension (a trace's text may
+#: hold any number; products of real sizes stay far below float range).
+MAX_DIM = 1 << 40
 
 
 def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None:
@@ -71,9 +74,14 @@ def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None
     return None
 
 
+def _size(value) -> bool:
+    """True for an int (not a bool) in [0, ``MAX_DIM``)."""
+    return type(value) is int and 0 <= value < MAX_DIM
+
+
 def _dims(shape) -> list[int] | None:
-    """A shape as ints, or None when it is not a list of non-negative ints."""
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    """A shape as sizes (:func:`_size`), or None when it is not one."""
+    if not isinstance(shape, list) or not all(_size(d) for d in shape):
         return None
     return shape
 
@@ -101,13 +109,12 @@ def _conv2d(shapes: list, concrete: bytes) -> tuple[float, int] | None:
         return None
     x, w = _dims(shapes[0]), _dims(shapes[1])
     try:
-        stride, padding, dilation = (msgspec.json.decode(str(args[i])) for i in (3, 4, 5))
-        groups = int(args[6])
-    except (msgspec.DecodeError, TypeError, ValueError):
+        stride, padding, dilation, groups = (msgspec.json.decode(str(args[i])) for i in (3, 4, 5, 6))
+    except msgspec.DecodeError:
         return None
     pairs = [v if isinstance(v, list) else [v, v] for v in (stride, padding, dilation)]
-    if (x is None or w is None or len(x) != 4 or len(w) != 4 or groups <= 0
-            or not all(len(v) == 2 and all(isinstance(d, int) for d in v) for v in pairs)):
+    if (x is None or w is None or len(x) != 4 or len(w) != 4 or not _size(groups) or groups == 0
+            or not all(len(v) == 2 and all(_size(d) for d in v) for v in pairs)):
         return None
     (sh, sw), (ph, pw), (dh, dw) = pairs
     if sh <= 0 or sw <= 0:

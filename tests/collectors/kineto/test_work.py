@@ -94,6 +94,10 @@ def test_the_smallest_dimension_is_that_of_the_matrix_product(name, dims, concre
     ("aten::bmm", b"[[2, 3], [3, 4]]", b""),                   # not batched
     ("aten::addmm", b"[[4], [2, 3]]", b""),                    # one operand missing
     ("aten::mm", b"not json", b""),
+    ("aten::mm", b"[[1" + b"0" * 400 + b", 2], [2, 3]]", b""),  # a size past float range
+    ("aten::mm", b"[[true, 2], [2, 3]]", b""),
+    ("aten::conv2d", b"[[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]",
+     b'["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1e999"]'),     # groups not a size
     ("aten::conv2d", b"[[1, 3, 8, 8], [4, 3, 3, 3], []]", b""),  # no concrete inputs: stride unknown
     ("aten::conv2d", b"[[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]",
      b'["", "", "", "[0, 0]", "[0, 0]", "[1, 1]", "1"]'),     # stride 0
