@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from advisor.collectors.io.files import open_regular
+from advisor.collectors.io.files import open_regular, read_bytes
 from advisor.errors import InputError
 
 #: Cell values that mean "no value" in Ascend / MindSpore CSVs.
@@ -230,13 +229,9 @@ class _SmallCsv:
     @classmethod
     def open(cls, path: Path) -> _SmallCsv | None:
         """The file read, or None when it is larger than ``SMALL_FILE``."""
-        try:
-            with open_regular(path) as fh:
-                if os.fstat(fh.fileno()).st_size > SMALL_FILE:
-                    return None
-                raw = fh.read()
-        except OSError as exc:
-            raise InputError(path, f"cannot read CSV header ({exc})") from None
+        raw = read_bytes(path, SMALL_FILE)
+        if raw is None:
+            return None
         try:
             return cls(path, raw.decode("utf-8-sig"))
         except UnicodeDecodeError:
