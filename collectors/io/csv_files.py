@@ -18,6 +18,8 @@ import csv
 import functools
 import io
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -178,10 +180,18 @@ def read_numbers(
     if small is None:
         table = _large_table(path, header, found, set(found), raw_text=False)
         return {c: table.column(c).to_numpy() for c in table.column_names}
-    columns = list(zip(*small.rows()))
-    if not columns:
+    rows = small.rows()
+    if not rows:
         return {ours: np.empty(0) for ours in found}
-    return {ours: _numbers(columns[small.header.index(actual)]) for ours, actual in found.items()}
+    at = [small.header.index(actual) for actual in found.values()]
+    if len(at) > 1:
+        try:  # every cell a plain number: one conversion for the whole file
+            values = np.array(list(map(float, chain.from_iterable(map(itemgetter(*at), rows)))), dtype=np.float64)
+            return dict(zip(found, values.reshape(len(rows), len(at)).T.copy()))
+        except ValueError:
+            pass
+    columns = list(zip(*rows))
+    return {ours: _numbers(columns[i]) for ours, i in zip(found, at)}
 
 
 def _numbers(cells: Sequence[str]) -> np.ndarray:
