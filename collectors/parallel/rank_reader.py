@@ -453,7 +453,7 @@ def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]
         return []
     named = {str(u) for u in units}  # the common case, a child that is a unit itself: no path resolved
     try:
-        children = [c for c in sorted(Path(root).iterdir()) if str(c) not in named]
+        children = sorted(c for c in Path(root).iterdir() if str(c) not in named)  # the few others, sorted
     except OSError:
         return []
     if not children:
