@@ -274,10 +274,13 @@ class _Reader:
     ``kernels``: the unit's kernels table, whose operators the batch reader
     computes once the batch is read (``read_arrow_batch``). ``with_kernels``
     False: the kernel and operator files are left out (``kernel_sample``)
-    once steps are found."""
+    once steps are found. ``folder``: the folder of the unit's files, listed
+    once (``file``)."""
 
-    def __init__(self, profile: Profile, with_kernels: bool = True):
+    def __init__(self, profile: Profile, with_kernels: bool = True, folder: Path | None = None):
         self.profile = profile
+        self.folder = folder
+        self.files = frozenset() if folder is None else listing.files(folder)
         self.failures: list[InputError] = []
         self.kernels: pa.Table | None = None
         self.kernels_origin_us = 0.0  # absolute time of the kernels' start_us 0 (database layout)
@@ -291,6 +294,10 @@ class _Reader:
         if self._trace is False:
             self._trace = self.attempt(path, decode_trace)
         return self._trace
+
+    def file(self, name: str) -> Path | None:
+        """``folder / name`` when it is a file there (``listing.files``), else None."""
+        return self.folder / name if name in self.files else None
 
     def has_ops(self) -> bool:
         return self.profile.ops is not None or self.kernels is not None
@@ -321,14 +328,14 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
     if not _is_dir(out_dir):
         raise InputError(unit, f"no {OUTPUT_DIR}/ folder (profile not parsed yet, or "
                                "exported as .db only)")
-    reader = _Reader(profile, with_kernels)
+    reader = _Reader(profile, with_kernels, out_dir)
     facts = read_meta(root, profile)
-    db_layout = _db_only(out_dir)
+    db_layout = _db_only(reader)
     if db_layout and facts.rank is None:
         facts.rank = ascend_db.rank_of(out_dir)
     if db_layout and not facts.groups:
         add_groups(facts, ascend_db.parallel_group_info(out_dir))
-    rank = _decide_rank(root, facts, out_dir, profile)
+    rank = _decide_rank(root, facts, reader)
     _fill_meta(profile.meta, facts, rank)
     host = host_from_folder_name(root)
     if host is not None:
@@ -344,24 +351,25 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         if reader.kernels is not None:
             _add_device_busy(profile, reader.kernels)
     else:
-        _read_steps_and_ops(reader, out_dir, rank)
-        _read_comm(reader, out_dir, rank)
+        _read_steps_and_ops(reader, rank)
+        _read_comm(reader, rank)
         if profile.comm is None:
-            _read_level0_comm(reader, out_dir, rank)
+            _read_level0_comm(reader, rank)
     if profile.meta.comm_source.get(rank) == hccl_rows.LEVEL1:
         profile.comm_contention = contention.contention_table(reader.kernels, profile.comm, profile.bandwidth, rank,
                                                               reader.kernels_origin_us)
     _links_to_global(profile, rank, facts.groups)
-    path = out_dir / "dataset.csv"
-    if _is_file(path):
+    path = reader.file("dataset.csv")
+    if path is not None:
         profile.data_ops = reader.attempt(path, tables.read_dataset, rank)
     if profile.steps is None:
-        _read_trace_steps(reader, out_dir)
-    memory_file = next((out_dir / name for name in memory_record.FILES if _is_file(out_dir / name)), None)
+        _read_trace_steps(reader)
+    memory_file = next((p for p in map(reader.file, memory_record.FILES) if p is not None), None)
     if memory_file is not None:
         profile.memory_summary = reader.attempt(memory_file, memory_record.read, rank)
-    if _is_file(out_dir / "trace_view.json"):
-        trace = reader.trace(out_dir / "trace_view.json")
+    trace_path = reader.file("trace_view.json")
+    if trace_path is not None:
+        trace = reader.trace(trace_path)
         if trace is not None:
             _add_dispatch(profile, dispatch.read(trace, rank))
             profile.host_calls = host_calls.read(trace, rank)
@@ -389,12 +397,12 @@ def _links_to_global(profile: Profile, rank: int, groups: dict[str, list[int]]) 
             "names group-local ranks, and naming links by them would blame the wrong cards")
 
 
-def _db_only(out_dir: Path) -> bool:
+def _db_only(reader: _Reader) -> bool:
     """The database layout (``*.db``, see ascend_db) and none of the text files."""
-    return not _holds_output_files(out_dir) and ascend_db.has_db(out_dir)
+    return reader.files.isdisjoint(OUTPUT_FILES) and ascend_db.has_db(reader.folder)
 
 
-def _decide_rank(root: Path | None, facts, out_dir: Path, profile: Profile) -> int:
+def _decide_rank(root: Path | None, facts, reader: _Reader) -> int:
     """Rank id: profiler_info_{N}.json name, JSON contents, rank-N folder
     name, the communication matrix (the one rank on every link), else 0
     with a note."""
@@ -402,12 +410,12 @@ def _decide_rank(root: Path | None, facts, out_dir: Path, profile: Profile) -> i
     for rank in candidates:
         if rank is not None:
             return rank
-    matrix = out_dir / "communication_matrix.json"
-    if _is_file(matrix):
+    matrix = reader.file("communication_matrix.json")
+    if matrix is not None:
         rank = comm_io.rank_from_links(matrix)
         if rank is not None:
             return rank
-    profile.meta.notes.append(
+    reader.profile.meta.notes.append(
         "rank id not found (no profiler_info_{rank}.json, no rank in profiler "
         "metadata or communication files); assumed rank 0")
     return 0
@@ -424,23 +432,23 @@ def _fill_meta(meta: RunMeta, facts, rank: int) -> None:
         meta.framework = facts.framework
 
 
-def _read_steps_and_ops(reader: _Reader, out_dir: Path, rank: int) -> None:
+def _read_steps_and_ops(reader: _Reader, rank: int) -> None:
     """step_trace_time.csv -> steps; kernel_details.csv (else op_statistic.csv) -> ops."""
     profile = reader.profile
-    path = out_dir / "step_trace_time.csv"
-    if _is_file(path):
+    path = reader.file("step_trace_time.csv")
+    if path is not None:
         profile.steps = reader.attempt(path, tables.step_trace_columns, rank)
     if reader.skips_kernels():
         return
-    path = out_dir / "kernel_details.csv"
-    if _is_file(path):
+    path = reader.file("kernel_details.csv")
+    if path is not None:
         kernels = reader.attempt(path, tables.kernel_table)
         if kernels is not None and kernels.num_rows:
             reader.kernels = kernels
             _add_device_busy(profile, kernels)
     if not reader.has_ops():
-        path = out_dir / "op_statistic.csv"
-        if _is_file(path):
+        path = reader.file("op_statistic.csv")
+        if path is not None:
             profile.ops = reader.attempt(path, tables.read_op_statistic, rank)
             if profile.ops is not None:
                 profile.meta.notes.append(
@@ -474,26 +482,28 @@ def _add_dispatch(profile: Profile, per_step: pd.DataFrame | None) -> None:
             steps[column] = by_step[column].reindex(ids).to_numpy(np.float64)
 
 
-def _read_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
+def _read_comm(reader: _Reader, rank: int) -> None:
     """communication.json -> comm, bandwidth; communication_matrix.json -> links."""
-    _read_comm_files(reader, out_dir / "communication.json", rank,
-                     out_dir / "communication_matrix.json", lambda p: comm_io.matrix_columns(p, rank))
+    _read_comm_files(reader, reader.file("communication.json"), rank,
+                     reader.file("communication_matrix.json"), lambda p: comm_io.matrix_columns(p, rank))
 
 
-def _read_comm_files(reader: _Reader, comm_path: Path, rank: int | None, matrix_path: Path, read_matrix) -> None:
-    """A communication summary -> comm, bandwidth; a matrix -> links (each optional)."""
+def _read_comm_files(reader: _Reader, comm_path: Path | None, rank: int | None, matrix_path: Path | None,
+                     read_matrix) -> None:
+    """A communication summary -> comm, bandwidth; a matrix -> links (each
+    optional: None where the file is not there)."""
     profile = reader.profile
-    if _is_file(comm_path):
+    if comm_path is not None:
         result = reader.attempt(comm_path, comm_io.communication_columns, rank)
         if result is not None:
             profile.comm, profile.bandwidth = result
             if rank is not None and profile.comm is not None:
                 profile.meta.comm_source[rank] = hccl_rows.LEVEL1
-    if _is_file(matrix_path):
+    if matrix_path is not None:
         profile.links = reader.attempt(matrix_path, read_matrix)
 
 
-def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
+def _read_level0_comm(reader: _Reader, rank: int) -> None:
     """No communication.json (profiler Level0, the default): comm from the
     HCCL rows of the kernels, else the HCCL lanes of trace_view.json, else
     the HCCL rows of op_statistic.csv (``hccl_rows``)."""
@@ -502,16 +512,16 @@ def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
     if reader.kernels is not None:
         profile.comm = hccl_rows.comm_from_kernels(reader.kernels, rank)
         source = hccl_rows.LEVEL0
-    trace = out_dir / "trace_view.json"
-    if profile.comm is None and _is_file(trace):
+    trace = reader.file("trace_view.json")
+    if profile.comm is None and trace is not None:
         decoded = reader.trace(trace)
         ops = None if decoded is None else hccl_operators(decoded)
         profile.comm = None if ops is None else hccl_rows.comm_from_kernels(ops, rank)
         source = hccl_rows.LEVEL0_TRACE_VIEW
     if profile.comm is None and reader.kernels is None:
         ops = profile.ops
-        path = out_dir / "op_statistic.csv"
-        if ops is None and _is_file(path):
+        path = reader.file("op_statistic.csv")
+        if ops is None and path is not None:
             ops = reader.attempt(path, tables.read_op_statistic, rank)
         profile.comm = None if ops is None else hccl_rows.comm_from_op_statistic(ops, rank)
         source = hccl_rows.LEVEL0_OP_STATISTIC
@@ -524,11 +534,11 @@ def _read_level0_comm(reader: _Reader, out_dir: Path, rank: int) -> None:
             "of profiler_level Level1 (communication.json, communication_matrix.json)")
 
 
-def _read_trace_steps(reader: _Reader, out_dir: Path) -> None:
+def _read_trace_steps(reader: _Reader) -> None:
     """trace_view.json -> steps from the overlap lanes (no step_trace_time.csv)."""
     profile = reader.profile
-    path = out_dir / "trace_view.json"
-    if not _is_file(path):
+    path = reader.file("trace_view.json")
+    if path is None:
         return
     trace = reader.trace(path)
     if trace is None:
@@ -587,12 +597,12 @@ def read_cluster(unit: Path) -> Profile:
     """msprof-analyze cluster_analysis_output -> per-rank totals and communication."""
     profile = Profile(meta=RunMeta(device="ascend", source_format="msprof_cluster",
                                    source_path=str(unit)))
-    reader = _Reader(profile)
-    path = unit / "cluster_step_trace_time.csv"
-    if _is_file(path):
+    reader = _Reader(profile, folder=unit)
+    path = reader.file("cluster_step_trace_time.csv")
+    if path is not None:
         profile.steps = reader.attempt(path, tables.read_cluster_step_trace)
-    _read_comm_files(reader, unit / "cluster_communication.json", None,
-                     unit / "cluster_communication_matrix.json", _read_cluster_matrix)
+    _read_comm_files(reader, reader.file("cluster_communication.json"), None,
+                     reader.file("cluster_communication_matrix.json"), _read_cluster_matrix)
     _require_something(profile, reader, unit)
     _build_pending([profile])
     arrow_frames.profile_to_pandas(profile)

@@ -28,6 +28,9 @@ _KEYS = fields.text("profiler_metadata.json").fields
 _VERSION_KEYS = fields.text("profiler_info.json versions").fields
 _PARALLEL_KEYS = {short: _KEYS[short] for short in ("tp", "pp", "dp", "cp", "ep")}
 _CORE_KEYS = fields.text("info.json DeviceInfo").fields
+#: Every key ``_merge`` looks up in a metadata document.
+_WANTED = frozenset([*_KEYS["rank"], *_KEYS["world_size"], *(k for keys in _VERSION_KEYS.values() for k in keys),
+                     *(k for keys in _PARALLEL_KEYS.values() for k in keys)])
 
 
 def framework_of(folder: Path) -> tuple[str, str]:
@@ -111,17 +114,21 @@ class MetaFacts:
 
 
 class _Scalars:
-    """Where each key first holds a scalar in a JSON document, depth-first
-    (a node's own keys before its children's), found in one walk. JSON null
-    counts as absent.
+    """Where each key (of ``wanted``, if given) first holds a scalar in a JSON document,
+    depth-first (a node's own keys before its children's), found in one
+    walk. JSON null counts as absent. Only the wanted keys are recorded and
+    only objects are entered (directly or as JSON text): metadata documents
+    carry large lists and objects (communication groups, environment) whose
+    other keys nobody asks about.
 
     ``find(keys)`` is the value of the earliest of ``keys``: at the same
     node, the one listed first wins.
     """
 
-    def __init__(self, doc):
+    def __init__(self, doc, wanted: frozenset[str] | None = None):
         self.first: dict[str, tuple[int, object]] = {}
         self._count = 0
+        self._wanted = wanted
         self._walk(doc)
 
     def _walk(self, node) -> None:
@@ -129,11 +136,16 @@ class _Scalars:
             return
         here = self._count
         self._count += 1
-        for key, value in node.items():
-            if value is not None and not isinstance(value, (dict, list)) and key not in self.first:
-                self.first[key] = (here, value)
+        first = self.first
+        for key in node if self._wanted is None else self._wanted.intersection(node):
+            value = node[key]
+            if value is not None and not isinstance(value, (dict, list)) and key not in first:
+                first[key] = (here, value)
         for value in node.values():
-            self._walk(_maybe_json(value))
+            if isinstance(value, dict):
+                self._walk(value)
+            elif isinstance(value, str) and value[:1] in "{[":
+                self._walk(_maybe_json(value))
 
     def find(self, keys: tuple[str, ...]):
         hits = [(self.first[k][0], i, self.first[k][1]) for i, k in enumerate(keys) if k in self.first]
@@ -152,6 +164,8 @@ def _maybe_json(value):
 
 def _int(value) -> int | None:
     """A non-negative int from a JSON value, else None (-1 means "unset")."""
+    if value is None:  # the common case (a key the document lacks), without raising
+        return None
     try:
         n = int(str(value).strip())
     except (TypeError, ValueError):
@@ -207,7 +221,7 @@ def pipeline_stage(facts: MetaFacts, rank: int) -> int | None:
 
 def _merge(facts: MetaFacts, data) -> None:
     """Fill the MetaFacts fields still unknown from one JSON document."""
-    doc = _Scalars(data)
+    doc = _Scalars(data, _WANTED)
     if facts.rank is None:
         facts.rank = _int(doc.find(_KEYS["rank"]))
     if facts.world_size is None:

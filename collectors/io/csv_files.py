@@ -17,8 +17,9 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from advisor.collectors.io.files import open_regular
+from advisor.collectors.io.files import open_regular, read_bytes
 from advisor.errors import InputError
 
 #: Cell values that mean "no value" in Ascend / MindSpore CSVs.
@@ -179,10 +180,18 @@ def read_numbers(
     if small is None:
         table = _large_table(path, header, found, set(found), raw_text=False)
         return {c: table.column(c).to_numpy() for c in table.column_names}
-    columns = list(zip(*small.rows()))
-    if not columns:
+    rows = small.rows()
+    if not rows:
         return {ours: np.empty(0) for ours in found}
-    return {ours: _numbers(columns[small.header.index(actual)]) for ours, actual in found.items()}
+    at = [small.header.index(actual) for actual in found.values()]
+    if len(at) > 1:
+        try:  # every cell a plain number: one conversion for the whole file
+            values = np.array(list(map(float, chain.from_iterable(map(itemgetter(*at), rows)))), dtype=np.float64)
+            return dict(zip(found, values.reshape(len(rows), len(at)).T.copy()))
+        except ValueError:
+            pass
+    columns = list(zip(*rows))
+    return {ours: _numbers(columns[i]) for ours, i in zip(found, at)}
 
 
 def _numbers(cells: Sequence[str]) -> np.ndarray:
@@ -230,13 +239,9 @@ class _SmallCsv:
     @classmethod
     def open(cls, path: Path) -> _SmallCsv | None:
         """The file read, or None when it is larger than ``SMALL_FILE``."""
-        try:
-            with open_regular(path) as fh:
-                if os.fstat(fh.fileno()).st_size > SMALL_FILE:
-                    return None
-                raw = fh.read()
-        except OSError as exc:
-            raise InputError(path, f"cannot read CSV header ({exc})") from None
+        raw = read_bytes(path, SMALL_FILE)
+        if raw is None:
+            return None
         try:
             return cls(path, raw.decode("utf-8-sig"))
         except UnicodeDecodeError:

@@ -124,6 +124,21 @@ def glob(folder: Path, pattern: str) -> list[Path]:
     return [Path(folder, n) for n in sorted(fnmatch.filter(listing, pattern))]
 
 
+def files(folder: Path) -> frozenset[str]:
+    """The names in ``folder`` that :func:`is_file` is True for (none when it
+    cannot be listed): one listing answers every "is file X there?" about
+    the folder as ``name in files(folder)``, without building a path per
+    question."""
+    listing = _listing(os.fspath(folder))
+    if listing is not None:
+        return frozenset(name for name, (is_a_file, _) in listing.items() if is_a_file)
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(e.name for e in entries if _entry_is_file(e))
+    except OSError:
+        return frozenset()
+
+
 def names(folder: Path) -> list[str]:
     """Names in ``folder`` (unsorted; none when it cannot be listed)."""
     listing = _listing(os.fspath(folder))

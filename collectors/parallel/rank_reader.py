@@ -45,6 +45,7 @@ from pathlib import Path
 
 from advisor.collectors import protocol
 from advisor.collectors.io import listing
+from advisor.collectors.kineto.decode import release_free_memory
 from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
@@ -369,15 +370,19 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
         raise failures[0]
     parts.sort(key=_rank_key)
     parts, dup_skips = _drop_duplicate_ranks(module_name, parts)
-    profile = _merge([p for _, _, p in parts], root)
+    kept = [Path(u) for _, u, _ in parts]
+    units_read = [p for _, _, p in parts]
+    del results, parts
+    profile = _merge(units_read, root)
+    del units_read
+    release_free_memory()  # the units' own tables, merged and let go, leave holes the metrics would not fill
     module, caps = protocol.load(module_name)
     if caps.shared_ranks:
-        profile.meta.notes.extend(n for n in module.rank_notes([Path(u) for _, u, _ in parts])
-                                  if n not in profile.meta.notes)
+        profile.meta.notes.extend(n for n in module.rank_notes(kept) if n not in profile.meta.notes)
     if no_kernels:
         ops = profile.table("ops")
         read = 0 if ops is None else int(ops["rank"].nunique())
-        profile.meta.notes.append(kernel_sample.note(read, len(parts), kernel_ranks))
+        profile.meta.notes.append(kernel_sample.note(read, len(kept), kernel_ranks))
     for exc in failures:
         profile.skip(exc.path, exc.problem)
     for what, reason in [*skips, *dup_skips, *others]:
@@ -448,7 +453,7 @@ def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]
         return []
     named = {str(u) for u in units}  # the common case, a child that is a unit itself: no path resolved
     try:
-        children = [c for c in sorted(Path(root).iterdir()) if str(c) not in named]
+        children = sorted(c for c in Path(root).iterdir() if str(c) not in named)  # the few others, sorted
     except OSError:
         return []
     if not children:

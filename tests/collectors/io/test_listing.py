@@ -47,3 +47,17 @@ def test_scans_once_inside_scope_only(tmp_path):
         (tmp_path / "sibling.json").write_text("{}")
         assert listing.is_file(tmp_path / "sibling.json")  # outside the scope: asked directly
     assert listing.is_file(root / "later.json")
+
+
+def test_files_answer_as_is_file_does(tmp_path):
+    """``files`` is the set of names ``is_file`` says yes to, inside the
+    scope and outside it (a symlink to a file counts, a broken one and a
+    folder do not), and empty for a folder that is not there."""
+    root = _tree(tmp_path)
+    expected = {p.name for p in root.iterdir() if listing.is_file(p)}
+    assert expected == {"profiler_info_3.json", "profiler_metadata.json", "notes.txt", "link.txt"}
+    assert listing.files(root) == expected
+    with listing.cached(root):
+        assert listing.files(root) == expected
+        assert listing.files(root / "ASCEND_PROFILER_OUTPUT") == {"kernel_details.csv"}
+    assert listing.files(root / "absent") == frozenset()

@@ -99,3 +99,18 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_read_bytes_reads_whole_files_and_refuses_beyond_a_limit(tmp_path):
+    """``read_bytes`` gives every byte of a file larger than its later reads
+    (``files._READ_MORE``) and of an empty one; with a ``limit`` it gives
+    None for a larger file and the bytes of one that fits exactly."""
+    big = tmp_path / "big.bin"
+    data = os.urandom(3 * files._READ_MORE + 7)
+    big.write_bytes(data)
+    assert files.read_bytes(big) == data
+    assert files.read_bytes(big, limit=len(data)) == data
+    assert files.read_bytes(big, limit=len(data) - 1) is None
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    assert files.read_bytes(empty) == b""
