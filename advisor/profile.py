@@ -64,6 +64,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
             "cluster summary, or no step markers)"),
         "duration_us": Column("float", "the step's wall time", required=True),
         "start_us": Column("float", "when the step starts"),
+        "ddp_forwards": Column("float", "DistributedDataParallel forwards in the step (PyTorch traces)"),
+        "ddp_synced_forwards": Column("float", "of those, the ones followed by a gradient all-reduce before the next "
+                                      "(not under model.no_sync())"),
+        "optimizer_steps": Column("float", "optimizer step() calls in the step (PyTorch traces)"),
         "thin_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products with a dimension of at "
                                  "most 8 (collectors/kineto/work.py THIN), bound by memory by their shape"),
         "computing_us": Column("float", "device compute: union of compute kernels"),

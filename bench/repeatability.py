@@ -25,6 +25,9 @@ Scenarios (``SCENARIOS``; the real-run tests use the same commands):
 * ``uneven-2``: two ranks of a larger MLP (``UNEVEN``), rank 1 given
   batches 4x rank 0's: it executes 4x the FLOPs, slower in compute in
   every step.
+* ``accum-sync``: two ranks accumulating gradients over 4 micro-batches per
+  optimizer step (``ACCUM``), all-reduced after every micro-batch;
+  ``accum-no-sync`` the same with the first three under ``model.no_sync()``.
 * ``slow-data``: ``examples/train_cnn.py`` on one process, every sample
   2 ms to load, no DataLoader workers: the loop waits for its batches.
 
@@ -77,6 +80,9 @@ def torchrun(nproc: int, *args: str) -> list[str]:
             str(SCRIPT), *args]
 
 
+#: Two ranks accumulating 4 micro-batches of 16 per optimizer step.
+ACCUM = ("--steps", "14", "--hidden", "512", "--layers", "3", "--batch-size", "64", "--accum", "4")
+
 #: name -> (profiled steps, command)
 SCENARIOS = {
     "one-bucket": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *BIG_MLP, "--bucket-cap-mb", "25")),
@@ -86,6 +92,8 @@ SCENARIOS = {
     "straggler-2": (PAIR_STEPS, torchrun(2, *PAIR, "--slow-rank", "1", "--slow-ms", "30")),
     "healthy-2": (PAIR_STEPS, torchrun(2, *PAIR)),
     "uneven-2": (PAIR_STEPS, torchrun(2, *UNEVEN)),
+    "accum-sync": (PAIR_STEPS, torchrun(2, *ACCUM, "--sync-every-micro-batch")),
+    "accum-no-sync": (PAIR_STEPS, torchrun(2, *ACCUM)),
     "slow-data": (5, [sys.executable, str(ROOT / "examples" / "train_cnn.py"), "--steps", "10",
                       "--slow-data", "0.002", "--num-workers", "0"]),
 }
@@ -93,7 +101,8 @@ SCENARIOS = {
 FIGURES = ("comm.exposed_allreduce_ratio", "comm.exposed_alltoall_ratio", "comm.exposed_fsdp_ratio",
            "comm.allreduce_layout", "comm.gradient_mb", "comm.bucket_cap_mb", "cluster.slow_rank",
            "cluster.slow_rank_excess_ms", "cluster.slow_rank_excess_ratio", "cluster.slow_rank_zscore",
-           "cluster.slow_rank_flops_ratio", "ops.thin_matmul_ratio")
+           "cluster.slow_rank_flops_ratio", "ops.thin_matmul_ratio", "comm.grad_syncs_per_step",
+           "comm.unapplied_grad_syncs_per_step")
 
 
 #: Environment of the runs: one thread per rank for torch's operators (the

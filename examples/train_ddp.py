@@ -13,6 +13,10 @@ Variants for the advisor's cluster and communication rules:
 * ``--slow-rank R --slow-ms MS``: rank R sleeps MS milliseconds in every
   step (between the batch fetch and forward), a straggler the others wait
   for at the gradient all-reduce (``slow-rank`` should name R).
+* ``--accum N``: gradient accumulation over N micro-batches per optimizer
+  step, the first N - 1 under ``model.no_sync()`` (one all-reduce per
+  step); with ``--sync-every-micro-batch`` without it, so DDP all-reduces
+  after each (``grad-sync-per-microbatch`` should fire).
 * ``--heavy-rank R --heavy-factor F``: rank R's batches are F times the
   others', an uneven split of the work (``slow-rank`` should name R and
   say it executes F times the FLOPs).
@@ -38,6 +42,7 @@ Variants for the advisor's cluster and communication rules:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import time
@@ -85,8 +90,12 @@ def train(rank: int, world_size: int, args) -> None:
                 time.sleep(slow)                       # the straggler's extra host time
             if exchange is not None:
                 xb = exchange(xb)
-            loss = loss_fn(model(xb), yb)
-            loss.backward()
+            for i, (xm, ym) in enumerate(zip(xb.chunk(args.accum), yb.chunk(args.accum))):
+                last = i == args.accum - 1
+                quiet = args.allreduce == "ddp" and not last and not args.sync_every_micro_batch
+                with model.no_sync() if quiet else contextlib.nullcontext():
+                    loss = loss_fn(model(xm), ym) / args.accum
+                    loss.backward()
             if args.allreduce == "after-backward":
                 _allreduce_after_backward(model, world_size)
             opt.step()
@@ -190,6 +199,9 @@ def main(argv=None) -> int:
     ap.add_argument("--bucket-cap-mb", type=float, default=None, help="DDP bucket size (default 25)")
     ap.add_argument("--slow-rank", type=int, default=-1, help="rank that sleeps --slow-ms every step")
     ap.add_argument("--slow-ms", type=float, default=0.0)
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (gradient accumulation)")
+    ap.add_argument("--sync-every-micro-batch", action="store_true",
+                    help="with --accum: all-reduce after every micro-batch (no model.no_sync())")
     ap.add_argument("--heavy-rank", type=int, default=-1, help="rank whose batches are --heavy-factor times larger")
     ap.add_argument("--heavy-factor", type=int, default=1)
     ap.add_argument("--nprocs", type=int, default=2, help="ranks to spawn without torchrun")

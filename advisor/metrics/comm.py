@@ -10,7 +10,7 @@ import pandas as pd
 from advisor.collectors.ascend.hccl_rows import SOURCES as COMM_SOURCES
 from advisor.metrics.collectives import GROUP_LABELS, KIND_GROUPS, collective_rows, group_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, rank_evidence, run_ratio, steady_steps
+from advisor.metrics.steps_view import US_PER_MS, per_rank_median, rank_evidence, run_ratio, steady_steps
 from advisor.profile import Profile
 
 
@@ -552,6 +552,36 @@ def collectives_per_step(p: Profile) -> Value:
     if counts.empty:
         raise NotEvaluated("no collectives in the steady steps")
     return Value({str(k): round(float(v), 3) for k, v in counts.items()})
+
+
+@metric("comm.grad_syncs_per_step", unit="count", needs=["steps.ddp_synced_forwards", "steps.optimizer_steps"])
+def grad_syncs_per_step(p: Profile) -> Value:
+    """DDP forwards per step followed by a gradient all-reduce
+    (``collectors/kineto/grad_sync.py``): median over steady steps, the
+    least over ranks. Evidence: DDP forwards and optimizer steps per step,
+    the same way."""
+    synced = per_rank_median(p, "ddp_synced_forwards")
+    if synced.empty:
+        raise NotEvaluated("no DistributedDataParallel forward in the steady steps")
+    return Value(float(synced.min()), {"ddp_forwards": float(per_rank_median(p, "ddp_forwards").min()),
+                                       "optimizer_steps": float(per_rank_median(p, "optimizer_steps").min())})
+
+
+@metric("comm.unapplied_grad_syncs_per_step", unit="count",
+        needs=["steps.ddp_synced_forwards", "steps.optimizer_steps"])
+def unapplied_grad_syncs_per_step(p: Profile) -> Value:
+    """Gradient all-reduces per step that no optimizer step follows on its
+    own: DDP forwards followed by an all-reduce minus the optimizer's
+    ``step()`` calls, at least 0, median over steady steps, the least over
+    ranks (every rank runs the same loop). Above 0, gradients of
+    micro-batches that are only accumulated are all-reduced all the same
+    (their forward did not run under ``model.no_sync()``)."""
+    steps = steady_steps(p)
+    both = steps.dropna(subset=["ddp_synced_forwards", "optimizer_steps"])
+    if both.empty or not (both["optimizer_steps"] > 0).any():
+        raise NotEvaluated("no steady step with both a DistributedDataParallel forward and an optimizer step")
+    extra = (both["ddp_synced_forwards"] - both["optimizer_steps"]).clip(lower=0)
+    return Value(float(extra.groupby(both["rank"]).median().min()))
 
 
 @metric("comm.gradient_mb", unit="MB", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])

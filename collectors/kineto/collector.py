@@ -147,6 +147,10 @@ shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
 ``steps.thin_matmul_us``: the time of the thin ones among them (a
 dimension of at most ``work.THIN``: bound by memory by their shape).
 
+DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
+``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a
+gradient all-reduce) and ``optimizer_steps`` per step.
+
 Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
 with a progress bar on a terminal: only the events some table reads are
 kept, so memory grows far slower than the JSON (``bench/memory_vs_size.py``
@@ -170,7 +174,7 @@ import pandas as pd
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import work
+from advisor.collectors.kineto import grad_sync, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -492,6 +496,9 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     tables.annotations = annotations.table(ev, tables.steps, rank)
     tables.flops = work.table(ev.work_ts, ev.work_flops, tables.steps, rank)
+    if (syncs := grad_sync.columns(ev, tables.steps, tables.comm)) is not None:
+        for column, values in syncs.items():
+            tables.steps[column] = values
     if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
         tables.steps["thin_matmul_us"] = work.thin_time(ev.work_ts, ev.work_dur, ev.work_smallest, tables.steps)
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded

@@ -8,7 +8,9 @@
 * DDP buckets reduced during backward get no bucket advice;
 * with two ranks, a rank sleeping 30 ms per step is named with about that
   gain; without the sleep no rank is, and the exposed all-reduce is high
-  only when the steps support a quarter of the step at 90% confidence.
+  only when the steps support a quarter of the step at 90% confidence;
+* gradient accumulation over 4 micro-batches is named when DDP all-reduces
+  after each of them, and not under ``model.no_sync()``.
 """
 
 from __future__ import annotations
@@ -98,3 +100,22 @@ def test_two_healthy_ranks_have_no_slow_rank(tmp_path):
         assert f["time_at_stake_low_ms"] < f["time_at_stake_ms"]
         low_pct = 100 * f["time_at_stake_low_ms"] / _value(report, "step.time_ms")
         assert f["severity"] in ("low", "medium") or low_pct >= 25, (f["severity"], low_pct)
+
+
+def test_accumulation_that_syncs_every_micro_batch_is_named(tmp_path):
+    report = _report("accum-sync", tmp_path)
+    assert _value(report, "comm.grad_syncs_per_step") == 4
+    assert _value(report, "comm.unapplied_grad_syncs_per_step") == 3
+    found = {f["rule"]: f for f in report["findings"]}
+    assert "grad-sync-per-microbatch" in found, list(found)
+    f = found["grad-sync-per-microbatch"]
+    assert "model.no_sync()" in f["fix"]["code"]
+    # three of the four all-reduces go, out of the exposed all-reduce time
+    assert f["estimated_gain_ms"] == pytest.approx(0.75 * _value(report, "comm.exposed_allreduce_ms"), rel=1e-3)
+
+
+def test_accumulation_under_no_sync_is_not(tmp_path):
+    report = _report("accum-no-sync", tmp_path)
+    assert _value(report, "comm.grad_syncs_per_step") == 1
+    assert _value(report, "comm.unapplied_grad_syncs_per_step") == 0
+    assert "grad-sync-per-microbatch" not in {f["rule"] for f in report["findings"]}
