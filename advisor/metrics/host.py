@@ -27,6 +27,11 @@ from advisor.profile import Profile
 #: The names listed in a metric's value (the ones with the most time).
 TOP_NAMES = 5
 _NEEDS = ["host_calls.cls", "host_calls.count", "host_calls.total_us", "steps.duration_us"]
+#: Optimizer classes that have a fused implementation: torch.optim's
+#: ``fused=True`` (Adam, AdamW, SGD, Adagrad; torch.optim docs) and
+#: torch_npu's NpuFused* counterparts. Others (SparseAdam, LBFGS, ...) have
+#: nothing to fuse into.
+FUSABLE_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "Adagrad"})
 
 
 def _steady(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -326,12 +331,33 @@ def empty_cache_calls(p: Profile) -> float:
     return _per_step(p, "empty_cache", "count")
 
 
+@metric("host.cpu_only", unit="flag", needs=["steps"])
+def cpu_only(p: Profile) -> bool:
+    """True on a CPU-only run (a PyTorch trace that recorded no device and
+    shows no GPU job): the operators compute on the host, so host time
+    inside them is the computation itself, not the cost of launching work
+    on a device; False on a run with a device."""
+    return p.meta.device == "cpu"
+
+
 @metric("host.optimizer_ms", unit="ms", needs=_NEEDS)
 def optimizer_ms(p: Profile) -> float:
     """Host time per step inside the optimizer's ``step()`` (the
     ``Optimizer.step#<class>.step`` annotation)."""
     _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
     return _per_step(p, "optimizer") / US_PER_MS
+
+
+@metric("host.fusable_optimizer_ms", unit="ms", needs=_NEEDS)
+def fusable_optimizer_ms(p: Profile) -> float:
+    """Host time per step inside the ``step()`` of optimizer classes that
+    have a fused implementation (``FUSABLE_OPTIMIZERS``): the part of
+    ``host.optimizer_ms`` a fused optimizer can take over."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    steady, rows = _steady(p)
+    classes = rows["name"].str.extract(OPTIMIZER_STEP_RE)["cls"] if not rows.empty else None
+    mine = rows[(rows["cls"] == "optimizer") & classes.isin(FUSABLE_OPTIMIZERS)] if classes is not None else rows
+    return _mean_per_step(steady, mine, "total_us") / US_PER_MS
 
 
 @metric("host.optimizer_ratio", unit="ratio", needs=_NEEDS)

@@ -7,7 +7,8 @@ Two runs have habits: ``gc.collect()`` over a 100k-object heap,
 loop over 20 parameter tensors (apart: a full collection costs hundreds of
 milliseconds under the profiler, next to which any optimizer is small).
 The third fixes them all: the heap frozen (``gc.freeze()``) before the
-same collections, AdamW with ``foreach=True``, no ``empty_cache()``, no
+same collections, AdamW with ``fused=True`` (on a CPU the multi-tensor loop still
+makes a pass over the parameters per op), no ``empty_cache()``, no
 ``.item()``. gc-pause, allocator-churn and unfused-optimizer fire on the
 first two and stay quiet on the third; the script's ``.item()`` call is
 counted in its frames, once a step. (sync-stall itself is for devices: on
@@ -30,9 +31,9 @@ from _teardown import run_twice_on_teardown_abort
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
-HABITS = ["--gc-every", "1", "--heap", "100000", "--empty-cache", "--item-every", "1", "--optimizer", "foreach"]
+HABITS = ["--gc-every", "1", "--heap", "100000", "--empty-cache", "--item-every", "1", "--optimizer", "fused"]
 PLAIN = ["--optimizer", "plain"]
-FIXED = ["--gc-every", "1", "--heap", "100000", "--freeze", "--optimizer", "foreach"]
+FIXED = ["--gc-every", "1", "--heap", "100000", "--freeze", "--optimizer", "fused"]
 
 
 def _run(examples, tmp_path, args: list[str], stacks: bool = True, steps: int = 4) -> dict:
@@ -80,7 +81,7 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     quiet = {f["rule"] for f in good["findings"]}
     assert not quiet & {"gc-pause", "unfused-optimizer", "allocator-churn"}, quiet
     assert _value(good, "host.gc_max_ms") < 1.0  # collections recorded, the frozen heap skipped
-    assert _value(good, "host.optimizer_impl") == "foreach"
+    assert _value(good, "host.optimizer_impl") == "fused"
     assert _value(good, "host.empty_cache_calls") == 0.0
     assert _program_items(bad) - _program_items(good) == pytest.approx(1.0)  # loss.item() once a step
 

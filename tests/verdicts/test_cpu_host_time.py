@@ -57,7 +57,7 @@ model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hid
 if kind == "lstmcell":  # 64 time steps of 16 sequences, one cell call each
     model = nn.LSTMCell(64, 64)
     x, target = torch.randn(64, 16, 64), torch.randn(16, 64)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
 loss_fn = nn.CrossEntropyLoss()
 if kind != "lstmcell":
     x, y = torch.randn(rows, width), torch.randint(0, 10, (rows,))
