@@ -122,24 +122,6 @@ def test_ddp_without_slowed_rank_has_no_slow_rank(examples, tmp_path):
     assert "slow-rank" not in _findings(report), report["metrics"].get("cluster.slow_rank")
 
 
-def test_ddp_rank_given_more_work_is_named_with_its_flops(examples, tmp_path):
-    # Rank 1's batches are 4x rank 0's: its compute is about 4x longer in every
-    # step, but on a shared host the gap's scatter across steps gave a robust z
-    # of 1.3-3.1 (runs of 2x and 4x), under the 3.5 that tells a straggler
-    # from noise. The FLOPs recorded with the shapes are exact and say why.
-    report = _advisor_run(tmp_path, 5, _ddp(examples, 2, "--steps", "8", "--hidden", "512", "--layers", "3",
-                                            "--batch-size", "32", "--heavy-rank", "1", "--heavy-factor", "4"))
-    assert _value(report, "cluster.slow_rank_flops_ratio") == pytest.approx(4.0, rel=1e-9)
-    found = _findings(report)
-    assert "slow-rank" in found, report["metrics"]["cluster.slow_rank"]
-    assert found["slow-rank"]["scope"]["ranks"] == [1]
-    assert _value(report, "cluster.slow_component") == "compute"
-    assert "4.0 times the FLOPs" in found["slow-rank"]["message"]
-    assert "DistributedSampler" in found["slow-rank"]["fix"]["code"]
-    assert 0 < found["slow-rank"]["estimated_gain_ms"] <= report["metrics"]["cluster.slow_rank"]["evidence"][
-        "component_excess_ms"]
-
-
 # -- 3. exposed all-reduce -----------------------------------------------------
 
 

@@ -9,6 +9,7 @@
 * with two ranks, a rank sleeping 30 ms per step is named with about that
   gain; without the sleep no rank is, and the exposed all-reduce is high
   only when the steps support a quarter of the step at 90% confidence;
+* a rank given 4x the batch is named with its FLOPs, 4.0 times the other's;
 * gradient accumulation over 4 micro-batches is named when DDP all-reduces
   after each of them, and not under ``model.no_sync()``.
 """
@@ -100,6 +101,23 @@ def test_two_healthy_ranks_have_no_slow_rank(tmp_path):
         assert f["time_at_stake_low_ms"] < f["time_at_stake_ms"]
         low_pct = 100 * f["time_at_stake_low_ms"] / _value(report, "step.time_ms")
         assert f["severity"] in ("low", "medium") or low_pct >= 25, (f["severity"], low_pct)
+
+
+def test_a_rank_given_more_work_is_named_with_its_flops(tmp_path):
+    # Rank 1's compute is about 4x rank 0's in every step, but on a shared
+    # host the gap's scatter across steps gave a robust z of 1.2-5.9 (under
+    # the 3.5 that tells a straggler from noise in 3 of 5 runs); the FLOPs
+    # recorded with the shapes are exact and say why.
+    report = _report("uneven-2", tmp_path)
+    assert _value(report, "cluster.slow_rank") == 1, report["metrics"]["cluster.component_spread"]
+    assert _value(report, "cluster.slow_rank_flops_ratio") == pytest.approx(4.0, rel=1e-9)
+    assert _value(report, "cluster.slow_component") == "compute"
+    found = {f["rule"]: f for f in report["findings"]}
+    assert "slow-rank" in found, report["metrics"]["cluster.slow_rank"]
+    f = found["slow-rank"]
+    assert f["scope"]["ranks"] == [1]
+    assert "4.0 times the FLOPs" in f["message"] and "DistributedSampler" in f["fix"]["code"]
+    assert 0 < f["estimated_gain_ms"] <= report["metrics"]["cluster.slow_rank"]["evidence"]["component_excess_ms"]
 
 
 def test_accumulation_that_syncs_every_micro_batch_is_named(tmp_path):
