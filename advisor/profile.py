@@ -68,7 +68,7 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "ddp_synced_forwards": Column("float", "of those, the ones followed by a gradient all-reduce before the next "
                                       "(not under model.no_sync())"),
         "optimizer_steps": Column("float", "optimizer step() calls in the step (PyTorch traces)"),
-        "thin_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products with a dimension of at "
+        "thin_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products with rows or inner size of at "
                                  "most 8 (collectors/kineto/work.py THIN), bound by memory by their shape"),
         "computing_us": Column("float", "device compute: union of compute kernels"),
         "communication_us": Column("float", "all communication time"),

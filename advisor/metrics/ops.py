@@ -356,7 +356,7 @@ def memcpy_h2d_pageable_share(p: Profile) -> Value:
 @metric("ops.thin_matmul_ms", unit="ms", needs=["steps.thin_matmul_us"])
 def thin_matmul_ms(p: Profile) -> Value:
     """Time per step in thin matrix products on a CPU run: matrix
-    multiplies and convolutions whose smallest dimension is at most 8
+    multiplies and convolutions whose rows or inner size are at most 8
     (``collectors/kineto/work.py`` ``THIN``), so that each number they read
     takes part in at most 8 multiply-adds and memory, not arithmetic, sets
     their pace -- a batch run row by row, a per-sample loop. Mean over ranks

@@ -145,7 +145,7 @@ call's communication time, not the op's compute.
 FLOPs of the matrix multiplies and 2-D convolutions from their recorded
 shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
 ``steps.thin_matmul_us``: the time of the thin ones among them (a
-dimension of at most ``work.THIN``: bound by memory by their shape).
+rows or inner size of at most ``work.THIN``: bound by memory by their shape).
 
 DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
 ``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a

@@ -266,7 +266,7 @@ class Events:
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     activity: tuple[float, float] = (np.nan, np.nan)
     op_stats: OpStats = field(default_factory=lambda: OpStats.empty(0))
-    #: start, duration, FLOPs and smallest dimension of each call of an operator whose work is
+    #: start, duration, FLOPs and smaller of rows and inner size of each call of an operator whose work is
     #: counted (:mod:`kineto.work`), kept or not, in time order
     work_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
@@ -671,7 +671,7 @@ class _Builder:
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
     size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
-    work: list = field(default_factory=list)  # (start, duration, FLOPs, smallest dimension) of counted ops, per batch
+    work: list = field(default_factory=list)  # (start, duration, FLOPs, min(rows, inner)) of counted ops, per batch
     flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, raw concrete inputs) -> op_work
 
     def add(self, events: list[Event]) -> None:
@@ -719,8 +719,8 @@ class _Builder:
         self.parts.append(self._compact(part))
 
     def _work(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, dur: np.ndarray, args: tuple) -> None:
-        """Append the start, duration, FLOPs and smallest dimension of the
-        batch's counted operator calls (:func:`kineto.work.op_work`, once per
+        """Append the start, duration, FLOPs and smaller of rows and inner
+        size of the batch's counted operator calls (:func:`kineto.work.op_work`, once per
         distinct name and shapes)."""
         from advisor.collectors.kineto.work import op_work
 

@@ -23,14 +23,16 @@ sequence length or a layer count scales, so compared across ranks it says
 which rank was given more (``cluster.slow_rank_flops_ratio``); it is not
 the model's total FLOPs.
 
-A product is *thin* when its smallest dimension (M, K or N of the
+A product is *thin* when its rows or its inner size (M or K of the
 [M, K] x [K, N] product; for a convolution, of its matrix form: N * Hout *
-Wout rows, C / groups * kh * kw inner, Cout / groups columns) is at most
-``THIN``: each number it reads then takes part in at most ``THIN``
-multiply-adds, so it is bound by memory, not arithmetic. A batch run row by
-row, a recurrent cell called once per time step and a per-sample loop
-turn every product into thin ones; ``thin_matmul_us`` is the time of
-those calls per step (CPU-only traces, where an operator's span is its
+Wout rows, C / groups * kh * kw inner) are at most ``THIN``: each weight
+it reads then takes part in at most ``THIN`` multiply-adds, so it is bound
+by memory, not arithmetic. A batch run row by row or a per-sample loop
+makes every product of forward and backward thin (M = 1 forward and for
+the input's gradient, K = 1 for the weight's); few columns (a layer with
+one output, a convolution with few filters) do not count, since they are
+a model's shape, not a way of running it. ``thin_matmul_us`` is the time
+of those calls per step (CPU-only traces, where an operator's span is its
 computation).
 """
 
@@ -46,9 +48,9 @@ from advisor.collectors.kineto import intervals as iv
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
 CONV_OPS = frozenset({"aten::conv2d"})
 COUNTED_OPS = MATMUL_OPS | CONV_OPS
-#: Smallest dimension up to which a product is thin (module doc): 2*M*K*N
+#: Rows or inner size up to which a product is thin (module doc): 2*M*K*N
 #: FLOPs over the 4*(M*K + K*N + M*N) bytes of its float32 operands is at
-#: most min(M, K, N) / 2 FLOPs per byte, 4 at 8 -- below the ridge point
+#: most min(M, K) / 2 FLOPs per byte, 4 at 8 -- below the ridge point
 #: of a CPU core with vector FMA units (about 10-30 FLOPs per byte of its
 #: cache bandwidth) and far below a GPU's or NPU's.
 THIN = 8
@@ -58,7 +60,7 @@ MAX_DIM = 1 << 40
 
 
 def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None:
-    """FLOPs and smallest dimension of one operator call from its raw
+    """FLOPs and the smaller of rows and inner size of one operator call from its raw
     ``Input Dims`` and ``Concrete Inputs`` JSON texts (module doc); None
     when the shapes do not fit the operator's signature."""
     try:
@@ -96,7 +98,7 @@ def _matmul(name: str, shapes: list) -> tuple[float, int] | None:
     if a is None or b is None or len(a) != rank or len(b) != rank or a[-1] != b[-2]:
         return None
     batch = a[0] if rank == 3 else 1
-    return 2.0 * batch * a[-2] * a[-1] * b[-1], min(a[-2], a[-1], b[-1])
+    return 2.0 * batch * a[-2] * a[-1] * b[-1], min(a[-2], a[-1])
 
 
 def _conv2d(shapes: list, concrete: bytes) -> tuple[float, int] | None:
@@ -124,7 +126,7 @@ def _conv2d(shapes: list, concrete: bytes) -> tuple[float, int] | None:
     if out_h <= 0 or out_w <= 0:
         return None
     inner = (x[1] // groups) * w[2] * w[3]
-    return 2.0 * x[0] * w[0] * out_h * out_w * inner, min(x[0] * out_h * out_w, inner, w[0] // groups)
+    return 2.0 * x[0] * w[0] * out_h * out_w * inner, min(x[0] * out_h * out_w, inner)
 
 
 def table(ts: np.ndarray, flops: np.ndarray, steps: pd.DataFrame, rank: int) -> pd.DataFrame | None:

@@ -79,13 +79,13 @@ def test_the_trace_gives_one_row_per_step_with_the_steps_work(recorded):
 @pytest.mark.parametrize("name, dims, concrete, smallest", [
     ("aten::mm", b"[[1, 256], [256, 512]]", b"", 1),                 # one row
     ("aten::mm", b"[[512, 1], [1, 256]]", b"", 1),                   # an outer product: inner size 1
-    ("aten::addmm", b"[[10], [64, 512], [512, 10]]", b"", 10),
-    ("aten::baddbmm", b"[[4, 6, 3], [4, 6, 7], [4, 7, 3]]", b"", 3),
+    ("aten::addmm", b"[[1], [64, 512], [512, 1]]", b"", 64),         # one output column is the model's shape
+    ("aten::baddbmm", b"[[4, 6, 3], [4, 6, 7], [4, 7, 3]]", b"", 6),
     # 2 images of 3 x 8 x 8, 4 filters of 3 x 3, stride 2, padding 1: 2 * 4 * 4 = 32 rows, 27 inner, 4 columns
     ("aten::conv2d", b"[[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []]",
-     b'["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]', 4),
+     b'["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]', 27),
 ])
-def test_the_smallest_dimension_is_that_of_the_matrix_product(name, dims, concrete, smallest):
+def test_thin_is_read_from_the_rows_and_inner_size_of_the_matrix_product(name, dims, concrete, smallest):
     assert work.op_work(name, dims, concrete)[1] == smallest
 
 
