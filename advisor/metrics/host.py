@@ -331,7 +331,7 @@ def empty_cache_calls(p: Profile) -> float:
     return _per_step(p, "empty_cache", "count")
 
 
-@metric("host.cpu_only", unit="flag", needs=["steps"])
+@metric("host.cpu_only", unit="bool", needs=["steps"])
 def cpu_only(p: Profile) -> bool:
     """True on a CPU-only run (a PyTorch trace that recorded no device and
     shows no GPU job): the operators compute on the host, so host time
