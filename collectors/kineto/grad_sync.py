@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto.host_calls import step_rows, step_windows
 from advisor.collectors.vocab import ALLREDUCE
 from advisor.collectors.kineto.decode import HOST, Events
 
@@ -40,32 +40,24 @@ def columns(ev: Events, steps: pd.DataFrame, comm: pd.DataFrame | None) -> dict[
     if forward.size == 0 or steps is None or steps.empty or "start_us" not in steps.columns:
         return None
     optimizer = np.flatnonzero(ranges & np.char.startswith(names, OPTIMIZER_STEP)[ev.name])
-    lo = steps["start_us"].to_numpy(float)
-    hi = lo + steps["duration_us"].to_numpy(float)
-    order = np.argsort(lo, kind="stable")
-    known = np.isfinite(lo[order]) & np.isfinite(hi[order])
-    order = order[known]
-
-    def step_of(ts: np.ndarray) -> np.ndarray:
-        at = iv.window_index(lo[order], hi[order], ts)
-        return np.where(at >= 0, order[np.clip(at, 0, None)], -1)
-
+    windows = step_windows(steps)
+    end_of = steps["start_us"].to_numpy(float) + steps["duration_us"].to_numpy(float)
     starts = np.sort(ev.ts[forward])
-    fwd_step = step_of(starts)
+    fwd_step = step_rows(starts, steps)
     reduce = _allreduce_starts(comm)
     # a forward's stretch ends at the next forward of its step, else at the step's end
     nxt = np.r_[starts[1:], np.inf]
     same = np.r_[fwd_step[1:] == fwd_step[:-1], False]
-    end = np.where(same, nxt, hi[np.clip(fwd_step, 0, None)])
+    end = np.where(same, nxt, end_of[np.clip(fwd_step, 0, None)])
     synced = np.searchsorted(reduce, end, side="left") > np.searchsorted(reduce, starts, side="left")
     out = {}
     for name, at, weight in (("ddp_forwards", fwd_step, None), ("ddp_synced_forwards", fwd_step, synced),
-                             ("optimizer_steps", step_of(ev.ts[optimizer]), None)):
+                             ("optimizer_steps", step_rows(ev.ts[optimizer], steps), None)):
         inside = at >= 0
         counts = np.bincount(at[inside], weights=None if weight is None else weight[inside].astype(float),
-                             minlength=len(steps)).astype(float)
-        counts[np.setdiff1d(np.arange(len(steps)), order)] = np.nan
-        out[name] = counts
+                             minlength=len(steps))
+        out[name] = np.full(len(steps), np.nan)
+        out[name][windows] = counts[windows]
     return out
 
 

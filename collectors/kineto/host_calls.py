@@ -69,6 +69,28 @@ def _step_of(ts: np.ndarray, steps: pd.DataFrame | None) -> pd.array:
     return step_of(ts, start, start + s["duration_us"].to_numpy(float), s["step"].to_numpy(dtype=np.int64))
 
 
+def step_windows(steps: pd.DataFrame | None) -> np.ndarray:
+    """Positions of the ``steps`` rows that have a window (``start_us`` and
+    ``duration_us`` known), in order of their start."""
+    if steps is None or steps.empty or "start_us" not in steps.columns or "duration_us" not in steps.columns:
+        return np.empty(0, dtype=np.int64)
+    lo = steps["start_us"].to_numpy(float)
+    rows = np.flatnonzero(np.isfinite(lo) & np.isfinite(steps["duration_us"].to_numpy(float)))
+    return rows[np.argsort(lo[rows], kind="stable")]
+
+
+def step_rows(ts: np.ndarray, steps: pd.DataFrame | None) -> np.ndarray:
+    """Per time in ``ts``: the position of the ``steps`` row whose window
+    ``[start_us, start_us + duration_us]`` holds it (:func:`step_windows`;
+    windows do not overlap), -1 outside every one."""
+    rows = step_windows(steps)
+    if rows.size == 0:
+        return np.full(ts.size, -1, dtype=np.int64)
+    lo = steps["start_us"].to_numpy(float)[rows]
+    at = iv.window_index(lo, lo + steps["duration_us"].to_numpy(float)[rows], ts)
+    return np.where(at >= 0, rows[np.clip(at, 0, None)], -1)
+
+
 def step_of(ts: np.ndarray, start: np.ndarray, end: np.ndarray, ids: np.ndarray) -> pd.array:
     """Per time in ``ts``: the id of the span ``[start, end)`` it falls in
     (spans do not overlap), NA outside every span."""

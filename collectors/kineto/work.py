@@ -42,7 +42,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto import intervals as iv
+from advisor.collectors.kineto.host_calls import step_rows, step_windows
 
 #: Operators whose work is counted, by name.
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
@@ -132,12 +132,13 @@ def _conv2d(shapes: list, concrete: bytes) -> tuple[float, int] | None:
 def table(ts: np.ndarray, flops: np.ndarray, steps: pd.DataFrame, rank: int) -> pd.DataFrame | None:
     """``flops`` rows (rank, step, mflops) of the counted operators that
     start inside a step window; None without counted operators or steps."""
-    at, known = _step_of(ts, steps)
-    if known is None or not (at >= 0).any():
+    windows = _named_windows(steps)
+    rows = step_rows(ts, steps)
+    inside = np.isin(rows, windows)
+    if not inside.any():
         return None
-    inside = at >= 0
-    per_step = np.bincount(at[inside], weights=flops[inside], minlength=len(known))
-    return pd.DataFrame({"rank": rank, "step": known["step"].to_numpy(), "mflops": per_step / 1e6})
+    per_row = np.bincount(rows[inside], weights=flops[inside], minlength=len(steps))
+    return pd.DataFrame({"rank": rank, "step": steps["step"].to_numpy()[windows], "mflops": per_row[windows] / 1e6})
 
 
 def thin_time(ts: np.ndarray, dur: np.ndarray, smallest: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
@@ -145,22 +146,16 @@ def thin_time(ts: np.ndarray, dur: np.ndarray, smallest: np.ndarray, steps: pd.D
     doc) that start in that step (0 where none; NaN for a row without a
     step window)."""
     out = np.full(len(steps), np.nan)
-    at, known = _step_of(ts, steps)
-    if known is None:
-        return out
-    thin = (at >= 0) & (smallest <= THIN)
-    out[known.index.to_numpy()] = np.bincount(at[thin], weights=dur[thin], minlength=len(known))
+    windows = _named_windows(steps)
+    rows = step_rows(ts, steps)
+    thin = (rows >= 0) & (smallest <= THIN)
+    out[windows] = np.bincount(rows[thin], weights=dur[thin], minlength=len(steps))[windows]
     return out
 
 
-def _step_of(ts: np.ndarray, steps: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame | None]:
-    """Index into the known step windows (``steps`` rows with a step, a
-    start and a duration, by start; positional index kept) of each time
-    ``ts``, -1 outside them; the windows, None when there are none."""
-    if steps is None or steps.empty or "step" not in steps.columns or "start_us" not in steps.columns:
-        return np.full(ts.size, -1), None
-    known = steps.reset_index(drop=True).dropna(subset=["step", "start_us", "duration_us"]).sort_values("start_us")
-    if known.empty:
-        return np.full(ts.size, -1), None
-    lo = known["start_us"].to_numpy(float)
-    return iv.window_index(lo, lo + known["duration_us"].to_numpy(float), ts), known
+def _named_windows(steps: pd.DataFrame | None) -> np.ndarray:
+    """The step windows (:func:`host_calls.step_windows`) of rows with a step id."""
+    windows = step_windows(steps)
+    if windows.size == 0 or "step" not in steps.columns:
+        return windows[:0]
+    return windows[steps["step"].notna().to_numpy()[windows]]
