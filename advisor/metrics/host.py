@@ -355,8 +355,8 @@ def fusable_optimizer_ms(p: Profile) -> float:
     ``host.optimizer_ms`` a fused optimizer can take over."""
     _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
     steady, rows = _steady(p)
-    classes = rows["name"].str.extract(OPTIMIZER_STEP_RE)["cls"] if not rows.empty else None
-    mine = rows[(rows["cls"] == "optimizer") & classes.isin(FUSABLE_OPTIMIZERS)] if classes is not None else rows
+    classes = rows["name"].str.extract(OPTIMIZER_STEP_RE)["cls"]
+    mine = rows[(rows["cls"] == "optimizer") & classes.isin(FUSABLE_OPTIMIZERS)]
     return _mean_per_step(steady, mine, "total_us") / US_PER_MS
 
 
