@@ -18,7 +18,9 @@ mean less Student's t quantile times the standard error: the finding's
 One run's steps vary, and so do runs: a share that only its mean puts above
 25% is not called high (nor fails a gate on high) on the strength of a few
 slow steps.
-The estimated gain is clamped to [0, time at stake] and to the step time.
+The estimated gain is clamped to [0, time at stake] and to the step time;
+its expression sees the time at stake (ms, as clamped) as ``time_at_stake``
+(:data:`STAKE`), so a gain that is a share of it names it once.
 
 Order (:func:`rank_findings`): what to fix first, i.e. the largest estimated
 gain first; ties by severity, then confidence. Severity says how much of the
@@ -88,6 +90,8 @@ STAKE_CONFIDENCE = 0.9
 SCOPE_FIELDS = ("ranks", "steps", "ops")
 #: Metric the engine reads for every finding: shares of the step, clamping.
 STEP_TIME = "step.time_ms"
+#: The name under which a rule's ``estimated_gain`` sees its time at stake (ms).
+STAKE = "time_at_stake"
 
 #: The engine's own texts (why a rule was not evaluated), per language.
 SKIP_REASONS: dict[str, dict[str, str]] = {
@@ -283,7 +287,8 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     step_ms = values.get(STEP_TIME)
     gain_pct = None
     stake_ms = _ms(compiled, "time_at_stake", activation, step_ms, checked)
-    gain_ms = _ms(compiled, "estimated_gain", activation, step_ms, checked)
+    staked = activation if stake_ms is None else {**activation, **cel.activation({STAKE: stake_ms})}
+    gain_ms = _ms(compiled, "estimated_gain", staked, step_ms, checked)
     if gain_ms is not None and stake_ms is not None:
         gain_ms = min(gain_ms, stake_ms)
     if gain_ms is not None and step_ms:

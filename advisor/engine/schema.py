@@ -120,7 +120,8 @@ class Rule(Strict):
         None, description="CEL: ms per step attributable to the cause (severity follows it)"
     )
     estimated_gain: str | None = Field(
-        None, description="CEL: ms per step a fix is expected to save (<= time at stake)"
+        None, description="CEL: ms per step a fix is expected to save (<= time at stake; the expression "
+        "sees the time at stake in ms as time_at_stake)"
     )
     confidence: str | None = Field(None, description="CEL: 0..1")
     confirm: Confirm | None = Field(

@@ -94,6 +94,20 @@ def test_fires_with_gain_clamped_to_time_at_stake(tmp_path):
     assert finding.evidence == {"step.free_ratio": 0.6, "step.time_ms": 10.0}
 
 
+def test_the_gain_names_the_time_at_stake_once(tmp_path):
+    rule = read_rule(_rule(tmp_path, time_at_stake="step.free_ratio * step.time_ms * 1.5",
+                           estimated_gain="time_at_stake * params.limit"))
+    finding, _ = evaluate_rule(compile_rule(rule), {"step.free_ratio": 0.4, "step.time_ms": 10.0})
+    assert finding.time_at_stake_ms == pytest.approx(6.0)
+    assert finding.estimated_gain_ms == pytest.approx(1.8)  # 0.3 of the stake
+    # a stake past the step is clamped to it before the gain reads it
+    finding, _ = evaluate_rule(compile_rule(rule), {"step.free_ratio": 0.8, "step.time_ms": 10.0})
+    assert (finding.time_at_stake_ms, finding.estimated_gain_ms) == (pytest.approx(10.0), pytest.approx(3.0))
+    # without a time at stake the name is unknown: a checked evaluation says so
+    assert any("time_at_stake" in p for p in check_rules([_rule(tmp_path, time_at_stake=None,
+                                                                 estimated_gain="time_at_stake * 0.5")])[0])
+
+
 def test_override_changes_threshold_and_unknown_param_is_an_error(tmp_path):
     rule = read_rule(_rule(tmp_path))
     values = {"step.free_ratio": 0.5, "step.time_ms": 10}
