@@ -70,6 +70,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "optimizer_steps": Column("float", "optimizer step() calls in the step (PyTorch traces)"),
         "thin_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products with rows or inner size of at "
                                  "most 8 (collectors/kineto/work.py THIN), bound by memory by their shape"),
+        "bf16_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products and convolutions whose "
+                                 "operands are bfloat16 (recorded Input type)"),
+        "fp16_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products and convolutions whose "
+                                 "operands are float16 (recorded Input type)"),
         "computing_us": Column("float", "device compute: union of compute kernels"),
         "communication_us": Column("float", "all communication time"),
         "overlapped_us": Column("float", "compute and communication at once"),
@@ -500,6 +504,19 @@ class Skip(BaseModel):
 PER_RANK_META = ("hosts", "stages", "env", "comm_source", "ai_core_num", "aiv_num")
 
 
+class CpuInfo(BaseModel):
+    """The host CPU of a run, as ``advisor run`` records it in a Kineto
+    trace (``cpuProperties``): what its bfloat16 / float16 matrix products
+    compute with."""
+
+    arch: str | None = Field(None, description="platform.machine(): x86_64, aarch64, ...")
+    capability: str | None = Field(None, description="the vector ISA PyTorch dispatched to: AVX2, AVX512, ...")
+    bf16: bool | None = Field(None, description="the CPU has bfloat16 arithmetic instructions (x86: "
+                              "AVX512-BF16 or AMX-BF16; Arm: bf16); None: unknown")
+    fp16: bool | None = Field(None, description="the CPU has float16 arithmetic instructions (x86: "
+                              "AVX512-FP16 or AMX-FP16; Arm: fphp); None: unknown")
+
+
 class RunMeta(BaseModel):
     """What the run was and where its data came from."""
 
@@ -511,6 +528,8 @@ class RunMeta(BaseModel):
     compute_capability: str | None = Field(
         None, description="an NVIDIA GPU's compute capability, 'major.minor' ('7.0' for a V100); "
         "None where the profile does not record it")
+    cpu: CpuInfo | None = Field(None, description="the host CPU where the profile records it (advisor run's "
+                                "Kineto traces); None otherwise")
     source_format: str = Field(
         "unknown",
         description="ascend_pt, ascend_ms, mindinsight, msprof_cluster, kineto, ...",

@@ -136,6 +136,9 @@ DTYPES = {
     "COMPLEX128": "COMPLEX128", "COMPLEXDOUBLE": "COMPLEX128",
     "COMPLEX32": "COMPLEX32", "COMPLEXHALF": "COMPLEX32",
 }
+#: The floating-point types of matrix work, in the Profile's spelling.
+FLOATING_TYPES = ("FLOAT", "BF16", "FLOAT16", "DOUBLE")
+FLOAT, BF16, FLOAT16, DOUBLE = FLOATING_TYPES
 #: Kineto ``Input type`` entries that are not tensors.
 NON_TENSOR_TYPES = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList", "None", "String"})
 #: Vendor prefixes: CANN ``DT_`` (``DT`` in some MindSpore files), MindSpore

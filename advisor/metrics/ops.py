@@ -1,6 +1,7 @@
 """Operator metrics: hot operators, matrix work in float32 (with and
-without tensor cores), AI CPU time, host-to-device copies, short kernels
-and thin matrix products on a CPU.
+without tensor cores), AI CPU time, host-to-device copies, short kernels,
+thin matrix products on a CPU, and low-precision products on a CPU without
+instructions for their type.
 
 Which operator is matrix work, a kernel, communication or float32 is told
 by :mod:`advisor.metrics.op_classes`. Ratios are per rank, mean over ranks
@@ -375,3 +376,51 @@ def thin_matmul_ratio(p: Profile) -> Value:
     if value is None:
         raise NotEvaluated("no thin_matmul_us values with a positive step duration")
     return Value(value)
+
+
+#: Steps columns of low-precision matrix work on a CPU, and the ``meta.cpu``
+#: field that says whether the CPU has instructions for that type.
+LOWP_COLUMNS = (("bf16_matmul_us", "bf16", "bfloat16"), ("fp16_matmul_us", "fp16", "float16"))
+
+
+def _unsupported_lowp(p: Profile) -> list[str]:
+    """The columns of ``LOWP_COLUMNS`` whose products ran on a CPU without
+    instructions for their type; NotEvaluated when a type has products and
+    the profile does not say whether the CPU has them."""
+    cpu = p.meta.cpu
+    chosen = []
+    for column, flag, spelled in LOWP_COLUMNS:
+        if not run_mean_ms(p, column):
+            continue
+        native = getattr(cpu, flag) if cpu is not None else None
+        if native is None:
+            raise NotEvaluated(f"the run has {spelled} matrix products, and the profile does not record whether its "
+                               f"CPU has {spelled} instructions (advisor run records them: cpuProperties)")
+        if not native:
+            chosen.append(column)
+    return chosen
+
+
+@metric("ops.emulated_lowp_ms", unit="ms", needs=["steps.bf16_matmul_us", "steps.fp16_matmul_us"])
+def emulated_lowp_ms(p: Profile) -> Value:
+    """Time per step in bfloat16 / float16 matrix products and convolutions
+    on a CPU without arithmetic instructions for that type (``meta.cpu``:
+    x86 AVX512-BF16 / AMX-BF16 for bfloat16, AVX512-FP16 / AMX-FP16 for
+    float16; Arm bf16 / fphp): PyTorch then widens every element to float32
+    and back, and a product takes tens of times its float32 time (12-60x
+    for bfloat16, 38-88x for float16, measured on an AVX2 core). 0 when the
+    run has no such products. Mean over ranks of each rank's mean over
+    steady steps."""
+    columns = _unsupported_lowp(p)
+    value = sum(run_mean_ms(p, c) or 0.0 for c in columns)
+    per_rank = (pd.concat([per_rank_mean(p, c) for c in columns], axis=1).sum(axis=1) if columns
+                else pd.Series(dtype=float))
+    return Value(value, rank_evidence(per_rank))
+
+
+@metric("ops.emulated_lowp_ratio", unit="ratio", needs=["steps.bf16_matmul_us", "steps.fp16_matmul_us",
+                                                         "steps.duration_us"])
+def emulated_lowp_ratio(p: Profile) -> Value:
+    """Share of the step spent in low-precision products the CPU has no
+    instructions for (see ``ops.emulated_lowp_ms``)."""
+    return Value(sum(run_ratio(p, c) or 0.0 for c in _unsupported_lowp(p)))

@@ -145,7 +145,10 @@ call's communication time, not the op's compute.
 FLOPs of the matrix multiplies and 2-D convolutions from their recorded
 shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
 ``steps.thin_matmul_us``: the time of the thin ones among them (a
-rows or inner size of at most ``work.THIN``: bound by memory by their shape).
+rows or inner size of at most ``work.THIN``: bound by memory by their shape),
+``steps.bf16_matmul_us`` / ``fp16_matmul_us``: of those whose operands are
+bfloat16 / float16. ``meta.cpu``: the host CPU's low-precision instructions
+where ``advisor run`` recorded them (``cpuProperties``).
 
 DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
 ``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a
@@ -171,6 +174,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
@@ -178,7 +182,7 @@ from advisor.collectors.kineto import grad_sync, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
-from advisor.profile import Profile, RunMeta
+from advisor.profile import CpuInfo, Profile, RunMeta
 
 GIB = float(1 << 30)
 
@@ -427,6 +431,8 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         device=tables.device,
         device_model=trace.gpu.name if trace.gpu else None,
         compute_capability=trace.gpu.capability if trace.gpu else None,
+        cpu=trace.cpu and CpuInfo(arch=trace.cpu.arch, capability=trace.cpu.capability, bf16=trace.cpu.bf16,
+                                  fp16=trace.cpu.fp16),
         source_format="kineto",
         source_version=_version(trace),
         source_path=str(path),
@@ -500,7 +506,10 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         for column, values in syncs.items():
             tables.steps[column] = values
     if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
-        tables.steps["thin_matmul_us"] = work.thin_time(ev.work_ts, ev.work_dur, ev.work_smallest, tables.steps)
+        for column, chosen in (("thin_matmul_us", ev.work_smallest <= work.THIN),
+                               ("bf16_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.BF16)),
+                               ("fp16_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.FLOAT16))):
+            tables.steps[column] = work.time_of(ev.work_ts, ev.work_dur, chosen, tables.steps)
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)
         if tables.cp_edges is None and tables.device == "gpu":

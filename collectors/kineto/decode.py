@@ -180,6 +180,18 @@ class GpuModel(msgspec.Struct, frozen=True):
 _GPU = msgspec.json.Decoder(GpuModel)
 
 
+class CpuModel(msgspec.Struct, frozen=True):
+    """The ``cpuProperties`` object ``advisor run`` adds to a trace
+    (``cpu_properties`` in ``collectors/live/bootstrap/_advisor_live.py``):
+    the host CPU's architecture, the vector ISA PyTorch used, and whether it
+    has bfloat16 / float16 arithmetic instructions (None: unknown)."""
+
+    arch: str | None = None
+    capability: str | None = None
+    bf16: bool | None = None
+    fp16: bool | None = None
+
+
 class TraceDoc(msgspec.Struct):
     """Top level of a Kineto trace object. ``deviceProperties`` lists the
     GPUs the profiler saw (an empty list on a machine without one); their
@@ -190,6 +202,7 @@ class TraceDoc(msgspec.Struct):
     distributedInfo: DistInfo | None = None
     schemaVersion: int | str | None = None
     deviceProperties: list[msgspec.Raw] | None = None
+    cpuProperties: msgspec.Raw | None = None
 
 
 class _LooseDoc(msgspec.Struct):
@@ -199,6 +212,7 @@ class _LooseDoc(msgspec.Struct):
     distributedInfo: Any = None
     schemaVersion: Any = None
     deviceProperties: Any = None
+    cpuProperties: Any = None
 
 
 _BATCH = msgspec.json.Decoder(list[Event])
@@ -266,12 +280,14 @@ class Events:
     op_time: np.ndarray = field(default_factory=lambda: np.empty(0))
     activity: tuple[float, float] = (np.nan, np.nan)
     op_stats: OpStats = field(default_factory=lambda: OpStats.empty(0))
-    #: start, duration, FLOPs and smaller of rows and inner size of each call of an operator whose work is
-    #: counted (:mod:`kineto.work`), kept or not, in time order
+    #: start, duration, FLOPs, smaller of rows and inner size and operand type (a code of
+    #: ``kineto.work.OPERAND_TYPES``) of each call of an operator whose work is counted
+    #: (:mod:`kineto.work`), kept or not, in time order
     work_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_flops: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_smallest: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    work_type: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int8))
 
     @property
     def end(self) -> np.ndarray:
@@ -371,6 +387,7 @@ class Trace:
     problems: list[str] = field(default_factory=list)
     devices: int = 0  # entries of deviceProperties (GPUs the profiler saw)
     gpu: GpuModel | None = None  # the first deviceProperties entry's model, where it names one
+    cpu: CpuModel | None = None  # the host CPU, where ``advisor run`` recorded it (cpuProperties)
     categories: frozenset = frozenset()  # the ``cat`` of every event, analysed or not
     counters: bool = False  # the trace holds counter ("ph": "C") events
     #: the highest ``Total Reserved`` and ``Total Allocated`` (bytes) of the ``[memory]`` events of a
@@ -498,12 +515,33 @@ def _devices(listed) -> tuple[int, GpuModel | None]:
     return len(listed), gpu
 
 
-def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any, tuple[int, GpuModel | None]]:
-    """distributedInfo, schemaVersion and the deviceProperties (``_devices``)
-    from the document without events."""
+def _cpu(value) -> CpuModel | None:
+    """The ``cpuProperties`` object (:class:`CpuModel`), None where absent or malformed."""
+    if value is None:
+        return None
+    try:
+        return (msgspec.json.decode(value, type=CpuModel) if isinstance(value, msgspec.Raw)
+                else msgspec.convert(value, CpuModel, strict=False))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+#: What a trace says of its machine: the number of GPUs, the first one's
+#: model (``_devices``) and the host CPU (``_cpu``).
+Hardware = tuple[int, GpuModel | None, CpuModel | None]
+
+
+def _hardware(doc: TraceDoc | _LooseDoc) -> Hardware:
+    """:data:`Hardware` from a document's deviceProperties and cpuProperties."""
+    return (*_devices(doc.deviceProperties), _cpu(doc.cpuProperties))
+
+
+def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any, Hardware]:
+    """distributedInfo, schemaVersion and the :data:`Hardware` from the
+    document without events."""
     try:
         doc = _DOC.decode(text)
-        return doc.distributedInfo, doc.schemaVersion, _devices(doc.deviceProperties)
+        return doc.distributedInfo, doc.schemaVersion, _hardware(doc)
     except msgspec.ValidationError:
         pass
     except msgspec.DecodeError as exc:
@@ -517,7 +555,7 @@ def _decode_meta(path: Path, text: bytes) -> tuple[DistInfo | None, Any, tuple[i
     except msgspec.ValidationError:
         dist = None
     sv = loose.schemaVersion if isinstance(loose.schemaVersion, (int, str)) else None
-    return dist, sv, _devices(loose.deviceProperties)
+    return dist, sv, _hardware(loose)
 
 
 def _as_int(value) -> int | None:
@@ -671,8 +709,8 @@ class _Builder:
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
     size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
-    work: list = field(default_factory=list)  # (start, duration, FLOPs, min(rows, inner)) of counted ops, per batch
-    flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, raw concrete inputs) -> op_work
+    work: list = field(default_factory=list)  # the work_* columns of counted ops (Events), per batch
+    flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, concrete inputs, types) -> op_work
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -719,9 +757,9 @@ class _Builder:
         self.parts.append(self._compact(part))
 
     def _work(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, dur: np.ndarray, args: tuple) -> None:
-        """Append the start, duration, FLOPs and smaller of rows and inner
-        size of the batch's counted operator calls (:func:`kineto.work.op_work`, once per
-        distinct name and shapes)."""
+        """Append the start, duration, FLOPs, smaller of rows and inner size
+        and operand type of the batch's counted operator calls
+        (:func:`kineto.work.op_work`, once per distinct name, shapes and types)."""
         from advisor.collectors.kineto.work import op_work
 
         idx = np.flatnonzero((flags & WORK_NAME) != 0)
@@ -729,21 +767,22 @@ class _Builder:
             return
         flops = np.full(idx.size, np.nan)
         smallest = np.zeros(idx.size, dtype=np.int64)
+        types = np.zeros(idx.size, dtype=np.int8)
         for j, i in enumerate(idx):
             a = args[i]
             if a is None or not (a.input_dims or a.input_dims_lc):
                 continue
-            key = (int(name[i]), bytes(a.input_dims or a.input_dims_lc), bytes(a.concrete))
+            key = (int(name[i]), bytes(a.input_dims or a.input_dims_lc), bytes(a.concrete), bytes(a.input_type))
             if key not in self.flops_of:
                 if len(self.flops_of) >= _ITYPE_CACHE:
                     self.flops_of.clear()
-                self.flops_of[key] = op_work(self.names.values[key[0]], key[1], key[2])
+                self.flops_of[key] = op_work(self.names.values[key[0]], *key[1:])
             value = self.flops_of[key]
             if value is not None:
-                flops[j], smallest[j] = value
+                flops[j], smallest[j], types[j] = value
         known = np.isfinite(flops)
         if known.any():
-            self.work.append((ts[idx[known]], dur[idx[known]], flops[known], smallest[known]))
+            self.work.append((ts[idx[known]], dur[idx[known]], flops[known], smallest[known], types[known]))
 
     def _memory(self, args: list[Args]) -> None:
         """Raise ``memory_peak`` by the ``[memory]`` events of a device
@@ -1076,7 +1115,8 @@ class _Builder:
         columns = [np.concatenate(c) for c in zip(*self.work)]
         order = np.argsort(columns[0], kind="stable")
         self.work = []
-        return {k: c[order] for k, c in zip(("work_ts", "work_dur", "work_flops", "work_smallest"), columns)}
+        names = ("work_ts", "work_dur", "work_flops", "work_smallest", "work_type")
+        return {k: c[order] for k, c in zip(names, columns)}
 
     def _op_stats(self) -> OpStats:
         """The per-name host-op statistics, one entry per name code."""
@@ -1260,10 +1300,10 @@ def _progress(path: Path):
         yield show
 
 
-def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any, tuple[int, GpuModel | None]]:
+def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any, Hardware]:
     """Fallback for documents that cannot be streamed: decode at once
     (typed, then leniently); distributedInfo, schemaVersion and the
-    deviceProperties (``_devices``)."""
+    :data:`Hardware`."""
     data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "empty file")
@@ -1279,7 +1319,7 @@ def _whole(path: Path, builder: _Builder) -> tuple[DistInfo | None, Any, tuple[i
         if doc is not None:
             del data
             builder.add(doc.traceEvents)
-            return doc.distributedInfo, doc.schemaVersion, _devices(doc.deviceProperties)
+            return doc.distributedInfo, doc.schemaVersion, _hardware(doc)
         try:
             loose = _LOOSE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -1326,6 +1366,7 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
         dropped=builder.dropped,
         devices=devices[0],
         gpu=devices[1],
+        cpu=devices[2],
         categories=frozenset(builder.all_cats),
         counters="C" in builder.phases,
         device_memory_peak=(tuple(builder.memory_peak) if np.isfinite(builder.memory_peak).any() else None),

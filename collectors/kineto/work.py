@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
+from advisor.collectors.vocab import FLOATING_TYPES, dtype
 
 #: Operators whose work is counted, by name.
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
@@ -54,15 +55,19 @@ COUNTED_OPS = MATMUL_OPS | CONV_OPS
 #: of a CPU core with vector FMA units (about 10-30 FLOPs per byte of its
 #: cache bandwidth) and far below a GPU's or NPU's.
 THIN = 8
+#: Operand types told apart (``Events.work_type`` holds the index; 0: not
+#: recorded or another type), in the Profile's dtype spelling.
+OPERAND_TYPES = (None, *FLOATING_TYPES)
 #: Sizes at or above this are not taken as a dimension (a trace's text may
 #: hold any number; products of real sizes stay far below float range).
 MAX_DIM = 1 << 40
 
 
-def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None:
-    """FLOPs and the smaller of rows and inner size of one operator call from its raw
-    ``Input Dims`` and ``Concrete Inputs`` JSON texts (module doc); None
-    when the shapes do not fit the operator's signature."""
+def op_work(name: str, dims: bytes, concrete: bytes, types: bytes = b"") -> tuple[float, int, int] | None:
+    """FLOPs, the smaller of rows and inner size and the operand type (a
+    code of ``OPERAND_TYPES``) of one operator call from its raw ``Input
+    Dims``, ``Concrete Inputs`` and ``Input type`` JSON texts (module doc);
+    None when the shapes do not fit the operator's signature."""
     try:
         shapes = msgspec.json.decode(dims) if dims else None
     except msgspec.DecodeError:
@@ -70,10 +75,26 @@ def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None
     if not isinstance(shapes, list):
         return None
     if name in MATMUL_OPS:
-        return _matmul(name, shapes)
-    if name in CONV_OPS:
-        return _conv2d(shapes, concrete)
-    return None
+        work = _matmul(name, shapes)
+    elif name in CONV_OPS:
+        work = _conv2d(shapes, concrete)
+    else:
+        return None
+    return None if work is None else (*work, _operand_type(name, types))
+
+
+def _operand_type(name: str, types: bytes) -> int:
+    """The code in ``OPERAND_TYPES`` of the first matrix operand's ``Input
+    type`` (the input for a convolution); 0 where not recorded or another type."""
+    try:
+        listed = msgspec.json.decode(types) if types else None
+    except msgspec.DecodeError:
+        return 0
+    at = 1 if name in ("aten::addmm", "aten::baddbmm") else 0
+    if not isinstance(listed, list) or len(listed) <= at or not isinstance(listed[at], str):
+        return 0
+    spelled = dtype(listed[at])
+    return OPERAND_TYPES.index(spelled) if spelled in OPERAND_TYPES else 0
 
 
 def _size(value) -> bool:
@@ -141,15 +162,16 @@ def table(ts: np.ndarray, flops: np.ndarray, steps: pd.DataFrame, rank: int) -> 
     return pd.DataFrame({"rank": rank, "step": steps["step"].to_numpy()[windows], "mflops": per_row[windows] / 1e6})
 
 
-def thin_time(ts: np.ndarray, dur: np.ndarray, smallest: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
-    """Per row of ``steps``, the summed duration of the thin products (module
-    doc) that start in that step (0 where none; NaN for a row without a
-    step window)."""
+def time_of(ts: np.ndarray, dur: np.ndarray, chosen: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """Per row of ``steps``, the summed duration of the ``chosen`` calls
+    that start in that step (0 where none; NaN for a row without a step
+    window): with ``smallest <= THIN`` the thin products (module doc), with
+    ``work_type == OPERAND_TYPES.index(vocab.BF16)`` the bfloat16 ones."""
     out = np.full(len(steps), np.nan)
     windows = _named_windows(steps)
     rows = step_rows(ts, steps)
-    thin = (rows >= 0) & (smallest <= THIN)
-    out[windows] = np.bincount(rows[thin], weights=dur[thin], minlength=len(steps))[windows]
+    inside = (rows >= 0) & chosen
+    out[windows] = np.bincount(rows[inside], weights=dur[inside], minlength=len(steps))[windows]
     return out
 
 

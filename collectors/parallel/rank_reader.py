@@ -407,6 +407,7 @@ def _merge(parts: list[Profile], root: Path) -> Profile:
         device=first.device,
         device_model=modelled.device_model,
         compute_capability=modelled.compute_capability,
+        cpu=next((p.meta.cpu for p in parts if p.meta.cpu), None),
         source_format=first.source_format,
         source_version=first.source_version,
         source_path=str(root),

@@ -138,6 +138,65 @@ def mindspore_options(trace_dir, existing=None):
     return json.dumps(opts)
 
 
+#: Top-level key of a Kineto trace under which ``advisor run`` records the
+#: host CPU's low-precision instructions (:func:`cpu_properties`).
+CPU_PROPERTIES_KEY = "cpuProperties"
+
+
+def _cpuinfo_words():
+    """The words of the first ``flags`` (x86) or ``Features`` (Arm) line of
+    /proc/cpuinfo; None where the file or the line is missing."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return set(value.split())
+    except OSError:
+        return None
+    return None
+
+
+def _torch_check(torch_module, name):
+    """``torch.cpu.<name>()`` (private instruction-set probes), None where absent."""
+    probe = getattr(getattr(torch_module, "cpu", None), name, None)
+    try:
+        return bool(probe()) if callable(probe) else None
+    except Exception:
+        return None
+
+
+def cpu_properties(torch_module, words=None, machine=None):
+    """What the host CPU computes bfloat16 and float16 matrix products with:
+    ``arch`` (``platform.machine()``), ``capability`` (the vector ISA
+    PyTorch dispatches to, ``torch.backends.cpu.get_cpu_capability()``), and
+    ``bf16`` / ``fp16``: True when the CPU has instructions for that type's
+    arithmetic, False when it has not, None when unknown. x86: bfloat16 with
+    AVX512-BF16 or AMX-BF16, float16 with AVX512-FP16 or AMX-FP16; Arm: the
+    ``bf16`` and ``fphp`` features. Without them PyTorch converts element
+    by element and a product takes tens of times its float32 time."""
+    import platform
+
+    words = _cpuinfo_words() if words is None else words
+    machine = (machine or platform.machine()).lower()
+    try:
+        capability = str(torch_module.backends.cpu.get_cpu_capability())
+    except Exception:
+        capability = None
+    bf16 = fp16 = None
+    if machine in ("x86_64", "amd64", "i686", "i386"):
+        if words is not None:
+            bf16 = bool({"avx512_bf16", "amx_bf16"} & words)
+            fp16 = bool({"avx512_fp16", "amx_fp16"} & words)
+        else:
+            bf16 = (_torch_check(torch_module, "_is_avx512_bf16_supported")
+                    or _torch_check(torch_module, "_is_amx_tile_supported"))
+            fp16 = _torch_check(torch_module, "_is_amx_fp16_supported") or None
+    elif machine in ("aarch64", "arm64") and words is not None:
+        bf16, fp16 = "bf16" in words, "fphp" in words
+    return {"arch": machine, "capability": capability, "bf16": bf16, "fp16": fp16}
+
+
 def importable(name):
     try:
         return importlib.util.find_spec(name) is not None
@@ -502,6 +561,11 @@ def _start():
     st.first_step = offset
     st.prof = prof
     prof.start()
+    if st.framework == "pytorch":
+        try:
+            prof.add_metadata_json(CPU_PROPERTIES_KEY, json.dumps(cpu_properties(torch)))
+        except Exception:  # the trace then says nothing of the CPU
+            pass
     st.phase = "warmup" if cfg.warmup else "recording"
     _install_exit_handlers()
     first = offset + cfg.warmup

@@ -60,10 +60,35 @@ def test_each_operator_matches_pytorchs_own_estimate(recorded):
     for e in json.loads(path.read_text())["traceEvents"]:
         if e.get("name") in work.COUNTED_OPS and e.get("ph") == "X":
             args = e["args"]
-            flops, _ = work.op_work(e["name"], json.dumps(args["Input Dims"]).encode(),
+            flops, _, _ = work.op_work(e["name"], json.dumps(args["Input Dims"]).encode(),
                                     json.dumps(args.get("Concrete Inputs", "")).encode())
             ours[e["name"]] += flops
     assert ours == pytest.approx(theirs, rel=1e-12)
+
+
+def test_the_operand_type_is_read_from_the_recorded_input_types(recorded):
+    path, _ = recorded
+    types = {work.op_work(e["name"], json.dumps(e["args"]["Input Dims"]).encode(),
+                          json.dumps(e["args"].get("Concrete Inputs", "")).encode(),
+                          json.dumps(e["args"]["Input type"]).encode())[2]
+             for e in json.loads(path.read_text())["traceEvents"]
+             if e.get("name") in work.COUNTED_OPS and e.get("ph") == "X"}
+    assert types == {work.OPERAND_TYPES.index("FLOAT")}  # the workload computes in float32
+
+
+@pytest.mark.parametrize("name, types, spelled", [
+    # Input type entries as PyTorch records them: addmm's first input is the bias, the matrices follow
+    ("aten::addmm", b'["float", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]', "BF16"),
+    ("aten::mm", b'["c10::Half", "c10::Half"]', "FLOAT16"),
+    ("aten::bmm", b'["double", "double"]', "DOUBLE"),
+    ("aten::mm", b'["long int", "long int"]', ""),
+    ("aten::mm", b"", ""),
+    ("aten::mm", b"[[", ""),
+])
+def test_operand_types(name, types, spelled):
+    dims = b"[[4], [2, 3], [3, 4]]" if name == "aten::addmm" else (
+        b"[[2, 2, 3], [2, 3, 4]]" if name == "aten::bmm" else b"[[2, 3], [3, 4]]")
+    assert work.op_work(name, dims, b"", types)[2] == (work.OPERAND_TYPES.index(spelled) if spelled else 0)
 
 
 def test_the_trace_gives_one_row_per_step_with_the_steps_work(recorded):
