@@ -25,12 +25,12 @@ def run_twice_on_teardown_abort(run, exit_code, stderr):
     return result
 
 
-def advisor_run_report(argv: list[str], out, steps: int, cwd, env: dict | None = None) -> dict:
+def advisor_run_report(argv: list[str], out, steps: int, cwd, env: dict | None = None, timeout: int = 300) -> dict:
     """Run ``argv`` (an ``advisor run ... -o out`` command line) to success,
     re-running once on the exit-time abort, and return its report.json
     after checking that it profiled ``steps`` steps."""
     result = run_twice_on_teardown_abort(
-        lambda: subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd,
+        lambda: subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                                env=dict(os.environ, **(env or {}))),
         lambda r: r.returncode, lambda r: r.stderr)
     assert result.returncode == 0, result.stderr[-3000:]

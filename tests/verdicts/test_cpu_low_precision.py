@@ -13,7 +13,6 @@ the same way the profiled process asks it.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -21,6 +20,7 @@ import pytest
 
 from advisor.collectors.kineto.collector import read
 from advisor.collectors.live.bootstrap._advisor_live import cpu_properties
+from tests._profiled import profiled
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -44,17 +44,9 @@ SERIOUS = {"medium", "high", "critical"}
 
 
 def _run(tmp_path, precision: str) -> tuple[dict, object]:
-    script = tmp_path / "train_loop.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_STRICT="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor", "run", "--steps", "4", "--warmup", "2", "-o", str(out), "--no-color",
-         "--", sys.executable, str(script), precision],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    report, out = profiled(tmp_path, SCRIPT, precision, steps=4, warmup=2)
     (trace,) = (out / "trace").glob("*.json")
-    return json.loads((out / "report.json").read_text()), trace
+    return report, trace
 
 
 def _value(report: dict, metric: str):

@@ -12,12 +12,9 @@ time they add over a training step.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests._profiled import profiled
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -45,16 +42,7 @@ for step in range(14):
 
 
 def test_an_evaluation_every_other_step_is_named_in_every_step_it_runs(tmp_path):
-    script = tmp_path / "train_eval.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_STRICT="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor", "run", "--steps", "10", "--warmup", "2", "-o", str(out), "--no-color",
-         "--", sys.executable, str(script)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
+    report, _ = profiled(tmp_path, SCRIPT, steps=10, warmup=2, name="train_eval.py")
     metrics = {k: v["value"] for k, v in report["metrics"].items()}
     flagged = metrics["anomaly.step_outliers"]
     assert metrics["anomaly.step_outlier_period"] == 2, flagged

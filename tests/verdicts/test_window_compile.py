@@ -12,12 +12,9 @@ when profiling from the first step -- and every later batch reuses it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests._profiled import profiled
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -45,18 +42,8 @@ def compile_cache(tmp_path_factory):
 
 
 def _run(tmp_path, cache, warmup: int) -> dict:
-    script = tmp_path / "train_compiled.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_STRICT="1", TORCHINDUCTOR_CACHE_DIR=str(cache))
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor", "run", "--steps", "3", "--warmup", str(warmup), "-o", str(out),
-         "--no-color", "--", sys.executable, str(script)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    assert report["run"]["steps_found"] == 3
-    return report
+    return profiled(tmp_path, SCRIPT, steps=3, warmup=warmup, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)},
+                    name="train_compiled.py", timeout=600)[0]
 
 
 def test_compile_in_the_window_is_startup_not_a_slow_step(tmp_path, compile_cache):

@@ -1,0 +1,27 @@
+"""A training script run under ``advisor run`` for a real-run test: the
+command line and environment those tests share (one thread per process,
+strict mode), on top of :func:`tests.e2e._teardown.advisor_run_report`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.e2e._teardown import advisor_run_report
+
+#: Environment of every profiled script: one compute thread per process (the
+#: 2-core machines run two ranks or a test beside another), strict checks.
+ENV = {"OMP_NUM_THREADS": "1", "ADVISOR_STRICT": "1"}
+
+
+def profiled(tmp_path: Path, script: str, *args, steps: int, warmup: int, env: dict | None = None,
+             name: str = "train_loop.py", timeout: int = 300) -> tuple[dict, Path]:
+    """Write ``script`` to ``tmp_path / name``, run it with ``args`` under
+    ``advisor run --steps steps --warmup warmup`` and return (report.json,
+    the output folder); fails unless the run succeeds with ``steps`` steps."""
+    path = tmp_path / name
+    path.write_text(script)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup), "-o", str(out),
+            "--no-color", "--", sys.executable, str(path), *map(str, args)]
+    return advisor_run_report(argv, out, steps, cwd=tmp_path, env={**ENV, **(env or {})}, timeout=timeout), out
