@@ -73,22 +73,32 @@ def _ops(data: dict, links: bool = False):
     """(step, rank, op key, value) for every third-level entry, "Total ..."
     summaries left out at every level; context as the generic walk gives it.
     ``links``: a "src-dst" key above the third level is outside the layout."""
+    for context, level2 in _levels(data, links):
+        for k3, value in level2.items():
+            c3 = _op_context(k3, context, links)
+            if c3 is not None:
+                yield (*c3, value)
+
+
+def _levels(data: dict, links: bool = False):
+    """(context, second-level dict) for every second-level entry that is
+    not a summary: the (step, rank, op) its keys give (``_ops``)."""
     for k1, level1 in data.items():
         c1 = _below(k1, _TOP, links)
         if c1 is None:
             continue
         for k2, level2 in level1.items():
             c2 = _below(k2, c1, links)
-            if c2 is None:
-                continue
-            step, rank = c2[0], c2[1]
-            for k3, value in level2.items():
-                if "@" in k3 and not k3.startswith("Total"):  # an operator key, as _below finds it, uncached:
-                    yield step, rank, k3, value  # operator keys are often unique to a rank
-                    continue
-                c3 = _below(k3, c2, links)
-                if c3 is not None:
-                    yield (*c3, value)
+            if c2 is not None:
+                yield c2, level2
+
+
+def _op_context(key: str, context: tuple, links: bool) -> tuple | None:
+    """``_below(key, context, links)``, an operator key found uncached
+    (operator keys are often unique to a rank)."""
+    if "@" in key and not key.startswith("Total"):
+        return context[0], context[1], key
+    return _below(key, context, links)
 
 
 _TOP = (None, None, None)
@@ -123,31 +133,37 @@ def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
     comm: list[tuple] = []
     bandwidth: list[tuple] = []
     records = 0
-    for step, rank, op, record in _ops(data):
-        info = record.time
-        if info is None or op is None:
-            return None  # not a record, or a record with no operator key: the generic walk decides
-        records += 1
-        name, group, kind = _op_parts(op)
-        if info.elapse_us is not None:  # the generic walk keeps only timed operators
-            comm.append((name, kind, group, step, rank, info.start_us, info.elapse_us * 1000.0,
-                         _ms(info.transit_us), _ms(info.wait_us), _ms(info.sync_us), _ms(info.idle_us)))
-        for transport, t in (record.bandwidth or {}).items():
-            if (t.size_mb or 0.0) == 0.0 and (t.time_ms or 0.0) == 0.0:
-                continue  # transport not used by this operator
-            bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size_mb, t.time_ms,
-                              t.bandwidth_gbps, t.large_packet_ratio))
+    for context, level2 in _levels(data):  # the walk of ``_ops``, inlined: this loop runs once per record
+        for key, record in level2.items():
+            if "@" in key and not key.startswith("Total"):  # ``_op_context``'s operator key, without the call
+                step, rank, op = context[0], context[1], key
+            else:
+                at = _below(key, context, False)
+                if at is None:
+                    continue
+                step, rank, op = at
+            info = record.time
+            if info is None or op is None:
+                return None  # not a record, or a record with no operator key: the generic walk decides
+            records += 1
+            name, group, kind = _op_parts(op)
+            if info.elapse_us is not None:  # the generic walk keeps only timed operators; ms -> us as it scales them
+                transit, wait, sync, idle = info.transit_us, info.wait_us, info.sync_us, info.idle_us
+                comm.append((name, kind, group, step, rank, info.start_us, info.elapse_us * 1000.0,
+                             None if transit is None else transit * 1000.0, None if wait is None else wait * 1000.0,
+                             None if sync is None else sync * 1000.0, None if idle is None else idle * 1000.0))
+            if record.bandwidth:
+                for transport, t in record.bandwidth.items():
+                    if not t.size_mb and not t.time_ms:
+                        continue  # transport not used by this operator (size and time 0 or absent)
+                    bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size_mb, t.time_ms,
+                                      t.bandwidth_gbps, t.large_packet_ratio))
     return (_columns(COMM_FIELDS, comm), _columns(BANDWIDTH_FIELDS, bandwidth)) if records else None
 
 
 def _columns(fields: tuple[str, ...], rows: list[tuple]) -> Columns:
     """Row tuples -> columns named ``fields`` (one transpose in C)."""
     return dict(zip(fields, map(list, zip(*rows)))) if rows else {f: [] for f in fields}
-
-
-def _ms(value: float | None) -> float | None:
-    """Milliseconds -> microseconds, as the generic walk scales them."""
-    return None if value is None else value * 1000.0
 
 
 _SUMMARY = ()
