@@ -88,6 +88,30 @@ def _unions(positions: np.ndarray, groups: np.ndarray, count: int, width: int, s
     return np.cumsum(cover.reshape(count, size + 1)[:, :-1], axis=1) > 0
 
 
+#: ``ndarray.sum`` without its Python wrapper: the same reduction, so the
+#: same value (a rank's rows take a few sums each).
+_add = np.add.reduce
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """(code per value, number of distinct values) of uint64 ``values``,
+    codes in order of first appearance: ``pd.factorize`` (whose hash table
+    this is) without its wrapper's checks, which cost several times the
+    table's own work on one rank's few thousand windows; ``pd.factorize``
+    itself where pandas lays out its internals otherwise."""
+    if _UInt64HashTable is None:
+        codes, uniques = pd.factorize(values)
+        return codes, uniques.size
+    uniques, codes = _UInt64HashTable(values.size).factorize(values)
+    return codes, uniques.size
+
+
+try:
+    from pandas._libs.hashtable import UInt64HashTable as _UInt64HashTable
+except ImportError:  # pragma: no cover - pandas' internals moved
+    _UInt64HashTable = None
+
+
 def frequent_sequences(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: np.ndarray,
                        fusable: np.ndarray, steps: int, rank: int,
                        pipes: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame | None:
@@ -138,22 +162,22 @@ def sequence_rows(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: n
         idx = np.flatnonzero(ok)
         if idx.size <= steps:
             continue
-        inverse, uniq = pd.factorize(h[idx])  # a hash table: one pass, no sort
-        counts = np.bincount(inverse, minlength=uniq.size)
-        first = np.empty(uniq.size, dtype=np.int64)
-        first[inverse[::-1]] = np.arange(idx.size - 1, -1, -1)  # the earliest occurrence wins
+        inverse, distinct = _factorize(h[idx])  # a hash table: one pass, no sort
+        counts = np.bincount(inverse, minlength=distinct)
         frequent = counts > steps
         if not frequent.any():
             continue
-        gap_sum = np.bincount(inverse, weights=csum_gap[idx + n - 1] - csum_gap[idx], minlength=uniq.size)
+        first = np.empty(distinct, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(idx.size - 1, -1, -1)  # the earliest occurrence wins
+        gap_sum = np.bincount(inverse, weights=csum_gap[idx + n - 1] - csum_gap[idx], minlength=distinct)
         frequent_ids = np.flatnonzero(frequent)
         by_gap = frequent_ids[np.argsort(-gap_sum[frequent_ids], kind="stable")[:TOP_PER_LENGTH]]
         cand = by_gap
         if pipes is not None:
-            mte_sum = np.bincount(inverse, weights=csum_mte[idx + n] - csum_mte[idx], minlength=uniq.size)
+            mte_sum = np.bincount(inverse, weights=csum_mte[idx + n] - csum_mte[idx], minlength=distinct)
             by_mte = frequent_ids[np.argsort(-mte_sum[frequent_ids], kind="stable")[:TOP_PER_LENGTH]]
             cand = np.concatenate([by_gap, np.setdiff1d(by_mte[mte_sum[by_mte] > 0], by_gap)])
-        which = np.full(uniq.size, -1)
+        which = np.full(distinct, -1)
         which[cand] = np.arange(cand.size)
         of = which[inverse]  # per window: its candidate, or -1
         pos, of = idx[of >= 0], of[of >= 0]
@@ -162,11 +186,11 @@ def sequence_rows(keys: np.ndarray, labels: list[str], start: np.ndarray, dur: n
         gap_chosen = set(by_gap.tolist())
         for j, u in enumerate(cand.tolist()):
             at = int(idx[first[u]])
-            covered = np.flatnonzero(kernels[j])  # the same kernels, in the same order, for each sum
+            covered = kernels[j]  # the same kernels, in the same order, for each sum
             row = (rank, JOIN.join([labels[k] for k in keys[at:at + n].tolist()]), n, int(counts[u]),
-                   float(dur[covered].sum()), float(gap[gaps[j]].sum()), steps)
+                   float(_add(dur[covered])), float(_add(gap[gaps[j]])), steps)
             if pipes is not None:
-                row += (float(mte[covered].sum()), float(pipe[covered].sum()), u in gap_chosen)
+                row += (float(_add(mte[covered])), float(_add(pipe[covered])), u in gap_chosen)
             rows.append(row)
     if not rows:
         return None

@@ -73,6 +73,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -180,7 +181,7 @@ class CompiledRule:
     rule: Rule
     params: dict[str, float]
     #: rule field (``condition``, ``estimated_gain``, ``scope.ranks``, ...) -> CEL program
-    programs: dict[str, Any]
+    programs: Mapping[str, Any]
 
     def run(self, field: str, activation: dict) -> Any:
         return cel.run(self.programs[field], activation)
@@ -201,10 +202,15 @@ def _expressions(rule: Rule) -> dict[str, str]:
     return exprs
 
 
-def compile_rule(rule: Rule, overrides: dict[str, float] | None = None) -> CompiledRule:
+def compile_rule(rule: Rule, overrides: dict[str, float] | None = None, lazy: bool = False) -> CompiledRule:
     """Compile a rule's CEL expressions once; ConfigError on a bad expression
     or a parameter that is not a finite number (NaN makes every comparison
-    false and so silences the rule)."""
+    false and so silences the rule). ``lazy``: parameters are checked now,
+    but each expression is compiled when first run and templates are not
+    checked here (``render`` parses them when a finding uses them): for
+    rules that ``advisor rules validate`` and the test suite have checked
+    already, the built-in ones, of which a run evaluates only those whose
+    framework, device and metrics it has."""
     params = {k: float(p.default) for k, p in rule.params.items()}
     for key, value in (overrides or {}).items():
         if key not in params:
@@ -213,18 +219,46 @@ def compile_rule(rule: Rule, overrides: dict[str, float] | None = None) -> Compi
     for key, value in params.items():
         if not math.isfinite(value):
             raise ConfigError(f"rule {rule.name}: params.{key}: {value} is not a finite number")
-    programs = {}
-    for field, expr in _expressions(rule).items():
-        try:
-            programs[field] = cel.compile_program(expr)
-        except Exception as exc:  # celpy raises its own parse errors
-            raise ConfigError(f"rule {rule.name}: {field}: invalid CEL ({str(exc).splitlines()[0]})") from None
+    programs = _Programs(rule.name, _expressions(rule))
+    if lazy:
+        return CompiledRule(rule=rule, params=params, programs=programs)
+    for field in programs:
+        programs[field]  # noqa: B018 - compiled now: a bad expression fails here
     for template in [rule.message, rule.confirm.text if rule.confirm else ""] + [f.code or "" for f in rule.fix.values()]:
         try:
             render.check(template)
         except Exception as exc:
             raise ConfigError(f"rule {rule.name}: invalid template ({exc})") from None
     return CompiledRule(rule=rule, params=params, programs=programs)
+
+
+class _Programs(Mapping):
+    """A rule's field -> CEL program, each compiled on first use; ConfigError
+    naming the field when its expression does not compile."""
+
+    def __init__(self, rule_name: str, expressions: dict[str, str]):
+        self._rule = rule_name
+        self._expressions = expressions
+        self._programs: dict[str, Any] = {}
+
+    def __getitem__(self, field: str) -> Any:
+        program = self._programs.get(field)
+        if program is None:
+            expr = self._expressions[field]
+            try:
+                program = self._programs[field] = cel.compile_program(expr)
+            except Exception as exc:  # celpy raises its own parse errors
+                raise ConfigError(f"rule {self._rule}: {field}: invalid CEL ({str(exc).splitlines()[0]})") from None
+        return program
+
+    def __contains__(self, field: object) -> bool:
+        return field in self._expressions
+
+    def __iter__(self):
+        return iter(self._expressions)
+
+    def __len__(self) -> int:
+        return len(self._expressions)
 
 
 def _applies(rule: Rule, framework: str, device: str) -> bool:

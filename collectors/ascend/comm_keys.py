@@ -85,6 +85,14 @@ def matrix_entry(name: str) -> tuple[str, bool] | None:
     return (m.group(1), m.group(2).lower() == "total") if m else None
 
 
+def sample_key(name, group, step, rank) -> tuple[tuple, bool] | None:
+    """For a matrix entry that is a ``{type}-total`` or one of its samples
+    (``matrix_entry``): (the key a total shares with the samples it
+    repeats, whether this entry is the total); None for any other entry."""
+    entry = matrix_entry(name) if isinstance(name, str) else None
+    return None if entry is None else ((rank, step, group, entry[0]), entry[1])
+
+
 def repeated_links(names, groups, steps, ranks) -> list[bool] | None:
     """Which link rows repeat a transfer that a ``{type}-total`` entry of
     the same rank, step, group and collective type already sums: the
@@ -92,12 +100,11 @@ def repeated_links(names, groups, steps, ranks) -> list[bool] | None:
     Summing them with the total counted one operator's transfer up to five
     times. None when nothing repeats. Arguments are equal-length sequences
     (None where a file has no such column)."""
-    entries = [matrix_entry(n) if isinstance(n, str) else None for n in names]
-    n = len(entries)
+    n = len(names)
     groups, steps, ranks = (groups or [None] * n), (steps or [None] * n), (ranks or [None] * n)
-    totals = {(r, s, g, e[0]) for e, g, s, r in zip(entries, groups, steps, ranks) if e and e[1]}
+    keys = list(map(sample_key, names, groups, steps, ranks))
+    totals = {k[0] for k in keys if k and k[1]}
     if not totals:
         return None
-    repeated = [bool(e) and not e[1] and (r, s, g, e[0]) in totals
-                for e, g, s, r in zip(entries, groups, steps, ranks)]
+    repeated = [bool(k) and not k[1] and k[0] in totals for k in keys]
     return repeated if any(repeated) else None

@@ -14,16 +14,20 @@ version), a text value where a number belongs, or a record without its time
 info makes these functions return None, and ``ascend_comm`` reads the file
 with its generic, shape-based walk instead. Values are the generic walk's:
 JSON null is "absent", times in microseconds, sizes/bandwidths as written.
+One exception: the matrix samples that a ``{type}-total`` entry repeats
+(``comm_keys.repeated_links``) are not decoded, only checked to be JSON,
+since both walks leave their rows out.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 import msgspec
 
 from advisor.collectors.ascend import fields
-from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, repeated_links, split_op_key
+from advisor.collectors.ascend.comm_keys import descend, is_summary, link_ends, sample_key, split_op_key
 from advisor.collectors.vocab import collective_kind
 
 _ABSENT = msgspec.Raw()  # fields we skip over: kept undecoded
@@ -61,6 +65,11 @@ _OpRecord = msgspec.defstruct("_OpRecord", [
 
 _COMM_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, _OpRecord]]])
 _LINK_LAYOUT = msgspec.json.Decoder(dict[str, dict[str, dict[str, dict[str, _Link]]]])
+#: The matrix down to its operator entries, each kept undecoded (``link_columns``).
+_LINK_ENTRIES = msgspec.json.Decoder(dict[str, dict[str, dict[str, msgspec.Raw]]])
+_LINKS = msgspec.json.Decoder(dict[str, _Link])
+#: Where a matrix file has ``{type}-total`` entries (``comm_keys.matrix_entry``).
+_TOTAL = re.compile(rb"-total", re.IGNORECASE)
 
 Columns = dict[str, list]
 
@@ -69,26 +78,29 @@ class _OutsideLayout(Exception):
     """The file is not in the per-rank layout: read it generically."""
 
 
-def _ops(data: dict, links: bool = False):
-    """(step, rank, op key, value) for every third-level entry, "Total ..."
-    summaries left out at every level; context as the generic walk gives it.
-    ``links``: a "src-dst" key above the third level is outside the layout."""
+def _levels(data: dict, links: bool = False):
+    """(context, second-level dict) for every second-level entry that is not
+    a summary, context being the (step, rank, op) its keys give; the keys
+    below it are read with ``_op_context``: together, the walk of every
+    third-level entry, "Total ..." summaries left out at every level,
+    context as the generic walk gives it. ``links``: a "src-dst" key above
+    the third level is outside the layout (``_OutsideLayout``)."""
     for k1, level1 in data.items():
         c1 = _below(k1, _TOP, links)
         if c1 is None:
             continue
         for k2, level2 in level1.items():
             c2 = _below(k2, c1, links)
-            if c2 is None:
-                continue
-            step, rank = c2[0], c2[1]
-            for k3, value in level2.items():
-                if "@" in k3 and not k3.startswith("Total"):  # an operator key, as _below finds it, uncached:
-                    yield step, rank, k3, value  # operator keys are often unique to a rank
-                    continue
-                c3 = _below(k3, c2, links)
-                if c3 is not None:
-                    yield (*c3, value)
+            if c2 is not None:
+                yield c2, level2
+
+
+def _op_context(key: str, context: tuple, links: bool) -> tuple | None:
+    """``_below(key, context, links)``, an operator key found uncached
+    (operator keys are often unique to a rank)."""
+    if "@" in key and not key.startswith("Total"):
+        return context[0], context[1], key
+    return _below(key, context, links)
 
 
 _TOP = (None, None, None)
@@ -123,31 +135,37 @@ def comm_columns(raw: bytes) -> tuple[Columns, Columns] | None:
     comm: list[tuple] = []
     bandwidth: list[tuple] = []
     records = 0
-    for step, rank, op, record in _ops(data):
-        info = record.time
-        if info is None or op is None:
-            return None  # not a record, or a record with no operator key: the generic walk decides
-        records += 1
-        name, group, kind = _op_parts(op)
-        if info.elapse_us is not None:  # the generic walk keeps only timed operators
-            comm.append((name, kind, group, step, rank, info.start_us, info.elapse_us * 1000.0,
-                         _ms(info.transit_us), _ms(info.wait_us), _ms(info.sync_us), _ms(info.idle_us)))
-        for transport, t in (record.bandwidth or {}).items():
-            if (t.size_mb or 0.0) == 0.0 and (t.time_ms or 0.0) == 0.0:
-                continue  # transport not used by this operator
-            bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size_mb, t.time_ms,
-                              t.bandwidth_gbps, t.large_packet_ratio))
+    for context, level2 in _levels(data):  # runs once per record
+        for key, record in level2.items():
+            if "@" in key and not key.startswith("Total"):  # ``_op_context``'s operator key, without the call
+                step, rank, op = context[0], context[1], key
+            else:
+                at = _below(key, context, False)
+                if at is None:
+                    continue
+                step, rank, op = at
+            info = record.time
+            if info is None or op is None:
+                return None  # not a record, or a record with no operator key: the generic walk decides
+            records += 1
+            name, group, kind = _op_parts(op)
+            if info.elapse_us is not None:  # the generic walk keeps only timed operators; ms -> us as it scales them
+                transit, wait, sync, idle = info.transit_us, info.wait_us, info.sync_us, info.idle_us
+                comm.append((name, kind, group, step, rank, info.start_us, info.elapse_us * 1000.0,
+                             None if transit is None else transit * 1000.0, None if wait is None else wait * 1000.0,
+                             None if sync is None else sync * 1000.0, None if idle is None else idle * 1000.0))
+            if record.bandwidth:
+                for transport, t in record.bandwidth.items():
+                    if not t.size_mb and not t.time_ms:
+                        continue  # transport not used by this operator (size and time 0 or absent)
+                    bandwidth.append((name, kind, group, step, rank, _upper(transport), t.size_mb, t.time_ms,
+                                      t.bandwidth_gbps, t.large_packet_ratio))
     return (_columns(COMM_FIELDS, comm), _columns(BANDWIDTH_FIELDS, bandwidth)) if records else None
 
 
 def _columns(fields: tuple[str, ...], rows: list[tuple]) -> Columns:
     """Row tuples -> columns named ``fields`` (one transpose in C)."""
     return dict(zip(fields, map(list, zip(*rows)))) if rows else {f: [] for f in fields}
-
-
-def _ms(value: float | None) -> float | None:
-    """Milliseconds -> microseconds, as the generic walk scales them."""
-    return None if value is None else value * 1000.0
 
 
 _SUMMARY = ()
@@ -194,25 +212,49 @@ def link_columns(raw: bytes) -> Columns | None:
     columns as ``ascend_comm.link_records`` rows would give them, without
     the repeated entries (``comm_keys.repeated_links``, decided once per
     operator: its links share its name, group, step and rank); None outside
-    the layout or without links."""
+    the layout or without links. In a file with ``{type}-total`` entries
+    those are decoded first, and the samples they repeat (four of every five
+    entries a profiler writes) are left undecoded: only their JSON syntax is
+    checked. Other files are decoded in one pass."""
+    layout = _LINK_ENTRIES if _TOTAL.search(raw) else _LINK_LAYOUT
+    entries = []  # (step, rank, name, group, sample_key, value) of each operator entry
     try:
-        data = _LINK_LAYOUT.decode(raw)
+        for context, level2 in _levels(layout.decode(raw), links=True):
+            for key, value in level2.items():
+                at = _op_context(key, context, True)
+                if at is not None:
+                    name, group, _ = _op_parts(at[2] or "")
+                    entries.append((at[0], at[1], name, group, sample_key(name, group, at[0], at[1]), value))
+    except (msgspec.ValidationError, msgspec.DecodeError, _OutsideLayout):
+        return None
+    links: dict[int, tuple | None] = {}  # entry -> (link ends, links), () for no link: the totals, decoded first
+    for i, entry in enumerate(entries):
+        if entry[4] and entry[4][1]:
+            links[i] = _entry_links(entry[5])
+    totals = {entries[i][4][0] for i, found in links.items() if found}
+    rows = []
+    for i, (step, rank, name, group, key, value) in enumerate(entries):
+        if key and not key[1] and key[0] in totals:
+            continue  # a sample its total already sums
+        found = links[i] if i in links else _entry_links(value)
+        if found is None:
+            return None  # something other than links below an operator
+        if found:
+            ends, entry = found
+            rows += [(e[0], e[1], name, group, step, rank, _upper(link.transport), link.size_mb, link.time_ms,
+                      link.bandwidth_gbps) for e, link in zip(ends, entry.values()) if e is not _SUMMARY]
+    return _columns(LINK_FIELDS, rows) if rows else None
+
+
+def _entry_links(value: msgspec.Raw | dict) -> tuple | None:
+    """One operator entry's (link ends, links), () when it has no link, None
+    when it holds something other than links. ``value``: undecoded, or
+    decoded already."""
+    try:
+        entry = _LINKS.decode(value) if isinstance(value, msgspec.Raw) else value
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    ops: list[tuple] = []  # (step, rank, name, group, link ends, links) of operators with links
-    try:
-        for step, rank, op, links in _ops(data, links=True):
-            ends = _link_keys(tuple(links))
-            if ends is None:
-                return None  # something other than links below an operator
-            if ends:
-                name, group, _ = _op_parts(op or "")
-                ops.append((step, rank, name, group, ends, links))
-    except _OutsideLayout:
+    ends = _link_keys(tuple(entry))
+    if ends is None:
         return None
-    repeated = repeated_links([o[2] for o in ops], [o[3] for o in ops], [o[0] for o in ops], [o[1] for o in ops])
-    rows = [(e[0], e[1], name, group, step, rank, _upper(link.transport), link.size_mb, link.time_ms,
-             link.bandwidth_gbps)
-            for i, (step, rank, name, group, ends, links) in enumerate(ops) if not (repeated and repeated[i])
-            for e, link in zip(ends, links.values()) if e is not _SUMMARY]
-    return _columns(LINK_FIELDS, rows) if rows else None
+    return (ends, entry) if ends else ()

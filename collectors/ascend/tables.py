@@ -469,7 +469,9 @@ COMM_PREFIXES = ("hcom", "lccl", "lcoc")
 
 def _codes(column) -> tuple[np.ndarray, list[str]]:
     """A text column as (per-row code, distinct values); nulls are ""."""
-    encoded = pc.fill_null(column, "").combine_chunks().dictionary_encode()
+    if column.null_count:
+        column = pc.fill_null(column, "")
+    encoded = (column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()).dictionary_encode()
     return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
 
 
@@ -483,7 +485,8 @@ def kernel_sequences(kernels: pa.Table, rank: int) -> pa.Table | None:
         return None
     wanted = ("name", "type", "core", "input_shapes", "step", "start_us", "duration_us", *PIPE_TIMES)
     k = kernels.select([c for c in wanted if c in kernels.column_names])
-    k = k.filter(pc.is_valid(k.column("start_us")))
+    if k.column("start_us").null_count:
+        k = k.filter(pc.is_valid(k.column("start_us")))
     cols = k.column_names
     name, names = _codes(k.column("name"))
     label, labels = _codes(k.column("type")) if "type" in cols else (name, names)

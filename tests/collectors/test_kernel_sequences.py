@@ -5,9 +5,11 @@ hand (times in us)."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from advisor.collectors.kernel_sequences import LAUNCH_GAP_US, MAX_LENGTH, TOP_PER_LENGTH, frequent_sequences
+from advisor.collectors.kernel_sequences import (LAUNCH_GAP_US, MAX_LENGTH, TOP_PER_LENGTH, _factorize,
+                                                 frequent_sequences)
 
 LABELS = ["pow", "mean", "rsqrt", "gemm", "allreduce"]
 
@@ -90,3 +92,16 @@ def test_kernels_on_two_streams_leave_no_gap_where_they_overlap():
     dur = np.full(20, 10.0)
     df = frequent_sequences(keys, LABELS, start, dur, np.ones(20, bool), 1, 0)
     assert _row(df, "pow -> mean")["gap_us"] == 0.0
+
+
+def test_window_codes_are_pandas_factorize_codes():
+    """The windows' codes come from pandas' hash table directly
+    (``_factorize``): the same codes, in order of first appearance, as
+    ``pd.factorize`` gives; ties between sequences are broken by that order."""
+    rng = np.random.default_rng(7)
+    values = rng.integers(0, 2**64 - 1, size=12, dtype=np.uint64, endpoint=True)[rng.integers(0, 12, size=3000)]
+    codes, distinct = _factorize(values)
+    expected, uniques = pd.factorize(values)
+    assert distinct == uniques.size == np.unique(values).size
+    np.testing.assert_array_equal(codes, expected)
+    assert codes[0] == 0 and set(codes[:1 + np.flatnonzero(codes == codes.max())[0]]) == set(range(distinct))

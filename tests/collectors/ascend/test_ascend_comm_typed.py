@@ -176,13 +176,27 @@ def _link_high(doc):
     return doc
 
 
+def _totals(doc):
+    """The ``{type}-total`` entries: the ones link_columns decodes first."""
+    for cats in doc.values():
+        for ops in cats.values():
+            yield from (links for key, links in ops.items() if key.split("@")[0].endswith("-total"))
+
+
+def _samples(doc):
+    """The ``-top1`` / ``-middle`` / ``-bottomN`` entries a total repeats."""
+    for cats in doc.values():
+        for ops in cats.values():
+            yield from (links for key, links in ops.items() if not key.split("@")[0].endswith("-total"))
+
+
 def _not_a_link(doc):
-    next(_links(doc))["extra"] = {"Transport Type": "HCCS"}
+    next(_totals(doc))["extra"] = {"Transport Type": "HCCS"}
     return doc
 
 
 def _null_transport(doc):
-    next(iter(next(_links(doc)).values()))["Transport Type"] = None
+    next(iter(next(_totals(doc)).values()))["Transport Type"] = None
     return doc
 
 
@@ -194,5 +208,23 @@ MATRIX_OUT = {"a link key above the operator": _link_high, "a non-link key below
 def test_matrix_outside_the_layout_is_read_generically(rank_files, change, tmp_path, monkeypatch):
     doc = change(copy.deepcopy(rank_files[1]))
     assert ascend_comm_typed.link_columns(orjson.dumps(doc)) is None
+    links = _same_both_ways(tmp_path, doc, ascend_comm.read_matrix, 2, monkeypatch)
+    assert links is not None and links.num_rows > 0
+
+
+def _odd_sample(doc):
+    sample = next(_samples(doc))
+    sample["extra"] = {"Transport Type": "HCCS"}
+    next(iter(sample.values()))["Transport Type"] = None
+    return doc
+
+
+def test_matrix_samples_a_total_repeats_are_not_decoded(rank_files, tmp_path, monkeypatch):
+    """torch_npu's matrix writes ``{type}-total`` and four samples of it per
+    type, group and step (``comm_keys.matrix_entry``); both walks leave the
+    samples' rows out, so the typed one does not decode them and reads a
+    file whose samples are odd as the generic walk does."""
+    doc = _odd_sample(copy.deepcopy(rank_files[1]))
+    assert next(_totals(doc)) and ascend_comm_typed.link_columns(orjson.dumps(doc)) is not None
     links = _same_both_ways(tmp_path, doc, ascend_comm.read_matrix, 2, monkeypatch)
     assert links is not None and links.num_rows > 0
