@@ -130,6 +130,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "copy_h2d_exposed_us": Column("float", "host-to-device copy time during which no kernel runs"),
         "copy_h2d_pageable_us": Column("float", "host-to-device copy time from pageable host memory "
                                        "(Memcpy HtoD (Pageable -> Device))"),
+        "fp64_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products and convolutions whose "
+                                 "operands are float64 (collectors/kineto/work.py FLOAT64_TYPE)"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),

@@ -31,6 +31,7 @@ from advisor.metrics.steps_view import (
     per_step_ms,
     rank_evidence,
     run_mean_ms,
+    run_mean_stderr_ms,
     run_ratio,
     steady_steps,
 )
@@ -374,4 +375,30 @@ def thin_matmul_ratio(p: Profile) -> Value:
     value = run_ratio(p, "thin_matmul_us")
     if value is None:
         raise NotEvaluated("no thin_matmul_us values with a positive step duration")
+    return Value(value)
+
+
+@metric("ops.fp64_matmul_ms", unit="ms", needs=["steps.fp64_matmul_us"])
+def fp64_matmul_ms(p: Profile) -> Value:
+    """Time per step in float64 matrix products on a CPU run: matrix
+    multiplies and convolutions whose operands are float64
+    (``collectors/kineto/work.py`` ``FLOAT64_TYPE``) -- a model or its data
+    left in double precision (``model.double()``,
+    ``torch.set_default_dtype(torch.float64)``, a NumPy array's float64
+    turned into a tensor). Mean over ranks of each rank's mean over steady
+    steps, with its standard error over steps."""
+    value = run_mean_ms(p, "fp64_matmul_us")
+    if value is None:
+        raise NotEvaluated("no fp64_matmul_us values")
+    stderr, steps = run_mean_stderr_ms(p, "fp64_matmul_us") or (None, None)
+    return Value(value, rank_evidence(per_rank_mean(p, "fp64_matmul_us")), stderr=stderr, samples=steps)
+
+
+@metric("ops.fp64_matmul_ratio", unit="ratio", needs=["steps.fp64_matmul_us", "steps.duration_us"])
+def fp64_matmul_ratio(p: Profile) -> Value:
+    """Share of the step spent in float64 matrix products (see
+    ``ops.fp64_matmul_ms``)."""
+    value = run_ratio(p, "fp64_matmul_us")
+    if value is None:
+        raise NotEvaluated("no fp64_matmul_us values with a positive step duration")
     return Value(value)

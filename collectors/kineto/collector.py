@@ -145,7 +145,8 @@ call's communication time, not the op's compute.
 FLOPs of the matrix multiplies and 2-D convolutions from their recorded
 shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
 ``steps.thin_matmul_us``: the time of the thin ones among them (a
-rows or inner size of at most ``work.THIN``: bound by memory by their shape).
+rows or inner size of at most ``work.THIN``: bound by memory by their shape)
+and ``steps.fp64_matmul_us``: the time of those with float64 operands.
 
 DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
 ``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a
@@ -501,6 +502,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
             tables.steps[column] = values
     if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
         tables.steps["thin_matmul_us"] = work.thin_time(ev.work_ts, ev.work_dur, ev.work_smallest, tables.steps)
+        tables.steps["fp64_matmul_us"] = work.time_of(ev.work_ts, ev.work_dur, ev.work_fp64, tables.steps)
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)
         if tables.cp_edges is None and tables.device == "gpu":

@@ -272,6 +272,7 @@ class Events:
     work_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_flops: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_smallest: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    work_fp64: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))  # float64 operands (work.py)
 
     @property
     def end(self) -> np.ndarray:
@@ -673,6 +674,7 @@ class _Builder:
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
     work: list = field(default_factory=list)  # (start, duration, FLOPs, min(rows, inner)) of counted ops, per batch
     flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, raw concrete inputs) -> op_work
+    fp64_of: dict = field(default_factory=dict)  # (name code, raw input types) -> work.float64_operands
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -719,16 +721,18 @@ class _Builder:
         self.parts.append(self._compact(part))
 
     def _work(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, dur: np.ndarray, args: tuple) -> None:
-        """Append the start, duration, FLOPs and smaller of rows and inner
-        size of the batch's counted operator calls (:func:`kineto.work.op_work`, once per
-        distinct name and shapes)."""
-        from advisor.collectors.kineto.work import op_work
+        """Append the start, duration, FLOPs, smaller of rows and inner
+        size (:func:`kineto.work.op_work`, once per distinct name and shapes)
+        and float64 operands (:func:`kineto.work.float64_operands`) of the
+        batch's counted operator calls."""
+        from advisor.collectors.kineto.work import float64_operands, op_work
 
         idx = np.flatnonzero((flags & WORK_NAME) != 0)
         if idx.size == 0:
             return
         flops = np.full(idx.size, np.nan)
         smallest = np.zeros(idx.size, dtype=np.int64)
+        fp64 = np.zeros(idx.size, dtype=bool)
         for j, i in enumerate(idx):
             a = args[i]
             if a is None or not (a.input_dims or a.input_dims_lc):
@@ -741,9 +745,15 @@ class _Builder:
             value = self.flops_of[key]
             if value is not None:
                 flops[j], smallest[j] = value
+                types = (key[0], bytes(a.input_type))
+                if types not in self.fp64_of:
+                    if len(self.fp64_of) >= _ITYPE_CACHE:
+                        self.fp64_of.clear()
+                    self.fp64_of[types] = float64_operands(self.names.values[key[0]], types[1])
+                fp64[j] = self.fp64_of[types]
         known = np.isfinite(flops)
         if known.any():
-            self.work.append((ts[idx[known]], dur[idx[known]], flops[known], smallest[known]))
+            self.work.append((ts[idx[known]], dur[idx[known]], flops[known], smallest[known], fp64[known]))
 
     def _memory(self, args: list[Args]) -> None:
         """Raise ``memory_peak`` by the ``[memory]`` events of a device
@@ -1076,7 +1086,7 @@ class _Builder:
         columns = [np.concatenate(c) for c in zip(*self.work)]
         order = np.argsort(columns[0], kind="stable")
         self.work = []
-        return {k: c[order] for k, c in zip(("work_ts", "work_dur", "work_flops", "work_smallest"), columns)}
+        return {k: c[order] for k, c in zip(("work_ts", "work_dur", "work_flops", "work_smallest", "work_fp64"), columns)}
 
     def _op_stats(self) -> OpStats:
         """The per-name host-op statistics, one entry per name code."""

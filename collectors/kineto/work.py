@@ -34,6 +34,13 @@ one output, a convolution with few filters) do not count, since they are
 a model's shape, not a way of running it. ``thin_matmul_us`` is the time
 of those calls per step (CPU-only traces, where an operator's span is its
 computation).
+
+A product is *float64* when its matrix operand is (``Input type``
+``double``: a model or its inputs left in double precision, by
+``model.double()`` or ``torch.set_default_dtype(torch.float64)``).
+``fp64_matmul_us`` is the time of those calls per step (CPU-only traces):
+a CPU's vector units hold half as many float64 numbers as float32 ones
+and the operands take twice the bytes.
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ THIN = 8
 #: Sizes at or above this are not taken as a dimension (a trace's text may
 #: hold any number; products of real sizes stay far below float range).
 MAX_DIM = 1 << 40
+#: ``Input type`` text of a float64 tensor (``c10::ScalarType`` Double's name in the profiler's record).
+FLOAT64_TYPE = "double"
 
 
 def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None:
@@ -74,6 +83,18 @@ def op_work(name: str, dims: bytes, concrete: bytes) -> tuple[float, int] | None
     if name in CONV_OPS:
         return _conv2d(shapes, concrete)
     return None
+
+
+def float64_operands(name: str, types: bytes) -> bool:
+    """True when the matrix operand of a counted call (the first of the
+    product, after an ``addmm``/``baddbmm`` bias; a convolution's input) is
+    float64, from its raw ``Input type`` JSON text (module doc)."""
+    try:
+        names = msgspec.json.decode(types) if types else None
+    except msgspec.DecodeError:
+        return False
+    first = 1 if name in ("aten::addmm", "aten::baddbmm") else 0
+    return isinstance(names, list) and len(names) > first and names[first] == FLOAT64_TYPE
 
 
 def _size(value) -> bool:
@@ -145,11 +166,18 @@ def thin_time(ts: np.ndarray, dur: np.ndarray, smallest: np.ndarray, steps: pd.D
     """Per row of ``steps``, the summed duration of the thin products (module
     doc) that start in that step (0 where none; NaN for a row without a
     step window)."""
+    return time_of(ts, dur, smallest <= THIN, steps)
+
+
+def time_of(ts: np.ndarray, dur: np.ndarray, chosen: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """Per row of ``steps``, the summed duration of the ``chosen`` counted
+    calls that start in that step (0 where none; NaN for a row without a
+    step window)."""
     out = np.full(len(steps), np.nan)
     windows = _named_windows(steps)
     rows = step_rows(ts, steps)
-    thin = (rows >= 0) & (smallest <= THIN)
-    out[windows] = np.bincount(rows[thin], weights=dur[thin], minlength=len(steps))[windows]
+    hit = (rows >= 0) & chosen
+    out[windows] = np.bincount(rows[hit], weights=dur[hit], minlength=len(steps))[windows]
     return out
 
 
