@@ -132,6 +132,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
                                        "(Memcpy HtoD (Pageable -> Device))"),
         "fp64_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products and convolutions whose "
                                  "operands are float64 (collectors/kineto/work.py FLOAT64_TYPE)"),
+        "frozen_grads": Column("float", "CPU-only PyTorch traces: gradient accumulations in the step whose shape no "
+                               "operator of its optimizer step takes (collectors/kineto/frozen_grads.py)"),
+        "frozen_grad_us": Column("float", "time of those accumulations and of the backward products that make "
+                                 "their 2-D gradients (collectors/kineto/frozen_grads.py)"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),

@@ -402,3 +402,41 @@ def fp64_matmul_ratio(p: Profile) -> Value:
     if value is None:
         raise NotEvaluated("no fp64_matmul_us values with a positive step duration")
     return Value(value)
+
+
+@metric("ops.frozen_grad_ms", unit="ms", needs=["steps.frozen_grad_us"])
+def frozen_grad_ms(p: Profile) -> Value:
+    """Time per step spent computing gradients no optimizer reads on a CPU
+    run: the accumulations of gradients whose shape none of the step's
+    optimizer operators takes, and the backward matrix products that make
+    such 2-D gradients (``collectors/kineto/frozen_grads.py``) -- parameters
+    left with ``requires_grad=True`` outside the optimizer, such as a frozen
+    backbone. A lower bound: the products that carry the gradient to them
+    are not counted. Mean over ranks of each rank's mean over steady steps
+    with an optimizer step, with its standard error over steps."""
+    value = run_mean_ms(p, "frozen_grad_us")
+    if value is None:
+        raise NotEvaluated("no frozen_grad_us values (no optimizer step or no recorded gradient shapes)")
+    stderr, steps = run_mean_stderr_ms(p, "frozen_grad_us") or (None, None)
+    return Value(value, rank_evidence(per_rank_mean(p, "frozen_grad_us")), stderr=stderr, samples=steps)
+
+
+@metric("ops.frozen_grad_ratio", unit="ratio", needs=["steps.frozen_grad_us", "steps.duration_us"])
+def frozen_grad_ratio(p: Profile) -> Value:
+    """Share of the step spent computing gradients no optimizer reads (see
+    ``ops.frozen_grad_ms``)."""
+    value = run_ratio(p, "frozen_grad_us")
+    if value is None:
+        raise NotEvaluated("no frozen_grad_us values with a positive step duration")
+    return Value(value)
+
+
+@metric("ops.frozen_grads", unit="count", needs=["steps.frozen_grads"])
+def frozen_grads(p: Profile) -> Value:
+    """Gradients accumulated per step that no operator of the step's
+    optimizer takes (``collectors/kineto/frozen_grads.py``): mean over
+    ranks of each rank's mean over steady steps with an optimizer step."""
+    ranks = per_rank_mean(p, "frozen_grads")
+    if ranks.empty:
+        raise NotEvaluated("no frozen_grads values (no optimizer step or no recorded gradient shapes)")
+    return Value(float(ranks.mean()), rank_evidence(ranks))

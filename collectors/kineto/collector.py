@@ -146,7 +146,9 @@ FLOPs of the matrix multiplies and 2-D convolutions from their recorded
 shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
 ``steps.thin_matmul_us``: the time of the thin ones among them (a
 rows or inner size of at most ``work.THIN``: bound by memory by their shape)
-and ``steps.fp64_matmul_us``: the time of those with float64 operands.
+and ``steps.fp64_matmul_us``: the time of those with float64 operands;
+``steps.frozen_grads`` and ``frozen_grad_us``: gradients computed that no
+optimizer step reads, and their time (:mod:`kineto.frozen_grads`).
 
 DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
 ``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a
@@ -175,7 +177,7 @@ import pandas as pd
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import grad_sync, work
+from advisor.collectors.kineto import frozen_grads, grad_sync, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -503,6 +505,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
         tables.steps["thin_matmul_us"] = work.thin_time(ev.work_ts, ev.work_dur, ev.work_smallest, tables.steps)
         tables.steps["fp64_matmul_us"] = work.time_of(ev.work_ts, ev.work_dur, ev.work_fp64, tables.steps)
+        for column, values in (frozen_grads.columns(ev, tables.steps) or {}).items():
+            tables.steps[column] = values
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)
         if tables.cp_edges is None and tables.device == "gpu":
