@@ -66,21 +66,19 @@ def shapes(raw: bytes) -> tuple:
         dims = msgspec.json.decode(raw) if raw else None
     except msgspec.DecodeError:
         return ()
+    if not isinstance(dims, list):
+        return ()
     out: list[tuple] = []
-
-    def walk(value) -> None:
-        if not isinstance(value, list) or not value:
-            return
-        if all(type(d) is int for d in value):
-            out.append(tuple(value))
-        else:
-            for v in value:
-                walk(v)
-
-    if isinstance(dims, list):
-        for d in dims:
-            walk(d)
+    for arg in dims:  # a shape, or a tensor list's shapes; deeper nesting is no tensor argument
+        for shape in ([arg] if _is_shape(arg) else arg if isinstance(arg, list) else []):
+            if _is_shape(shape):
+                out.append(tuple(shape))
     return tuple(out)
+
+
+def _is_shape(value) -> bool:
+    """True for a non-empty list of ints (a tensor's sizes)."""
+    return isinstance(value, list) and bool(value) and all(type(d) is int for d in value)
 
 
 def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | None:
@@ -110,20 +108,24 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     time = np.full(len(steps), np.nan)
     has_opt = np.zeros(len(steps), dtype=bool)
     has_opt[step_rows(opt_start, steps)[step_rows(opt_start, steps) >= 0]] = True
+    # events are in time order: group them by step once, not once per step
+    order = np.argsort(row, kind="stable")
+    bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
     for r in windows:
         if not has_opt[r]:
             continue
-        mine = row == r
-        read = set().union(*ev.grad_shapes[mine & (ev.grad_role == OPTIMIZER) & in_step])
-        frozen = mine & acc
-        frozen[frozen] = [first_shape[i] not in read for i in np.flatnonzero(frozen)]
+        mine = order[bounds[r]:bounds[r + 1]]
+        role = ev.grad_role[mine]
+        read = set().union(*ev.grad_shapes[mine[(role == OPTIMIZER) & in_step[mine]]])
+        accumulated = mine[acc[mine]]
+        frozen = accumulated[np.array([first_shape[i] not in read for i in accumulated], dtype=bool)]
         frozen_shapes = set(first_shape[frozen])
-        count[r] = frozen.sum()
+        count[r] = frozen.size
         spent = ev.grad_dur[frozen].sum()
-        backward = np.flatnonzero(mine & (ev.grad_role == BACKWARD))
+        backward = mine[role == BACKWARD]
         if frozen_shapes and backward.size:
             first, last = ev.grad_ts[backward].min(), (ev.grad_ts + ev.grad_dur)[backward].max()
-            for i in np.flatnonzero(mine & (ev.grad_role == MATMUL)):
+            for i in mine[role == MATMUL]:
                 s = ev.grad_shapes[i]
                 if (first <= ev.grad_ts[i] <= last and len(s) == 2 and len(s[0]) == 2 and len(s[1]) == 2
                         and (s[0][0], s[1][1]) in frozen_shapes):
