@@ -31,9 +31,10 @@ from advisor.metrics.steps_view import (
     per_step_ms,
     rank_evidence,
     run_mean_ms,
-    run_mean_stderr_ms,
     run_ratio,
     steady_steps,
+    step_ms_value,
+    step_ratio_value,
 )
 from advisor.metrics.window import require_device_record
 from advisor.profile import Profile
@@ -387,21 +388,14 @@ def fp64_matmul_ms(p: Profile) -> Value:
     ``torch.set_default_dtype(torch.float64)``, a NumPy array's float64
     turned into a tensor). Mean over ranks of each rank's mean over steady
     steps, with its standard error over steps."""
-    value = run_mean_ms(p, "fp64_matmul_us")
-    if value is None:
-        raise NotEvaluated("no fp64_matmul_us values")
-    stderr, steps = run_mean_stderr_ms(p, "fp64_matmul_us") or (None, None)
-    return Value(value, rank_evidence(per_rank_mean(p, "fp64_matmul_us")), stderr=stderr, samples=steps)
+    return step_ms_value(p, "fp64_matmul_us")
 
 
 @metric("ops.fp64_matmul_ratio", unit="ratio", needs=["steps.fp64_matmul_us", "steps.duration_us"])
 def fp64_matmul_ratio(p: Profile) -> Value:
     """Share of the step spent in float64 matrix products (see
     ``ops.fp64_matmul_ms``)."""
-    value = run_ratio(p, "fp64_matmul_us")
-    if value is None:
-        raise NotEvaluated("no fp64_matmul_us values with a positive step duration")
-    return Value(value)
+    return step_ratio_value(p, "fp64_matmul_us")
 
 
 @metric("ops.frozen_grad_ms", unit="ms", needs=["steps.frozen_grad_us"])
@@ -414,21 +408,14 @@ def frozen_grad_ms(p: Profile) -> Value:
     backbone. A lower bound: the products that carry the gradient to them
     are not counted. Mean over ranks of each rank's mean over steady steps
     with an optimizer step, with its standard error over steps."""
-    value = run_mean_ms(p, "frozen_grad_us")
-    if value is None:
-        raise NotEvaluated("no frozen_grad_us values (no optimizer step or no recorded gradient shapes)")
-    stderr, steps = run_mean_stderr_ms(p, "frozen_grad_us") or (None, None)
-    return Value(value, rank_evidence(per_rank_mean(p, "frozen_grad_us")), stderr=stderr, samples=steps)
+    return step_ms_value(p, "frozen_grad_us")
 
 
 @metric("ops.frozen_grad_ratio", unit="ratio", needs=["steps.frozen_grad_us", "steps.duration_us"])
 def frozen_grad_ratio(p: Profile) -> Value:
     """Share of the step spent computing gradients no optimizer reads (see
     ``ops.frozen_grad_ms``)."""
-    value = run_ratio(p, "frozen_grad_us")
-    if value is None:
-        raise NotEvaluated("no frozen_grad_us values with a positive step duration")
-    return Value(value)
+    return step_ratio_value(p, "frozen_grad_us")
 
 
 @metric("ops.frozen_grads", unit="count", needs=["steps.frozen_grads"])

@@ -1125,21 +1125,13 @@ class _Builder:
 
     def _work_columns(self) -> dict[str, np.ndarray]:
         """The ``work_*`` columns of :class:`Events`, in time order."""
-        if not self.work:
-            return {}
-        columns = [np.concatenate(c) for c in zip(*self.work)]
-        order = np.argsort(columns[0], kind="stable")
-        self.work = []
-        return {k: c[order] for k, c in zip(("work_ts", "work_dur", "work_flops", "work_smallest", "work_fp64"), columns)}
+        batches, self.work = self.work, []
+        return _time_ordered(batches, ("work_ts", "work_dur", "work_flops", "work_smallest", "work_fp64"))
 
     def _grad_columns(self) -> dict[str, np.ndarray]:
         """The ``grad_*`` columns of :class:`Events`, in time order."""
-        if not self.grads:
-            return {}
-        columns = [np.concatenate(c) for c in zip(*self.grads)]
-        order = np.argsort(columns[0], kind="stable")
-        self.grads = []
-        return {k: c[order] for k, c in zip(("grad_ts", "grad_dur", "grad_role", "grad_shapes"), columns)}
+        batches, self.grads = self.grads, []
+        return _time_ordered(batches, ("grad_ts", "grad_dur", "grad_role", "grad_shapes"))
 
     def _op_stats(self) -> OpStats:
         """The per-name host-op statistics, one entry per name code."""
@@ -1163,6 +1155,16 @@ class _Builder:
             seen = present[self.op_seen[present]]
             op_time[code_of[seen]] = self.op_time[seen]
         return code_of[pair].astype(_code_dtype(present.size)), labels, op_time
+
+
+def _time_ordered(batches: list[tuple], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Per-batch column tuples (the first the start times) -> one column per
+    key, concatenated and in time order; {} without batches."""
+    if not batches:
+        return {}
+    columns = [np.concatenate(c) for c in zip(*batches)]
+    order = np.argsort(columns[0], kind="stable")
+    return {k: c[order] for k, c in zip(keys, columns)}
 
 
 def _sorted_has(table: np.ndarray, values: np.ndarray) -> np.ndarray:

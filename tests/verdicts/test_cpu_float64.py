@@ -10,13 +10,9 @@ in float64 products; the float32 loop has none.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
+from tests.verdicts.cpu_loops import advisor_run, value, write_script
 from advisor.collectors.kineto import work
 
 SCRIPT = """
@@ -55,44 +51,26 @@ def test_float64_operands_read_from_the_recorded_input_types():
 
 @pytest.fixture(scope="module")
 def script(tmp_path_factory):
-    pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
-    path = tmp_path_factory.mktemp("loops") / "train_dtype.py"
-    path.write_text(SCRIPT)
-    return path
-
-
-def _run(tmp_path, script, kind: str) -> dict:
-    out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_STRICT="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor", "run", "--steps", "5", "--warmup", "3", "-o", str(out), "--no-color",
-         "--", sys.executable, str(script), kind],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((out / "report.json").read_text())
-
-
-def _value(report: dict, metric: str):
-    return report["metrics"][metric]["value"]
+    return write_script(tmp_path_factory, "train_dtype.py", SCRIPT)
 
 
 @pytest.mark.parametrize("kind", ["double", "default-float64"])
 def test_a_model_trained_in_float64_is_named(tmp_path, script, kind):
-    report = _run(tmp_path, script, kind)
+    report = advisor_run(tmp_path, script, kind)
     found = {f["rule"]: f for f in report["findings"]}
     assert RULE in found and found[RULE]["severity"] in SERIOUS, list(found)
     assert report["verdict"]["status"] == "problems"
     f = found[RULE]
     # most of the step is in the float64 products, and the gain is half their time at most
-    assert _value(report, "ops.fp64_matmul_ratio") >= 0.4
+    assert value(report, "ops.fp64_matmul_ratio") >= 0.4
     assert f["estimated_gain_ms"] <= 0.5 * f["time_at_stake_ms"] + 1e-6
-    assert f["time_at_stake_ms"] == pytest.approx(_value(report, "ops.fp64_matmul_ms"), rel=1e-3)
-    assert f["time_at_stake_ms"] <= _value(report, "step.time_ms")
+    assert f["time_at_stake_ms"] == pytest.approx(value(report, "ops.fp64_matmul_ms"), rel=1e-3)
+    assert f["time_at_stake_ms"] <= value(report, "step.time_ms")
     assert ".float()" in f["fix"]["code"]
 
 
 def test_the_same_model_in_float32_keeps_it_quiet(tmp_path, script):
-    report = _run(tmp_path, script, "float32")
+    report = advisor_run(tmp_path, script, "float32")
     assert RULE not in {f["rule"] for f in report["findings"]}
-    assert _value(report, "ops.fp64_matmul_ratio") == 0.0
-    assert _value(report, "ops.matrix_ratio") > 0.4  # the products are there, in float32
+    assert value(report, "ops.fp64_matmul_ratio") == 0.0
+    assert value(report, "ops.matrix_ratio") > 0.4  # the products are there, in float32

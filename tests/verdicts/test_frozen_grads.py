@@ -12,13 +12,9 @@ checkpointing) have none.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
+from tests.verdicts.cpu_loops import advisor_run, value, write_script
 from advisor.collectors.kineto import frozen_grads
 
 SCRIPT = """
@@ -59,43 +55,25 @@ def test_shapes_are_read_from_input_dims_tensor_lists_included():
 
 @pytest.fixture(scope="module")
 def script(tmp_path_factory):
-    pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
-    path = tmp_path_factory.mktemp("loops") / "train_frozen.py"
-    path.write_text(SCRIPT)
-    return path
-
-
-def _run(tmp_path, script, kind: str) -> dict:
-    out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_STRICT="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor", "run", "--steps", "5", "--warmup", "3", "-o", str(out), "--no-color",
-         "--", sys.executable, str(script), kind],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((out / "report.json").read_text())
-
-
-def _value(report: dict, metric: str):
-    return report["metrics"][metric]["value"]
+    return write_script(tmp_path_factory, "train_frozen.py", SCRIPT)
 
 
 def test_a_backbone_left_out_of_the_optimizer_is_named(tmp_path, script):
-    report = _run(tmp_path, script, "head-only")
+    report = advisor_run(tmp_path, script, "head-only")
     found = {f["rule"]: f for f in report["findings"]}
     assert RULE in found and found[RULE]["severity"] in SERIOUS, list(found)
     # the 4 weights and 4 biases of the backbone, in every step
-    assert _value(report, "ops.frozen_grads") == 8
+    assert value(report, "ops.frozen_grads") == 8
     f = found[RULE]
-    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"] == pytest.approx(_value(report, "ops.frozen_grad_ms"),
+    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"] == pytest.approx(value(report, "ops.frozen_grad_ms"),
                                                                              rel=1e-3)
-    assert f["time_at_stake_ms"] <= _value(report, "step.time_ms")
+    assert f["time_at_stake_ms"] <= value(report, "step.time_ms")
     assert "requires_grad_(False)" in f["fix"]["code"]
 
 
 @pytest.mark.parametrize("kind", ["no-grad", "full"])
 def test_an_optimizer_that_takes_every_gradient_keeps_it_quiet(tmp_path, script, kind):
-    report = _run(tmp_path, script, kind)
+    report = advisor_run(tmp_path, script, kind)
     assert RULE not in {f["rule"] for f in report["findings"]}
-    assert _value(report, "ops.frozen_grads") == 0
-    assert _value(report, "ops.frozen_grad_ms") == 0.0
+    assert value(report, "ops.frozen_grads") == 0
+    assert value(report, "ops.frozen_grad_ms") == 0.0
