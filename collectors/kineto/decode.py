@@ -273,7 +273,7 @@ class Events:
     work_flops: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_smallest: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     work_fp64: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))  # float64 operands (work.py)
-    #: start, duration, role and input shapes (a frozenset of tuples) of each gradient accumulation, backward
+    #: start, duration, role and input shapes (a tuple of shape tuples) of each gradient accumulation, backward
     #: node and optimizer operator (:mod:`kineto.frozen_grads`), kept or not, in time order
     grad_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
     grad_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
