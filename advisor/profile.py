@@ -134,6 +134,12 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "copy_h2d_exposed_us": Column("float", "host-to-device copy time during which no kernel runs"),
         "copy_h2d_pageable_us": Column("float", "host-to-device copy time from pageable host memory "
                                        "(Memcpy HtoD (Pageable -> Device))"),
+        "fp64_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products and convolutions whose "
+                                 "operands are float64 (recorded Input type double)"),
+        "frozen_grads": Column("float", "CPU-only PyTorch traces: gradient accumulations in the step whose shape no "
+                               "operator of its optimizer step takes (collectors/kineto/frozen_grads.py)"),
+        "frozen_grad_us": Column("float", "time of those accumulations and of the backward products that make "
+                                 "their 2-D gradients (collectors/kineto/frozen_grads.py)"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),

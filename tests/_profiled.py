@@ -4,10 +4,18 @@ strict mode), on top of :func:`tests.e2e._teardown.advisor_run_report`."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e._teardown import advisor_run_report
+
+#: Mark for a test that profiles a PyTorch script (module-level importorskip
+#: would also skip a file's tests that need no torch).
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="torch is not installed (pip install torch==2.13.0)")
 
 #: Environment of every profiled script: one compute thread per process (the
 #: 2-core machines run two ranks or a test beside another), strict checks.
@@ -25,3 +33,8 @@ def profiled(tmp_path: Path, script: str, *args, steps: int, warmup: int, env: d
     argv = [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup), "-o", str(out),
             "--no-color", "--", sys.executable, str(path), *map(str, args)]
     return advisor_run_report(argv, out, steps, cwd=tmp_path, env={**ENV, **(env or {})}, timeout=timeout), out
+
+
+def value(report: dict, metric: str):
+    """A metric's value in a report.json."""
+    return report["metrics"][metric]["value"]

@@ -34,6 +34,8 @@ from advisor.metrics.steps_view import (
     run_mean_ms,
     run_ratio,
     steady_steps,
+    step_ms_value,
+    step_ratio_value,
 )
 from advisor.metrics.window import require_device_record
 from advisor.profile import Profile
@@ -376,6 +378,56 @@ def thin_matmul_ratio(p: Profile) -> Value:
     if value is None:
         raise NotEvaluated("no thin_matmul_us values with a positive step duration")
     return Value(value)
+
+
+@metric("ops.fp64_matmul_ms", unit="ms", needs=["steps.fp64_matmul_us"])
+def fp64_matmul_ms(p: Profile) -> Value:
+    """Time per step in float64 matrix products on a CPU run: matrix
+    multiplies and convolutions whose operands are float64
+    (``Input type`` double, ``collectors/kineto/work.py``) -- a model or its data
+    left in double precision (``model.double()``,
+    ``torch.set_default_dtype(torch.float64)``, a NumPy array's float64
+    turned into a tensor). Mean over ranks of each rank's mean over steady
+    steps, with its standard error over steps."""
+    return step_ms_value(p, "fp64_matmul_us")
+
+
+@metric("ops.fp64_matmul_ratio", unit="ratio", needs=["steps.fp64_matmul_us", "steps.duration_us"])
+def fp64_matmul_ratio(p: Profile) -> Value:
+    """Share of the step spent in float64 matrix products (see
+    ``ops.fp64_matmul_ms``)."""
+    return step_ratio_value(p, "fp64_matmul_us")
+
+
+@metric("ops.frozen_grad_ms", unit="ms", needs=["steps.frozen_grad_us"])
+def frozen_grad_ms(p: Profile) -> Value:
+    """Time per step spent computing gradients no optimizer reads on a CPU
+    run: the accumulations of gradients whose shape none of the step's
+    optimizer operators takes, and the backward matrix products that make
+    such 2-D gradients (``collectors/kineto/frozen_grads.py``) -- parameters
+    left with ``requires_grad=True`` outside the optimizer, such as a frozen
+    backbone. A lower bound: the products that carry the gradient to them
+    are not counted. Mean over ranks of each rank's mean over steady steps
+    with an optimizer step, with its standard error over steps."""
+    return step_ms_value(p, "frozen_grad_us")
+
+
+@metric("ops.frozen_grad_ratio", unit="ratio", needs=["steps.frozen_grad_us", "steps.duration_us"])
+def frozen_grad_ratio(p: Profile) -> Value:
+    """Share of the step spent computing gradients no optimizer reads (see
+    ``ops.frozen_grad_ms``)."""
+    return step_ratio_value(p, "frozen_grad_us")
+
+
+@metric("ops.frozen_grads", unit="count", needs=["steps.frozen_grads"])
+def frozen_grads(p: Profile) -> Value:
+    """Gradients accumulated per step that no operator of the step's
+    optimizer takes (``collectors/kineto/frozen_grads.py``): mean over
+    ranks of each rank's mean over steady steps with an optimizer step."""
+    ranks = per_rank_mean(p, "frozen_grads")
+    if ranks.empty:
+        raise NotEvaluated("no frozen_grads values (no optimizer step or no recorded gradient shapes)")
+    return Value(float(ranks.mean()), rank_evidence(ranks))
 
 
 #: Steps columns of low-precision matrix work on a CPU, and the ``meta.cpu``

@@ -17,27 +17,17 @@ from advisor.metrics.steps_view import (
     per_rank_mean,
     rank_evidence,
     run_mean_ms,
-    run_mean_stderr_ms,
     run_ratio,
     steady_steps,
+    step_ms_value,
+    step_ratio_value,
 )
 from advisor.metrics.window import require_device_record, require_steady_window
 from advisor.profile import SCHEMA, Profile
 
 
-def _ms(profile: Profile, column: str) -> Value:
-    value = run_mean_ms(profile, column)
-    if value is None:
-        raise NotEvaluated(f"no {column} values in steady-state steps")
-    stderr, steps = run_mean_stderr_ms(profile, column) or (None, None)
-    return Value(value, rank_evidence(per_rank_mean(profile, column)), stderr=stderr, samples=steps)
-
-
-def _ratio(profile: Profile, column: str) -> Value:
-    value = run_ratio(profile, column)
-    if value is None:
-        raise NotEvaluated(f"no {column} values with a positive step duration")
-    return Value(value)
+_ms = step_ms_value
+_ratio = step_ratio_value
 
 
 @metric("step.count", unit="count", needs=["steps"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from advisor.metrics.registry import NotEvaluated, Value
 from advisor.profile import Profile
 
 WARMUP_MIN_STEPS = 4
@@ -137,3 +138,22 @@ def rank_evidence(series: pd.Series, scale: float = 1 / US_PER_MS, limit: int = 
     if len(series) <= 1:
         return {}
     return {"per_rank": {int(k): round(float(v) * scale, 4) for k, v in series.head(limit).items()}}
+
+
+def step_ms_value(profile: Profile, column: str) -> Value:
+    """A ``steps`` time column's run value in ms (``run_mean_ms``) with its
+    standard error over steps; not evaluated without values."""
+    value = run_mean_ms(profile, column)
+    if value is None:
+        raise NotEvaluated(f"no {column} values in steady-state steps")
+    stderr, steps = run_mean_stderr_ms(profile, column) or (None, None)
+    return Value(value, rank_evidence(per_rank_mean(profile, column)), stderr=stderr, samples=steps)
+
+
+def step_ratio_value(profile: Profile, column: str) -> Value:
+    """A ``steps`` time column's share of the step (``run_ratio``); not
+    evaluated without values."""
+    value = run_ratio(profile, column)
+    if value is None:
+        raise NotEvaluated(f"no {column} values with a positive step duration")
+    return Value(value)

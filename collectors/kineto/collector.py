@@ -146,9 +146,12 @@ FLOPs of the matrix multiplies and 2-D convolutions from their recorded
 shapes (:mod:`kineto.work`): the work a rank was given. On CPU-only traces
 ``steps.thin_matmul_us``: the time of the thin ones among them (a
 rows or inner size of at most ``work.THIN``: bound by memory by their shape),
-``steps.bf16_matmul_us`` / ``fp16_matmul_us``: of those whose operands are
-bfloat16 / float16. ``meta.cpu``: the host CPU's low-precision instructions
-where ``advisor run`` recorded them (``cpuProperties``).
+``steps.fp64_matmul_us`` / ``bf16_matmul_us`` / ``fp16_matmul_us``: of
+those whose operands are float64 / bfloat16 / float16;
+``steps.frozen_grads`` and ``frozen_grad_us``: gradients computed that no
+optimizer step reads, and their time (:mod:`kineto.frozen_grads`).
+``meta.cpu``: the host CPU's low-precision instructions where ``advisor
+run`` recorded them (``cpuProperties``).
 
 DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
 ``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a
@@ -178,7 +181,7 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import grad_sync, work
+from advisor.collectors.kineto import frozen_grads, grad_sync, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -507,9 +510,12 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
             tables.steps[column] = values
     if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
         for column, chosen in (("thin_matmul_us", ev.work_smallest <= work.THIN),
+                               ("fp64_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.DOUBLE)),
                                ("bf16_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.BF16)),
                                ("fp16_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.FLOAT16))):
             tables.steps[column] = work.time_of(ev.work_ts, ev.work_dur, chosen, tables.steps)
+        for column, values in (frozen_grads.columns(ev, tables.steps) or {}).items():
+            tables.steps[column] = values
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)
         if tables.cp_edges is None and tables.device == "gpu":

@@ -34,6 +34,17 @@ one output, a convolution with few filters) do not count, since they are
 a model's shape, not a way of running it. ``thin_matmul_us`` is the time
 of those calls per step (CPU-only traces, where an operator's span is its
 computation).
+
+A product's operand type is its matrix operand's ``Input type`` (the
+first of the product, after an ``addmm`` / ``baddbmm`` bias; a
+convolution's input). On CPU-only traces the time per step of the
+products of each floating-point type is a steps column:
+``fp64_matmul_us`` (``double``: a model or its inputs left in double
+precision by ``model.double()`` or ``torch.set_default_dtype``; a CPU's
+vector units hold half as many float64 numbers as float32 ones and the
+operands take twice the bytes), ``bf16_matmul_us`` and ``fp16_matmul_us``
+(which run at tens of times their float32 time on a CPU without
+instructions for the type).
 """
 
 from __future__ import annotations

@@ -1,0 +1,134 @@
+"""Gradients computed for parameters the optimizer does not update, per
+step -> ``steps`` columns (CPU-only traces recorded with
+``record_shapes=True``).
+
+A parameter left with ``requires_grad=True`` gets its gradient computed in
+every backward and accumulated into ``.grad`` (a
+``torch::autograd::AccumulateGrad`` call with the gradient's shape); an
+optimizer built over other parameters (a frozen backbone under a trained
+head) never reads it. The optimizer's ``step()`` is an ``Optimizer.step#...``
+range, and the operators inside it (``calls.OPTIMIZER_INNER``: per-parameter
+arithmetic, ``_foreach_*`` over tensor lists, fused kernels) take every
+parameter it updates, its gradient and its state as inputs. Per step window
+with at least one optimizer step:
+
+* ``frozen_grads``: gradient accumulations whose shape is none of the
+  shapes the step's optimizer operators take -- gradients no optimizer
+  reads. A frozen parameter shaped like a trained one is not counted, so
+  the count is a lower bound.
+* ``frozen_grad_us``: the time of those accumulations and of the backward
+  matrix products (``aten::mm`` between the step's first and last backward
+  node) whose result has a frozen gradient's 2-D shape -- the weight
+  gradients of frozen layers. The products that carry the gradient through
+  the frozen layers to their weights are not counted (the trace cannot
+  tell them from those a trained layer below needs), so this too is a
+  lower bound of the time a fix saves.
+
+With ``requires_grad_(False)`` on the frozen parameters autograd computes
+none of it.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from advisor.collectors.kineto.calls import OPTIMIZER_INNER, OPTIMIZER_STEP_RE, host_call_class
+from advisor.collectors.kineto.decode import HOST, Events
+from advisor.collectors.kineto.host_calls import step_rows, step_windows
+
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+BACKWARD_NODE = "autograd::engine::evaluate_function"
+PRODUCT = "aten::mm"
+#: roles of the events read (``grad_role``)
+ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER = 0, 1, 2, 3
+
+
+def grad_role(name: str) -> int | None:
+    """The role of an event name here (module doc), or None."""
+    if name == ACCUMULATE_GRAD:
+        return ACCUMULATE
+    if name.startswith(BACKWARD_NODE):
+        return BACKWARD
+    if name == PRODUCT:
+        return MATMUL
+    if host_call_class(name) in OPTIMIZER_INNER:
+        return OPTIMIZER
+    return None
+
+
+def shapes(raw: bytes) -> tuple:
+    """The tensor shapes of a raw ``Input Dims`` JSON text, in order, a
+    tensor list's shapes in its place (``[[512, 512], [512]]`` for a
+    ``_foreach_*`` argument); () when there are none or the text is not a list."""
+    try:
+        dims = msgspec.json.decode(raw) if raw else None
+    except msgspec.DecodeError:
+        return ()
+    if not isinstance(dims, list):
+        return ()
+    out: list[tuple] = []
+    for arg in dims:  # a shape, or a tensor list's shapes; deeper nesting is no tensor argument
+        for shape in ([arg] if _is_shape(arg) else arg if isinstance(arg, list) else []):
+            if _is_shape(shape):
+                out.append(tuple(shape))
+    return tuple(out)
+
+
+def _is_shape(value) -> bool:
+    """True for a non-empty list of ints (a tensor's sizes)."""
+    return isinstance(value, list) and bool(value) and all(type(d) is int for d in value)
+
+
+def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | None:
+    """``frozen_grads`` and ``frozen_grad_us`` aligned to ``steps``' rows
+    (NaN for a row without a step window or an optimizer step); None when
+    the trace records no gradient accumulation with a shape or no optimizer
+    step."""
+    if steps is None or steps.empty or ev.grad_ts.size == 0:
+        return None
+    acc = (ev.grad_role == ACCUMULATE) & np.array([len(s) > 0 for s in ev.grad_shapes], dtype=bool)
+    ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
+    is_step = np.array([bool(OPTIMIZER_STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
+    step_range = ranges & is_step[ev.name]
+    opt_idx = np.flatnonzero(step_range)
+    if not acc.any() or opt_idx.size == 0:
+        return None
+    windows = step_windows(steps)
+    row = step_rows(ev.grad_ts, steps)
+    opt_start, opt_end = ev.ts[opt_idx], ev.ts[opt_idx] + ev.dur[opt_idx]
+    order = np.argsort(opt_start)
+    opt_start, opt_end = opt_start[order], opt_end[order]
+    # an optimizer operator counts when it starts inside an optimizer step range
+    at = np.searchsorted(opt_start, ev.grad_ts, side="right") - 1
+    in_step = (at >= 0) & (ev.grad_ts < opt_end[np.clip(at, 0, None)])
+    first_shape = np.array([s[0] if s else None for s in ev.grad_shapes], dtype=object)
+    count = np.full(len(steps), np.nan)
+    time = np.full(len(steps), np.nan)
+    has_opt = np.zeros(len(steps), dtype=bool)
+    has_opt[step_rows(opt_start, steps)[step_rows(opt_start, steps) >= 0]] = True
+    # events are in time order: group them by step once, not once per step
+    order = np.argsort(row, kind="stable")
+    bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
+    for r in windows:
+        if not has_opt[r]:
+            continue
+        mine = order[bounds[r]:bounds[r + 1]]
+        role = ev.grad_role[mine]
+        read = set().union(*ev.grad_shapes[mine[(role == OPTIMIZER) & in_step[mine]]])
+        accumulated = mine[acc[mine]]
+        frozen = accumulated[np.array([first_shape[i] not in read for i in accumulated], dtype=bool)]
+        frozen_shapes = set(first_shape[frozen])
+        count[r] = frozen.size
+        spent = ev.grad_dur[frozen].sum()
+        backward = mine[role == BACKWARD]
+        if frozen_shapes and backward.size:
+            first, last = ev.grad_ts[backward].min(), (ev.grad_ts + ev.grad_dur)[backward].max()
+            for i in mine[role == MATMUL]:
+                s = ev.grad_shapes[i]
+                if (first <= ev.grad_ts[i] <= last and len(s) == 2 and len(s[0]) == 2 and len(s[1]) == 2
+                        and (s[0][0], s[1][1]) in frozen_shapes):
+                    spent += ev.grad_dur[i]
+        time[r] = spent
+    return {"frozen_grads": count, "frozen_grad_us": time}
