@@ -34,11 +34,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from bench import repeatability
+from tests._profiled import profiled, value
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -81,59 +81,41 @@ SERIOUS = {"medium", "high", "critical"}
 RULE = "host-time-outside-ops"
 
 
-@pytest.fixture(scope="module")
-def script(tmp_path_factory):
-    path = tmp_path_factory.mktemp("loops") / "train_loop.py"
-    path.write_text(SCRIPT)
-    return path
-
-
-def _run(tmp_path, script, kind: str) -> dict:
-    out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_STRICT="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "advisor", "run", "--steps", "6", "--warmup", "3", "-o", str(out), "--no-color",
-         "--", sys.executable, str(script), kind, str(tmp_path / "checkpoint.pt")],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads((out / "report.json").read_text())
-
-
-def _value(report: dict, metric: str):
-    return report["metrics"][metric]["value"]
+def _run(tmp_path, kind: str) -> dict:
+    return profiled(tmp_path, SCRIPT, kind, tmp_path / "checkpoint.pt", steps=6, warmup=3)[0]
 
 
 @pytest.mark.parametrize("kind", ["save", "per-sample", "lstmcell"])
-def test_time_outside_the_operators_is_a_problem_not_clean(tmp_path, script, kind):
-    report = _run(tmp_path, script, kind)
+def test_time_outside_the_operators_is_a_problem_not_clean(tmp_path, kind):
+    report = _run(tmp_path, kind)
     found = {f["rule"]: f for f in report["findings"]}
     assert RULE in found and found[RULE]["severity"] in SERIOUS, list(found)
     assert report["verdict"]["status"] == "problems"
     f = found[RULE]
     # the gain is bounded by the free time every step pays, itself within the step
-    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"] == pytest.approx(_value(report, "step.recurring_free_ms"), rel=1e-3)
-    assert f["time_at_stake_ms"] <= _value(report, "step.time_ms")
-    assert _value(report, "step.recurring_free_ratio") >= 0.2
+    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"] == pytest.approx(value(report, "step.recurring_free_ms"), rel=1e-3)
+    assert f["time_at_stake_ms"] <= value(report, "step.time_ms")
+    assert value(report, "step.recurring_free_ratio") >= 0.2
     if kind == "save":  # the file write runs no operator on any thread: long silent stretches
-        assert _value(report, "host.silent_gap_ms") >= 0.5 * _value(report, "step.recurring_free_ms")
+        assert value(report, "host.silent_gap_ms") >= 0.5 * value(report, "step.recurring_free_ms")
 
 
-def test_a_batch_run_row_by_row_spends_its_step_in_thin_products(tmp_path, script):
-    report = _run(tmp_path, script, "rows")
+def test_a_batch_run_row_by_row_spends_its_step_in_thin_products(tmp_path):
+    report = _run(tmp_path, "rows")
     found = {f["rule"]: f for f in report["findings"]}
     assert "thin-matmul" in found and found["thin-matmul"]["severity"] in SERIOUS, list(found)
-    assert _value(report, "ops.thin_matmul_ratio") >= 0.4
+    assert value(report, "ops.thin_matmul_ratio") >= 0.4
     f = found["thin-matmul"]
-    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"] <= _value(report, "step.time_ms")
+    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"] <= value(report, "step.time_ms")
     assert "model(x)" in f["fix"]["code"]
 
 
-def test_a_batched_loop_keeps_it_quiet(tmp_path, script):
-    report = _run(tmp_path, script, "batched")
+def test_a_batched_loop_keeps_it_quiet(tmp_path):
+    report = _run(tmp_path, "batched")
     assert RULE not in {f["rule"] for f in report["findings"]}
-    assert _value(report, "step.recurring_free_ratio") < 0.2
+    assert value(report, "step.recurring_free_ratio") < 0.2
     # its narrowest product, the 10-class output layer, is wider than 8
-    assert _value(report, "ops.thin_matmul_ratio") < 0.05
+    assert value(report, "ops.thin_matmul_ratio") < 0.05
     assert report["verdict"]["status"] == "clean"
 
 
@@ -149,6 +131,6 @@ def test_healthy_ddp_ranks_waiting_for_a_cpu_keep_it_quiet(tmp_path):
     assert found.get(RULE) not in SERIOUS, report["metrics"].get("step.recurring_free_ms")
     recurring = report["metrics"]["step.recurring_free_ms"]
     assert set(recurring["evidence"]["per_rank"]) == {"0", "1"}
-    assert recurring["value"] < _value(report, "step.free_ms")  # the waits at random places are left out
+    assert recurring["value"] < value(report, "step.free_ms")  # the waits at random places are left out
     # both ranks run the same operators on the same shapes: equal FLOPs, no rank given more work
-    assert _value(report, "cluster.slow_rank_flops_ratio") == 1.0
+    assert value(report, "cluster.slow_rank_flops_ratio") == 1.0

@@ -20,7 +20,7 @@ import pytest
 
 from advisor.collectors.kineto.collector import read
 from advisor.collectors.live.bootstrap._advisor_live import cpu_properties
-from tests._profiled import profiled
+from tests._profiled import profiled, value
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -49,10 +49,6 @@ def _run(tmp_path, precision: str) -> tuple[dict, object]:
     return report, trace
 
 
-def _value(report: dict, metric: str):
-    return report["metrics"][metric]["value"]
-
-
 @pytest.fixture(scope="module")
 def bf16_run(tmp_path_factory):
     """(report, trace) of the loop under bfloat16 autocast."""
@@ -67,16 +63,16 @@ def test_a_bfloat16_run_is_judged_by_what_the_cpu_computes_it_with(bf16_run):
     found = {f["rule"]: f for f in report["findings"]}
     if machine["bf16"] is False:
         assert found.get(RULE, {}).get("severity") in SERIOUS, list(found)
-        assert _value(report, "ops.emulated_lowp_ratio") >= 0.5
+        assert value(report, "ops.emulated_lowp_ratio") >= 0.5
         f = found[RULE]
-        assert 0 < f["estimated_gain_ms"] <= f["time_at_stake_ms"] <= _value(report, "step.time_ms")
+        assert 0 < f["estimated_gain_ms"] <= f["time_at_stake_ms"] <= value(report, "step.time_ms")
     else:  # bfloat16 instructions (or an unknown CPU): nothing is emulated, or nothing is claimed
         assert RULE not in found
 
 
 def test_the_same_loop_in_float32_keeps_it_quiet(tmp_path):
     report, _ = _run(tmp_path, "fp32")
-    assert _value(report, "ops.emulated_lowp_ms") == 0.0
+    assert value(report, "ops.emulated_lowp_ms") == 0.0
     assert RULE not in {f["rule"] for f in report["findings"]}
 
 
