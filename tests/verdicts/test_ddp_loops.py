@@ -8,7 +8,10 @@ were not built on" has the measured truth of each):
   fix takes that work out of the step;
 * the same loop without the checkpoint names no rank;
 * a rank whose Dataset is slow is named in data loading, not in the free
-  time that contains it.
+  time that contains it;
+* the loss all-reduced every step for logging is not taken for a gradient
+  bucket: the exposed all-reduce names it apart, with a fix no bucket size
+  gives.
 """
 
 from __future__ import annotations
@@ -65,3 +68,15 @@ def test_a_rank_with_a_slow_dataset_is_named_in_data_loading(tmp_path):
     assert _metric(report, "cluster.slow_component")["value"] == "data loading"
     # 20 ms of sleep per batch on rank 1: the gain is that wait, not more
     assert 15.0 < found["slow-rank"]["estimated_gain_ms"] <= 20.0 * 1.25
+
+
+def test_a_logged_loss_all_reduce_is_no_gradient_bucket(tmp_path):
+    report = _report("log-loss-2", tmp_path)
+    small = _metric(report, "comm.small_allreduces_per_step")
+    assert small["value"] == 1.0 and small["evidence"]["max_bytes"] == 4  # one float32 scalar per step
+    # the gradients are the one DDP bucket of the MLP (74497 float32 parameters)
+    assert _metric(report, "comm.allreduce_layout")["value"] == "one"
+    assert _metric(report, "comm.gradient_mb")["value"] == pytest.approx(74497 * 4 / 1e6, abs=1e-4)
+    found = {f["rule"]: f for f in report["findings"]}
+    if "exposed-allreduce" in found:
+        assert "reduced for logging" in found["exposed-allreduce"]["message"]
