@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.verdicts._ddp_runs import SERIOUS
 from tests.verdicts._ddp_runs import scenario_report as _report
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
@@ -47,9 +46,11 @@ def test_rank0_checkpointing_every_step_is_named_with_its_host_code(tmp_path):
 
 def test_the_same_loop_without_the_checkpoint_names_no_rank(tmp_path):
     report = _report("balanced-mlp-2", tmp_path)
-    found = {f["rule"]: f for f in report["findings"] if f["severity"] in SERIOUS}
-    assert "slow-rank" not in found, _metric(report, "cluster.slow_rank")
-    assert "value" not in _metric(report, "cluster.slow_rank_own_host_ms")
+    assert "slow-rank" not in {f["rule"] for f in report["findings"]}, _metric(report, "cluster.slow_rank")
+    # whatever recurs on one rank more than on the other is noise, under the
+    # share of the step from which slow-rank fires
+    own = _metric(report, "cluster.slow_rank_own_host_ms").get("value", 0.0)
+    assert own < 0.05 * _metric(report, "step.time_ms")["value"], own
 
 
 def test_a_rank_with_a_slow_dataset_is_named_in_data_loading(tmp_path):
