@@ -37,9 +37,13 @@ def test_rank0_checkpointing_every_step_is_named_with_its_host_code(tmp_path):
     assert _metric(report, "cluster.slow_component")["value"] == "free (host/data)"
     # the same model on both ranks: the excess is not more work
     assert _metric(report, "cluster.slow_rank_flops_ratio")["value"] == pytest.approx(1.0, rel=1e-9)
-    own = _metric(report, "cluster.slow_rank_own_host_ms")["value"]
-    # the gain is at most what rank 0's own recurring host code and the paired gap both show
-    assert 0 < f["estimated_gain_ms"] <= min(own, evidence["paired_gap_ms"]) + 1e-6, evidence
+    assert _metric(report, "cluster.slow_rank_own_host_ms")["value"] > 0
+    # the gain is at most the paired gap, and where the gap's scatter hid it,
+    # at most the part rank 0's own recurring host code accounts for
+    bound = evidence["paired_gap_ms"]
+    if evidence.get("zscore", 0.0) < 3.5:
+        bound = min(bound, evidence["own_host_ms"])
+    assert 0 < f["estimated_gain_ms"] <= bound + 1e-6, evidence
     assert "alone" in f["message"] and "async_save" in f["fix"]["code"]
     assert "by about as much in each" not in f["message"] or evidence["zscore"] >= 3.5
 
