@@ -315,12 +315,12 @@ def _component_spreads(p: Profile) -> list[dict]:
                 # Corroboration (module doc): excess the others do not wait for
                 # (a rank descheduled between two of its own ops, made up before
                 # the collective, or late among scattered peers) holds nobody back.
-                extra |= {"component_excess_ms": round(excess / US_PER_MS, 3),
+                extra |= {"component_excess_ms": round(excess / US_PER_MS, 6),  # as metric values: never under the excess
                           "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
                 # the rank's own recurring host code is no descheduling either (module doc)
                 excess = min(excess, max(saved, own_host or 0.0))
             if own_host is not None:
-                extra["own_host_ms"] = round(own_host / US_PER_MS, 3)
+                extra["own_host_ms"] = round(own_host / US_PER_MS, 6)
             small = len(values) < SMALL_CLUSTER
             group = [worst] if saved is not None or small else _slow_group(values, worst, zscore)
             if len(group) > 1:

@@ -43,7 +43,7 @@ def test_rank0_checkpointing_every_step_is_named_with_its_host_code(tmp_path):
     bound = evidence["paired_gap_ms"]
     if evidence.get("zscore", 0.0) < 3.5:
         bound = min(bound, evidence["own_host_ms"])
-    assert 0 < f["estimated_gain_ms"] <= bound + 1e-6, evidence
+    assert 0 < f["estimated_gain_ms"] <= bound + 1e-3, evidence  # the evidence keeps 3 decimals of the gap
     assert "alone" in f["message"] and "async_save" in f["fix"]["code"]
     assert "by about as much in each" not in f["message"] or evidence["zscore"] >= 3.5
 
