@@ -31,6 +31,22 @@ Scenarios (``SCENARIOS``; the real-run tests use the same commands):
 * ``slow-data``: ``examples/train_cnn.py`` on one process, every sample
   2 ms to load, no DataLoader workers: the loop waits for its batches.
 
+Loops users write, audited against their measured truth (``PAIR`` unless
+said; docs/accuracy.md "Runs the rules were not built on"):
+
+* ``rank0-checkpoint-2``: rank 0 alone saves a checkpoint of ``UNEVEN``'s
+  MLP (``torch.save``) every step; ``rank0-log-2`` appends a log line per
+  parameter tensor; ``balanced-mlp-2`` the same MLP without either.
+* ``slow-data-2``: rank 1's Dataset takes 20 ms per batch.
+* ``find-unused-2``: DDP(find_unused_parameters=True), every parameter used.
+* ``tiny-bucket-2``: ``DP_MODEL`` with 0.01 MB buckets (one all-reduce per
+  gradient tensor); ``default-bucket-2`` with DDP's default.
+* ``batchnorm-2``: BatchNorm after each hidden layer, DDP broadcasting
+  rank 0's buffers before every forward; ``batchnorm-nobcast-2`` without.
+* ``log-loss-2``: the loss all-reduced and read every step.
+* ``healthy-4`` / ``busy-4``: four ranks, rank 2 spinning 20 ms per step in
+  ``busy-4``; ``healthy-3`` / ``busy-3``: three ranks, rank 1 spinning.
+
 Runs use OMP_NUM_THREADS=1 as the tests do, and this interpreter's advisor
 and torch (run it with another checkout's interpreter to compare). No
 assertions.
@@ -94,6 +110,20 @@ SCENARIOS = {
     "uneven-2": (PAIR_STEPS, torchrun(2, *UNEVEN)),
     "accum-sync": (PAIR_STEPS, torchrun(2, *ACCUM, "--sync-every-micro-batch")),
     "accum-no-sync": (PAIR_STEPS, torchrun(2, *ACCUM)),
+    "rank0-checkpoint-2": (PAIR_STEPS, torchrun(2, *UNEVEN[:-4], "--rank0-extra", "checkpoint")),
+    "rank0-log-2": (PAIR_STEPS, torchrun(2, *UNEVEN[:-4], "--rank0-extra", "log")),
+    "balanced-mlp-2": (PAIR_STEPS, torchrun(2, *UNEVEN[:-4])),
+    "slow-data-2": (PAIR_STEPS, torchrun(2, *PAIR, "--slow-data-rank", "1", "--slow-data-ms", "20")),
+    "find-unused-2": (PAIR_STEPS, torchrun(2, *PAIR, "--find-unused-parameters")),
+    "tiny-bucket-2": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--bucket-cap-mb", "0.01")),
+    "default-bucket-2": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL)),
+    "batchnorm-2": (PAIR_STEPS, torchrun(2, *PAIR, "--norm", "batch")),
+    "batchnorm-nobcast-2": (PAIR_STEPS, torchrun(2, *PAIR, "--norm", "batch", "--no-broadcast-buffers")),
+    "log-loss-2": (PAIR_STEPS, torchrun(2, *PAIR, "--log-loss")),
+    "healthy-4": (PAIR_STEPS, torchrun(4, *PAIR)),
+    "busy-4": (PAIR_STEPS, torchrun(4, *PAIR, "--busy-rank", "2", "--busy-ms", "20")),
+    "healthy-3": (PAIR_STEPS, torchrun(3, *PAIR)),
+    "busy-3": (PAIR_STEPS, torchrun(3, *PAIR, "--busy-rank", "1", "--busy-ms", "20")),
     "slow-data": (5, [sys.executable, str(ROOT / "examples" / "train_cnn.py"), "--steps", "10",
                       "--slow-data", "0.002", "--num-workers", "0"]),
 }
@@ -102,7 +132,7 @@ FIGURES = ("comm.exposed_allreduce_ratio", "comm.exposed_alltoall_ratio", "comm.
            "comm.allreduce_layout", "comm.gradient_mb", "comm.bucket_cap_mb", "cluster.slow_rank",
            "cluster.slow_rank_excess_ms", "cluster.slow_rank_excess_ratio", "cluster.slow_rank_zscore",
            "cluster.slow_rank_flops_ratio", "ops.thin_matmul_ratio", "comm.grad_syncs_per_step",
-           "comm.unapplied_grad_syncs_per_step")
+           "comm.unapplied_grad_syncs_per_step", "cluster.slow_component", "step.time_ms")
 
 
 #: Environment of the runs: one thread per rank for torch's operators (the

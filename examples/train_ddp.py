@@ -37,6 +37,27 @@ Variants for the advisor's cluster and communication rules:
   (and their gradients back in backward), as TorchRec's table-wise sharding
   does; forward and backward must wait for both. The exposed communication is that exchange, not
   the gradient all-reduce.
+
+Loops users write, for the verdict audit of multi-rank runs:
+
+* ``--rank0-extra checkpoint|log``: rank 0 alone does host work in every
+  step after ``opt.step()``: ``torch.save`` of the model's state to a
+  file, or a line of text per parameter tensor (its norm) appended to a
+  log file. The others wait for it at the next all-reduce; its FLOPs equal
+  theirs.
+* ``--slow-data-rank R --slow-data-ms MS``: rank R's Dataset sleeps MS
+  milliseconds per batch in ``__getitem__`` (a slow read or transform; no
+  DataLoader workers), so that rank waits for its data in every step.
+* ``--find-unused-parameters``: DDP(find_unused_parameters=True) although
+  every parameter is used (DDP walks the autograd graph every step).
+* ``--norm batch``: a BatchNorm1d after each hidden Linear (SyncBatchNorm
+  is GPU-only under DDP). ``--no-broadcast-buffers`` passes ``broadcast_buffers=False`` to DDP
+  (by default DDP broadcasts rank 0's buffers before every forward).
+* ``--log-loss``: the loss is all-reduced and read (``.item()``) every
+  step for logging: one more collective, and a wait for it.
+* ``--busy-rank R --busy-ms MS``: rank R spins the CPU for MS
+  milliseconds in every step (a busy loop, not a sleep: a host busy with
+  other work for that rank).
 """
 
 from __future__ import annotations
@@ -45,6 +66,7 @@ import argparse
 import contextlib
 import os
 import socket
+import tempfile
 import time
 
 import torch
@@ -68,14 +90,16 @@ def train(rank: int, world_size: int, args) -> None:
         else:
             x = torch.randn(n, args.features)
             y = x.sum(dim=1, keepdim=True)
-        data = TensorDataset(x, y)
+        slow_data = args.slow_data_ms / 1000.0 if rank == args.slow_data_rank else 0.0
+        data = _SlowDataset(x, y, slow_data) if slow_data else TensorDataset(x, y)
         sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True)
         loader = DataLoader(data, batch_size=args.batch_size * heavy, sampler=sampler, drop_last=True)
         model = _model(args)
         exchange = _Exchange(args, world_size) if args.exchange == "alltoall" else None
         if args.allreduce == "ddp":
             kw = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
-            model = DDP(model, **kw)
+            model = DDP(model, find_unused_parameters=args.find_unused_parameters,
+                        broadcast_buffers=not args.no_broadcast_buffers, **kw)
         else:                                          # one broadcast so ranks start equal
             for prm in model.parameters():
                 dist.broadcast(prm.data, src=0)
@@ -83,11 +107,16 @@ def train(rank: int, world_size: int, args) -> None:
         opt = torch.optim.SGD(params, lr=0.01)
         loss_fn = nn.MSELoss()
         slow = args.slow_ms / 1000.0 if rank == args.slow_rank else 0.0
+        busy = args.busy_ms / 1000.0 if rank == args.busy_rank else 0.0
+        extra = args.rank0_extra if rank == 0 else "none"
+        extra_path = os.path.join(tempfile.mkdtemp(prefix="train_ddp_"), "rank0." + extra)
         t0 = time.perf_counter()
         for step, (xb, yb) in zip(range(args.steps), loader):
             opt.zero_grad(set_to_none=True)
             if slow:
                 time.sleep(slow)                       # the straggler's extra host time
+            if busy:
+                _spin(busy)                            # a rank whose host is busy
             if exchange is not None:
                 xb = exchange(xb)
             for i, (xm, ym) in enumerate(zip(xb.chunk(args.accum), yb.chunk(args.accum))):
@@ -99,6 +128,12 @@ def train(rank: int, world_size: int, args) -> None:
             if args.allreduce == "after-backward":
                 _allreduce_after_backward(model, world_size)
             opt.step()
+            if args.log_loss:                          # the mean loss over ranks, for the log
+                logged = loss.detach().clone()
+                dist.all_reduce(logged)
+                logged = logged.item() / world_size
+            if extra != "none":
+                _rank0_extra(extra, model, extra_path)
             if rank == 0 and (step % 10 == 0 or step == args.steps - 1):
                 print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
         dist.barrier()  # no rank tears gloo down while a peer still has traffic in flight
@@ -109,10 +144,13 @@ def train(rank: int, world_size: int, args) -> None:
         dist.destroy_process_group()
 
 
-def _mlp(features: int, hidden: int, layers: int) -> nn.Module:
-    mods: list[nn.Module] = [nn.Linear(features, hidden), nn.ReLU()]
+def _mlp(features: int, hidden: int, layers: int, norm: bool = False) -> nn.Module:
+    def block(n_in: int) -> list[nn.Module]:
+        return [nn.Linear(n_in, hidden)] + ([nn.BatchNorm1d(hidden)] if norm else []) + [nn.ReLU()]
+
+    mods: list[nn.Module] = block(features)
     for _ in range(layers - 1):
-        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
+        mods += block(hidden)
     mods.append(nn.Linear(hidden, 1))
     return nn.Sequential(*mods)
 
@@ -122,14 +160,50 @@ def _model(args) -> nn.Module:
     but most of the compute, and its gradients come last in backward: DDP
     reduces the big MLP buckets while the stem's backward still runs."""
     if not args.conv_channels:
-        return _mlp(args.features, args.hidden, args.layers)
+        return _mlp(args.features, args.hidden, args.layers, args.norm != "none")
     c = args.conv_channels
     stem = nn.Sequential(
         nn.Conv2d(3, c, 3, padding=1), nn.ReLU(),
         nn.Conv2d(c, c, 3, padding=1), nn.ReLU(),
         nn.AdaptiveAvgPool2d(4), nn.Flatten(),
     )
-    return nn.Sequential(stem, _mlp(c * 16, args.hidden, args.layers))
+    return nn.Sequential(stem, _mlp(c * 16, args.hidden, args.layers, args.norm != "none"))
+
+
+class _SlowDataset(torch.utils.data.Dataset):
+    """``TensorDataset`` whose every batch takes ``delay_s`` longer to load
+    (the DataLoader calls ``__getitems__`` once per batch when it exists)."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, delay_s: float):
+        self.x, self.y, self.delay_s = x, y, delay_s
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+    def __getitems__(self, idx):
+        time.sleep(self.delay_s)
+        return [(self.x[i], self.y[i]) for i in idx]
+
+
+def _spin(seconds: float) -> None:
+    """Keep the CPU busy for ``seconds`` (host work, not a sleep)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _rank0_extra(kind: str, model: nn.Module, path: str) -> None:
+    """Rank 0's host work of every step: a checkpoint or a log line per tensor."""
+    if kind == "checkpoint":
+        torch.save(model.state_dict(), path)
+    elif kind == "log":
+        with open(path, "a") as fh:
+            for name, prm in model.named_parameters():
+                fh.write(f"{name} {prm.detach().norm().item():.6f} "
+                         f"{prm.detach().abs().max().item():.6f}\n")
 
 
 class _Exchange(nn.Module):
@@ -204,6 +278,17 @@ def main(argv=None) -> int:
                     help="with --accum: all-reduce after every micro-batch (no model.no_sync())")
     ap.add_argument("--heavy-rank", type=int, default=-1, help="rank whose batches are --heavy-factor times larger")
     ap.add_argument("--heavy-factor", type=int, default=1)
+    ap.add_argument("--rank0-extra", choices=("none", "checkpoint", "log"), default="none",
+                    help="host work rank 0 alone does every step: torch.save of the model, or a log line per tensor")
+    ap.add_argument("--slow-data-rank", type=int, default=-1, help="rank whose Dataset sleeps --slow-data-ms per batch")
+    ap.add_argument("--slow-data-ms", type=float, default=0.0)
+    ap.add_argument("--find-unused-parameters", action="store_true", help="DDP(find_unused_parameters=True)")
+    ap.add_argument("--norm", choices=("none", "batch"), default="none",
+                    help="BatchNorm1d after each hidden Linear")
+    ap.add_argument("--no-broadcast-buffers", action="store_true", help="DDP(broadcast_buffers=False)")
+    ap.add_argument("--log-loss", action="store_true", help="all-reduce the loss and read it every step")
+    ap.add_argument("--busy-rank", type=int, default=-1, help="rank that spins the CPU --busy-ms every step")
+    ap.add_argument("--busy-ms", type=float, default=0.0)
     ap.add_argument("--nprocs", type=int, default=2, help="ranks to spawn without torchrun")
     args = ap.parse_args(argv)
     if "RANK" in os.environ:                       # launched by torchrun

@@ -32,6 +32,17 @@ at least ``MORE_WORK`` times the others' median: a rank given more work
 is late for that reason in every step, however much the host's load
 scatters its lateness. (Two gloo ranks, one given 2x and 4x the batch:
 z 1.3-3.1 in three runs at load 5-8, slower in every step.)
+Likewise a gap in free time counts, whatever its z, as far as the worst
+rank's *recurring* free time (``step.recurring_free_ms``: per place in the
+step, the median over steps) exceeds the others': host code that rank
+alone runs at the same place in every step (a checkpoint or a log written
+by rank 0 only), where the time a process waits for a CPU on a busy host
+lands at random places and keeps no median at any. The counted excess is
+the smaller of the paired gap and that recurring excess, the part of the
+gap the rank's own code accounts for. (Two gloo ranks, rank 0 saving a
+2.2 MB checkpoint every step: paired gap z 0.3-1.4 in three runs at load
+3-6, recurring free 4.5-9.6 ms on rank 0 against 1.4-1.7 ms on rank 1;
+balanced ranks differ by at most 0.4 ms.)
 
 Slow ranks come in groups when their cause is shared: every rank of a host
 starved of data, or of a slow stage. The *slow group* of a component is
@@ -47,6 +58,11 @@ it slow and *less* waiting at collectives; the others wait about its excess.
 On CPU-only traces (components are host time, which includes OS
 descheduling on a shared host) the excess is capped by that corroborating
 wait, ``others_wait``: time nobody waits for does not hold the cluster back.
+In free time the cap is at least the rank's own recurring host code
+(``cluster.slow_rank_own_host_ms``, measured by place in the step, where
+descheduling keeps no median): four gloo ranks on two cores, one spinning
+20 ms per step, are all starved of CPU, the others' waits scattered so
+widely that ``others_wait`` came out 0 in one of three runs.
 
 * Collectives matched across ranks (:func:`advisor.metrics.comm.peer_waits`,
   Kineto traces): per steady step, a rank's *lead* is the least peer wait
@@ -105,6 +121,7 @@ from advisor.collectors.vocab import size_classes
 from advisor.metrics.comm import peer_waits
 from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
+from advisor.metrics.step import recurring_free_per_rank
 from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median, steady_steps, steps_per_rank
 from advisor.profile import Profile
 
@@ -137,6 +154,22 @@ MIN_SCATTER_STEPS = 3
 MORE_WORK = 1.2
 #: Step components made of operator time, which grow with a rank's work.
 WORK_COMPONENTS = ("computing_us", "fp_bp_us")
+#: The step component of free time, whose recurring part (per place in the
+#: step) is the loop's own host code (module doc).
+FREE_COMPONENT = "free_us"
+#: The slow rank's free-time excess is called its own host code
+#: (``cluster.slow_rank_own_host_ms``) when at least this share of it
+#: recurs at the same places in every step: then most of it is the loop's
+#: code, the rest CPU waits at random places.
+OWN_HOST_SHARE = 0.5
+#: Components that are part of another (the DataLoader's fetch is free time
+#: of a CPU trace, and falls in MindSpore's iteration interval): the part
+#: is named when its excess is at least ``PART_SHARE`` of the whole's, since
+#: it says where the time goes and so what to fix.
+PART_OF = {"data_wait_us": ("free_us", "iteration_interval_us")}
+#: See ``PART_OF``: the part accounts for most of the whole's excess (the
+#: rest is the host around it, e.g. the fetch's own Python).
+PART_SHARE = 0.8
 #: A rank joins the slow group with at least this share of the worst excess.
 GROUP_SHARE = 0.5
 #: A slow group up to half the ranks is set apart by a gap this many times
@@ -261,9 +294,10 @@ def _component_spreads(p: Profile) -> list[dict]:
             waits_here = waits.reindex(values.index).dropna() if len(waits) else waits
             worst = int(values.idxmax())
             extra = {}
+            own_host = _own_host_us(p, worst, values.index) if column == FREE_COMPONENT else None
             if len(values) < SMALL_CLUSTER:
                 more_work = column in WORK_COMPONENTS and (_work_ratio(p, worst, values.index) or 0) >= MORE_WORK
-                excess, extra = _paired_gap(p, column, values, worst, more_work)
+                excess, extra = _paired_gap(p, column, values, worst, more_work, own_host)
                 zscore = extra.pop("zscore")
             else:
                 excess = float(values.max() - values.median())
@@ -281,9 +315,12 @@ def _component_spreads(p: Profile) -> list[dict]:
                 # Corroboration (module doc): excess the others do not wait for
                 # (a rank descheduled between two of its own ops, made up before
                 # the collective, or late among scattered peers) holds nobody back.
-                extra |= {"component_excess_ms": round(excess / US_PER_MS, 3),
+                extra |= {"component_excess_ms": round(excess / US_PER_MS, 6),  # as metric values: never under the excess
                           "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
-                excess = min(excess, saved)
+                # the rank's own recurring host code is no descheduling either (module doc)
+                excess = min(excess, max(saved, own_host or 0.0))
+            if own_host is not None:
+                extra["own_host_ms"] = round(own_host / US_PER_MS, 6)
             small = len(values) < SMALL_CLUSTER
             group = [worst] if saved is not None or small else _slow_group(values, worst, zscore)
             if len(group) > 1:
@@ -311,15 +348,32 @@ def _component_spreads(p: Profile) -> list[dict]:
     return out
 
 
+def _own_host_us(p: Profile, rank: int, ranks) -> float | None:
+    """``rank``'s recurring free time (``step.recurring_free_ms`` per rank)
+    minus the median of the other ``ranks``', in us, at least 0: host code
+    it alone runs at the same place in every step (module doc); None where
+    the recurring free time is not evaluated on all of them."""
+    try:
+        free = p.memo("cluster.recurring_free", lambda: recurring_free_per_rank(p))
+    except NotEvaluated:
+        return None
+    others = free.reindex([r for r in ranks if r != rank])
+    if rank not in free.index or others.isna().any() or others.empty:
+        return None
+    return max(float(free[rank] - others.median()), 0.0)
+
+
 def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int,
-                more_work: bool = False) -> tuple[float, dict]:
+                more_work: bool = False, own_host: float | None = None) -> tuple[float, dict]:
     """The worst rank's excess in a small cluster (module doc): the median
     over common steady steps of its value minus the median of the others';
     the difference of per-rank medians without common steps. It counts
     only when it stands out from its scatter across steps (robust z >=
     ``OUTLIER_Z``), when there are ``MIN_SCATTER_STEPS`` steps to judge
-    that from, or when the rank was given ``more_work``. Evidence:
-    ``steps_slower`` ("k of n" steps in which it exceeded the others)."""
+    that from, or when the rank was given ``more_work``; otherwise up to
+    ``own_host`` (us), the part of it the rank's own recurring host code
+    accounts for. Evidence: ``steps_slower`` ("k of n" steps in which it
+    exceeded the others)."""
     steps = steady_steps(p)
     others = values.index[values.index != worst]
     if "step" in steps.columns and column in steps.columns:
@@ -337,8 +391,13 @@ def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int,
                         "step_share": float((gap > 0).mean()), "zscore": z}
             if more_work:
                 evidence["counted_for"] = f"more work: at least {MORE_WORK} times the others' FLOPs"
+            gap = max(median, 0.0)
             # a NaN z (too few steps) is not below OUTLIER_Z: the gap stands
-            return (0.0 if z < OUTLIER_Z and not more_work else max(median, 0.0)), evidence
+            if z < OUTLIER_Z and not more_work:
+                gap = min(gap, own_host or 0.0)
+                if gap > 0:
+                    evidence["counted_for"] = "the rank's own host code: recurring free time over the others'"
+            return gap, evidence
     return float(max(values[worst] - values[others].median(), 0.0)), {
         "paired_gap": "per-rank medians: minus the other ranks' median", "zscore": float("nan")}
 
@@ -375,7 +434,15 @@ def _held_back(p: Profile) -> pd.Series | None:
 
 
 def _slowest(p: Profile) -> dict:
-    return max(p.memo("component_spreads", lambda: _component_spreads(p)), key=lambda s: s["excess_ms"])
+    """The component with the largest excess, or a part of it (``PART_OF``)
+    with at least ``PART_SHARE`` of that excess."""
+    spreads = p.memo("component_spreads", lambda: _component_spreads(p))
+    best = max(spreads, key=lambda s: s["excess_ms"])
+    for s in spreads:
+        if (best["column"] in PART_OF.get(s["column"], ()) and s["rank"] == best["rank"]
+                and s["excess_ms"] >= PART_SHARE * best["excess_ms"] > 0):
+            return s
+    return best
 
 
 @metric("cluster.rank_count", unit="count", needs=["steps"])
@@ -394,7 +461,8 @@ def slow_rank(p: Profile) -> Value:
     ranks (module doc)."""
     s = _slowest(p)
     evidence = {k: s[k] for k in ("component", "excess_ms", "zscore", "paired_gap", "paired_gap_ms", "steps_slower",
-                                  "component_excess_ms", "others_wait_ms", "others_wait_from")
+                                  "component_excess_ms", "others_wait_ms", "others_wait_from", "own_host_ms",
+                                  "counted_for")
                 if k in s and not (k == "zscore" and np.isnan(s[k]))}
     if len(s["per_rank_ms"]) <= 64:
         evidence["per_rank_ms"] = s["per_rank_ms"]
@@ -468,6 +536,24 @@ def slow_rank_step_share(p: Profile) -> Value:
     if share is None:
         raise NotEvaluated(f"only measured for fewer than {SMALL_CLUSTER} ranks with common step ids")
     return Value(round(share, 4))
+
+
+@metric("cluster.slow_rank_own_host_ms", unit="ms", needs=["steps.duration_us", "free_gaps.gap_us"])
+def slow_rank_own_host_ms(p: Profile) -> Value:
+    """Where the slowest component is free time: how much more recurring free time
+    (``step.recurring_free_ms`` per rank, the free time at the same places
+    in every step) ``cluster.slow_rank`` has than the others' median, per
+    step: host code that rank alone runs in every step (module doc). Not
+    evaluated when it is under ``OWN_HOST_SHARE`` of
+    ``cluster.slow_rank_excess_ms``: most of the excess is not its code."""
+    s = _slowest(p)
+    own = s.get("own_host_ms")
+    if s["column"] != FREE_COMPONENT or own is None:
+        raise NotEvaluated("only measured for free time, from the free gaps of each step")
+    if not own > 0 or own < OWN_HOST_SHARE * s["excess_ms"]:
+        raise NotEvaluated(f"under {OWN_HOST_SHARE:.0%} of the slow rank's excess recurs at the same places "
+                           "in every step: not its own host code")
+    return Value(own)
 
 
 @metric("cluster.slow_rank_flops_ratio", unit="ratio", needs=["steps.duration_us", "flops.mflops"])

@@ -459,6 +459,15 @@ BUCKET_MIN_MIB = 1.0
 #: ...but never more than this share of the gradients, so that the proposal
 #: always splits them (at least two buckets).
 BUCKET_MAX_SHARE = 0.5
+#: An all-reduce of at most this many bytes carries a few values (16
+#: float32): a loss or metric reduced for logging, a flag, DDP's map of the
+#: parameters used (``find_unused_parameters``, 4 bytes per parameter
+#: tensor of a small model), not gradients: DDP fills each bucket with
+#: whole parameters' gradients up to ``bucket_cap_mb`` (25 MiB, the first
+#: 1 MiB), so only a model's last bucket can be that small, and only when
+#: it holds a handful of biases. Such all-reduces are left out of the
+#: gradient layout (``comm.small_allreduces_per_step`` counts them).
+SMALL_ALLREDUCE_BYTES = 64
 #: DDP's ``bucket_cap_mb`` counts MiB.
 BYTES_PER_MIB = 1 << 20
 #: ``comm.size_mb`` counts 10^6 bytes.
@@ -479,11 +488,11 @@ def _allreduce_table(p: Profile) -> pd.DataFrame:
     steps = steady_steps(p)
     if rows is None or "step" not in rows.columns or "step" not in steps.columns:
         raise NotEvaluated("no all-reduces with step ids")
-    ar = rows[(rows["kind"] == "allreduce") & rows["step"].notna()]
-    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
-    ar = ar.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    ar = _steady_allreduces(rows, steps)
+    if "size_mb" in ar.columns:  # a few values, not gradients (unknown sizes stay)
+        ar = ar[~(ar["size_mb"] * BYTES_PER_MB <= SMALL_ALLREDUCE_BYTES)]
     if ar.empty:
-        raise NotEvaluated("no all-reduces in the steady steps")
+        raise NotEvaluated("no all-reduces of gradients in the steady steps")
     order = ["rank", "step", "start_us"] if "start_us" in ar.columns else ["rank", "step"]
     ar = ar.sort_values(order, kind="stable")
     g = ar.groupby(["rank", "step"])
@@ -505,6 +514,38 @@ def _allreduce_table(p: Profile) -> pd.DataFrame:
             [before["rank"], before["step"]]).sum()
         out["overlap"] = (hidden / elapse.where(elapse > 0)).reindex(out.index)
     return out
+
+
+def _steady_allreduces(rows: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """The all-reduce rows of steady (rank, step)s."""
+    ar = rows[(rows["kind"] == "allreduce") & rows["step"].notna()]
+    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
+    return ar.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+
+
+@metric("comm.small_allreduces_per_step", unit="count", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])
+def small_allreduces_per_step(p: Profile) -> Value:
+    """All-reduces per step of at most ``SMALL_ALLREDUCE_BYTES`` (a logged
+    loss or metric, a flag, DDP's map of used parameters: not gradients),
+    the median over steady steps, the least over ranks; only when there
+    are any. Evidence: their exposed time per step (``exposed_share_us``,
+    the same way), and the bytes of the largest."""
+    rows = collective_rows(p)
+    steps = steady_steps(p)
+    if rows is None or "step" not in rows.columns or "step" not in steps.columns:
+        raise NotEvaluated("no all-reduces with step ids")
+    ar = _steady_allreduces(rows, steps)
+    small = ar[ar["size_mb"] * BYTES_PER_MB <= SMALL_ALLREDUCE_BYTES]
+    if small.empty:
+        raise NotEvaluated(f"no all-reduce of at most {SMALL_ALLREDUCE_BYTES} bytes in the steady steps")
+    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
+    index = pd.MultiIndex.from_frame(steady)
+    count = small.groupby(["rank", "step"]).size().reindex(index, fill_value=0)
+    evidence = {"max_bytes": int(round(float(small["size_mb"].max()) * BYTES_PER_MB))}
+    if "exposed_share_us" in small.columns:
+        exposed = small.groupby(["rank", "step"])["exposed_share_us"].sum().reindex(index, fill_value=0.0)
+        evidence["exposed_ms"] = round(float(exposed.groupby(level="rank").median().min()) / US_PER_MS, 4)
+    return Value(float(count.groupby(level="rank").median().min()), evidence)
 
 
 def _layout(p: Profile) -> tuple[str, dict]:

@@ -148,6 +148,15 @@ def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
     return pd.Series(free, dtype=float), pd.Series(typical, dtype=float)
 
 
+def recurring_free_per_rank(p: Profile) -> pd.Series:
+    """Per rank (index), its recurring free time in us
+    (:func:`recurring_free_ms` before the least over ranks is taken)."""
+    if not p.has("free_gaps", "gap_us"):
+        raise NotEvaluated("no free gaps per step (CPU-only PyTorch traces with step markers)")
+    require_device_record(p)
+    return _recurring_free(p)[0]
+
+
 def _by_place(rows: pd.DataFrame, ids, column: str) -> float:
     """Sum over places (``key``) of the median over the steps ``ids`` of
     each place's ``column`` (0 in a step without the place)."""

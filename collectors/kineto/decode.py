@@ -1266,9 +1266,10 @@ def _msg_bytes(a: Args) -> int | None:
 def _tensor_bytes(a: Args) -> int | None:
     """Bytes of an op's tensor inputs from ``Input Dims`` and ``Input type``
     (how ``nccl:*`` / ``gloo:*`` ops record their buffers): the sum over
-    inputs whose shape is a list of sizes and whose type is a known dtype;
-    None when there is none (a tensor list, as c10d front ends record, has
-    no element type)."""
+    inputs whose shape is a list of sizes and whose type is a known dtype
+    (a 0-dim tensor, e.g. a loss all-reduced for logging, records ``[]``:
+    one element); None when there is none (a tensor list, as c10d front
+    ends record, has no element type)."""
     from advisor.collectors.vocab import dtype_bytes
 
     types = _json(a.input_type)
@@ -1278,7 +1279,7 @@ def _tensor_bytes(a: Args) -> int | None:
     total, found = 0, False
     for typ, shape in zip(types, dims):
         width = dtype_bytes(typ) if isinstance(typ, str) and typ else None
-        if width is None or not isinstance(shape, list) or not shape:
+        if width is None or not isinstance(shape, list):
             continue
         if not all(isinstance(d, int) and d >= 0 for d in shape):
             continue

@@ -14,9 +14,14 @@ the busy stretch that follows it up to the next one or the step's end (a
 step that starts busy opens with a row of no gap, ``(step start) >
 (busy) #0``), so the rows of a step add up to it. ``after_collective``
 marks a stretch that begins where a collective on another thread ends
-(or the training thread's wait for one): the training thread resuming
-after it waited for that collective, which takes as long as the
-scheduler needs to give it a CPU, not the loop's Python. The same loop puts the
+(or the training thread's wait for one) that began in the same step: the
+training thread resuming after it waited for that collective (a
+collective begun in an earlier step, whose worker thread closes its span
+after the loop has already stepped the optimizer and fetched the next
+batch, was not waited for: the stretch after it is the loop's own, keyed
+by the training thread's own span before it),
+which takes as long as the scheduler needs to give it a CPU, not the
+loop's Python. The same loop puts the
 same Python at the same place in every step, so its gaps keep their keys
 from step to step; the time the process waits for a CPU on a busy host
 lands at random places (``step.recurring_free_ms`` reads it so).
@@ -58,6 +63,14 @@ def table(starts: np.ndarray, ends: np.ndarray, names: np.ndarray, waited: np.nd
     nxt = np.flatnonzero(s[1:] > reach[:-1]) + 1
     g_lo, g_hi = reach[nxt - 1], s[nxt]
     g_prev, g_next, g_wait = nm[last[nxt - 1]], nm[nxt], wt[last[nxt - 1]]
+    g_wait_start = s[last[nxt - 1]]
+    # the training thread's own span reaching furthest (no collective of
+    # another thread): a stretch after a collective that was not waited for
+    # is keyed by it, so that the loop's code keeps its place from step to
+    # step whichever thread happened to finish last
+    reach_own = np.maximum.accumulate(np.where(wt, -np.inf, e))
+    last_own = np.maximum.accumulate(np.where(~wt & (e >= reach_own), np.arange(len(e)), 0))
+    g_prev_own, g_own_end = nm[last_own[nxt - 1]], reach_own[nxt - 1]
     parts = []
     for step, lo, dur in zip(win["step"].to_numpy(np.int64), win["start_us"].to_numpy(float),
                              win["duration_us"].to_numpy(float)):
@@ -68,7 +81,12 @@ def table(starts: np.ndarray, ends: np.ndarray, names: np.ndarray, waited: np.nd
         glo, ghi = glo[keep], ghi[keep]
         prev = np.where(g_lo[a:b][keep] < lo, STEP_START, g_prev[a:b][keep])
         after = np.where(g_hi[a:b][keep] > hi, STEP_END, g_next[a:b][keep])
-        wait = (g_lo[a:b][keep] >= lo) & g_wait[a:b][keep]
+        # a wake-up only after a collective of this step: the loop does not
+        # finish a step (its optimizer step) while waiting for one begun before
+        wait = (g_lo[a:b][keep] >= lo) & g_wait[a:b][keep] & (g_wait_start[a:b][keep] >= lo)
+        unwaited = g_wait[a:b][keep] & ~wait
+        own = np.where(g_own_end[a:b][keep] < lo, STEP_START, g_prev_own[a:b][keep])
+        prev = np.where(unwaited & (g_lo[a:b][keep] >= lo), own, prev)
         busy = np.r_[glo[1:], hi] - ghi
         if not glo.size or glo[0] > lo:  # the step starts busy: that stretch has a row of its own
             lead = glo[0] if glo.size else hi

@@ -20,19 +20,11 @@ import re
 
 import pytest
 
-from bench.repeatability import ENV, SCENARIOS, argv
-from tests.e2e._teardown import advisor_run_report
+from bench.repeatability import SCENARIOS
+from tests.verdicts._ddp_runs import SERIOUS
+from tests.verdicts._ddp_runs import scenario_report as _report
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
-
-SERIOUS = {"medium", "high", "critical"}
-
-
-def _report(name: str, tmp_path) -> dict:
-    steps, command = SCENARIOS[name]
-    out = tmp_path / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return advisor_run_report(argv(steps, command, out), out, steps, cwd=tmp_path, env=ENV)
 
 
 def _serious(report: dict) -> dict[str, dict]:

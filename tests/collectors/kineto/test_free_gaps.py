@@ -93,3 +93,43 @@ def test_the_recurring_free_time_leaves_out_waits_at_random_places(tmp_path):
     assert values["step.recurring_free_ratio"] == pytest.approx(free_us / (free_us + busy_us), rel=1e-4)
     # the mean step's free time holds the CPU wait and the wake-up
     assert values["step.free_ms"] == pytest.approx((free_us + WAIT_US + WAKE_US) / 1000)
+
+
+def _late_close_trace(path: Path, steps: int = 7) -> Path:
+    """Each step opens with the loop's own ``SAVE_US`` of host code (a
+    checkpoint before the forward), then linear, the all-reduce on gloo's
+    thread, the wake-up and the optimizer's add_; in every other step gloo
+    closes the all-reduce's span 1 ms into the next step, while the
+    training thread already runs that step's own code (torch 2.13's gloo
+    worker closes its span after the work is marked done)."""
+    late_us = 1000.0
+    events = [{"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": "python3"}}]
+    t0 = 1_000_000.0
+    for i in range(1, steps + 1):
+        t = t0 + SAVE_US
+        ev = [_x("cpu_op", "aten::linear", t, 1000.0)]
+        t += 1000.0
+        length = (t - t0) + 2000.0 + WAKE_US + 500.0
+        ev.append(_x("user_annotation", "gloo:all_reduce", t, 2000.0 + (WAKE_US + 500.0 + late_us) * (i % 2),
+                     tid=GLOO))
+        ev.append(_x("cpu_op", "aten::add_", t + 2000.0 + WAKE_US, 500.0))
+        events += [_x("user_annotation", f"ProfilerStep#{i}", t0, length), *ev]
+        t0 += length
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_a_collective_of_an_earlier_step_closing_late_is_no_wake_up(tmp_path):
+    profile = kineto.read(_late_close_trace(tmp_path / "late.pt.trace.json"))
+    gaps = profile.free_gaps
+    opening = gaps[gaps["key"].str.endswith("> aten::linear #0")]
+    # every step's own code keeps its place (after the previous step's add_,
+    # which ends the step), whether or not the previous step's all-reduce
+    # closed inside it, and is never taken for a wake-up
+    assert set(opening["key"]) == {"aten::add_ > aten::linear #0"}
+    assert set(opening["step"]) == set(range(2, 8))
+    assert not opening["after_collective"].any()
+    even = opening[opening["step"] % 2 == 0].set_index("step")["gap_us"]
+    assert even.to_numpy() == pytest.approx(SAVE_US - 1000.0)  # after the late close
+    # the wake-up after this step's own all-reduce still is one
+    assert gaps[gaps["key"] == "gloo:all_reduce > aten::add_ #0"]["after_collective"].all()

@@ -84,6 +84,18 @@ def test_gloo_op_size_and_kernel_dtype_spellings(tmp_path):
     assert np.isnan(comm.loc["c10d::allreduce_", "size_mb"])
 
 
+def test_a_0_dim_tensor_all_reduced_is_one_element(tmp_path):
+    # dist.all_reduce(loss.detach()) of a scalar loss: torch 2.13's gloo op
+    # records the 0-dim tensor as Input Dims [[]] (a real gloo trace's args)
+    events = [
+        X("user_annotation", "ProfilerStep#1", 0, 100),
+        X("user_annotation", "gloo:all_reduce", 12, 30, tid=2,
+          **{"Concrete Inputs": [""], "Input type": ["float"], "Input Strides": [[]], "Input Dims": [[]]}),
+    ]
+    comm = kineto.read(write(tmp_path / "cpu.pt.trace.json", events)).comm.set_index("name")
+    assert comm.loc["gloo:all_reduce", "size_mb"] == pytest.approx(4 / 1e6)
+
+
 # ------------------------------------------------------- exposed, by row
 
 
