@@ -109,7 +109,8 @@ def test_a_rank_given_more_work_is_named_with_its_flops(tmp_path):
     f = found["slow-rank"]
     assert f["scope"]["ranks"] == [1]
     assert "4.0 times the FLOPs" in f["message"] and "DistributedSampler" in f["fix"]["code"]
-    assert 0 < f["estimated_gain_ms"] <= report["metrics"]["cluster.slow_rank"]["evidence"]["component_excess_ms"]
+    excess = report["metrics"]["cluster.slow_rank"]["evidence"]["component_excess_ms"]
+    assert 0 < f["estimated_gain_ms"] <= excess + 5e-4  # the gain is rounded to 1 us, the evidence is not
 
 
 def test_accumulation_that_syncs_every_micro_batch_is_named(tmp_path):
