@@ -484,13 +484,9 @@ def _allreduce_steps(p: Profile) -> pd.DataFrame:
 
 
 def _allreduce_table(p: Profile) -> pd.DataFrame:
-    rows = collective_rows(p)
-    steps = steady_steps(p)
-    if rows is None or "step" not in rows.columns or "step" not in steps.columns:
-        raise NotEvaluated("no all-reduces with step ids")
-    ar = _steady_allreduces(rows, steps)
+    ar, _ = _steady_allreduces(p)
     if "size_mb" in ar.columns:  # a few values, not gradients (unknown sizes stay)
-        ar = ar[~(ar["size_mb"] * BYTES_PER_MB <= SMALL_ALLREDUCE_BYTES)]
+        ar = ar[~_few_values(ar)]
     if ar.empty:
         raise NotEvaluated("no all-reduces of gradients in the steady steps")
     order = ["rank", "step", "start_us"] if "start_us" in ar.columns else ["rank", "step"]
@@ -516,11 +512,22 @@ def _allreduce_table(p: Profile) -> pd.DataFrame:
     return out
 
 
-def _steady_allreduces(rows: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """The all-reduce rows of steady (rank, step)s."""
+def _steady_allreduces(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The all-reduce rows of steady (rank, step)s, and those (rank, step)
+    pairs; not evaluated without all-reduces with step ids."""
+    rows = collective_rows(p)
+    steps = steady_steps(p)
+    if rows is None or "step" not in rows.columns or "step" not in steps.columns:
+        raise NotEvaluated("no all-reduces with step ids")
     ar = rows[(rows["kind"] == "allreduce") & rows["step"].notna()]
     steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
-    return ar.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    return ar.astype({"step": "int64"}).merge(steady, on=["rank", "step"]), steady
+
+
+def _few_values(ar: pd.DataFrame) -> pd.Series:
+    """Mask of the all-reduces of at most ``SMALL_ALLREDUCE_BYTES`` (False
+    where the size is unknown)."""
+    return ar["size_mb"] * BYTES_PER_MB <= SMALL_ALLREDUCE_BYTES
 
 
 @metric("comm.small_allreduces_per_step", unit="count", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])
@@ -530,15 +537,10 @@ def small_allreduces_per_step(p: Profile) -> Value:
     the median over steady steps, the least over ranks; only when there
     are any. Evidence: their exposed time per step (``exposed_share_us``,
     the same way), and the bytes of the largest."""
-    rows = collective_rows(p)
-    steps = steady_steps(p)
-    if rows is None or "step" not in rows.columns or "step" not in steps.columns:
-        raise NotEvaluated("no all-reduces with step ids")
-    ar = _steady_allreduces(rows, steps)
-    small = ar[ar["size_mb"] * BYTES_PER_MB <= SMALL_ALLREDUCE_BYTES]
+    ar, steady = _steady_allreduces(p)
+    small = ar[_few_values(ar)]
     if small.empty:
         raise NotEvaluated(f"no all-reduce of at most {SMALL_ALLREDUCE_BYTES} bytes in the steady steps")
-    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
     index = pd.MultiIndex.from_frame(steady)
     count = small.groupby(["rank", "step"]).size().reindex(index, fill_value=0)
     evidence = {"max_bytes": int(round(float(small["size_mb"].max()) * BYTES_PER_MB))}
