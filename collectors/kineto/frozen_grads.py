@@ -34,6 +34,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import OPTIMIZER_INNER, OPTIMIZER_STEP_RE, host_call_class
 from advisor.collectors.kineto.decode import HOST, Events
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
@@ -97,17 +98,16 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
         return None
     windows = step_windows(steps)
     row = step_rows(ev.grad_ts, steps)
-    opt_start, opt_end = ev.ts[opt_idx], ev.ts[opt_idx] + ev.dur[opt_idx]
-    order = np.argsort(opt_start)
-    opt_start, opt_end = opt_start[order], opt_end[order]
+    by_start = np.argsort(ev.ts[opt_idx])
+    opt_start, opt_end = ev.ts[opt_idx][by_start], (ev.ts + ev.dur)[opt_idx][by_start]
     # an optimizer operator counts when it starts inside an optimizer step range
-    at = np.searchsorted(opt_start, ev.grad_ts, side="right") - 1
-    in_step = (at >= 0) & (ev.grad_ts < opt_end[np.clip(at, 0, None)])
+    in_step = iv.window_index(opt_start, opt_end, ev.grad_ts) >= 0
     first_shape = np.array([s[0] if s else None for s in ev.grad_shapes], dtype=object)
     count = np.full(len(steps), np.nan)
     time = np.full(len(steps), np.nan)
     has_opt = np.zeros(len(steps), dtype=bool)
-    has_opt[step_rows(opt_start, steps)[step_rows(opt_start, steps) >= 0]] = True
+    opt_rows = step_rows(opt_start, steps)
+    has_opt[opt_rows[opt_rows >= 0]] = True
     # events are in time order: group them by step once, not once per step
     order = np.argsort(row, kind="stable")
     bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
