@@ -374,10 +374,7 @@ def thin_matmul_ms(p: Profile) -> Value:
 def thin_matmul_ratio(p: Profile) -> Value:
     """Share of the step spent in thin matrix products (see
     ``ops.thin_matmul_ms``)."""
-    value = run_ratio(p, "thin_matmul_us")
-    if value is None:
-        raise NotEvaluated("no thin_matmul_us values with a positive step duration")
-    return Value(value)
+    return step_ratio_value(p, "thin_matmul_us")
 
 
 @metric("ops.fp64_matmul_ms", unit="ms", needs=["steps.fp64_matmul_us"])

@@ -175,6 +175,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 
 from advisor.collectors import vocab
@@ -434,8 +435,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         device=tables.device,
         device_model=trace.gpu.name if trace.gpu else None,
         compute_capability=trace.gpu.capability if trace.gpu else None,
-        cpu=trace.cpu and CpuInfo(arch=trace.cpu.arch, capability=trace.cpu.capability, bf16=trace.cpu.bf16,
-                                  fp16=trace.cpu.fp16),
+        cpu=trace.cpu and CpuInfo(**msgspec.structs.asdict(trace.cpu)),
         source_format="kineto",
         source_version=_version(trace),
         source_path=str(path),
