@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.metrics import robust_fit
+from advisor.metrics.quantiles import beta_quantile, chi2_quantile
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
@@ -112,7 +113,7 @@ def _distances(x: np.ndarray) -> tuple[np.ndarray, float]:
     except ValueError as exc:
         raise NotEvaluated(f"the robust covariance fit rejects these {x.shape[0]} rows of "
                            f"{x.shape[1]} feature(s): {exc}") from None
-    return model.distances(x), robust_fit.chi2_quantile(1 - ALPHA, x.shape[1])
+    return model.distances(x), chi2_quantile(1 - ALPHA, x.shape[1])
 
 
 def _varying(frame: pd.DataFrame) -> list[str]:
@@ -256,12 +257,7 @@ def step_outlier_recurring_ms(p: Profile) -> Value:
     try:
         rate, basis = 1.0 / step_outlier_period(p).value, "period"
     except NotEvaluated:
-        # the inverse regularized incomplete beta function is Beta(a, b)'s
-        # quantile function; scipy.special, not scipy.stats: a fraction of
-        # the import cost, imported only when some step is flagged
-        from scipy.special import betaincinv
-
-        rate, basis = float(betaincinv(k, n - k + 1, 1.0 - RECURRENCE_CONFIDENCE)), "lower bound"
+        rate, basis = beta_quantile(1.0 - RECURRENCE_CONFIDENCE, k, n - k + 1), "lower bound"
     return Value(mean_excess * rate, {"flagged": k, "steps": n, "rate": round(rate, 4), "rate_from": basis})
 
 

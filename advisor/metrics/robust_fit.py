@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.metrics.quantiles import chi2_quantile
+
 #: Relative resolution of a feature: differences below this share of its
 #: largest absolute value are not told apart (the variance floor above).
 RESOLUTION = 1e-4
@@ -43,14 +45,6 @@ MAX_STEPS = 100
 #: Scale factor making the median absolute deviation estimate a normal
 #: distribution's standard deviation.
 MAD_TO_SD = 1.4826
-
-
-def chi2_quantile(q: float, df: int) -> float:
-    """The chi-square distribution's ``q`` quantile with ``df`` degrees of
-    freedom (``scipy.special``: a fraction of ``scipy.stats``'s import)."""
-    from scipy.special import chdtri
-
-    return float(chdtri(df, 1.0 - q))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The anomaly model's cost does not depend on the layout: it fits on
 per-rank summaries, only when some rank is materially slower, with the
-numpy fit of advisor.metrics.robust_fit (scikit-learn and ``scipy.stats``,
-over a second of imports, are never loaded)."""
+numpy fit of advisor.metrics.robust_fit and the closed-form quantiles of
+advisor.metrics.quantiles (scikit-learn and SciPy, over a second of
+imports, are never loaded)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _cluster(ranks: int, seed: int, slow: dict[int, float] = {}) -> Profile:  # 
     return Profile(meta=RunMeta(ranks=list(range(ranks))), steps=pd.DataFrame(rows))
 
 
-def test_a_cluster_is_judged_without_sklearn_or_scipy_stats():
+def test_a_cluster_is_judged_without_sklearn_or_scipy():
     """1024 ranks with two slow ones, a healthy cluster and one whose ranks
     compute exactly alike: the calls, and neither heavy module loaded."""
     code = textwrap.dedent("""
@@ -45,7 +46,7 @@ def test_a_cluster_is_judged_without_sklearn_or_scipy_stats():
         p.steps["computing_us"] = 70_000.0
         alike = anomaly._fit_ranks(p)
         print(slow["outliers"], healthy["outliers"], alike["outliers"],
-              "sklearn" in sys.modules, "scipy.stats" in sys.modules)
+              "sklearn" in sys.modules, "scipy" in sys.modules)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -79,15 +80,17 @@ def test_the_recurrence_rate_is_the_clopper_pearson_lower_bound():
     assert round(v.evidence["rate"], 3) == 0.090
 
 
-def test_steps_without_an_outlier_load_no_scipy():
-    """The step model flags nothing on even steps: the recurring cost is 0
-    and SciPy (a second of imports) stays unloaded."""
+def test_the_step_model_loads_no_scipy():
+    """Even steps (recurring cost 0) and flagged ones (the Beta quantile
+    taken): SciPy stays unloaded."""
     code = textwrap.dedent("""
         import sys
         from tests.metrics.test_anomaly_cost import _steps
         from advisor.metrics import anomaly
-        print(anomaly.step_outlier_recurring_ms(_steps(slow=())).value, "scipy" in sys.modules)
+        even = anomaly.step_outlier_recurring_ms(_steps(slow=())).value
+        flagged = anomaly.step_outlier_recurring_ms(_steps(slow=(3, 4, 11, 17))).evidence["rate_from"]
+        print(even, flagged.replace(" ", "_"), "scipy" in sys.modules)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0.0", "False"]
+    assert done.stdout.split() == ["0.0", "lower_bound", "False"]
