@@ -283,7 +283,10 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "optimizer (an optimizer's step, Optimizer.step#AdamW.step), optimizer_fused / "
                       "optimizer_foreach / optimizer_op (fused, multi-tensor or per-parameter elementwise ops "
                       "inside one), syncbn "
-                      "(SyncBatchNorm's cross-rank statistics), silent_gap (stretches of at least 1 ms in a step "
+                      "(SyncBatchNorm's cross-rank statistics), backward (autograd's backward nodes, "
+                      "autograd::engine::evaluate_function: ...), nan_check (NaN checks inside a backward node: "
+                      "aten::isnan, aten::_is_any_true and the aten::item that reads their answer, as anomaly "
+                      "mode runs them), silent_gap (stretches of at least 1 ms in a step "
                       "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py)",
                       required=True),
         "name": Column("text", "the event's name as the profiler wrote it", required=True),

@@ -515,3 +515,35 @@ def task_queue_enable(p: Profile) -> Value:
         values.setdefault(value, []).append(int(rank))
     lowest = min(values, key=lambda v: (v == "unset", v))
     return Value(lowest, {"ranks": values})
+
+
+_NO_BACKWARD = "the steady steps record no backward node (autograd::engine::evaluate_function: ...)"
+
+
+@metric("host.backward_nodes", unit="count", needs=_NEEDS)
+def backward_nodes(p: Profile) -> float:
+    """Backward nodes the autograd engine runs per steady step
+    (``autograd::engine::evaluate_function: <Node>`` events)."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    return _per_step(p, "backward", "count")
+
+
+@metric("host.nan_checks", unit="count", needs=_NEEDS)
+def nan_checks(p: Profile) -> float:
+    """NaN checks run inside backward nodes per steady step (``aten::isnan``
+    inside ``host.backward_nodes``, ``collectors/kineto/host_calls.py``).
+    Autograd's anomaly mode checks every output of every node (a node
+    without outputs, such as ``AccumulateGrad``, none): about one per node;
+    without it, none."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    steady, rows = _steady(p)
+    return _mean_per_step(steady, rows[(rows["cls"] == "nan_check") & (rows["name"] == "aten::isnan")], "count")
+
+
+@metric("host.nan_check_ms", unit="ms", needs=_NEEDS)
+def nan_check_ms(p: Profile) -> Value:
+    """Host time per steady step in the NaN checks inside backward nodes
+    (``host.nan_checks``): the checks and the ``.item()`` reading
+    each answer, its wait for the device included. Evidence: the calls."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    return Value(_per_step(p, "nan_check") / US_PER_MS, {"calls": _top(p, "nan_check")})

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _num, step_spans
-from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto import intervals as iv
-from advisor.collectors.kineto.host_calls import in_optimizer, step_of
+from advisor.collectors.kineto.calls import host_call_class
+from advisor.collectors.kineto.host_calls import nested_classes, step_of
 from advisor.collectors.kineto.host_gaps import silent_rows
 
 
@@ -59,7 +59,9 @@ def read(trace: Trace, rank: int) -> pd.DataFrame | None:
         return gaps
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
     ts, dur = df["ts"].to_numpy(float), df["dur"].to_numpy(float)
-    df = df[in_optimizer(df["cls"].to_numpy(object), ts, ts + dur, df["thread"].to_numpy(object))]
+    df["cls"] = nested_classes(df["cls"].to_numpy(object), df["name"].to_numpy(object), ts, ts + dur,
+                               df["thread"].to_numpy(object))
+    df = df[df["cls"] != ""]
     if df.empty:
         return gaps
     df["step"] = _steps_of(df["ts"].to_numpy(), trace.markers)

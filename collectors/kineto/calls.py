@@ -46,8 +46,8 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
     The class of a host event the ``host_calls`` table counts per step
     (``HOST_CALL_CLASSES``): Python garbage collection, host syncs,
     allocator calls, ``empty_cache()``, optimizer steps and the fused,
-    multi-tensor or per-parameter ops inside them, SyncBatchNorm; None for
-    the rest.
+    multi-tensor or per-parameter ops inside them, SyncBatchNorm, autograd's
+    backward nodes and the NaN checks inside them; None for the rest.
 :func:`program_frame`
     A Python frame of the profiled program (``with_stack=True`` writes one
     ``python_function`` event per frame, ``train.py(57): train_step``), not
@@ -143,9 +143,19 @@ ACL_SYNC_CALLS = frozenset({"AscendCL@aclrtSynchronizeStream", "AscendCL@aclrtSy
                             "AscendCL@aclrtSynchronizeEvent", "AscendCL@aclrtSynchronizeStreamWithTimeout"})
 ACL_ALLOC_CALLS = frozenset({"AscendCL@aclrtMalloc", "AscendCL@aclrtFree", "AscendCL@aclMallocMemInner",
                              "AscendCL@aclrtFreePhysical", "AscendCL@aclrtMallocPhysical"})
+#: A node of the autograd engine running in backward: PyTorch records each
+#: as ``autograd::engine::evaluate_function: <Node>`` (torch/csrc/autograd/engine.cpp,
+#: ``evaluate_function``), the node's own work and what the engine does after
+#: it (hooks, anomaly checks) inside.
+BACKWARD_NODE_PREFIX = "autograd::engine::evaluate_function: "
+#: The NaN check autograd's anomaly mode runs on every output of every
+#: backward node (engine.cpp ``evaluate_function``: ``at::isnan(output)._is_any_true().item()``):
+#: counted only inside a backward node, where only anomaly mode or a gradient
+#: hook written to check each gradient runs them.
+NAN_CHECK_OPS = frozenset({"aten::isnan", "aten::_is_any_true"})
 #: The classes of ``host_call_class``, in order of precedence.
 HOST_CALL_CLASSES = ("gc", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
-                     "optimizer_foreach", "optimizer_op", "syncbn")
+                     "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check")
 #: The classes that count only inside an optimizer step.
 OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
 
@@ -153,7 +163,8 @@ OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_
 def host_call_class(name: str) -> str | None:
     """The ``host_calls`` class of an event name (``HOST_CALL_CLASSES``), or
     None. The ``OPTIMIZER_INNER`` classes are candidates: they count only
-    inside an optimizer step."""
+    inside an optimizer step; ``nan_check`` likewise only inside a backward
+    node (``host_calls.nested_classes``)."""
     if name in GC_EVENTS:
         return "gc"
     if name in SYNC_CALLS or name in SYNC_OPS or name in ACL_SYNC_CALLS:
@@ -172,6 +183,10 @@ def host_call_class(name: str) -> str | None:
         return "optimizer_op"
     if SYNCBN_RE.match(name):
         return "syncbn"
+    if name.startswith(BACKWARD_NODE_PREFIX):
+        return "backward"
+    if name in NAN_CHECK_OPS:
+        return "nan_check"
     return None
 
 

@@ -4,7 +4,8 @@ classes (``calls.host_call_class``) counted per step.
 One row per (step, class, name[, frame]): how many, their summed and
 longest duration. The fused, foreach and per-parameter optimizer ops count
 only inside an ``Optimizer.step#...`` span of the same thread (clipping
-gradients uses ``_foreach_norm`` too, the model ``aten::add`` ...). ``frame`` is the innermost Python
+gradients uses ``_foreach_norm`` too, the model ``aten::add`` ...), NaN
+checks only inside a backward node (``nested_classes``). ``frame`` is the innermost Python
 frame of the profiled program around the event, where the trace has
 stacks (``with_stack=True``): the call site a user can change.
 """
@@ -34,8 +35,8 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     idx = np.flatnonzero((cls != "") & kind_ok)
     if idx.size == 0:
         return None
-    cls = cls[idx]
-    keep = in_optimizer(cls, ev.ts[idx], ev.end_at(idx), ev.thread[idx])
+    cls = nested_classes(cls[idx], ev.names[ev.name[idx]], ev.ts[idx], ev.end_at(idx), ev.thread[idx])
+    keep = cls != ""
     idx, cls = idx[keep], cls[keep]
     if idx.size == 0:
         return None
@@ -105,12 +106,43 @@ def step_of(ts: np.ndarray, start: np.ndarray, end: np.ndarray, ids: np.ndarray)
     return out
 
 
-def in_optimizer(cls: np.ndarray, start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.ndarray:
-    """Mask of the events to keep: all but those of ``calls.OPTIMIZER_INNER``
-    classes that do not start inside an ``optimizer`` event of the same thread."""
-    inner = np.isin(cls, list(OPTIMIZER_INNER))
-    keep = ~inner
-    spans = np.flatnonzero(cls == "optimizer")
+def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   thread: np.ndarray) -> np.ndarray:
+    """``cls`` with the classes that depend on what encloses an event
+    settled ("" for an event not counted): the ``calls.OPTIMIZER_INNER``
+    classes count only when they start inside an ``optimizer`` event of the
+    same thread, ``nan_check`` only inside a ``backward`` node; inside a
+    backward node a ``sync`` ``aten::item`` is the NaN check reading its
+    answer (``nan_check``) and its ``aten::_local_scalar_dense`` is not
+    counted again."""
+    cls = cls.copy()
+    _keep_inside(cls, np.isin(cls, list(OPTIMIZER_INNER)), cls == "optimizer", start, end, thread)
+    backward = cls == "backward"
+    if backward.any():
+        reads = (cls == "sync") & np.isin(names, list(_CHECK_READS))
+        inside = _inside(reads | (cls == "nan_check"), backward, start, end, thread)
+        cls[reads & inside & (names == "aten::item")] = "nan_check"
+        cls[reads & inside & (names != "aten::item")] = ""
+    _keep_inside(cls, cls == "nan_check", backward, start, end, thread)
+    return cls
+
+
+#: What reads a NaN check's answer back to the host: ``.item()`` and the op under it.
+_CHECK_READS = frozenset({"aten::item", "aten::_local_scalar_dense"})
+
+
+def _keep_inside(cls: np.ndarray, inner: np.ndarray, outer: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 thread: np.ndarray) -> None:
+    """Clear the class of the ``inner`` events that do not start inside an ``outer`` one."""
+    cls[inner & ~_inside(inner, outer, start, end, thread)] = ""
+
+
+def _inside(inner: np.ndarray, outer: np.ndarray, start: np.ndarray, end: np.ndarray,
+            thread: np.ndarray) -> np.ndarray:
+    """Mask of the ``inner`` events that start inside an ``outer`` event of
+    the same thread (False elsewhere)."""
+    found = np.zeros(inner.size, dtype=bool)
+    spans = np.flatnonzero(outer)
     for t in np.unique(thread[inner]):
         mine = spans[thread[spans] == t]
         if mine.size == 0:
@@ -119,8 +151,8 @@ def in_optimizer(cls: np.ndarray, start: np.ndarray, end: np.ndarray, thread: np
         s_start, s_end = start[mine][order], np.maximum.accumulate(end[mine][order])
         sel = np.flatnonzero(inner & (thread == t))
         at = np.searchsorted(s_start, start[sel], side="right") - 1
-        keep[sel] = (at >= 0) & (start[sel] <= s_end[np.clip(at, 0, None)])
-    return keep
+        found[sel] = (at >= 0) & (start[sel] <= s_end[np.clip(at, 0, None)])
+    return found
 
 
 def _frames(ev: Events, idx: np.ndarray, framed: np.ndarray) -> np.ndarray | None:
