@@ -30,6 +30,11 @@ Variants for the advisor's cluster and communication rules:
   visible on gloo (default: a small model); ``--conv-channels`` adds a
   compute-heavy, parameter-light conv stem in front of it, which gives
   DDP's buckets backward work to overlap with.
+* ``--allreduce fsdp``: no DDP; the model sharded by
+  FullyShardedDataParallel, one unit per Linear layer: each layer's
+  parameters are all-gathered before it runs (forward and backward) and
+  its gradients reduce-scattered after (gloo runs the reduce-scatter as an
+  all-reduce; ``exposed-allgather`` should name both).
 * ``--exchange alltoall``: a DLRM-style sparse part in front of the MLP.
   Each rank owns an embedding table (model parallel, outside DDP); every
   step an all-to-all sends each table's ids to the rank that owns it, and a
@@ -100,6 +105,11 @@ def train(rank: int, world_size: int, args) -> None:
             kw = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
             model = DDP(model, find_unused_parameters=args.find_unused_parameters,
                         broadcast_buffers=not args.no_broadcast_buffers, **kw)
+        elif args.allreduce == "fsdp":
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+            from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+            model = FSDP(model, device_id=torch.device("cpu"), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
         else:                                          # one broadcast so ranks start equal
             for prm in model.parameters():
                 dist.broadcast(prm.data, src=0)
@@ -265,8 +275,8 @@ def main(argv=None) -> int:
                     help="put a two-layer conv stem with this many channels before the MLP "
                          "(inputs become 3 x --image-size x --image-size images)")
     ap.add_argument("--image-size", type=int, default=32)
-    ap.add_argument("--allreduce", choices=("ddp", "after-backward"), default="ddp",
-                    help="DDP's bucketed all-reduce, or a plain all-reduce loop after backward")
+    ap.add_argument("--allreduce", choices=("ddp", "after-backward", "fsdp"), default="ddp",
+                    help="DDP's bucketed all-reduce, a plain all-reduce loop after backward, or FSDP sharding")
     ap.add_argument("--exchange", choices=("none", "alltoall"), default="none",
                     help="add an embedding exchange by all-to-all in front of the MLP (DLRM-style)")
     ap.add_argument("--embedding-rows", type=int, default=4096, help="rows of each rank's embedding table")

@@ -453,9 +453,12 @@ def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,
     * ``front_end``: 1 for a c10d front end (``FRONT_END_RE``) of a rank
       whose trace has the backend ops too (other rows): those stand for
       the collectives; else 0.
+    * ``kind``: ``kinds``, a backend row's the one its front end asked for
+      where the backend ran it as another (:func:`_asked_kinds`).
     """
     start, end = ev.ts[idx], np.maximum(ev.end_at(idx), ev.ts[idx])
     front = np.fromiter((bool(FRONT_END_RE.search(n)) for n in names), dtype=bool, count=len(idx))
+    kinds = _asked_kinds(list(kinds), front, start)
     pos = iv.window_index(win["start"].to_numpy(), win["end"].to_numpy(), start)
     steps = win["step"].to_numpy(dtype=object)
     return pd.DataFrame({
@@ -470,6 +473,32 @@ def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,
         "size_mb": size / BYTES_PER_MB,
         "front_end": (front & (~front).any()).astype(np.int64),
     })
+
+
+#: (front end's kind, backend's kind) of a collective a backend runs as
+#: another: gloo has no reduce-scatter and runs ``c10d::_reduce_scatter_base_``
+#: (FSDP's gradient scatter) as an all-reduce (``gloo:all_reduce``).
+_EMULATED = frozenset({(vocab.REDUCESCATTER, vocab.ALLREDUCE)})
+
+
+def _asked_kinds(kinds: list, front: np.ndarray, start: np.ndarray) -> list:
+    """``kinds`` with each backend row given the kind its c10d front end
+    asked for where the backend ran it as another (``_EMULATED``). Front
+    ends and backend rows are paired in order of their start, and only when
+    they are as many and every pair is of one kind or an ``_EMULATED`` pair:
+    otherwise (several process groups interleaving, rows missing) nothing
+    is changed."""
+    fronts, backs = np.flatnonzero(front), np.flatnonzero(~front)
+    if fronts.size == 0 or fronts.size != backs.size:
+        return kinds
+    fronts, backs = fronts[np.argsort(start[fronts], kind="stable")], backs[np.argsort(start[backs], kind="stable")]
+    pairs = [(kinds[f], kinds[b]) for f, b in zip(fronts, backs)]
+    if not any(pair in _EMULATED for pair in pairs) or any(a != b and (a, b) not in _EMULATED for a, b in pairs):
+        return kinds
+    out = list(kinds)
+    for (asked, _), b in zip(pairs, backs):
+        out[b] = asked
+    return out
 
 
 def _exposed_shares(start: np.ndarray, end: np.ndarray, exposed: iv.Intervals,

@@ -3,6 +3,8 @@
 ``bench/repeatability.py``'s scenarios, which repeat them 10 times):
 
 * an embedding exchange by all-to-all is not called a gradient all-reduce;
+* FSDP's gradient reduce-scatter, which gloo runs as an all-reduce, is not
+  one either;
 * a model whose 12.7 MB of gradients sit in one DDP bucket gets
   exposed-allreduce with a bucket cap below its measured gradient size;
 * DDP buckets reduced during backward get no bucket advice;
@@ -45,6 +47,21 @@ def test_an_all_to_all_exchange_is_not_called_gradient_all_reduce(tmp_path):
     assert not by_kind.get("fsdp"), by_kind  # nothing is gathered
     # the exchange's wait inside the autograd function is communication
     assert _value(report, "step.exposed_comm_ratio") > _value(report, "comm.overlap_ratio") / 4
+
+
+def test_fsdp_on_gloo_is_its_gathers_and_scatters(tmp_path):
+    """FSDP gathers each Linear's parameters and reduce-scatters its
+    gradients; gloo runs the reduce-scatter as an all-reduce, which is not
+    a gradient all-reduce: the front end (c10d::_reduce_scatter_base_)
+    says what the program asked for."""
+    report = _report("fsdp-2", tmp_path)
+    per_step = _value(report, "comm.collectives_per_step")
+    assert per_step.get("reducescatter", 0) >= 5 and per_step.get("allgather", 0) >= 5, per_step  # 5 Linears
+    assert not per_step.get("allreduce"), per_step
+    assert "exposed-allreduce" not in _serious(report)
+    found = {f["rule"]: f for f in report["findings"]}
+    assert "exposed-allgather" in found, list(found)  # 31% of the step exposed here
+    assert "reduce-scatters" in found["exposed-allgather"]["message"]  # the FSDP pattern, not "no reduce-scatter"
 
 
 def test_one_bucket_gets_a_cap_below_its_measured_gradients(tmp_path):

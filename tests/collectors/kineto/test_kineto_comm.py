@@ -173,3 +173,29 @@ def test_gpu_rows_split_shared_exposed_time_evenly(tmp_path):
     assert shares == pytest.approx({"allreduce": 20 + 10, "sendrecv": 10 + 20})
     assert sum(shares.values()) == pytest.approx(step_row(p, 1)["exposed_comm_us"])
     assert isinstance(p.comm, pd.DataFrame) and (p.comm["front_end"] == 0).all()
+
+
+def _gloo_collectives(tmp_path, pairs, name="t"):
+    """A CPU trace of one step with each (front end, backend) pair issued
+    in turn: the front end on the training thread, the backend on gloo's."""
+    events = [X("user_annotation", "ProfilerStep#1", 0, 1000)]
+    for i, (front, back) in enumerate(pairs):
+        events += [X("cpu_op", front, 10 + 100 * i, 5), X("user_annotation", back, 12 + 100 * i, 50, tid=2)]
+    return kineto.read(write(tmp_path / f"{name}.pt.trace.json", events)).comm
+
+
+def test_a_reduce_scatter_gloo_runs_as_an_all_reduce_keeps_its_kind(tmp_path):
+    # FSDP on gloo: c10d::_reduce_scatter_base_ runs as gloo:all_reduce (the PyTorch
+    # profiler's names, as a 2-rank FSDP run here records them)
+    comm = _gloo_collectives(tmp_path, [("c10d::allgather_", "gloo:all_gather"),
+                                        ("c10d::_reduce_scatter_base_", "gloo:all_reduce")])
+    assert comm.set_index("name")["kind"].to_dict() == {
+        "c10d::allgather_": "allgather", "gloo:all_gather": "allgather",
+        "c10d::_reduce_scatter_base_": "reducescatter", "gloo:all_reduce": "reducescatter"}
+    # pairs that do not line up (a front end without its backend row, or kinds that
+    # are no emulation) leave the backend's own kind
+    odd = _gloo_collectives(tmp_path, [("c10d::_reduce_scatter_base_", "gloo:all_reduce"),
+                                       ("c10d::allgather_", "gloo:all_to_all")], "odd")
+    assert odd.set_index("name")["kind"]["gloo:all_reduce"] == "allreduce"
+    plain = _gloo_collectives(tmp_path, [("c10d::allreduce_", "gloo:all_reduce")], "plain")
+    assert set(plain["kind"]) == {"allreduce"}
