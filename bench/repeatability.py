@@ -20,6 +20,8 @@ Scenarios (``SCENARIOS``; the real-run tests use the same commands):
   backward (no DDP).
 * ``alltoall``: the small MLP behind a DLRM-style embedding exchange by
   all-to-all.
+* ``vary-batch-2``: two ranks of ``UNEVEN``'s MLP, each drawing its batch
+  size per step (16 to 128 rows).
 * ``fsdp-2``: two ranks of a 4-layer, 512-wide MLP sharded by FSDP, one
   unit per Linear layer.
 * ``straggler-2``: two ranks, rank 1 sleeping 30 ms every step.
@@ -107,6 +109,7 @@ SCENARIOS = {
     "bucketed": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--bucket-cap-mb", "0.25")),
     "after-backward": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--allreduce", "after-backward")),
     "alltoall": (8, torchrun(2, "--steps", "14", "--exchange", "alltoall")),
+    "vary-batch-2": (PAIR_STEPS, torchrun(2, *UNEVEN[:-6], "--batch-size", "64", "--vary-batch")),
     "fsdp-2": (PAIR_STEPS, torchrun(2, "--steps", "14", "--hidden", "512", "--layers", "4", "--allreduce", "fsdp")),
     "straggler-2": (PAIR_STEPS, torchrun(2, *PAIR, "--slow-rank", "1", "--slow-ms", "30")),
     "healthy-2": (PAIR_STEPS, torchrun(2, *PAIR)),

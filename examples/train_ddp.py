@@ -30,6 +30,10 @@ Variants for the advisor's cluster and communication rules:
   visible on gloo (default: a small model); ``--conv-channels`` adds a
   compute-heavy, parameter-light conv stem in front of it, which gives
   DDP's buckets backward work to overlap with.
+* ``--vary-batch``: each rank draws its batch size per step from 1/4, 1/2,
+  1 and 2 times ``--batch-size`` (its own random sequence), as
+  variable-length samples padded per batch give: the rank given most work
+  changes from step to step (``uneven-step-work`` should fire).
 * ``--allreduce fsdp``: no DDP; the model sharded by
   FullyShardedDataParallel, one unit per Linear layer: each layer's
   parameters are all-gathered before it runs (forward and backward) and
@@ -70,6 +74,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import random
 import socket
 import tempfile
 import time
@@ -88,7 +93,8 @@ def train(rank: int, world_size: int, args) -> None:
     try:
         torch.manual_seed(0)
         heavy = args.heavy_factor if rank == args.heavy_rank else 1
-        n = args.steps * args.batch_size * world_size * max(args.heavy_factor, 1)
+        widest = 2 if args.vary_batch else 1              # --vary-batch slices up to twice the batch
+        n = args.steps * args.batch_size * world_size * max(args.heavy_factor, 1) * widest
         if args.conv_channels:                         # images for the conv stem
             x = torch.randn(n, 3, args.image_size, args.image_size)
             y = x.mean(dim=(1, 2, 3)).unsqueeze(1)
@@ -98,7 +104,8 @@ def train(rank: int, world_size: int, args) -> None:
         slow_data = args.slow_data_ms / 1000.0 if rank == args.slow_data_rank else 0.0
         data = _SlowDataset(x, y, slow_data) if slow_data else TensorDataset(x, y)
         sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True)
-        loader = DataLoader(data, batch_size=args.batch_size * heavy, sampler=sampler, drop_last=True)
+        loader = DataLoader(data, batch_size=args.batch_size * heavy * widest, sampler=sampler, drop_last=True)
+        sizes = random.Random(1000 + rank)                 # each rank draws its own batch sizes
         model = _model(args)
         exchange = _Exchange(args, world_size) if args.exchange == "alltoall" else None
         if args.allreduce == "ddp":
@@ -123,6 +130,9 @@ def train(rank: int, world_size: int, args) -> None:
         t0 = time.perf_counter()
         for step, (xb, yb) in zip(range(args.steps), loader):
             opt.zero_grad(set_to_none=True)
+            if args.vary_batch:                        # this step's batch on this rank: 1/4 to 2x the batch
+                n = sizes.choice([args.batch_size // 4, args.batch_size // 2, args.batch_size, 2 * args.batch_size])
+                xb, yb = xb[:n], yb[:n]
             if slow:
                 time.sleep(slow)                       # the straggler's extra host time
             if busy:
@@ -288,6 +298,8 @@ def main(argv=None) -> int:
                     help="with --accum: all-reduce after every micro-batch (no model.no_sync())")
     ap.add_argument("--heavy-rank", type=int, default=-1, help="rank whose batches are --heavy-factor times larger")
     ap.add_argument("--heavy-factor", type=int, default=1)
+    ap.add_argument("--vary-batch", action="store_true",
+                    help="each rank draws its batch size per step (1/4 to 2x --batch-size), as variable-length batches")
     ap.add_argument("--rank0-extra", choices=("none", "checkpoint", "log"), default="none",
                     help="host work rank 0 alone does every step: torch.save of the model, or a log line per tensor")
     ap.add_argument("--slow-data-rank", type=int, default=-1, help="rank whose Dataset sleeps --slow-data-ms per batch")

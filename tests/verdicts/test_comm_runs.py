@@ -12,6 +12,8 @@
   gain; without the sleep no rank is, and the exposed all-reduce is high
   only when the steps support a quarter of the step at 90% confidence;
 * a rank given 4x the batch is named with its FLOPs, 4.0 times the other's;
+* batch sizes drawn per rank and step are named as work that moves between
+  ranks (``uneven-step-work``), never on equal batches;
 * gradient accumulation over 4 micro-batches is named when DDP all-reduces
   after each of them, and not under ``model.no_sync()``.
 """
@@ -100,6 +102,8 @@ def test_two_ranks_a_straggler_is_named_with_its_gap(tmp_path):
 def test_two_healthy_ranks_have_no_slow_rank(tmp_path):
     report = _report("healthy-2", tmp_path)
     assert "slow-rank" not in _serious(report), report["metrics"]["cluster.slow_rank"]
+    assert _value(report, "balance.flops_spread") == 0.0  # the same batch shape on both ranks
+    assert "uneven-step-work" not in {f["rule"] for f in report["findings"]}
     # the exposed all-reduce is a mean over the steps both ranks recorded, with its standard error
     exposed = report["metrics"]["comm.exposed_allreduce_ms"]
     steps, _ = SCENARIOS["healthy-2"]
@@ -128,6 +132,25 @@ def test_a_rank_given_more_work_is_named_with_its_flops(tmp_path):
     assert "4.0 times the FLOPs" in f["message"] and "DistributedSampler" in f["fix"]["code"]
     excess = report["metrics"]["cluster.slow_rank"]["evidence"]["component_excess_ms"]
     assert 0 < f["estimated_gain_ms"] <= excess + 5e-4  # the gain is rounded to 1 us, the evidence is not
+    # the same rank heaviest in every step: a straggler, not work that moves between ranks
+    assert _value(report, "balance.heaviest_rank_share") == 1.0
+    assert "uneven-step-work" not in found
+
+
+def test_batches_drawn_per_rank_and_step_are_named_as_moving_imbalance(tmp_path):
+    """Each rank draws its batch size per step (16 to 128 rows, its own
+    sequence): the rank given most work changes from step to step, and the
+    heaviest rank's work above the mean is the time an even split saves."""
+    report = _report("vary-batch-2", tmp_path)
+    assert _value(report, "balance.flops_spread") >= 0.2
+    assert _value(report, "balance.heaviest_rank_share") < 1.0
+    found = {f["rule"]: f for f in report["findings"]}
+    assert "uneven-step-work" in found, {k: report["metrics"].get(k, {}).get("value") for k in (
+        "balance.excess_work_ratio", "balance.peer_wait_ms", "step.time_ms")}
+    f = found["uneven-step-work"]
+    stake = min(_value(report, "balance.excess_work_ms"), _value(report, "balance.peer_wait_ms"))
+    assert f["estimated_gain_ms"] == pytest.approx(stake, abs=1e-3)  # bounded by the waiting and by the excess
+    assert "changes from step to step" in f["message"]
 
 
 def test_accumulation_that_syncs_every_micro_batch_is_named(tmp_path):
