@@ -24,8 +24,10 @@ from 2 up to a third of the steps: a phase of three or more steps is slow
 when every one of its steps is slower than every other step, and by
 ``MIN_EXCESS`` of the others' median (by chance alone, 9 steps put one
 phase above the rest about 1 time in 20 over all periods, and a healthy
-step rarely varies by 10%). And once three or more flagged steps recur at
-a period, every step of their phase ``MIN_EXCESS`` slower than the other
+step rarely varies by 10%), and when their excesses over that median are
+alike (``RECURRING_LIKE``: one recurring job costs about the same each
+time). And once three or more flagged steps recur at a period with like
+excesses, every step of their phase ``MIN_EXCESS`` slower than the other
 phases' median is flagged too. A run alternating 22-58 ms training steps
 with 90-200 ms steps that also evaluate had 4 of its 7 such steps flagged
 by the fit alone, and 0 of 5 when they were 5 of 9. A flagged step's
@@ -79,6 +81,14 @@ FEATURES = (
 MIN_STEPS = 8
 ALPHA = 0.001
 MIN_EXCESS = 0.10
+#: Steps taken for one recurring job (a phase, or outliers at a fixed
+#: interval) are slower than the others by like amounts: the smallest
+#: excess at least this share of the largest. A checkpoint or an evaluation
+#: every N steps costs about the same each time (evaluation passes of
+#: 90-170 ms among 22-58 ms steps: 0.4); one large hiccup joined by two
+#: steps that noise made 11-17% slower (excesses 3.1, 4.7 and 40 ms) is
+#: not one job.
+RECURRING_LIKE = 0.25
 DRIVER_Z = 3.5
 RANK_FEATURES = ("computing_us", "free_us", "data_wait_us", "iteration_interval_us", "fp_bp_us", "tail_us")
 RANK_MIN_EXCESS = 0.05
@@ -149,9 +159,10 @@ def _fit(p: Profile) -> dict:
     return {"outliers": flagged, "frame": frame, "drivers": drivers, "distance": distance}
 
 
-def _period(outliers: list[int]) -> int:
-    """The fixed interval at which three or more outlier steps recur;
-    NotEvaluated otherwise."""
+def _period(outliers: list[int], duration: pd.Series) -> int:
+    """The fixed interval at which three or more outlier steps recur, each
+    slower than the other steps by a like amount (``_alike``); NotEvaluated
+    otherwise."""
     outliers = sorted(outliers)
     if len(outliers) < 3:
         raise NotEvaluated("fewer than three outlier steps")
@@ -159,7 +170,18 @@ def _period(outliers: list[int]) -> int:
     period = reduce(gcd, (int(g) for g in gaps))
     if period < 2 or any(g % period for g in gaps) or gaps.max() > 2 * period:
         raise NotEvaluated("outliers do not recur at a fixed interval")
+    rest = duration.drop(index=outliers)
+    if len(rest) and not _alike(duration.loc[outliers].to_numpy(dtype=float) - float(rest.median())):
+        raise NotEvaluated("the outliers fall at a fixed interval but differ too much in size to be one "
+                           "recurring job")
     return int(period)
+
+
+def _alike(excess: np.ndarray) -> bool:
+    """True when steps slower than the others by ``excess`` may be one
+    recurring job: the smallest excess is at least ``RECURRING_LIKE`` of
+    the largest."""
+    return bool(excess.size) and float(excess.min()) >= RECURRING_LIKE * float(excess.max())
 
 
 def _slow_phase(duration: pd.Series) -> list[int]:
@@ -175,7 +197,8 @@ def _slow_phase(duration: pd.Series) -> list[int]:
                 continue
             rest = values[~inside]
             low = values[inside].min()
-            if low > rest.max() and low >= np.median(rest) * (1 + MIN_EXCESS):
+            if (low > rest.max() and low >= np.median(rest) * (1 + MIN_EXCESS)
+                    and _alike(values[inside] - np.median(rest))):
                 return sorted(int(s) for s in steps[inside])
     return []
 
@@ -185,7 +208,7 @@ def _with_their_phase(duration: pd.Series, flagged: list[int]) -> list[int]:
     their phase ``MIN_EXCESS`` slower than the median of the other phases'
     steps (module doc), in step order."""
     try:
-        period = _period(flagged)
+        period = _period(flagged, duration)
     except NotEvaluated:
         return flagged
     steps = duration.index.to_numpy(dtype=np.int64)
@@ -273,7 +296,8 @@ def step_outlier_drivers(p: Profile) -> Value:
 def step_outlier_period(p: Profile) -> Value:
     """When three or more outliers recur at a fixed step interval (e.g. a
     checkpoint every N steps), that interval N; otherwise not evaluated."""
-    return Value(_period(_model(p)["outliers"]))
+    m = _model(p)
+    return Value(_period(m["outliers"], m["frame"]["duration_us"]))
 
 
 # ------------------------------------------------------------------ ranks

@@ -58,3 +58,30 @@ def test_too_few_steps_is_not_evaluated():
     metrics, skipped = evaluate(_profile(5, seed=3))
     assert "anomaly.step_outliers" not in metrics
     assert any("steady steps" in s.reason for s in skipped if s.what == "metric anomaly.step_outliers")
+
+
+def _durations(ms: list[float]) -> Profile:
+    """One rank whose steps 1.. took ``ms`` (the first is left out as warm-up)."""
+    rows = [dict(rank=0, step=i + 1, computing_us=d * 600.0, free_us=d * 400.0, duration_us=d * 1000.0)
+            for i, d in enumerate(ms)]
+    return Profile(meta=RunMeta(ranks=[0]), steps=pd.DataFrame(rows))
+
+
+def test_one_hiccup_and_two_noisy_steps_are_not_a_recurring_job():
+    """Rank 0 of a balanced 2-rank gloo run on a busy host (steps 5-13, ms):
+    steps 7 and 10 are 11-17% slower than the others' median by noise, step
+    13 stalls by 40 ms. At a period of 3 they are one phase, but not one job:
+    no period, and no recurring cost worth a finding."""
+    measured = [25.0, 27.55, 21.68, 30.70, 27.58, 28.07, 32.28, 29.83, 24.06, 67.86]
+    metrics, skipped = evaluate(_durations(measured))
+    assert "anomaly.step_outlier_period" not in metrics
+    assert metrics["anomaly.step_outlier_recurring_ms"].value < 0.02 * float(np.median(measured))
+
+
+def test_a_job_every_third_step_is_found_with_its_period():
+    """The same steps with a like cost (+20 ms, +/-30%) every third step."""
+    base = [25.0, 27.55, 21.68, 27.0, 27.58, 28.07, 26.5, 29.83, 24.06, 27.9]
+    extra = {3: 16.0, 6: 20.0, 9: 26.0}
+    metrics, _ = evaluate(_durations([d + extra.get(i, 0.0) for i, d in enumerate(base)]))
+    assert metrics["anomaly.step_outliers"].value == [4, 7, 10]
+    assert metrics["anomaly.step_outlier_period"].value == 3
