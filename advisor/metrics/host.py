@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto.calls import OPTIMIZER_STEP_RE
+from advisor.collectors.kineto.calls import BACKWARD_NODE_PREFIX, OPTIMIZER_STEP_RE
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
@@ -547,3 +547,73 @@ def nan_check_ms(p: Profile) -> Value:
     each answer, its wait for the device included. Evidence: the calls."""
     _recorded(p, "backward", _NO_BACKWARD)
     return Value(_per_step(p, "nan_check") / US_PER_MS, {"calls": _top(p, "nan_check")})
+
+
+#: Fewer parameter tensors than this and a node type run as many times per
+#: step may be a coincidence (an unrolled recurrent cell over a few weights).
+MIN_PER_PARAM_TENSORS = 8
+#: A node type runs once per parameter tensor when its count per step is
+#: within this share of the tensors' (``AccumulateGrad``'s count).
+PER_PARAM_TOLERANCE = 0.02
+ACCUMULATE_NODE = "torch::autograd::AccumulateGrad"
+
+
+def _per_param_nodes(p: Profile) -> tuple[pd.DataFrame, float]:
+    """(backward node types other than ``AccumulateGrad`` that run once per
+    parameter tensor in the steady steps, with their ``per_step`` count and
+    ``ms``; the parameter tensors per step)."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    steady, rows = _steady(p)
+    nodes = rows[rows["cls"] == "backward"]
+    if nodes.empty:
+        raise NotEvaluated(_NO_BACKWARD)
+    steps = len(steady)
+    per = nodes.groupby("name")[["count", "total_us"]].sum() / steps
+    accumulate = per.index.str.endswith(ACCUMULATE_NODE)
+    tensors = float(per.loc[accumulate, "count"].sum())
+    if tensors < MIN_PER_PARAM_TENSORS:
+        raise NotEvaluated(f"{tensors:g} gradient accumulations per step (parameter tensors); telling a "
+                           f"per-parameter expression needs {MIN_PER_PARAM_TENSORS}")
+    per = per[~accumulate]
+    once = per[(per["count"] - tensors).abs() <= PER_PARAM_TOLERANCE * tensors]
+    return once.assign(per_step=once["count"], ms=once["total_us"] / US_PER_MS), tensors
+
+
+@metric("host.parameter_tensors", unit="count", needs=_NEEDS)
+def parameter_tensors(p: Profile) -> float:
+    """Gradient accumulations per steady step (``AccumulateGrad`` backward
+    nodes): the parameter tensors backward computes gradients for, times
+    the backward passes per step."""
+    return _per_param_nodes(p)[1]
+
+
+@metric("host.per_param_nodes", unit="list", needs=_NEEDS)
+def per_param_nodes(p: Profile) -> Value:
+    """The backward node types of ``host.per_param_backward_ms``, most time
+    first. Evidence: per step count and ms of each."""
+    once, _ = _per_param_nodes(p)
+    once = once.sort_values("ms", ascending=False)
+    names = [str(n).removeprefix(BACKWARD_NODE_PREFIX) for n in once.index]
+    return Value(names, {"nodes": [{"name": n, "per_step": round(float(r["per_step"]), 1), "ms": round(float(r["ms"]), 3)}
+                                   for n, (_, r) in zip(names, once.iterrows())]})
+
+
+@metric("host.per_param_backward_ms", unit="ms", needs=_NEEDS)
+def per_param_backward_ms(p: Profile) -> float:
+    """Backward time per steady step in node types that run once per
+    parameter tensor (as many times per step as ``AccumulateGrad``, give or
+    take ``PER_PARAM_TOLERANCE``; not evaluated under
+    ``MIN_PER_PARAM_TENSORS`` tensors): the backward of an expression
+    computed over every parameter one tensor at a time, such as a weight
+    penalty added to the loss (``sum(p.pow(2).sum() for p in
+    model.parameters())``). A layer's own nodes run once per layer, fewer
+    times than its weights and biases. The forward of the expression is not
+    counted."""
+    return float(_per_param_nodes(p)[0]["ms"].sum())
+
+
+@metric("host.per_param_backward_ratio", unit="ratio", needs=_NEEDS)
+def per_param_backward_ratio(p: Profile) -> float:
+    """``host.per_param_backward_ms`` as a share of the mean step time."""
+    once, _ = _per_param_nodes(p)
+    return float(once["total_us"].sum()) / _step_us(p)
