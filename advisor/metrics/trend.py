@@ -32,6 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.kineto.op_trend import slopes
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
@@ -99,10 +100,7 @@ def _exact_p(n: int, s: float) -> float:
 
 def theil_sen(x: np.ndarray, at: np.ndarray) -> float:
     """Median of the slopes between every two points ``(at, x)``."""
-    i, j = np.triu_indices(x.size, k=1)
-    dx = at[j] - at[i]
-    ok = dx != 0
-    return float(np.median((x[j] - x[i])[ok] / dx[ok])) if ok.any() else float("nan")
+    return float(slopes(np.asarray(x, dtype=float)[None, :], np.asarray(at, dtype=float))[0])
 
 
 def first_steps(x: np.ndarray) -> float:
@@ -239,6 +237,16 @@ def rising_part_slope_ms(p: Profile) -> Value:
 def rising_part_ms(p: Profile) -> Value:
     """The rising part's mean time per steady step (``trend.rising_part``)."""
     return Value(float(_series(p)[_part(p)["column"]].mean()) / US_PER_MS)
+
+
+@metric("trend.rising_part_rise_p", unit="p", needs=_NEEDS)
+def rising_part_rise_p(p: Profile) -> Value:
+    """One-sided p-value that the rising part's (``trend.rising_part``) own
+    per-step time rises with the step (the Mann-Kendall test of
+    ``trend.step_rise_p`` on its series): the step's rise could be another
+    part's noise that the slope happens to pick."""
+    s, pval, method = mann_kendall(_series(p)[_part(p)["column"]].to_numpy(float))
+    return Value(pval, {"kendall_s": s, "method": method})
 
 
 @metric("trend.rising_part_rise_share", unit="ratio", needs=_NEEDS)

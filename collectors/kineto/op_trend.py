@@ -10,8 +10,8 @@ per (rank, step, operator name) the summed duration and the number of calls
 of the top-level host ops (``cpu_op`` events and 2021 ``Operator`` events
 that are not annotations, not nested in another host op of their thread; an
 op is in the step its start falls in), for at most :data:`KEPT_NAMES` names
-per rank -- those whose per-step time rises most (:func:`rise`), when it
-rises at all. Whether the rise is significant is the metrics' question
+per rank -- those whose per-step time rises fastest (:func:`rise`), when
+it rises at all. Whether the rise is significant is the metrics' question
 (``advisor/metrics/trend.py``). GPU traces get the same rows from their
 host ops (the launching side; a device kernel's growth shows in the step's
 device time).
@@ -27,13 +27,17 @@ from advisor.collectors.kineto.host_calls import step_rows
 from advisor.collectors.kineto.tables import ANNOTATION_RE
 
 #: Operator names kept per rank. The rule looks for the one part that rises;
-#: a few more let the metrics choose by their robust slope where a single
-#: slow step made another op's rise look larger to :func:`rise`, and keep
+#: a few more let the metrics choose over the steady steps (this slope counts
+#: every step, a start-up first step and a truncated last one too), and keep
 #: the table to a few rows per step.
 KEPT_NAMES = 3
-#: Fewest steps with a window for a trend to be looked for (below it a
-#: first and a last third are not distinct steps).
+#: Fewest steps with a window for a trend to be looked for.
 MIN_STEPS = 3
+#: Most points a name's slope is computed over (the pairs grow with the
+#: square): longer windows are averaged over runs of consecutive steps.
+MAX_POINTS = 64
+#: Names whose pairwise slopes are held at once (256 x 2016 pairs: 4 MB).
+_ROWS_AT_ONCE = 256
 
 
 def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
@@ -74,13 +78,32 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
 
 def rise(per_step: np.ndarray) -> np.ndarray:
     """Per row of ``per_step`` (one name's time in each step, in step order):
-    the median of its last third of steps minus the median of its first
-    third. Medians, so that one slow step (a periodic stall) at either end
-    does not make a name look like it grows; thirds, so that a rise in the
-    middle of the window counts too."""
+    its Theil-Sen slope over the steps (:func:`slopes`), on the means of
+    :data:`MAX_POINTS` runs of consecutive steps when there are more steps.
+    A median of pairwise slopes: one slow step (a periodic stall) at either
+    end does not make a name look like it grows."""
     n = per_step.shape[1]
-    third = max(1, n // 3)
-    return np.median(per_step[:, n - third:], axis=1) - np.median(per_step[:, :third], axis=1)
+    if n > MAX_POINTS:
+        edges = np.linspace(0, n, MAX_POINTS + 1).astype(np.int64)
+        per_step = np.add.reduceat(per_step, edges[:-1], axis=1) / np.diff(edges)
+        return slopes(per_step, (edges[:-1] + edges[1:] - 1) / 2.0)
+    return slopes(per_step, np.arange(n, dtype=float))
+
+
+def slopes(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Theil-Sen slope of each row of ``values`` against ``at``: the median
+    of the slopes between every two points (NaN with fewer than two
+    distinct ``at``)."""
+    i, j = np.triu_indices(values.shape[1], k=1)
+    dx = at[j] - at[i]
+    ok = dx != 0
+    out = np.full(values.shape[0], np.nan)
+    if ok.any():
+        i, j, dx = i[ok], j[ok], dx[ok]
+        for lo in range(0, values.shape[0], _ROWS_AT_ONCE):  # bounded memory: rows x pairs
+            rows = values[lo:lo + _ROWS_AT_ONCE]
+            out[lo:lo + _ROWS_AT_ONCE] = np.median((rows[:, j] - rows[:, i]) / dx, axis=1)
+    return out
 
 
 def _top_level_ops(ev: Events) -> np.ndarray:

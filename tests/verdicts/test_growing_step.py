@@ -20,8 +20,9 @@ from scipy import stats
 from tests._profiled import needs_torch, profiled, value
 from advisor.collectors import load_profile
 from advisor.collectors.kineto import op_trend
-from advisor.metrics import trend
+from advisor.metrics import evaluate, trend
 from advisor.metrics.steps_view import steady_steps
+from advisor.pipeline import analyze_profile
 
 SCRIPT = """
 import sys, torch
@@ -100,6 +101,15 @@ def test_a_tensor_concatenated_every_step_is_named(tmp_path):
     assert value(report, "trend.step_slope_ms") == pytest.approx(stats.theilslopes(ms, steps).slope, rel=1e-4)
     first = np.median(ms[:max(1, int(ms.size * trend.FIRST_SHARE))])
     assert value(report, "trend.step_excess_ms") == pytest.approx(ms.mean() - first, rel=1e-4)
+
+    # three of those steps cannot reach the 5% level in any order: not evaluated, with the reason
+    few = load_profile(out / "trace")
+    few.steps = few.steps[few.steps["step"] >= few.steps["step"].max() - 2].reset_index(drop=True)
+    metrics, skipped = evaluate(few)
+    assert "trend.step_rise_p" not in metrics and "growing-step" not in {f.rule for f in
+                                                                         analyze_profile(few).findings}
+    reason = {s.what: s.reason for s in skipped}["metric trend.step_rise_p"]
+    assert "needs 4" in reason
 
 
 @needs_torch
