@@ -158,15 +158,15 @@ def _rising_part(p: Profile) -> dict:
     candidates = [c for c in series.columns if (c.startswith("op:") or c in COMPONENTS) and series[c].max() > 0]
     if not candidates:
         raise NotEvaluated("no per-step operator times (op_trend) or step components to compare")
-    slopes = {c: _slope(series, c) for c in candidates}
-    best = max(candidates, key=lambda c: slopes[c])
-    if not slopes[best] > 0:
+    rates = {c: _slope(series, c) for c in candidates}
+    best = max(candidates, key=lambda c: rates[c])
+    if not rates[best] > 0:
         raise NotEvaluated("no part of the step rises (every Theil-Sen slope is 0 or below)")
     label = best[3:] if best.startswith("op:") else COMPONENTS[best]
     if best == "free_us" and p.meta.device not in (None, "cpu"):
         label = "device idle time"
-    return {"column": best, "label": label, "slope": slopes[best],
-            "slopes": {**{c[3:] if c.startswith("op:") else c: s for c, s in slopes.items()},
+    return {"column": best, "label": label, "slope": rates[best],
+            "slopes": {**{c[3:] if c.startswith("op:") else c: s for c, s in rates.items()},
                        **{c: _slope(series, c) for c in REPORTED if c in series.columns}}}
 
 
