@@ -115,11 +115,13 @@ def _series(p: Profile) -> pd.DataFrame:
 def _build_series(p: Profile) -> pd.DataFrame:
     """Per steady step (index: step id, in order): the mean over ranks of its
     duration and components, and of each ``op_trend`` operator's time
-    (columns ``op:<name>``)."""
+    (columns ``op:<name>``). Rows without a positive duration are left out,
+    and components some step lacks."""
     steps = steady_steps(p)
     if steps.empty or steps["step"].isna().any():
         raise NotEvaluated("steps without step ids: no order to follow")
-    cols = [c for c in ("duration_us", *REPORTED) if c in steps.columns and steps[c].notna().all()]
+    steps = steps[np.isfinite(steps["duration_us"].to_numpy(float)) & (steps["duration_us"] > 0)]
+    cols = ["duration_us", *(c for c in REPORTED if c in steps.columns and steps[c].notna().all())]
     series = steps.groupby("step")[cols].mean().sort_index()
     need = min_steps()
     if len(series) < need:
