@@ -444,6 +444,15 @@ SCHEMA: dict[str, dict[str, Column]] = {
                                    "on another thread: the training thread resuming after that wait",
                                    required=True),
     },
+    "op_trend": {  # Kineto traces: per step, the time of the few top-level host operators whose per-step time
+        # rises most over the profiled steps, at most 3 names per rank (collectors/kineto/op_trend.py)
+        "rank": _rank(),
+        "step": _step(),
+        "name": Column("text", "the operator (a top-level host op: cpu_op, not nested in another op of its thread)",
+                       required=True),
+        "time_us": Column("float", "its summed duration in the step (0 when it did not run in it)", required=True),
+        "calls": Column("int", "its calls starting in the step"),
+    },
 }
 TABLES = tuple(SCHEMA)
 
@@ -639,6 +648,7 @@ class Profile:
     cp_edges: pd.DataFrame | None = None
     cupti_counters: pd.DataFrame | None = None
     free_gaps: pd.DataFrame | None = None
+    op_trend: pd.DataFrame | None = None
     skipped: list[Skip] = field(default_factory=list)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -182,7 +182,7 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import frozen_grads, grad_sync, work
+from advisor.collectors.kineto import frozen_grads, grad_sync, op_trend, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -449,7 +449,7 @@ def read(unit: Path, helpers: int = 0) -> Profile:
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
                       kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
                       cp_edges=tables.cp_edges, memory_summary=_memory_summary(trace, rank),
-                      free_gaps=tables.free_gaps, flops=tables.flops)
+                      free_gaps=tables.free_gaps, flops=tables.flops, op_trend=tables.op_trend)
     if cupti_counters.CATEGORY in trace.categories:
         profile.cupti_counters, why = cupti_counters.table(path, rank)
         if why:
@@ -504,6 +504,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
              if t is not None]
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     tables.annotations = annotations.table(ev, tables.steps, rank)
+    tables.op_trend = op_trend.table(ev, tables.steps, rank)
     tables.flops = work.table(ev.work_ts, ev.work_flops, tables.steps, rank)
     if (syncs := grad_sync.columns(ev, tables.steps, tables.comm)) is not None:
         for column, values in syncs.items():
