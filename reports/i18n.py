@@ -164,7 +164,7 @@ EN: dict[str, str] = {
     # metric units and scopes as the metrics table shows them (a unit without a key is shown as it is)
     "unit_ms": "ms", "unit_ratio": "ratio", "unit_count": "count", "unit_text": "text", "unit_list": "list",
     "unit_map": "map", "unit_rank": "rank", "unit_stage": "stage", "unit_steps": "steps", "unit_z": "z-score",
-    "unit_us": "us", "unit_bool": "yes / no", "unit_%": "%",
+    "unit_us": "us", "unit_bool": "yes / no", "unit_%": "%", "unit_p": "p-value",
     "scope_name_run": "run", "scope_name_step": "step", "scope_name_rank": "rank", "scope_name_op": "operator",
     "scope_name_link": "link",
     # skipped items whose text comes from a fixed template of the metric registry
@@ -384,7 +384,7 @@ ZH: dict[str, str] = {
     "col_scope": "范围",
     "unit_ms": "毫秒", "unit_ratio": "比例", "unit_count": "个数", "unit_text": "文本", "unit_list": "列表",
     "unit_map": "映射", "unit_rank": "rank 编号", "unit_stage": "流水线阶段", "unit_steps": "步数", "unit_z": "z 分数",
-    "unit_us": "微秒", "unit_bool": "是 / 否", "unit_%": "百分比",
+    "unit_us": "微秒", "unit_bool": "是 / 否", "unit_%": "百分比", "unit_p": "p 值",
     "scope_name_run": "整个运行", "scope_name_step": "迭代", "scope_name_rank": "每个 rank", "scope_name_op": "算子",
     "scope_name_link": "链路",
     "skip_what_metric": "指标 {id}",
