@@ -7,9 +7,11 @@ copies everything gathered so far again every step: measured on a loaded
 65% of the operator time, and the run used to be called clean. A Python list
 that grows and is walked every step has the same shape outside the
 operators. A loop whose steps vary without a trend (the batch size changes),
-one with a slow evaluation step every third step (step-outlier's case) and
-one whose host gets busier step after step (every part of the step slows)
-accumulate nothing.
+and one with a slow evaluation step every third step (step-outlier's case)
+accumulate nothing. (A host that gets busier step after step slows every
+part of the step alike; docs/accuracy.md has those runs. Whether spawned
+busy processes slow the loop depends on how many cores the machine has, so
+no test here relies on it.)
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from advisor.metrics.steps_view import steady_steps
 from advisor.pipeline import analyze_profile
 
 SCRIPT = """
-import subprocess, sys, torch
+import sys, torch
 from torch import nn
 
 torch.manual_seed(0)
@@ -55,8 +57,6 @@ for step in range(steps):
         total = 0.0
         for v in history:
             total += v
-    elif kind == "busier" and 4 <= step < 10:  # the host gets busier: one more CPU-bound process a step
-        subprocess.Popen([sys.executable, "-c", "import time\\nt = time.time()\\nwhile time.time() - t < 4: pass"])
     elif kind == "periodic" and step % 3 == 2:  # an evaluation pass every third step
         with torch.no_grad():
             for _ in range(6):
@@ -125,13 +125,9 @@ def test_a_python_list_walked_every_step_is_time_outside_operators(tmp_path):
 
 
 @needs_torch
-@pytest.mark.parametrize("kind", ["healthy", "jitter", "periodic", "busier"])
+@pytest.mark.parametrize("kind", ["healthy", "jitter", "periodic"])
 def test_loops_that_keep_nothing_across_steps_stay_quiet(tmp_path, kind):
     report, _ = _run(tmp_path, kind, steps=8)
     assert RULE not in {f["rule"] for f in report["findings"]}
     # the test ran: enough steady steps for it to reach its level
     assert "trend.step_rise_p" in report["metrics"]
-    if kind == "busier":  # the steps rise, but not in one part
-        trend_values = {k: v["value"] for k, v in report["metrics"].items() if k.startswith("trend.")}
-        assert value(report, "trend.step_rise_p") <= 0.05, trend_values
-        assert value(report, "trend.step_growth_ratio") >= 0.3, trend_values
