@@ -34,7 +34,7 @@ import pandas as pd
 
 from advisor.metrics.comm import peer_waits
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, steady_steps
+from advisor.metrics.steps_view import US_PER_MS, common_steady_steps
 from advisor.profile import Profile
 
 #: A step whose ranks' FLOPs differ by less than this share of the largest
@@ -48,21 +48,22 @@ _PACE_NEEDS = [*_FLOPS_NEEDS, "steps.computing_us"]
 
 
 def _common_steps(p: Profile) -> pd.DataFrame:
-    """Steady (rank, step) rows of the steps every rank recorded as steady."""
-    steps = steady_steps(p)
-    if steps.empty or "step" not in steps.columns or steps["step"].isna().all() or steps["rank"].nunique() < 2:
-        raise NotEvaluated("needs steady steps with step ids on two ranks or more")
-    steps = steps.dropna(subset=["step"]).astype({"step": "int64"})
-    ranks = steps["rank"].nunique()
-    common = steps.groupby("step")["rank"].transform("nunique") == ranks
-    if not common.any():
-        raise NotEvaluated("no steady step was recorded by every rank")
-    return steps[common]
+    """Steady (rank, step) rows of the steps every rank recorded as steady
+    (``steps_view.common_steady_steps``); NotEvaluated without two ranks
+    that share one."""
+    steps = common_steady_steps(p)
+    if steps.empty or steps["rank"].nunique() < 2:
+        raise NotEvaluated("needs a steady step with a step id recorded by every rank, on two ranks or more")
+    return steps
 
 
 def _peer_wait_per_step(p: Profile) -> tuple[pd.Series, float]:
     """(per rank, mean exposed peer wait per common steady step in us; the
     mean step time in us)."""
+    return p.memo("balance.peer_wait", lambda: _peer_wait(p))
+
+
+def _peer_wait(p: Profile) -> tuple[pd.Series, float]:
     if p.meta.ranks_inferred:
         raise NotEvaluated("ranks were assigned to files without rank information")
     steps = _common_steps(p)
@@ -96,6 +97,10 @@ def peer_wait_ratio(p: Profile) -> float:
 
 def _flops_per_step(p: Profile) -> pd.DataFrame:
     """Per common steady step (rows) and rank (columns), the MFLOPs executed."""
+    return p.memo("balance.flops", lambda: _flops(p))
+
+
+def _flops(p: Profile) -> pd.DataFrame:
     steps = _common_steps(p)
     flops = p.table("flops").dropna(subset=["step", "mflops"]).astype({"step": "int64"})
     per = flops.groupby(["step", "rank"])["mflops"].sum().unstack("rank")
@@ -121,6 +126,10 @@ def flops_spread(p: Profile) -> Value:
 def _excess_work_us(p: Profile) -> tuple[float, float, float]:
     """(mean excess work per step in us, the pace in us per MFLOP, the mean
     step time in us) over the common steady steps with FLOPs (module doc)."""
+    return p.memo("balance.excess_work", lambda: _excess_work(p))
+
+
+def _excess_work(p: Profile) -> tuple[float, float, float]:
     per = _flops_per_step(p)
     steps = _common_steps(p)
     steps = steps[steps["step"].isin(per.index)]

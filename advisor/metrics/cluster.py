@@ -122,7 +122,8 @@ from advisor.metrics.comm import peer_waits
 from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.step import recurring_free_per_rank
-from advisor.metrics.steps_view import US_PER_MS, per_rank_mean, per_rank_median, steady_steps, steps_per_rank
+from advisor.metrics.steps_view import (US_PER_MS, common_steady_steps, per_rank_mean, per_rank_median, steady_steps,
+                                        steps_per_rank)
 from advisor.profile import Profile
 
 #: Step components a rank can be slow in (the column, and what it means).
@@ -408,16 +409,14 @@ def _held_back(p: Profile) -> pd.Series | None:
     exceeds the other ranks' spread), in us; None when the profile has no
     matched collectives in a steady step that every rank recorded."""
     waits = peer_waits(p)
-    steps = steady_steps(p)
-    if waits is None or "step" not in steps.columns:
+    steps = common_steady_steps(p)
+    if waits is None or steps.empty:
         return None
     column = "exposed_wait_us" if "exposed_wait_us" in waits.columns else "wait_us"
-    steps = steps.dropna(subset=["step"])
     ranks = steps["rank"].nunique()
-    per_step = steps.groupby(steps["step"].astype("int64"))["rank"].nunique()
     # rows: steady steps; columns: ranks; NaN where a rank has no matched collective
     w = waits.groupby(["step", "rank"])[column].sum().unstack("rank")
-    w = w.reindex(per_step[per_step == ranks].index).dropna()
+    w = w.reindex(pd.Index(np.sort(steps["step"].unique()), name="step")).dropna()
     if w.empty or w.shape[1] != ranks or ranks < MIN_RANKS:
         return None
     # Per step, the least and most wait of the *other* ranks: the second

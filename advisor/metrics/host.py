@@ -562,6 +562,10 @@ def _per_param_nodes(p: Profile) -> tuple[pd.DataFrame, float]:
     """(backward node types other than ``AccumulateGrad`` that run once per
     parameter tensor in the steady steps, with their ``per_step`` count and
     ``ms``; the parameter tensors per step)."""
+    return p.memo("host.per_param_nodes", lambda: _once_per_tensor(p))
+
+
+def _once_per_tensor(p: Profile) -> tuple[pd.DataFrame, float]:
     _recorded(p, "backward", _NO_BACKWARD)
     steady, rows = _steady(p)
     nodes = rows[rows["cls"] == "backward"]

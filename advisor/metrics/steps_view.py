@@ -117,6 +117,20 @@ def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float
     return float((both["n"] / both["d"]).mean())
 
 
+def common_steady_steps(profile: Profile) -> pd.DataFrame:
+    """The ``steady_steps`` rows (step ids as int64) of the step ids every
+    rank recorded as steady; empty without step ids."""
+    return profile.memo("common_steady_steps", lambda: _common_steady_steps(profile))
+
+
+def _common_steady_steps(profile: Profile) -> pd.DataFrame:
+    steps = steady_steps(profile)
+    if steps.empty or "step" not in steps.columns:
+        return steps.iloc[0:0]
+    steps = steps.dropna(subset=["step"]).astype({"step": "int64"})
+    return steps[steps.groupby("step")["rank"].transform("nunique") == steps["rank"].nunique()]
+
+
 def steps_per_rank(profile: Profile) -> pd.Series:
     """Number of step rows of each rank, at least 1 (index: rank; empty
     when the profile has no steps)."""

@@ -459,7 +459,7 @@ def _comm_frame(ev: Events, idx: np.ndarray, names, kinds, win: pd.DataFrame,
     """
     start, end = ev.ts[idx], np.maximum(ev.end_at(idx), ev.ts[idx])
     front = np.fromiter((bool(FRONT_END_RE.search(n)) for n in names), dtype=bool, count=len(idx))
-    kinds = _asked_kinds(list(kinds), front, start)
+    kinds = _asked_kinds(kinds, front, start)
     pos = iv.window_index(win["start"].to_numpy(), win["end"].to_numpy(), start)
     steps = win["step"].to_numpy(dtype=object)
     return pd.DataFrame({
@@ -490,7 +490,7 @@ def _asked_kinds(kinds: list, front: np.ndarray, start: np.ndarray) -> list:
     otherwise (several process groups interleaving, rows missing) nothing
     is changed."""
     fronts, backs = np.flatnonzero(front), np.flatnonzero(~front)
-    if fronts.size == 0 or fronts.size != backs.size:
+    if fronts.size != backs.size:
         return kinds
     fronts, backs = fronts[np.argsort(start[fronts], kind="stable")], backs[np.argsort(start[backs], kind="stable")]
     pairs = [(kinds[f], kinds[b]) for f, b in zip(fronts, backs)]
