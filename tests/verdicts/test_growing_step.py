@@ -68,8 +68,8 @@ def _run(tmp_path, kind: str, steps: int):
 
 def _finding(report: dict) -> dict:
     found = {f["rule"]: f for f in report["findings"]}
-    assert RULE in found, (list(found), [(k, v["value"]) for k, v in report["metrics"].items()
-                                         if k.startswith("trend.")])
+    trend_values = ", ".join(f"{k}={v['value']}" for k, v in report["metrics"].items() if k.startswith("trend."))
+    assert RULE in found, f"findings {list(found)}; {trend_values}"
     return found[RULE]
 
 
