@@ -140,6 +140,14 @@ SCHEMA: dict[str, dict[str, Column]] = {
                                "operator of its optimizer step takes (collectors/kineto/frozen_grads.py)"),
         "frozen_grad_us": Column("float", "time of those accumulations and of the backward products that make "
                                  "their 2-D gradients (collectors/kineto/frozen_grads.py)"),
+        "dense_embed_tables": Column("float", "CPU-only PyTorch traces: embedding tables whose gradient the step "
+                                     "builds dense (collectors/kineto/dense_embedding.py)"),
+        "dense_embed_rows": Column("float", "rows of those tables, summed"),
+        "dense_embed_lookups": Column("float", "rows their lookups asked for in the step (indices' elements), summed"),
+        "dense_embed_backward_us": Column("float", "time of their dense backward ops (zero-fill and scatter)"),
+        "dense_embed_optimizer_us": Column("float", "time of the step's optimizer ranges times the tables' share of "
+                                           "the elements of the gradients accumulated in the step"),
+        "dense_embed_us": Column("float", "dense_embed_backward_us + dense_embed_optimizer_us"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),

@@ -17,6 +17,7 @@ from advisor.metrics import critical_path  # noqa: F401  isort: skip
 from advisor.metrics import counters  # noqa: F401  isort: skip
 from advisor.metrics import balance  # noqa: F401  isort: skip
 from advisor.metrics import trend  # noqa: F401  isort: skip
+from advisor.metrics import embedding  # noqa: F401  isort: skip
 from advisor.metrics import anomaly  # noqa: F401  isort: skip
 from advisor.metrics.registry import (
     REGISTRY,

@@ -150,6 +150,9 @@ rows or inner size of at most ``work.THIN``: bound by memory by their shape),
 those whose operands are float64 / bfloat16 / float16;
 ``steps.frozen_grads`` and ``frozen_grad_us``: gradients computed that no
 optimizer step reads, and their time (:mod:`kineto.frozen_grads`).
+``steps.dense_embed_*``: embedding tables whose gradient is built dense, the
+rows their lookups ask for, and the time of the dense backward and of the
+optimizer's share on them (:mod:`kineto.dense_embedding`).
 ``meta.cpu``: the host CPU's low-precision instructions where ``advisor
 run`` recorded them (``cpuProperties``).
 
@@ -182,7 +185,7 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import frozen_grads, grad_sync, op_trend, work
+from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, op_trend, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -516,6 +519,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
                                ("fp16_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.FLOAT16))):
             tables.steps[column] = work.time_of(ev.work_ts, ev.work_dur, chosen, tables.steps)
         for column, values in (frozen_grads.columns(ev, tables.steps) or {}).items():
+            tables.steps[column] = values
+        for column, values in (dense_embedding.columns(ev, tables.steps) or {}).items():
             tables.steps[column] = values
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)

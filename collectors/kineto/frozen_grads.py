@@ -42,18 +42,31 @@ from advisor.collectors.kineto.host_calls import step_rows, step_windows
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 BACKWARD_NODE = "autograd::engine::evaluate_function"
 PRODUCT = "aten::mm"
+#: Embedding lookups (weight, indices, ...) and the backward ops that build
+#: their gradient as a dense table (:mod:`kineto.dense_embedding`); the
+#: outer ops only, not the ``aten::_embedding_bag`` they call.
+LOOKUPS = frozenset({"aten::embedding", "aten::embedding_bag"})
+DENSE_LOOKUP_BACKWARDS = frozenset({"aten::embedding_dense_backward", "aten::_embedding_bag_dense_backward"})
+#: ``F.linear(x, weight)``: a table used as an output layer's weight too (tied).
+LINEAR = "aten::linear"
 #: roles of the events read (``grad_role``)
-ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER = 0, 1, 2, 3
+ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER, LOOKUP, DENSE_LOOKUP_BACKWARD, LINEAR_OP = 0, 1, 2, 3, 4, 5, 6
 
 
 def grad_role(name: str) -> int | None:
-    """The role of an event name here (module doc), or None."""
+    """The role of an event name here (module doc, :mod:`kineto.dense_embedding`), or None."""
     if name == ACCUMULATE_GRAD:
         return ACCUMULATE
     if name.startswith(BACKWARD_NODE):
         return BACKWARD
     if name == PRODUCT:
         return MATMUL
+    if name in LOOKUPS:
+        return LOOKUP
+    if name in DENSE_LOOKUP_BACKWARDS:
+        return DENSE_LOOKUP_BACKWARD
+    if name == LINEAR:
+        return LINEAR_OP
     if host_call_class(name) in OPTIMIZER_INNER:
         return OPTIMIZER
     return None

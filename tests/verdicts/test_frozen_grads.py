@@ -50,7 +50,8 @@ def test_shapes_are_read_from_input_dims_tensor_lists_included():
     assert frozen_grads.shapes(b"[broken") == ()
     assert frozen_grads.grad_role("torch::autograd::AccumulateGrad") == frozen_grads.ACCUMULATE
     assert frozen_grads.grad_role("aten::_fused_adamw_") == frozen_grads.OPTIMIZER
-    assert frozen_grads.grad_role("aten::linear") is None
+    assert frozen_grads.grad_role("aten::relu") is None
+    assert frozen_grads.grad_role("aten::linear") == frozen_grads.LINEAR_OP  # tied tables (kineto.dense_embedding)
 
 
 @needs_torch
