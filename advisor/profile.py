@@ -448,6 +448,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                          "and no thread a collective or a DataLoader fetch", required=True),
         "busy_after_us": Column("float", "the busy stretch after it, up to the next free stretch or the step's "
                                 "end (a step's rows add up to its duration)", required=True),
+        "frame": Column("text", "the Python function of the profiled program that runs in the stretch on the "
+                        "training thread (collectors/kineto/host_calls.py frames_holding; traces recorded "
+                        "with_stack=True); absent otherwise"),
         "after_collective": Column("bool", "it begins where a collective the training thread waits for ends "
                                    "on another thread: the training thread resuming after that wait",
                                    required=True),

@@ -210,6 +210,39 @@ def recurring_free_ratio(p: Profile) -> Value:
     return Value(float(ratio.min()), rank_evidence(ratio, scale=1.0))
 
 
+#: Program frames a recurring-free finding names, at most.
+TOP_FRAMES = 3
+
+
+@metric("step.recurring_free_frames", unit="list", needs=["free_gaps.frame", "free_gaps.gap_us", "steps.duration_us"])
+def recurring_free_frames(p: Profile) -> Value:
+    """The program's Python functions the recurring free time runs in
+    (traces recorded with ``with_stack=True``; the ``free_gaps`` table's
+    ``frame``), most time first, on the rank ``step.recurring_free_ms``
+    reports: each place's median over the steady steps (as there) goes to
+    the frame most of its stretches run in. At most ``TOP_FRAMES``, each as
+    'name (ms per step)'. Evidence: each frame's ms."""
+    require_device_record(p)
+    free, _ = _recurring_free(p)
+    rank = free.idxmin()
+    gaps = p.table("free_gaps")
+    ids = steady_steps(p).dropna(subset=["step"])
+    ids = ids.loc[ids["rank"] == rank, "step"].astype("int64").to_numpy()
+    mine = gaps[(gaps["rank"] == rank) & gaps["step"].isin(ids) & ~gaps["after_collective"].fillna(False).astype(bool)]
+    mine = mine.dropna(subset=["frame"])
+    if mine.empty:
+        raise NotEvaluated("no Python frames of the program in the free stretches (record with with_stack=True)")
+    per_key = mine.pivot_table(index="key", columns="step", values="gap_us", aggfunc="sum", fill_value=0.0)
+    median = per_key.reindex(columns=ids, fill_value=0.0).median(axis=1)
+    frame = mine.groupby("key")["frame"].agg(lambda f: f.mode().iloc[0])
+    by_frame = (median.groupby(frame.reindex(median.index)).sum() / US_PER_MS).sort_values(ascending=False)
+    by_frame = by_frame[by_frame > 0].head(TOP_FRAMES)
+    if by_frame.empty:
+        raise NotEvaluated("no recurring free time in a Python frame of the program")
+    return Value([f"{name} ({ms:.2f} ms)" for name, ms in by_frame.items()],
+                 {"rank": int(rank), "frames": {str(k): round(float(v), 3) for k, v in by_frame.items()}})
+
+
 @metric("step.iteration_interval_ms", unit="ms", needs=["steps.iteration_interval_us"])
 def iteration_interval_ms(p: Profile) -> Value:
     """Iteration interval (MindSpore step trace): from the end of one step's

@@ -25,9 +25,14 @@ loop's Python. The same loop puts the
 same Python at the same place in every step, so its gaps keep their keys
 from step to step; the time the process waits for a CPU on a busy host
 lands at random places (``step.recurring_free_ms`` reads it so).
+Where the trace records Python frames (``with_stack=True``), ``frame`` is
+the frame of the profiled program that runs in the stretch on the training
+thread (``host_calls.frames_holding``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -39,11 +44,14 @@ BUSY = "(busy)"
 
 
 def table(starts: np.ndarray, ends: np.ndarray, names: np.ndarray, waited: np.ndarray, steps: pd.DataFrame,
-          rank: int) -> pd.DataFrame | None:
+          rank: int, frame_of: Callable[[np.ndarray, np.ndarray], np.ndarray | None] | None = None
+          ) -> pd.DataFrame | None:
     """One row per free gap of each step window of ``steps`` (``step``,
     ``start_us``, ``duration_us``) given the busy spans ``starts``/``ends``
     named ``names``, ``waited`` marking the collectives the training thread
-    waits for on another thread; None without step markers or gaps."""
+    waits for on another thread; None without step markers or gaps.
+    ``frame_of(start, end)``: the program's Python frame each stretch runs
+    in (the ``frame`` column), None where the trace has none."""
     if steps is None or "start_us" not in steps.columns or steps["step"].isna().all():
         return None
     win = steps.dropna(subset=["step", "start_us", "duration_us"])
@@ -93,12 +101,16 @@ def table(starts: np.ndarray, ends: np.ndarray, names: np.ndarray, waited: np.nd
             glo, ghi, busy = np.r_[lo, glo], np.r_[lo, ghi], np.r_[lead - lo, busy]
             prev, after, wait = np.r_[[STEP_START], prev], np.r_[[BUSY], after], np.r_[False, wait]
         parts.append(pd.DataFrame({"step": int(step), "prev": prev, "next": after, "gap_us": ghi - glo,
-                                   "busy_after_us": busy, "after_collective": wait}))
+                                   "busy_after_us": busy, "after_collective": wait, "lo": glo, "hi": ghi}))
     if not parts:
         return None
     df = pd.concat(parts, ignore_index=True)
     nth = df.groupby(["step", "prev", "next"], sort=False).cumcount()
     key = df["prev"].astype(str) + " > " + df["next"].astype(str) + " #" + nth.astype(str)
-    return pd.DataFrame({"rank": rank, "step": pd.array(df["step"], dtype="Int64"), "key": key,
-                         "gap_us": df["gap_us"].astype(float), "busy_after_us": df["busy_after_us"].astype(float),
-                         "after_collective": df["after_collective"].astype(bool)})
+    out = pd.DataFrame({"rank": rank, "step": pd.array(df["step"], dtype="Int64"), "key": key,
+                        "gap_us": df["gap_us"].astype(float), "busy_after_us": df["busy_after_us"].astype(float),
+                        "after_collective": df["after_collective"].astype(bool)})
+    frames = frame_of(df["lo"].to_numpy(float), df["hi"].to_numpy(float)) if frame_of is not None else None
+    if frames is not None:
+        out["frame"] = frames
+    return out

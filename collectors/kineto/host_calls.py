@@ -159,14 +159,67 @@ def _frames(ev: Events, idx: np.ndarray, framed: np.ndarray) -> np.ndarray | Non
     """Per event of ``idx``: the innermost program frame (``calls.program_frame``)
     on its thread that encloses it, for the ``framed`` ones; None when the
     trace has no program frames."""
-    py = np.flatnonzero(ev.kind == PYTHON)
-    prog = py[np.array([program_frame(str(ev.names[c])) for c in ev.name[py]], dtype=bool)] if py.size else py
-    if prog.size == 0:
+    sel = idx[framed]
+    found = frames_enclosing(ev, ev.thread[sel], ev.ts[sel], ev.end_at(sel))
+    if found is None:
         return None
     out = np.full(idx.size, None, dtype=object)
-    sel = idx[framed]
-    at = iv.Nesting(ev.thread[prog], ev.ts[prog], ev.end_at(prog)).enclosing(ev.thread[sel], ev.ts[sel],
-                                                                              ev.end_at(sel))
-    hit = at >= 0
-    out[np.flatnonzero(framed)[hit]] = ev.names[ev.name[prog[at[hit]]]].astype(str)
+    out[np.flatnonzero(framed)] = found
     return out
+
+
+def frames_enclosing(ev: Events, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Per span (``thread``, ``start``, ``end``): the name of the innermost
+    program frame (``calls.program_frame``: a Python function of the
+    profiled program, recorded with ``with_stack=True``) on that thread
+    that encloses it, None where none does; None when the trace has no
+    program frames."""
+    prog = _program_frames(ev)
+    if prog.size == 0:
+        return None
+    out = np.full(np.size(start), None, dtype=object)
+    at = iv.Nesting(ev.thread[prog], ev.ts[prog], ev.end_at(prog)).enclosing(thread, start, end)
+    hit = at >= 0
+    out[hit] = ev.names[ev.name[prog[at[hit]]]].astype(str)
+    return out
+
+
+def frames_holding(ev: Events, thread: int, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Per stretch of ``thread`` (``start``, ``end``; stretches without an
+    operator): the program frame that runs in it -- the one of the
+    program's frames that begin or end inside the stretch covering most of
+    it, when that is at least half of it (a function called between two
+    operators, such as a metric computed in Python), else the innermost
+    frame enclosing it (the loop's own code); None where there is neither,
+    and None when the trace has no program frames."""
+    outer = frames_enclosing(ev, np.full(np.size(start), thread), start, end)
+    if outer is None:
+        return None
+    prog = _program_frames(ev)
+    prog = prog[ev.thread[prog] == thread]
+    by_start = prog[np.argsort(ev.ts[prog], kind="stable")]
+    s, e = ev.ts[by_start], ev.end_at(by_start)
+    by_end = np.argsort(e, kind="stable")
+    s_end, e_end = s[by_end], e[by_end]
+    names = ev.names[ev.name[by_start]].astype(str)
+    for i, (lo, hi) in enumerate(zip(np.asarray(start, float), np.asarray(end, float))):
+        a, b = np.searchsorted(s, lo, side="left"), np.searchsorted(s, hi, side="left")
+        c, d = np.searchsorted(e_end, lo, side="right"), np.searchsorted(e_end, hi, side="left")
+        inside = np.minimum(e[a:b], hi) - s[a:b]  # begin in the stretch
+        left = np.where(s_end[c:d] < lo, e_end[c:d] - lo, 0.0)  # begin before it, end in it
+        best, name = 0.0, None
+        if inside.size and inside.max() > best:
+            j = int(np.argmax(inside))
+            best, name = float(inside[j]), names[a + j]
+        if left.size and left.max() > best:
+            j = int(np.argmax(left))
+            best, name = float(left[j]), names[by_end[c + j]]
+        if name is not None and best >= 0.5 * (hi - lo):
+            outer[i] = name
+    return outer
+
+
+def _program_frames(ev: Events) -> np.ndarray:
+    """The trace's Python frames of the profiled program (``calls.program_frame``)."""
+    py = np.flatnonzero(ev.kind == PYTHON)
+    return py[np.array([program_frame(str(ev.names[c])) for c in ev.name[py]], dtype=bool)] if py.size else py

@@ -15,6 +15,10 @@ loaded 2-core host:
 * an ``nn.LSTMCell`` called once per time step over 64 steps: 24% (medium);
 * a larger MLP trained on whole batches, checkpointing never: about 10%,
   and the rule stays quiet;
+* a metric computed in Python over the batch every step: with Python
+  stacks recorded (``ADVISOR_WITH_STACK=1``) the finding names the
+  function the time runs in and rests on that; without, it is inferred
+  and says how to see it;
 * examples/train_ddp.py's healthy two ranks (bench/repeatability.py's
   ``healthy-2``): 1.1-1.4 ms of a 10-11 ms step recurs (5 runs), under the
   rule's 4 ms; the rest of their free time is the ranks waiting for a CPU
@@ -76,13 +80,28 @@ for step in range(11):
     opt.step()
     if kind == "save":
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    elif kind == "metric":  # a rank-based AUC written in Python over the batch, every step
+        labels, scores = y.tolist(), model(x)[:, 1].detach().tolist()
+        score = ranked_pairs(labels, scores)
+"""
+METRIC = """
+def ranked_pairs(labels, scores):
+    pairs = won = 0
+    n = len(labels)
+    for i in range(4 * n):
+        for j in range(n):
+            if labels[i % n] > labels[j]:
+                pairs += 1
+                won += scores[i % n] > scores[j]
+    return won / max(pairs, 1)
 """
 SERIOUS = {"medium", "high", "critical"}
 RULE = "host-time-outside-ops"
 
 
-def _run(tmp_path, kind: str) -> dict:
-    return profiled(tmp_path, SCRIPT, kind, tmp_path / "checkpoint.pt", steps=6, warmup=3)[0]
+def _run(tmp_path, kind: str, env: dict | None = None) -> dict:
+    script = SCRIPT.replace("kind, path = sys.argv[1], sys.argv[2]", METRIC + "kind, path = sys.argv[1], sys.argv[2]")
+    return profiled(tmp_path, script, kind, tmp_path / "checkpoint.pt", steps=6, warmup=3, env=env)[0]
 
 
 @pytest.mark.parametrize("kind", ["save", "per-sample", "lstmcell"])
@@ -98,6 +117,27 @@ def test_time_outside_the_operators_is_a_problem_not_clean(tmp_path, kind):
     assert value(report, "step.recurring_free_ratio") >= 0.2
     if kind == "save":  # the file write runs no operator on any thread: long silent stretches
         assert value(report, "host.silent_gap_ms") >= 0.5 * value(report, "step.recurring_free_ms")
+
+
+def test_with_python_stacks_the_finding_names_the_function_that_runs_there(tmp_path):
+    # recorded with_stack=True, the trace holds the program's Python frames: the free time is seen in the
+    # function that runs it, so the finding rests on direct evidence instead of asking for the stacks
+    report = _run(tmp_path, "metric", env={"ADVISOR_WITH_STACK": "1"})
+    found = {f["rule"]: f for f in report["findings"]}
+    assert RULE in found, list(found)
+    f = found[RULE]
+    assert f["direct_evidence"] is True and "(inferred)" not in f["title"]
+    frames = report["metrics"]["step.recurring_free_frames"]["evidence"]["frames"]
+    top = next(iter(frames))
+    assert top.endswith(": ranked_pairs") and top in f["message"] and "ADVISOR_WITH_STACK" not in f["message"]
+    assert frames[top] >= 0.5 * value(report, "step.recurring_free_ms")
+
+
+def test_without_python_stacks_the_finding_is_inferred_and_says_how_to_see_the_functions(tmp_path):
+    report = _run(tmp_path, "metric")
+    f = {f["rule"]: f for f in report["findings"]}[RULE]
+    assert f["direct_evidence"] is False and f["title"].endswith("(inferred)")
+    assert "ADVISOR_WITH_STACK=1" in f["message"] and "step.recurring_free_frames" not in report["metrics"]
 
 
 def test_a_batch_run_row_by_row_spends_its_step_in_thin_products(tmp_path):
