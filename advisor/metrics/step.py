@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from advisor.collectors.kineto.host_gaps import MIN_GAP_US
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import (
     US_PER_MS,
@@ -208,6 +209,32 @@ def recurring_free_ratio(p: Profile) -> Value:
     if ratio.empty:
         raise NotEvaluated("no steady step with a positive duration")
     return Value(float(ratio.min()), rank_evidence(ratio, scale=1.0))
+
+
+@metric("step.recurring_long_free_ms", unit="ms", needs=["free_gaps.gap_us", "steps.duration_us"])
+def recurring_long_free_ms(p: Profile) -> Value:
+    """``step.recurring_free_ms`` counting only the free stretches of at
+    least ``host_gaps.MIN_GAP_US`` (1 ms, the silent gaps' bound): the long
+    pauses the loop makes at the same place in every step (per place the
+    median over the steady steps, summed; the least over ranks). Pure-Python
+    work in the loop (a checkpoint, a metric, a walk over a growing list)
+    recurs so; a garbage collection, set off by allocation counts, comes
+    every so many steps and has a small median at any place."""
+    require_device_record(p)
+
+    def build() -> pd.Series:
+        gaps = p.table("free_gaps")
+        wake = gaps["after_collective"].fillna(False).astype(bool)
+        rows = gaps.assign(long_us=gaps["gap_us"].where(~wake & (gaps["gap_us"] >= MIN_GAP_US), 0.0))
+        out = {}
+        for rank, own in steady_steps(p).dropna(subset=["step"]).groupby("rank"):
+            ids = own["step"].astype("int64").to_numpy()
+            out[rank] = _by_place(rows[(rows["rank"] == rank) & rows["step"].isin(ids)], ids, "long_us")
+        return pd.Series(out, dtype=float)
+
+    _recurring_free(p)  # the same steady steps are required
+    long = p.memo("recurring_long_free", build)
+    return Value(float(long.min()) / US_PER_MS, rank_evidence(long))
 
 
 #: Program frames a recurring-free finding names, at most.
