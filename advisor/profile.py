@@ -544,6 +544,8 @@ class CpuInfo(BaseModel):
                               "AVX512-BF16 or AMX-BF16; Arm: bf16); None: unknown")
     fp16: bool | None = Field(None, description="the CPU has float16 arithmetic instructions (x86: "
                               "AVX512-FP16 or AMX-FP16; Arm: fphp); None: unknown")
+    usable_cpus: int | None = Field(None, description="the CPUs the training process could run on (its affinity "
+                                    "mask), which it shares with its data-loader workers; None: unknown")
 
 
 class RunMeta(BaseModel):

@@ -233,8 +233,10 @@ def suggested_workers(p: Profile) -> Value:
     the time the device needs without waiting, with 2x headroom, rounded up
     to an even number. With w workers delivering one batch per step time T,
     of which W is data wait: need = w * T / (T - W), suggestion =
-    even(ceil(2 * need)), at least w + 1. w is the bottleneck op's
-    ``num_parallel_workers`` or, when unknown, 1."""
+    even(ceil(2 * need)), at least w + 1, at most ``data.worker_cpus``
+    where the profile records the CPUs (evidence ``uncapped``: the count
+    before). w is the bottleneck op's ``num_parallel_workers`` or, when
+    unknown, 1."""
     wait, source = _data_wait_ms(p)
     step = run_mean_ms(p, "duration_us")
     if step is None or not math.isfinite(step - wait):
@@ -249,7 +251,48 @@ def suggested_workers(p: Profile) -> Value:
     need = workers * step / busy
     suggestion = max(workers + 1, math.ceil(WORKER_HEADROOM * need))
     suggestion += suggestion % 2
-    return Value(int(suggestion), {"current_workers": workers, "data_wait_from": source})
+    evidence = {"current_workers": workers, "data_wait_from": source}
+    try:
+        cpus = worker_cpus(p).value
+    except NotEvaluated:
+        cpus = None
+    if cpus is not None and suggestion > cpus:
+        evidence["uncapped"] = int(suggestion)
+        suggestion = cpus
+    return Value(int(suggestion), evidence)
+
+
+@metric("data.worker_cpus", unit="count", needs=[])
+def worker_cpus(p: Profile) -> Value:
+    """CPUs left for data-loader worker processes: the CPUs the training
+    process could run on (``meta.cpu.usable_cpus``, its affinity mask as
+    ``advisor run`` records it) less the one the training loop keeps busy,
+    at least 1. ``data.suggested_workers`` suggests no more: workers beyond
+    the CPUs only take them from each other and from the loop."""
+    usable = p.meta.cpu.usable_cpus if p.meta.cpu is not None else None
+    if not usable:
+        raise NotEvaluated("the profile does not say which CPUs the process could use (recorded by advisor run)")
+    return Value(max(1, int(usable) - 1), {"usable_cpus": int(usable)})
+
+
+#: The PyTorch DataLoader iterators, as the profiler names their ``__next__``.
+LOADER_KINDS = {"_MultiProcessingDataLoaderIter": "worker processes",
+                "_SingleProcessDataLoaderIter": "the training process"}
+
+
+@metric("data.loader_workers", unit="text", needs=["host_calls.cls"])
+def loader_workers(p: Profile) -> Value:
+    """Where a PyTorch DataLoader makes its batches: 'worker processes'
+    (``num_workers`` above 0: ``_MultiProcessingDataLoaderIter``) or 'the
+    training process' (``_SingleProcessDataLoaderIter``), from the
+    ``enumerate(DataLoader)#...__next__`` spans (``host_calls`` class
+    ``data_loader``); the first where a run has both."""
+    calls = p.table("host_calls")
+    names = calls.loc[calls["cls"] == "data_loader", "name"].astype(str).unique().tolist()
+    for key, kind in LOADER_KINDS.items():
+        if any(key in n for n in names):
+            return Value(kind, {"spans": names[:4]})
+    raise NotEvaluated("no PyTorch DataLoader span names which iterator it is")
 
 
 @metric("data.op_queue_usage", unit="map", scope="op", needs=["data_ops.output_queue_usage"])

@@ -155,7 +155,7 @@ BACKWARD_NODE_PREFIX = "autograd::engine::evaluate_function: "
 NAN_CHECK_OPS = frozenset({"aten::isnan", "aten::_is_any_true"})
 #: The classes of ``host_call_class``, in order of precedence.
 HOST_CALL_CLASSES = ("gc", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
-                     "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check")
+                     "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check", "data_loader")
 #: The classes that count only inside an optimizer step.
 OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
 
@@ -187,6 +187,8 @@ def host_call_class(name: str) -> str | None:
         return "backward"
     if name in NAN_CHECK_OPS:
         return "nan_check"
+    if DATALOADER_RE.match(name):
+        return "data_loader"
     return None
 
 

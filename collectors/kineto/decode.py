@@ -183,13 +183,15 @@ _GPU = msgspec.json.Decoder(GpuModel)
 class CpuModel(msgspec.Struct, frozen=True):
     """The ``cpuProperties`` object ``advisor run`` adds to a trace
     (``cpu_properties`` in ``collectors/live/bootstrap/_advisor_live.py``):
-    the host CPU's architecture, the vector ISA PyTorch used, and whether it
-    has bfloat16 / float16 arithmetic instructions (None: unknown)."""
+    the host CPU's architecture, the vector ISA PyTorch used, whether it
+    has bfloat16 / float16 arithmetic instructions, and the CPUs the
+    process could run on (None: unknown)."""
 
     arch: str | None = None
     capability: str | None = None
     bf16: bool | None = None
     fp16: bool | None = None
+    usable_cpus: int | None = None
 
 
 class TraceDoc(msgspec.Struct):

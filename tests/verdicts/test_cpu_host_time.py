@@ -35,14 +35,12 @@ and DDP loops.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 
 import pytest
 
 from bench import repeatability
 from tests._profiled import profiled, value
+from tests.e2e._teardown import advisor_run_report
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -163,10 +161,9 @@ def test_healthy_ddp_ranks_waiting_for_a_cpu_keep_it_quiet(tmp_path):
     # two gloo ranks of a small MLP on a 2-core host, as bench/repeatability.py runs its healthy-2 scenario:
     # their free time is mostly waits for a CPU at random places and the wake-up after each all-reduce
     steps, command = repeatability.SCENARIOS["healthy-2"]
-    proc = subprocess.run(repeatability.argv(steps, command, tmp_path / "out"), capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path, env=dict(os.environ, **repeatability.ENV, ADVISOR_STRICT="1"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    out = tmp_path / "out"
+    report = advisor_run_report(repeatability.argv(steps, command, out), out, steps, cwd=tmp_path, timeout=600,
+                                env={**repeatability.ENV, "ADVISOR_STRICT": "1"})
     found = {f["rule"]: f["severity"] for f in report["findings"]}
     assert found.get(RULE) not in SERIOUS, report["metrics"].get("step.recurring_free_ms")
     recurring = report["metrics"]["step.recurring_free_ms"]

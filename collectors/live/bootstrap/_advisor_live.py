@@ -174,7 +174,10 @@ def cpu_properties(torch_module, words=None, machine=None):
     arithmetic, False when it has not, None when unknown. x86: bfloat16 with
     AVX512-BF16 or AMX-BF16, float16 with AVX512-FP16 or AMX-FP16; Arm: the
     ``bf16`` and ``fphp`` features. Without them PyTorch converts element
-    by element and a product takes tens of times its float32 time."""
+    by element and a product takes tens of times its float32 time.
+    ``usable_cpus``: the CPUs this process may run on (its affinity mask):
+    what the training process and its data-loader workers share."""
+    import os
     import platform
 
     words = _cpuinfo_words() if words is None else words
@@ -194,7 +197,11 @@ def cpu_properties(torch_module, words=None, machine=None):
             fp16 = _torch_check(torch_module, "_is_amx_fp16_supported") or None
     elif machine in ("aarch64", "arm64") and words is not None:
         bf16, fp16 = "bf16" in words, "fphp" in words
-    return {"arch": machine, "capability": capability, "bf16": bf16, "fp16": fp16}
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
+    return {"arch": machine, "capability": capability, "bf16": bf16, "fp16": fp16, "usable_cpus": usable}
 
 
 def importable(name):

@@ -1,0 +1,93 @@
+"""input-bound's fix on real CPU runs whose DataLoader builds batches with
+60 tensor operations per sample (``advisor run``, PyTorch's profiler),
+the job held to two CPUs.
+
+With ``num_workers=2`` the loader already has both CPUs and the loop waits
+for data ~90% of the step; the fix used to ask for ``num_workers=16``.
+``advisor run`` records the CPUs the process may use (``cpuProperties``
+``usable_cpus``), and the suggestion stays within them: with the loader
+already in worker processes the fix is cheaper batches; with the loader in
+the training process it is one worker, on the CPU the loop leaves.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tests._profiled import ENV, needs_torch, value
+from tests.e2e._teardown import advisor_run_report
+
+SCRIPT = """
+import sys, torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+torch.manual_seed(0)
+
+
+class Augmented(Dataset):
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, i):
+        x = torch.randn(256)
+        for _ in range(60):  # per-sample augmentation
+            x = torch.tanh(x * 1.01 + 0.01)
+        return x, i % 10
+
+
+if __name__ == "__main__":
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    loader = DataLoader(Augmented(), batch_size=64, num_workers=int(sys.argv[1]))
+    for step, (x, y) in enumerate(loader):
+        if step == 10:
+            break
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+"""
+#: Runs the command after it on at most two of this process's CPUs.
+TWO_CPUS = ("import os, sys; os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2]); "
+            "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
+def _input_bound(tmp_path, workers: int) -> tuple[dict, dict]:
+    """(report.json, its input-bound finding) of the loop with ``workers``."""
+    script, out = tmp_path / "train_loop.py", tmp_path / "out"
+    script.write_text(SCRIPT)
+    argv = [sys.executable, "-c", TWO_CPUS, "-m", "advisor", "run", "--steps", "6", "--warmup", "2", "-o", str(out),
+            "--no-color", "--", sys.executable, str(script), str(workers)]
+    report = advisor_run_report(argv, out, 6, cwd=tmp_path, env=ENV)
+    found = {f["rule"]: f for f in report["findings"]}
+    assert "input-bound" in found, list(found)
+    return report, found["input-bound"]
+
+
+@needs_torch
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
+def test_a_loader_that_already_has_the_cpus_is_told_to_build_cheaper_batches(tmp_path):
+    report, finding = _input_bound(tmp_path, 2)
+    cpus = len(os.sched_getaffinity(0))
+    assert report["metrics"]["data.worker_cpus"]["evidence"]["usable_cpus"] == min(cpus, 2)
+    assert value(report, "data.loader_workers") == "worker processes"
+    assert value(report, "data.suggested_workers") == value(report, "data.worker_cpus") == max(1, min(cpus, 2) - 1)
+    assert report["metrics"]["data.suggested_workers"]["evidence"]["uncapped"] > value(report, "data.worker_cpus")
+    fix = finding["fix"]
+    assert "already builds batches in worker processes" in fix["text"] and "cheaper" in fix["text"]
+    assert "num_workers=16" not in fix["code"]
+
+
+@needs_torch
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
+def test_a_loader_in_the_training_process_is_given_the_cpu_the_loop_leaves(tmp_path):
+    report, finding = _input_bound(tmp_path, 0)
+    assert value(report, "data.loader_workers") == "the training process"
+    workers = value(report, "data.worker_cpus")
+    fix = finding["fix"]
+    assert fix["text"].startswith("Load batches in background worker processes")
+    assert f"num_workers={workers}" in fix["code"] and value(report, "data.suggested_workers") == workers
