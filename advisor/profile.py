@@ -294,7 +294,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "(SyncBatchNorm's cross-rank statistics), backward (autograd's backward nodes, "
                       "autograd::engine::evaluate_function: ...), nan_check (NaN checks inside a backward node: "
                       "aten::isnan, aten::_is_any_true and the aten::item that reads their answer, as anomaly "
-                      "mode runs them), silent_gap (stretches of at least 1 ms in a step "
+                      "mode runs them), data_loader (a PyTorch DataLoader's __next__: "
+                      "enumerate(DataLoader)#..., its iterator's name saying whether worker processes build the "
+                      "batches), silent_gap (stretches of at least 1 ms in a step "
                       "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py)",
                       required=True),
         "name": Column("text", "the event's name as the profiler wrote it", required=True),
