@@ -233,10 +233,11 @@ def suggested_workers(p: Profile) -> Value:
     the time the device needs without waiting, with 2x headroom, rounded up
     to an even number. With w workers delivering one batch per step time T,
     of which W is data wait: need = w * T / (T - W), suggestion =
-    even(ceil(2 * need)), at least w + 1, at most ``data.worker_cpus``
-    where the profile records the CPUs (evidence ``uncapped``: the count
-    before). w is the bottleneck op's ``num_parallel_workers`` or, when
-    unknown, 1."""
+    even(ceil(2 * need)), at least w + 1. w is the bottleneck op's
+    ``num_parallel_workers`` or, when unknown, 1. Workers that wait on
+    storage or the network need no CPU of their own; workers that decode
+    or augment do, and ``data.worker_cpus`` says how many this host gives
+    them."""
     wait, source = _data_wait_ms(p)
     step = run_mean_ms(p, "duration_us")
     if step is None or not math.isfinite(step - wait):
@@ -251,15 +252,7 @@ def suggested_workers(p: Profile) -> Value:
     need = workers * step / busy
     suggestion = max(workers + 1, math.ceil(WORKER_HEADROOM * need))
     suggestion += suggestion % 2
-    evidence = {"current_workers": workers, "data_wait_from": source}
-    try:
-        cpus = worker_cpus(p).value
-    except NotEvaluated:
-        cpus = None
-    if cpus is not None and suggestion > cpus:
-        evidence["uncapped"] = int(suggestion)
-        suggestion = cpus
-    return Value(int(suggestion), evidence)
+    return Value(int(suggestion), {"current_workers": workers, "data_wait_from": source})
 
 
 @metric("data.worker_cpus", unit="count", needs=[])
@@ -267,8 +260,9 @@ def worker_cpus(p: Profile) -> Value:
     """CPUs left for data-loader worker processes: the CPUs the training
     process could run on (``meta.cpu.usable_cpus``, its affinity mask as
     ``advisor run`` records it) less the one the training loop keeps busy,
-    at least 1. ``data.suggested_workers`` suggests no more: workers beyond
-    the CPUs only take them from each other and from the loop."""
+    at least 1. Workers that build batches by CPU work (decoding,
+    augmenting) beyond these only take CPUs from each other and from the
+    loop."""
     usable = p.meta.cpu.usable_cpus if p.meta.cpu is not None else None
     if not usable:
         raise NotEvaluated("the profile does not say which CPUs the process could use (recorded by advisor run)")

@@ -3,11 +3,14 @@
 the job held to two CPUs.
 
 With ``num_workers=2`` the loader already has both CPUs and the loop waits
-for data ~90% of the step; the fix used to ask for ``num_workers=16``.
-``advisor run`` records the CPUs the process may use (``cpuProperties``
-``usable_cpus``), and the suggestion stays within them: with the loader
-already in worker processes the fix is cheaper batches; with the loader in
-the training process it is one worker, on the CPU the loop leaves.
+for data ~90% of the step; the fix used to ask for ``num_workers=16`` and
+nothing else. ``advisor run`` records the CPUs the process may use
+(``cpuProperties`` ``usable_cpus``). The trace cannot see inside the
+workers, so the fix says both: with the loader already in worker
+processes, cheaper batches when building them is CPU work, more workers
+only when they wait on storage or the network; with the loader in the
+training process, the suggested workers, of which the CPUs keep one busy
+beside the loop when the work is CPU work.
 """
 
 from __future__ import annotations
@@ -75,11 +78,12 @@ def test_a_loader_that_already_has_the_cpus_is_told_to_build_cheaper_batches(tmp
     cpus = len(os.sched_getaffinity(0))
     assert report["metrics"]["data.worker_cpus"]["evidence"]["usable_cpus"] == min(cpus, 2)
     assert value(report, "data.loader_workers") == "worker processes"
-    assert value(report, "data.suggested_workers") == value(report, "data.worker_cpus") == max(1, min(cpus, 2) - 1)
-    assert report["metrics"]["data.suggested_workers"]["evidence"]["uncapped"] > value(report, "data.worker_cpus")
+    assert value(report, "data.worker_cpus") == max(1, min(cpus, 2) - 1) < value(report, "data.suggested_workers")
     fix = finding["fix"]
     assert "already builds batches in worker processes" in fix["text"] and "cheaper" in fix["text"]
-    assert "num_workers=16" not in fix["code"]
+    # more workers only where they wait on storage or the network, which this profile cannot see
+    assert "storage or the network" in fix["text"]
+    assert "cached_dataset" in fix["code"] and f"num_workers={value(report, 'data.worker_cpus')}" in fix["code"]
 
 
 @needs_torch
@@ -87,7 +91,8 @@ def test_a_loader_that_already_has_the_cpus_is_told_to_build_cheaper_batches(tmp
 def test_a_loader_in_the_training_process_is_given_the_cpu_the_loop_leaves(tmp_path):
     report, finding = _input_bound(tmp_path, 0)
     assert value(report, "data.loader_workers") == "the training process"
-    workers = value(report, "data.worker_cpus")
     fix = finding["fix"]
     assert fix["text"].startswith("Load batches in background worker processes")
-    assert f"num_workers={workers}" in fix["code"] and value(report, "data.suggested_workers") == workers
+    assert f"num_workers={value(report, 'data.suggested_workers')}" in fix["code"]
+    # the suggestion is for workers that wait; CPU-bound ones get the CPUs the loop leaves
+    assert f"keep about {value(report, 'data.worker_cpus')} busy" in fix["text"]
