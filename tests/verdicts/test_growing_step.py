@@ -8,11 +8,9 @@ copies everything gathered so far again every step: measured on a loaded
 steps vary without a trend (the batch size changes), and one with a slow
 evaluation step every third step (step-outlier's case) accumulate nothing.
 docs/accuracy.md has the runs no test here repeats: a Python list that grows
-and is walked every step (the same shape outside the operators; on a host
-running two other jobs its steps' order is too scrambled for the trend test
-in about one run of three) and a host that gets busier step after step
-(whether spawned busy processes slow the loop depends on the machine's
-cores).
+and is walked every step (the same shape outside the operators) and a host
+that gets busier step after step (whether spawned busy processes slow the
+loop depends on the machine's cores).
 """
 
 from __future__ import annotations
