@@ -255,18 +255,27 @@ def suggested_workers(p: Profile) -> Value:
     return Value(int(suggestion), {"current_workers": workers, "data_wait_from": source})
 
 
+@metric("data.usable_cpus", unit="count", needs=[])
+def usable_cpus(p: Profile) -> Value:
+    """The CPUs the training process could run on (``meta.cpu.usable_cpus``,
+    its affinity mask as ``advisor run`` records it), which it shares with
+    its data-loader workers."""
+    usable = p.meta.cpu.usable_cpus if p.meta.cpu is not None else None
+    if not usable:
+        raise NotEvaluated("the profile does not say which CPUs the process could use (recorded by advisor run)")
+    return Value(int(usable))
+
+
 @metric("data.worker_cpus", unit="count", needs=[])
 def worker_cpus(p: Profile) -> Value:
     """CPUs left for data-loader worker processes: the CPUs the training
     process could run on (``meta.cpu.usable_cpus``, its affinity mask as
-    ``advisor run`` records it) less the one the training loop keeps busy,
-    at least 1. Workers that build batches by CPU work (decoding,
+    ``advisor run`` records it) less the one the training loop keeps busy
+    (0 on one CPU). Workers that build batches by CPU work (decoding,
     augmenting) beyond these only take CPUs from each other and from the
     loop."""
-    usable = p.meta.cpu.usable_cpus if p.meta.cpu is not None else None
-    if not usable:
-        raise NotEvaluated("the profile does not say which CPUs the process could use (recorded by advisor run)")
-    return Value(max(1, int(usable) - 1), {"usable_cpus": int(usable)})
+    usable = usable_cpus(p).value
+    return Value(max(0, usable - 1), {"usable_cpus": usable})
 
 
 #: The PyTorch DataLoader iterators, as the profiler names their ``__next__``.

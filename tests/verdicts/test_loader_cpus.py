@@ -1,9 +1,9 @@
 """input-bound's fix on real CPU runs whose DataLoader builds batches with
 60 tensor operations per sample (``advisor run``, PyTorch's profiler),
-the job held to two CPUs.
+the job held to one CPU.
 
-With ``num_workers=2`` the loader already has both CPUs and the loop waits
-for data ~90% of the step; the fix used to ask for ``num_workers=16`` and
+With ``num_workers=2`` on 2 CPUs the loader already had both and the loop
+waited for data ~90% of the step; the fix asked for ``num_workers=16`` and
 nothing else. ``advisor run`` records the CPUs the process may use
 (``cpuProperties`` ``usable_cpus``). The trace cannot see inside the
 workers, so the fix says both: with the loader already in worker
@@ -54,16 +54,17 @@ if __name__ == "__main__":
         loss_fn(model(x), y).backward()
         opt.step()
 """
-#: Runs the command after it on at most two of this process's CPUs.
-TWO_CPUS = ("import os, sys; os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2]); "
-            "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+#: Runs the command after it on one of this process's CPUs (the loader's
+#: workers then share it with the loop, and a test beside this one keeps the other).
+ONE_CPU = ("import os, sys; os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:1]); "
+           "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
 
 
 def _input_bound(tmp_path, workers: int) -> tuple[dict, dict]:
     """(report.json, its input-bound finding) of the loop with ``workers``."""
     script, out = tmp_path / "train_loop.py", tmp_path / "out"
     script.write_text(SCRIPT)
-    argv = [sys.executable, "-c", TWO_CPUS, "-m", "advisor", "run", "--steps", "6", "--warmup", "2", "-o", str(out),
+    argv = [sys.executable, "-c", ONE_CPU, "-m", "advisor", "run", "--steps", "6", "--warmup", "2", "-o", str(out),
             "--no-color", "--", sys.executable, str(script), str(workers)]
     report = advisor_run_report(argv, out, 6, cwd=tmp_path, env=ENV)
     found = {f["rule"]: f for f in report["findings"]}
@@ -75,10 +76,10 @@ def _input_bound(tmp_path, workers: int) -> tuple[dict, dict]:
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
 def test_a_loader_that_already_has_the_cpus_is_told_to_build_cheaper_batches(tmp_path):
     report, finding = _input_bound(tmp_path, 2)
-    cpus = len(os.sched_getaffinity(0))
-    assert report["metrics"]["data.worker_cpus"]["evidence"]["usable_cpus"] == min(cpus, 2)
+    assert value(report, "data.usable_cpus") == 1 and value(report, "data.worker_cpus") == 0
     assert value(report, "data.loader_workers") == "worker processes"
-    assert value(report, "data.worker_cpus") == max(1, min(cpus, 2) - 1) < value(report, "data.suggested_workers")
+    assert value(report, "data.suggested_workers") > 0
+    assert "may run on 1 CPU." in finding["fix"]["text"]
     fix = finding["fix"]
     assert "already builds batches in worker processes" in fix["text"] and "cheaper" in fix["text"]
     # more workers only where they wait on storage or the network, which this profile cannot see
