@@ -34,9 +34,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto.calls import OPTIMIZER_STEP_RE
-from advisor.collectors.kineto.decode import HOST, Events
-from advisor.collectors.kineto.frozen_grads import ACCUMULATE, DENSE_LOOKUP_BACKWARD, LINEAR_OP, LOOKUP
+from advisor.collectors.kineto.decode import Events
+from advisor.collectors.kineto.frozen_grads import (ACCUMULATE, DENSE_LOOKUP_BACKWARD, LINEAR_OP, LOOKUP,
+                                                    optimizer_steps)
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
 
 COLUMNS = ("dense_embed_tables", "dense_embed_rows", "dense_embed_lookups", "dense_embed_backward_us",
@@ -76,9 +76,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     step window); None when the trace records no dense embedding backward."""
     if steps is None or steps.empty or not (ev.grad_role == DENSE_LOOKUP_BACKWARD).any():
         return None
-    ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
-    is_step = np.array([bool(OPTIMIZER_STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
-    opt_idx = np.flatnonzero(ranges & is_step[ev.name])
+    opt_idx = optimizer_steps(ev)
     opt_rows = step_rows(ev.ts[opt_idx], steps)
     row = step_rows(ev.grad_ts, steps)
     out = {c: np.full(len(steps), np.nan) for c in COLUMNS}

@@ -72,6 +72,15 @@ def grad_role(name: str) -> int | None:
     return None
 
 
+def optimizer_steps(ev: Events) -> np.ndarray:
+    """Positions of the trace's optimizer steps: the ``Optimizer.step#...``
+    ranges (``calls.OPTIMIZER_STEP_RE``) the profiler records as host user
+    annotations."""
+    ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
+    is_step = np.array([bool(OPTIMIZER_STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
+    return np.flatnonzero(ranges & is_step[ev.name])
+
+
 def shapes(raw: bytes) -> tuple:
     """The tensor shapes of a raw ``Input Dims`` JSON text, in order, a
     tensor list's shapes in its place (``[[512, 512], [512]]`` for a
@@ -103,10 +112,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     if steps is None or steps.empty or ev.grad_ts.size == 0:
         return None
     acc = (ev.grad_role == ACCUMULATE) & np.array([len(s) > 0 for s in ev.grad_shapes], dtype=bool)
-    ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
-    is_step = np.array([bool(OPTIMIZER_STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
-    step_range = ranges & is_step[ev.name]
-    opt_idx = np.flatnonzero(step_range)
+    opt_idx = optimizer_steps(ev)
     if not acc.any() or opt_idx.size == 0:
         return None
     windows = step_windows(steps)
