@@ -175,8 +175,11 @@ def frames_enclosing(ev: Events, thread: np.ndarray, start: np.ndarray, end: np.
     that encloses it, None where none does; None when the trace has no
     program frames."""
     prog = _program_frames(ev)
-    if prog.size == 0:
-        return None
+    return _enclosing(ev, prog, thread, start, end) if prog.size else None
+
+
+def _enclosing(ev: Events, prog: np.ndarray, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``frames_enclosing`` among the program frames ``prog``."""
     out = np.full(np.size(start), None, dtype=object)
     at = iv.Nesting(ev.thread[prog], ev.ts[prog], ev.end_at(prog)).enclosing(thread, start, end)
     hit = at >= 0
@@ -192,10 +195,10 @@ def frames_holding(ev: Events, thread: int, start: np.ndarray, end: np.ndarray) 
     operators, such as a metric computed in Python), else the innermost
     frame enclosing it (the loop's own code); None where there is neither,
     and None when the trace has no program frames."""
-    outer = frames_enclosing(ev, np.full(np.size(start), thread), start, end)
-    if outer is None:
-        return None
     prog = _program_frames(ev)
+    if prog.size == 0:
+        return None
+    outer = _enclosing(ev, prog, np.full(np.size(start), thread), start, end)
     prog = prog[ev.thread[prog] == thread]
     by_start = prog[np.argsort(ev.ts[prog], kind="stable")]
     s, e = ev.ts[by_start], ev.end_at(by_start)
@@ -222,4 +225,7 @@ def frames_holding(ev: Events, thread: int, start: np.ndarray, end: np.ndarray) 
 def _program_frames(ev: Events) -> np.ndarray:
     """The trace's Python frames of the profiled program (``calls.program_frame``)."""
     py = np.flatnonzero(ev.kind == PYTHON)
-    return py[np.array([program_frame(str(ev.names[c])) for c in ev.name[py]], dtype=bool)] if py.size else py
+    if py.size == 0:
+        return py
+    codes, at = np.unique(ev.name[py], return_inverse=True)  # each name asked once
+    return py[np.array([program_frame(str(ev.names[c])) for c in codes], dtype=bool)[at]]
