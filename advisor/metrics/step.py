@@ -130,23 +130,36 @@ def _recurring_free(p: Profile) -> tuple[pd.Series, pd.Series]:
 
 
 def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
-    gaps = p.table("free_gaps")  # CPU-only Kineto traces with step markers (the metric's needs)
+    gaps, wake = _free_gaps(p)
+    # a wake-up after a collective is busy time, not free time
+    rows = gaps.assign(free_us=gaps["gap_us"].where(~wake, 0.0),
+                       busy_us=gaps["busy_after_us"].fillna(0.0) + gaps["gap_us"].where(wake, 0.0))
+    free, typical = {}, {}
+    for rank, (ids, mine) in _steady_rows(p, rows).items():
+        free[rank] = _by_place(mine, ids, "free_us")
+        typical[rank] = _by_place(mine, ids, "busy_us") + free[rank]
+    return pd.Series(free, dtype=float), pd.Series(typical, dtype=float)
+
+
+def _free_gaps(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    """(the ``free_gaps`` table, its wake-up-after-a-collective mask)."""
+    gaps = p.table("free_gaps")  # CPU-only Kineto traces with step markers (the metrics' needs)
+    return gaps, gaps["after_collective"].fillna(False).astype(bool)
+
+
+def _steady_rows(p: Profile, rows: pd.DataFrame) -> dict:
+    """Per rank: (its steady step ids, the ``rows`` of the free_gaps table
+    in them); NotEvaluated with fewer than ``MIN_MEDIAN_STEPS`` on a rank."""
     steps = steady_steps(p).dropna(subset=["step"])
     counts = steps.groupby("rank").size()
     if counts.empty or int(counts.min()) < MIN_MEDIAN_STEPS:
         raise NotEvaluated(f"fewer than {MIN_MEDIAN_STEPS} steady steps on a rank: a cost every step pays "
                            "cannot be told from one step's")
-    wake = gaps["after_collective"].fillna(False).astype(bool)
-    # a wake-up after a collective is busy time, not free time
-    rows = gaps.assign(free_us=gaps["gap_us"].where(~wake, 0.0),
-                       busy_us=gaps["busy_after_us"].fillna(0.0) + gaps["gap_us"].where(wake, 0.0))
-    free, typical = {}, {}
+    out = {}
     for rank, own in steps.groupby("rank"):
         ids = own["step"].astype("int64").to_numpy()
-        mine = rows[(rows["rank"] == rank) & rows["step"].isin(ids)]
-        free[rank] = _by_place(mine, ids, "free_us")
-        typical[rank] = _by_place(mine, ids, "busy_us") + free[rank]
-    return pd.Series(free, dtype=float), pd.Series(typical, dtype=float)
+        out[rank] = ids, rows[(rows["rank"] == rank) & rows["step"].isin(ids)]
+    return out
 
 
 def recurring_free_per_rank(p: Profile) -> pd.Series:
@@ -223,16 +236,11 @@ def recurring_long_free_ms(p: Profile) -> Value:
     require_device_record(p)
 
     def build() -> pd.Series:
-        gaps = p.table("free_gaps")
-        wake = gaps["after_collective"].fillna(False).astype(bool)
+        gaps, wake = _free_gaps(p)
         rows = gaps.assign(long_us=gaps["gap_us"].where(~wake & (gaps["gap_us"] >= MIN_GAP_US), 0.0))
-        out = {}
-        for rank, own in steady_steps(p).dropna(subset=["step"]).groupby("rank"):
-            ids = own["step"].astype("int64").to_numpy()
-            out[rank] = _by_place(rows[(rows["rank"] == rank) & rows["step"].isin(ids)], ids, "long_us")
-        return pd.Series(out, dtype=float)
+        return pd.Series({rank: _by_place(mine, ids, "long_us") for rank, (ids, mine) in _steady_rows(p, rows).items()},
+                         dtype=float)
 
-    _recurring_free(p)  # the same steady steps are required
     long = p.memo("recurring_long_free", build)
     return Value(float(long.min()) / US_PER_MS, rank_evidence(long))
 
@@ -252,10 +260,8 @@ def recurring_free_frames(p: Profile) -> Value:
     require_device_record(p)
     free, _ = _recurring_free(p)
     rank = free.idxmin()
-    gaps = p.table("free_gaps")
-    ids = steady_steps(p).dropna(subset=["step"])
-    ids = ids.loc[ids["rank"] == rank, "step"].astype("int64").to_numpy()
-    mine = gaps[(gaps["rank"] == rank) & gaps["step"].isin(ids) & ~gaps["after_collective"].fillna(False).astype(bool)]
+    gaps, wake = _free_gaps(p)
+    ids, mine = _steady_rows(p, gaps[~wake])[rank]
     mine = mine.dropna(subset=["frame"])
     if mine.empty:
         raise NotEvaluated("no Python frames of the program in the free stretches (record with with_stack=True)")
