@@ -18,14 +18,18 @@ _TIME = ["steps.dense_embed_us", "steps.dense_embed_backward_us", "steps.dense_e
 _ROWS = ["steps.dense_embed_rows", "steps.dense_embed_lookups", "steps.dense_embed_tables"]
 
 
-def _column_value(p: Profile, name: str) -> float:
-    """Mean over ranks of each rank's steady-step mean of ``name``;
-    NotEvaluated without values."""
+def _per_rank(p: Profile, name: str):
+    """Each rank's steady-step mean of ``name``; NotEvaluated without values."""
     ranks = per_rank_mean(p, name)
     if ranks.empty:
         raise NotEvaluated("no embedding lookup with a dense backward in the steady steps "
                            "(CPU-only traces recorded with shapes)")
-    return float(ranks.mean())
+    return ranks
+
+
+def _column_value(p: Profile, name: str) -> float:
+    """Mean over ranks of each rank's steady-step mean of ``name``."""
+    return float(_per_rank(p, name).mean())
 
 
 @metric("embedding.dense_tables", unit="count", needs=_ROWS)
@@ -34,8 +38,8 @@ def dense_tables(p: Profile) -> Value:
     lookup paired with ``aten::embedding_dense_backward`` or
     ``aten::_embedding_bag_dense_backward``; tables tied to an output
     layer's weight left out). Evidence: per rank."""
-    value = _column_value(p, "dense_embed_tables")
-    return Value(value, rank_evidence(per_rank_mean(p, "dense_embed_tables"), scale=1))
+    ranks = _per_rank(p, "dense_embed_tables")
+    return Value(float(ranks.mean()), rank_evidence(ranks, scale=1))
 
 
 @metric("embedding.dense_rows", unit="count", needs=_ROWS)
