@@ -68,6 +68,12 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "ddp_synced_forwards": Column("float", "of those, the ones followed by a gradient all-reduce before the next "
                                       "(not under model.no_sync())"),
         "optimizer_steps": Column("float", "optimizer step() calls in the step (PyTorch traces)"),
+        "loader_calls": Column("float", "PyTorch DataLoader __next__ calls in the step (collectors/kineto/loader_passes.py)"),
+        "loader_us": Column("float", "their summed time"),
+        "loader_end_us": Column("float", "in a step with two calls or more: the longest but the last, the call that "
+                                "ended a pass over the loader"),
+        "loader_between_us": Column("float", "in such a step: host time outside operators from that call's end to the "
+                                    "next call's start (the new iterator's start, the loop's work between passes)"),
         "thin_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products with rows or inner size of at "
                                  "most 8 (collectors/kineto/work.py THIN), bound by memory by their shape"),
         "bf16_matmul_us": Column("float", "CPU-only PyTorch traces: time in matrix products and convolutions whose "

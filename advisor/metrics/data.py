@@ -1,13 +1,16 @@
-"""Input-pipeline metrics: device data queue and dataset-pipeline operators."""
+"""Input-pipeline metrics: device data queue, dataset-pipeline operators and
+the ends of epochs over a PyTorch DataLoader."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import run_mean_ms
+from advisor.metrics.steps_view import US_PER_MS, run_mean_ms, steady_steps, step_ms_value
+from advisor.metrics.window import require_steady_window
 from advisor.profile import Profile
 
 #: Leading share of queue samples treated as warm-up (prefetch during graph
@@ -219,11 +222,14 @@ def bottleneck_workers(p: Profile) -> Value:
 
 
 def _data_wait_ms(p: Profile) -> tuple[float, str]:
+    """The mean data wait per step and its column: outside epoch ends
+    (``data.batch_wait_ms``) where the loop's DataLoader time is measured,
+    else the iteration interval."""
     for col in ("data_wait_us", "iteration_interval_us"):
         if p.has("steps", col):
             value = run_mean_ms(p, col)
             if value is not None:
-                return value, col
+                return (max(value - _epoch_wait_or_none(p), 0.0) if col == "data_wait_us" else value), col
     raise NotEvaluated("the profile measures no data wait per step")
 
 
@@ -311,3 +317,161 @@ def op_queue_usage(p: Profile) -> Value:
                        index=ops.index, dtype=object)
     usage = ops.groupby(labels, sort=False)["output_queue_usage"].mean()
     return Value({str(k): round(float(v), 4) for k, v in usage.items()})
+
+
+# ---------------------------------------------------------------- epoch ends
+#
+# Where a pass over a PyTorch DataLoader (an epoch) ends inside a profiled
+# step (``steps.loader_*``, collectors/kineto/loader_passes.py): in a loop
+# that fetches one batch a step, a step with two DataLoader calls. Measured
+# per rank over its steady steps, pooled over ranks.
+
+_EPOCH_NEEDS = ["steps.loader_calls", "steps.loader_us", "steps.loader_end_us", "steps.loader_between_us",
+                "steps.duration_us", "steps.step"]
+
+
+def _epoch_ends(p: Profile) -> dict:
+    return p.memo("epoch_ends", lambda: _find_epoch_ends(p))
+
+
+def _find_epoch_ends(p: Profile) -> dict:
+    """Per rank whose loop fetches one batch a step (median DataLoader calls
+    per steady step 1): its epoch-end steps (two calls or more), the others,
+    and the steps between consecutive ends."""
+    if not all(p.has("steps", need.partition(".")[2]) for need in _EPOCH_NEEDS):
+        raise NotEvaluated("the steps table does not count DataLoader calls")
+    steps = steady_steps(p).dropna(subset=["step", "loader_calls"])
+    if steps.empty:
+        raise NotEvaluated("no steady step records a DataLoader call")
+    ends, others, gaps, many = [], [], [], []
+    for rank, own in steps.groupby("rank", sort=True):
+        usual = float(own["loader_calls"].median())
+        if usual != 1:
+            many.append((rank, usual))
+            continue
+        own = own.sort_values("step")
+        end = own["loader_calls"] >= 2
+        ends.append(own[end])
+        others.append(own[~end])
+        gaps.extend(np.diff(own.loc[end, "step"].to_numpy(float)).tolist())
+    if not ends:
+        raise NotEvaluated(f"the loop fetches {many[0][1]:g} batches a step (median DataLoader calls), "
+                           "not one: the end of an epoch does not show as one call more")
+    ended, rest = pd.concat(ends), pd.concat(others)
+    if ended.empty:
+        raise NotEvaluated("no epoch ends inside the profiled steps")
+    if rest.empty:
+        raise NotEvaluated("every steady step ends an epoch: no ordinary step to compare with")
+    return {"ended": ended, "rest": rest, "gaps": gaps, "steady": len(ended) + len(rest)}
+
+
+@metric("data.epoch_end_steps", unit="list", scope="step", needs=_EPOCH_NEEDS)
+def epoch_end_steps(p: Profile) -> Value:
+    """Steady steps in which a pass over the PyTorch DataLoader ends and the
+    next begins: two DataLoader calls where the loop's other steps make one
+    (``steps.loader_calls``), the first of them getting StopIteration."""
+    e = _epoch_ends(p)
+    return Value(sorted({int(s) for s in e["ended"]["step"]}), {"steady_steps": e["steady"]})
+
+
+@metric("data.steps_per_epoch", unit="steps", needs=_EPOCH_NEEDS)
+def steps_per_epoch(p: Profile) -> Value:
+    """Steps from one epoch end to the next: the median distance between
+    consecutive epoch-end steps of a rank (``data.epoch_end_steps``); needs
+    two ends in the window."""
+    gaps = _epoch_ends(p)["gaps"]
+    if not gaps:
+        raise NotEvaluated("one epoch end in the profiled steps: profile more steps to see how often they come")
+    return Value(float(np.median(gaps)), {"distances": sorted(gaps)[:16]})
+
+
+def _ended_median_ms(p: Profile, column: str) -> Value:
+    ended = _epoch_ends(p)["ended"]
+    values = ended[column].to_numpy(float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        raise NotEvaluated(f"no {column} in the epoch-end steps")
+    return Value(float(np.median(values)) / US_PER_MS, {"epoch_ends": int(values.size)})
+
+
+@metric("data.epoch_shutdown_ms", unit="ms", needs=_EPOCH_NEEDS)
+def epoch_shutdown_ms(p: Profile) -> Value:
+    """The DataLoader call that ends an epoch (``steps.loader_end_us``),
+    median over epoch ends. It returns at once where the workers stay
+    (``persistent_workers=True``) or there are none; with worker processes
+    that do not stay, it shuts them down and waits for them to exit."""
+    return _ended_median_ms(p, "loader_end_us")
+
+
+@metric("data.epoch_between_ms", unit="ms", needs=_EPOCH_NEEDS)
+def epoch_between_ms(p: Profile) -> Value:
+    """Host time outside operators between the call that ends an epoch and
+    the next epoch's first DataLoader call (``steps.loader_between_us``),
+    median over epoch ends: the new iterator's start (new worker processes
+    where they do not stay) and whatever the loop runs between epochs."""
+    return _ended_median_ms(p, "loader_between_us")
+
+
+@metric("data.epoch_end_excess_ms", unit="ms", needs=_EPOCH_NEEDS)
+def epoch_end_excess_ms(p: Profile) -> Value:
+    """What an epoch end adds to its step: the epoch-end step's time minus
+    the median of the rank's other steady steps, median over epoch ends."""
+    e = _epoch_ends(p)
+    base = e["rest"].groupby("rank")["duration_us"].median()
+    excess = e["ended"]["duration_us"].to_numpy(float) - e["ended"]["rank"].map(base).to_numpy(float)
+    return Value(float(np.median(excess)) / US_PER_MS, {"epoch_ends": int(excess.size)})
+
+
+@metric("data.epoch_restart_ms", unit="ms", needs=_EPOCH_NEEDS)
+def epoch_restart_ms(p: Profile) -> Value:
+    """Per step, what ending an epoch and starting the next costs outside
+    the first batch's wait: (``data.epoch_shutdown_ms`` +
+    ``data.epoch_between_ms``) / ``data.steps_per_epoch``. With worker
+    processes that do not stay, it is what keeping them
+    (``persistent_workers=True``) saves; the first batch of an epoch is
+    waited for either way."""
+    per_end = epoch_shutdown_ms(p).value + epoch_between_ms(p).value
+    period = steps_per_epoch(p).value
+    return Value(per_end / period, {"per_epoch_end_ms": round(per_end, 3), "steps_per_epoch": period})
+
+
+@metric("data.epoch_wait_ms", unit="ms", needs=_EPOCH_NEEDS)
+def epoch_wait_ms(p: Profile) -> Value:
+    """The part of the mean data wait (``step.data_wait_ms``) that epoch
+    ends add: the DataLoader time of the epoch-end steps beyond the median
+    of the rank's other steps, summed and spread over the window's steady
+    steps. Worker processes and prefetching do not shorten it: it is the
+    ending of one epoch and the first batch of the next."""
+    e = _epoch_ends(p)
+    base = e["rest"].groupby("rank")["loader_us"].median()
+    extra = e["ended"]["loader_us"].to_numpy(float) - e["ended"]["rank"].map(base).to_numpy(float)
+    return Value(max(float(np.nansum(extra)), 0.0) / e["steady"] / US_PER_MS, {"epoch_ends": int(extra.size)})
+
+
+def _epoch_wait_or_none(p: Profile) -> float:
+    try:
+        return epoch_wait_ms(p).value
+    except NotEvaluated:
+        return 0.0
+
+
+@metric("data.batch_wait_ms", unit="ms", needs=["steps.data_wait_us", "steps.duration_us"])
+def batch_wait_ms(p: Profile) -> Value:
+    """The mean data wait per step (``step.data_wait_ms``) outside epoch
+    ends: less ``data.epoch_wait_ms``, the part more workers or prefetching
+    do not shorten; all of it where no epoch end is told apart."""
+    require_steady_window(p)
+    wait = step_ms_value(p, "data_wait_us")
+    ends = _epoch_wait_or_none(p)
+    return Value(max(float(wait.value) - ends, 0.0), {"data_wait_ms": wait.value, "epoch_wait_ms": ends},
+                 stderr=wait.stderr, samples=wait.samples)
+
+
+@metric("data.batch_wait_ratio", unit="ratio", needs=["steps.data_wait_us", "steps.duration_us"])
+def batch_wait_ratio(p: Profile) -> Value:
+    """``data.batch_wait_ms`` as a share of the mean step: the share of the
+    step spent waiting for batches outside epoch ends."""
+    step = run_mean_ms(p, "duration_us")
+    if not step:
+        raise NotEvaluated("no step time")
+    return Value(batch_wait_ms(p).value / step)

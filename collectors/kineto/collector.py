@@ -160,6 +160,11 @@ DDP jobs (``DistributedDataParallel.forward`` ranges; :mod:`kineto.grad_sync`):
 ``steps.ddp_forwards``, ``ddp_synced_forwards`` (those followed by a
 gradient all-reduce) and ``optimizer_steps`` per step.
 
+PyTorch DataLoader calls (:mod:`kineto.loader_passes`): ``steps.loader_calls``
+and ``loader_us`` per step, and in a step where a pass over the loader ends,
+``loader_end_us`` (the call that ended it) and ``loader_between_us`` (host
+time before the next pass's first call).
+
 Large traces are streamed (:mod:`kineto_decode`, :mod:`kineto_stream`),
 with a progress bar on a terminal: only the events some table reads are
 kept, so memory grows far slower than the JSON (``bench/memory_vs_size.py``
@@ -185,7 +190,7 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, op_trend, work
+from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -512,6 +517,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     if (syncs := grad_sync.columns(ev, tables.steps, tables.comm)) is not None:
         for column, values in syncs.items():
             tables.steps[column] = values
+    for column, values in (loader_passes.columns(ev, tables.steps) or {}).items():
+        tables.steps[column] = values
     if tables.device == "cpu" and ev.work_ts.size:  # a CPU operator's span is its computation
         for column, chosen in (("thin_matmul_us", ev.work_smallest <= work.THIN),
                                ("fp64_matmul_us", ev.work_type == work.OPERAND_TYPES.index(vocab.DOUBLE)),

@@ -176,6 +176,6 @@ def test_a_data_wait_that_is_not_most_of_the_step_is_not_said_to_set_the_pace():
     rule = next(r for r in load_rules() if r.name == "input-bound")
     for share, says in ((0.12, False), (0.75, True)):
         metrics = {k: Metric(id=k, value=v, unit="-") for k, v in {
-            "step.time_ms": 100.0, "step.data_wait_ratio": share, "step.data_wait_ms": 100.0 * share}.items()}
+            "step.time_ms": 100.0, "step.data_wait_ratio": share, "step.data_wait_ms": 100.0 * share, "data.batch_wait_ratio": share, "data.batch_wait_ms": 100.0 * share}.items()}
         (f,) = evaluate_run([compile_rule(rule)], metrics).findings
         assert ("sets the pace" in f.message) is says, f.message

@@ -17,7 +17,7 @@ from advisor.pipeline import analyze
 SHARED = ({"input-bound", "slow-dataset-op"}, {"fp32-compute", "no-tensor-cores"}, {"host-bound", "launch-bound", "device-idle", "fusable-sequence",
                                                                              "host-time-outside-ops"},
           {"memory-bound-ops", "memory-bound-sequence"}, {"exposed-allreduce", "grad-sync-per-microbatch"},
-          {"slow-rank", "uneven-step-work"})
+          {"slow-rank", "uneven-step-work"}, {"step-outlier", "loader-worker-restart"})
 
 
 def _metrics(values: dict) -> dict[str, Metric]:

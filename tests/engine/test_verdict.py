@@ -25,7 +25,7 @@ def _verdict(values: dict, *, framework="pytorch", device="gpu", ranks=(0,), col
 
 
 #: a healthy single-GPU step: data, host idle and compute measured, nothing above its threshold
-HEALTHY_GPU = {"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0,
+HEALTHY_GPU = {"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0, "data.batch_wait_ratio": 0.01, "data.batch_wait_ms": 1.0,
                "step.host_idle_ratio": 0.05, "step.idle_host_ops_ratio": 0.04, "step.launch_queue_ms": 0.01,
                "ops.fp32_matrix_ratio": 0.05, "ops.fp32_matrix_ms": 3.0}
 
@@ -39,7 +39,7 @@ def test_checks_ran_and_nothing_fired_is_clean():
 
 def test_nearly_every_check_skipped_is_inconclusive_not_clean():
     """11 of 12 rules skipped used to print a green 'no problems found'."""
-    v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0},
+    v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0, "data.batch_wait_ratio": 0.01, "data.batch_wait_ms": 1.0},
                     reasons={"step.idle_host_ops_ratio": "the steps table has no idle_host_ops_us values"})
     assert v.status == "inconclusive"
     assert "only 1 of 3 kinds of checks that matter for pytorch on gpu" in v.reason
@@ -56,7 +56,7 @@ def test_only_minor_findings_is_clean_and_says_so():
 
 
 def test_a_medium_finding_is_problems_even_with_checks_missing():
-    v, run = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.3, "step.data_wait_ms": 30.0})
+    v, run = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.3, "step.data_wait_ms": 30.0, "data.batch_wait_ratio": 0.3, "data.batch_wait_ms": 30.0})
     assert v.status == "problems" and run.findings[0].rule == "input-bound"
     assert "led by: Training waits for input data" in v.reason
     assert "2 of 3 kinds of checks could not be evaluated" in v.reason and len(v.missing) == 2
@@ -82,14 +82,14 @@ def test_communication_and_cluster_matter_only_for_a_distributed_run():
 
 
 def test_checks_that_do_not_apply_to_the_device_do_not_count():
-    v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0,
+    v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.01, "step.data_wait_ms": 1.0, "data.batch_wait_ratio": 0.01, "data.batch_wait_ms": 1.0,
                      "step.host_idle_ratio": 0.05}, framework="mindspore", device="cpu")
     assert "compute" not in {c.group for c in v.checks}  # no compute rule applies to a CPU
     assert v.status == "clean"
 
 
 def test_zh_verdict():
-    v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.3, "step.data_wait_ms": 30.0}, lang="zh")
+    v, _ = _verdict({"step.time_ms": 100.0, "step.data_wait_ratio": 0.3, "step.data_wait_ms": 30.0, "data.batch_wait_ratio": 0.3, "data.batch_wait_ms": 30.0}, lang="zh")
     assert v.status == "problems" and "训练在等待输入数据" in v.reason and v.missing[0].startswith("Host/设备空闲：")
 
 
