@@ -365,6 +365,16 @@ def _find_epoch_ends(p: Profile) -> dict:
     return {"ended": ended, "rest": rest, "gaps": gaps, "steady": len(ended) + len(rest)}
 
 
+def epoch_end_keys(p: Profile) -> set[tuple[int, int]]:
+    """(rank, step) of each steady step where a DataLoader epoch ends
+    (``data.epoch_end_steps``); empty where none is told apart."""
+    try:
+        ended = _epoch_ends(p)["ended"]
+    except NotEvaluated:
+        return set()
+    return {(int(r), int(s)) for r, s in zip(ended["rank"], ended["step"])}
+
+
 @metric("data.epoch_end_steps", unit="list", scope="step", needs=_EPOCH_NEEDS)
 def epoch_end_steps(p: Profile) -> Value:
     """Steady steps in which a pass over the PyTorch DataLoader ends and the

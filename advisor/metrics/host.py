@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.calls import BACKWARD_NODE_PREFIX, OPTIMIZER_STEP_RE
+from advisor.metrics.data import epoch_end_keys
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
@@ -213,6 +214,19 @@ def silent_gap_stall_ms(p: Profile) -> Value:
                  {"steps": [{"rank": int(r.rank), "step": int(r.step), "gap_ms": round(r.gap_us / US_PER_MS, 3),
                              "stall_ms": round(r.stall_us / US_PER_MS, 3)}
                             for r in slowed.nlargest(TOP_NAMES, "stall_us").itertuples()]})
+
+
+@metric("host.silent_gap_epoch_end_ms", unit="ms", needs=_GAP_NEEDS)
+def silent_gap_epoch_end_ms(p: Profile) -> Value:
+    """The part of ``host.silent_gap_stall_ms`` in the steps where a PyTorch
+    DataLoader epoch ends (``data.epoch_end_steps``): pauses that the
+    loader's end and restart, and whatever the loop runs between epochs,
+    account for; 0 where no epoch end is told apart."""
+    df = _gap_steps(p)
+    ends = epoch_end_keys(p)
+    at_end = np.array([(int(r), int(s)) in ends for r, s in zip(df["rank"], df["step"])], dtype=bool)
+    return Value(_gap_mean(df.assign(stall_us=np.where(at_end, df["stall_us"], 0.0)), "stall_us") / US_PER_MS,
+                 {"epoch_end_steps": int(at_end.sum())})
 
 
 @metric("host.silent_gap_stall_ratio", unit="ratio", needs=_GAP_NEEDS)

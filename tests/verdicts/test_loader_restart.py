@@ -15,10 +15,12 @@ holds one call more, the first of which ends the pass.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import pytest
 
-from tests._profiled import needs_torch, profiled, value
+from tests._profiled import ENV, needs_torch, profiled, value
+from tests.e2e._teardown import advisor_run_report
 
 SCRIPT = """
 import sys, torch
@@ -52,6 +54,42 @@ if __name__ == "__main__":
                 break
 """
 SERIOUS = {"medium", "high", "critical"}
+#: The same loop on two gloo ranks, each reading its half through a DistributedSampler.
+DDP_SCRIPT = """
+import torch, torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+
+
+class Small(Dataset):  # 4 batches of 64 per rank
+    def __len__(self):
+        return 2 * 4 * 64
+
+    def __getitem__(self, i):
+        return torch.randn(256), i % 10
+
+
+model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+data = Small()
+sampler = DistributedSampler(data)
+loader = DataLoader(data, batch_size=64, sampler=sampler, num_workers=2)
+step, epoch = 0, 0
+while step < 24:
+    sampler.set_epoch(epoch)
+    epoch += 1
+    for x, y in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        step += 1
+        if step == 24:
+            break
+dist.destroy_process_group()
+"""
 
 
 def _run(tmp_path, workers: int, persistent: bool) -> dict:
@@ -119,3 +157,19 @@ def test_a_loader_in_the_training_process_has_no_workers_to_restart(tmp_path):
     report = _run(tmp_path, 0, persistent=False)
     assert value(report, "data.loader_workers") == "the training process"
     assert "loader-worker-restart" not in _findings(report)
+
+
+@needs_torch
+def test_the_pause_at_each_epoch_end_of_a_ddp_run_is_not_conjectured_a_collection(tmp_path):
+    # Each epoch end stopped both ranks for ~70 ms with no operator on any
+    # thread (the workers shut down and forked anew): conjectured-gc-pause
+    # called it a garbage collection, high, beside loader-worker-restart.
+    script, out = tmp_path / "train_ddp_epochs.py", tmp_path / "out"
+    script.write_text(DDP_SCRIPT)
+    argv = [sys.executable, "-m", "advisor", "run", "--steps", "12", "--warmup", "3", "-o", str(out), "--no-color",
+            "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
+    report = advisor_run_report(argv, out, 12, cwd=tmp_path, env=ENV)
+    found = _findings(report)
+    assert "loader-worker-restart" in found, list(found)
+    assert "conjectured-gc-pause" not in found, report["metrics"].get("host.silent_gap_epoch_end_ms")
+    assert value(report, "host.silent_gap_epoch_end_ms") >= 0.5 * value(report, "host.silent_gap_stall_ms")
