@@ -154,6 +154,11 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "dense_embed_optimizer_us": Column("float", "time of the step's optimizer ranges times the tables' share of "
                                            "the elements of the gradients accumulated in the step"),
         "dense_embed_us": Column("float", "dense_embed_backward_us + dense_embed_optimizer_us"),
+        "param_tensors": Column("float", "CPU-only PyTorch traces: gradient accumulations in the step, one per parameter "
+                                "tensor that gets a gradient (collectors/kineto/param_copies.py)"),
+        "param_copies": Column("float", "clones (aten::clone) in the step shaped like those parameters, at most one per "
+                               "accumulation of a shape, none made by autograd or an optimizer"),
+        "param_copy_us": Column("float", "their time"),
     },
     "ops": {  # device operators aggregated per (rank, name, type, core, input_dtypes, input_shapes)
         "rank": _rank(),

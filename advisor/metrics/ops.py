@@ -427,6 +427,39 @@ def frozen_grads(p: Profile) -> Value:
     return Value(float(ranks.mean()), rank_evidence(ranks))
 
 
+@metric("ops.param_copy_ms", unit="ms", needs=["steps.param_copy_us"])
+def param_copy_ms(p: Profile) -> Value:
+    """Time per step in clones of the model's parameters on a CPU run
+    (``collectors/kineto/param_copies.py``): ``aten::clone`` calls shaped
+    like a parameter, at most one per gradient the step accumulates of that
+    shape, none made by autograd or an optimizer -- ``copy.deepcopy(model)``
+    or ``p.clone()`` over the parameters in the loop. The Python around them
+    is not counted. Mean over ranks of each rank's mean over steady steps,
+    with its standard error over steps."""
+    return step_ms_value(p, "param_copy_us")
+
+
+@metric("ops.param_copy_ratio", unit="ratio", needs=["steps.param_copy_us", "steps.duration_us"])
+def param_copy_ratio(p: Profile) -> Value:
+    """Share of the step spent cloning the model's parameters (see
+    ``ops.param_copy_ms``)."""
+    return step_ratio_value(p, "param_copy_us")
+
+
+@metric("ops.param_copy_share", unit="ratio", needs=["steps.param_copies", "steps.param_tensors"])
+def param_copy_share(p: Profile) -> Value:
+    """Of the parameter tensors that get a gradient in a step
+    (``steps.param_tensors``), the share cloned in that step
+    (``steps.param_copies``): 1 when the whole model is copied every step.
+    The lowest over ranks of each rank's median over steady steps."""
+    steps = steady_steps(p).dropna(subset=["param_copies", "param_tensors"])
+    steps = steps[steps["param_tensors"] > 0]
+    if steps.empty:
+        raise NotEvaluated("no steady step with gradient accumulations whose shapes were recorded")
+    share = (steps["param_copies"] / steps["param_tensors"]).groupby(steps["rank"]).median()
+    return Value(float(share.min()), {"parameter_tensors": float(steps["param_tensors"].median()), **rank_evidence(share, 1)})
+
+
 #: Steps columns of low-precision matrix work on a CPU, and the ``meta.cpu``
 #: field that says whether the CPU has instructions for that type.
 LOWP_COLUMNS = (("bf16_matmul_us", "bf16", "bfloat16"), ("fp16_matmul_us", "fp16", "float16"))

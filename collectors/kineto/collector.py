@@ -153,6 +153,9 @@ optimizer step reads, and their time (:mod:`kineto.frozen_grads`).
 ``steps.dense_embed_*``: embedding tables whose gradient is built dense, the
 rows their lookups ask for, and the time of the dense backward and of the
 optimizer's share on them (:mod:`kineto.dense_embedding`).
+``steps.param_tensors``, ``param_copies`` and ``param_copy_us``: clones of
+the parameters made in the step, matched to its gradients' shapes, and their
+time (:mod:`kineto.param_copies`).
 ``meta.cpu``: the host CPU's low-precision instructions where ``advisor
 run`` recorded them (``cpuProperties``).
 
@@ -190,7 +193,7 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, work
+from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, param_copies, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -528,6 +531,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         for column, values in (frozen_grads.columns(ev, tables.steps) or {}).items():
             tables.steps[column] = values
         for column, values in (dense_embedding.columns(ev, tables.steps) or {}).items():
+            tables.steps[column] = values
+        for column, values in (param_copies.columns(ev, tables.steps) or {}).items():
             tables.steps[column] = values
     if tables.device == "cpu" or tables.ops is not None:  # not a GPU job whose device work went unrecorded
         tables.cp_edges = critical_path.table(ev, tables.steps, rank)

@@ -49,12 +49,15 @@ LOOKUPS = frozenset({"aten::embedding", "aten::embedding_bag"})
 DENSE_LOOKUP_BACKWARDS = frozenset({"aten::embedding_dense_backward", "aten::_embedding_bag_dense_backward"})
 #: ``F.linear(x, weight)``: a table used as an output layer's weight too (tied).
 LINEAR = "aten::linear"
+#: A tensor copied into a new one (``Tensor.clone``, ``copy.deepcopy`` of a parameter: :mod:`kineto.param_copies`).
+CLONE_OP = "aten::clone"
 #: roles of the events read (``grad_role``)
-ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER, LOOKUP, DENSE_LOOKUP_BACKWARD, LINEAR_OP = 0, 1, 2, 3, 4, 5, 6
+ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER, LOOKUP, DENSE_LOOKUP_BACKWARD, LINEAR_OP, CLONE = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 def grad_role(name: str) -> int | None:
-    """The role of an event name here (module doc, :mod:`kineto.dense_embedding`), or None."""
+    """The role of an event name here (module doc, :mod:`kineto.dense_embedding`,
+    :mod:`kineto.param_copies`), or None."""
     if name == ACCUMULATE_GRAD:
         return ACCUMULATE
     if name.startswith(BACKWARD_NODE):
@@ -67,6 +70,8 @@ def grad_role(name: str) -> int | None:
         return DENSE_LOOKUP_BACKWARD
     if name == LINEAR:
         return LINEAR_OP
+    if name == CLONE_OP:
+        return CLONE
     if host_call_class(name) in OPTIMIZER_INNER:
         return OPTIMIZER
     return None
