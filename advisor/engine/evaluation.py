@@ -624,7 +624,8 @@ def evaluate_run(
             outcomes.append(RuleOutcome(rule, "skipped", missing=missing, reason=skip.reason))
         if skip:
             skipped.append(skip)
-    merged = pools.merge(findings, rank_key=_rank_key)
+    symptoms = {c.rule.name for c in rules if c.rule.symptom}
+    merged = pools.merge(findings, rank_key=lambda f: (f.rule in symptoms, *_rank_key(f)))
     pools.clamp_total(merged, values.get(STEP_TIME), note=lambda **kw: engine_note(lang, "gain_clamped", **kw))
     return Evaluation(findings=rank_findings(merged), skipped=skipped, outcomes=outcomes)
 

@@ -105,6 +105,11 @@ class Rule(Strict):
         "fp32_matrix): findings of rules claiming the same pool are one finding, the one with the "
         "largest gain leading the others (its contributing causes); default: the rule's own pool",
     )
+    symptom: bool = Field(
+        False,
+        description="the rule measures an effect (steps slower than the rest) whose cause other rules of its "
+        "`claims` pool name: in the pool, a finding that names a cause leads it, whatever the two estimates",
+    )
     status: Literal["preview", "stable", "deprecated"] = "stable"
     severity: Level | Literal["auto"] = Field(
         "auto", description="auto: from the estimated gain's share of the step"

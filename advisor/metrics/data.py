@@ -321,10 +321,10 @@ def op_queue_usage(p: Profile) -> Value:
 
 # ---------------------------------------------------------------- epoch ends
 #
-# Where a pass over a PyTorch DataLoader (an epoch) ends inside a profiled
-# step (``steps.loader_*``, collectors/kineto/loader_passes.py): in a loop
-# that fetches one batch a step, a step with two DataLoader calls. Measured
-# per rank over its steady steps, pooled over ranks.
+# Where a pass over a PyTorch DataLoader (an epoch, or an evaluation's pass
+# over its own loader) ends inside a profiled step (``steps.loader_*``,
+# collectors/kineto/loader_passes.py): a step with a DataLoader call that
+# returned no batch. Measured per rank over its steady steps, pooled over ranks.
 
 _EPOCH_NEEDS = ["steps.loader_calls", "steps.loader_us", "steps.loader_end_us", "steps.loader_between_us",
                 "steps.duration_us", "steps.step"]
@@ -335,33 +335,27 @@ def _epoch_ends(p: Profile) -> dict:
 
 
 def _find_epoch_ends(p: Profile) -> dict:
-    """Per rank whose loop fetches one batch a step (median DataLoader calls
-    per steady step 1): its epoch-end steps (two calls or more), the others,
-    and the steps between consecutive ends."""
+    """Per rank: its steady steps where a pass over a DataLoader ends (a
+    call that ended one, ``steps.loader_end_us``), the others, and the
+    steps between consecutive ends."""
     if not all(p.has("steps", need.partition(".")[2]) for need in _EPOCH_NEEDS):
         raise NotEvaluated("the steps table does not count DataLoader calls")
     steps = steady_steps(p).dropna(subset=["step", "loader_calls"])
     if steps.empty:
         raise NotEvaluated("no steady step records a DataLoader call")
-    ends, others, gaps, many = [], [], [], []
-    for rank, own in steps.groupby("rank", sort=True):
-        usual = float(own["loader_calls"].median())
-        if usual != 1:
-            many.append((rank, usual))
-            continue
+    ends, others, gaps = [], [], []
+    for _, own in steps.groupby("rank", sort=True):
         own = own.sort_values("step")
-        end = own["loader_calls"] >= 2
+        end = own["loader_end_us"].notna()
         ends.append(own[end])
         others.append(own[~end])
         gaps.extend(np.diff(own.loc[end, "step"].to_numpy(float)).tolist())
-    if not ends:
-        raise NotEvaluated(f"the loop fetches {many[0][1]:g} batches a step (median DataLoader calls), "
-                           "not one: the end of an epoch does not show as one call more")
     ended, rest = pd.concat(ends), pd.concat(others)
     if ended.empty:
-        raise NotEvaluated("no epoch ends inside the profiled steps")
-    if rest.empty:
-        raise NotEvaluated("every steady step ends an epoch: no ordinary step to compare with")
+        raise NotEvaluated("no pass over a DataLoader ends inside the profiled steps")
+    if len(ended) * 2 > len(ended) + len(rest):
+        raise NotEvaluated("a DataLoader call returns no batch in most steps: a loop that fetches its batch at the "
+                           "end of the step, not passes that end")
     return {"ended": ended, "rest": rest, "gaps": gaps, "steady": len(ended) + len(rest)}
 
 
@@ -377,9 +371,10 @@ def epoch_end_keys(p: Profile) -> set[tuple[int, int]]:
 
 @metric("data.epoch_end_steps", unit="list", scope="step", needs=_EPOCH_NEEDS)
 def epoch_end_steps(p: Profile) -> Value:
-    """Steady steps in which a pass over the PyTorch DataLoader ends and the
-    next begins: two DataLoader calls where the loop's other steps make one
-    (``steps.loader_calls``), the first of them getting StopIteration."""
+    """Steady steps in which a pass over a PyTorch DataLoader ends: a
+    DataLoader call that returned no batch (``steps.loader_end_us``: the
+    loop ran next to no operator after it), as the call that ends a pass
+    gets StopIteration."""
     e = _epoch_ends(p)
     return Value(sorted({int(s) for s in e["ended"]["step"]}), {"steady_steps": e["steady"]})
 
@@ -415,10 +410,11 @@ def epoch_shutdown_ms(p: Profile) -> Value:
 
 @metric("data.epoch_between_ms", unit="ms", needs=_EPOCH_NEEDS)
 def epoch_between_ms(p: Profile) -> Value:
-    """Host time outside operators between the call that ends an epoch and
-    the next epoch's first DataLoader call (``steps.loader_between_us``),
-    median over epoch ends: the new iterator's start (new worker processes
-    where they do not stay) and whatever the loop runs between epochs."""
+    """Host time outside operators between the call that ends a pass and
+    the next DataLoader call of its step (``steps.loader_between_us``; 0
+    when none follows), median over pass ends: the next pass's start (new
+    worker processes where they do not stay) and whatever the loop runs
+    between passes."""
     return _ended_median_ms(p, "loader_between_us")
 
 

@@ -4,7 +4,8 @@ The DataLoader records each ``__next__`` as an ``enumerate(DataLoader)#...``
 range (``calls.DATALOADER_RE``). When a pass (an epoch) runs out, the loop's
 ``for`` calls ``__next__`` once more and gets StopIteration, then builds a
 new iterator and calls ``__next__`` on it: in a loop that fetches one batch
-a step, the step where a pass ends holds two calls. With worker processes
+a step, the step where a pass ends holds two calls. A validation pass run
+inside a step adds its calls to that step, its last ending the pass. With worker processes
 and ``persistent_workers=False``, the call that ends the pass shuts the
 workers down (it joins them), the new iterator starts new ones (between the
 two calls), and the new pass's first call waits for their first batch; with
@@ -13,13 +14,16 @@ persistent workers the ending call returns at once.
 Per step window:
 
 * ``loader_calls``: DataLoader calls that start in the step;
-* ``loader_end_us``: in a step with two calls or more, the longest call but
-  the last (the call that ended a pass, where the loop fetches one batch a
-  step); NaN in other steps;
-* ``loader_between_us``: from that call's end to the next DataLoader call's
-  start, less the host operators that run in it: host time spent between
-  the passes (starting the new iterator, and whatever the loop does between
-  epochs); NaN in other steps;
+* ``loader_end_us``: in a step with two calls or more, the calls that ended
+  a pass: those after which the loop's thread runs operators for less than
+  ``USED_SHARE`` of the time to its next DataLoader call, or, for the step's
+  last call, none until the step's end (a call that returns a batch is
+  followed by the work on it); NaN in other steps and where no call did;
+* ``loader_between_us``: from such a call's end to the next DataLoader call
+  in the step, the time outside operators (the new iterator's start, new
+  worker processes where they do not stay, the loop's Python between
+  passes); 0 where the pass ended with the step's last call (a validation
+  pass at the end of a step), NaN where ``loader_end_us`` is;
 * ``loader_us``: the DataLoader calls' summed time.
 """
 
@@ -35,6 +39,13 @@ from advisor.collectors.kineto.host_calls import step_rows, step_windows
 from advisor.collectors.kineto.tables import ANNOTATION_RE
 
 COLUMNS = ("loader_calls", "loader_end_us", "loader_between_us", "loader_us")
+#: A call after which the loop's operators fill less than this share of the
+#: time to its next DataLoader call returned no batch: a batch is worked on,
+#: by operators (the forward), while what follows the end of a pass is Python
+#: starting the next iterator (a few operators drawing its seed). The step's
+#: last call ended a pass only when no operator at all follows it in the step
+#: (the work on a batch may wait on a collective for most of the step).
+USED_SHARE = 0.5
 
 
 def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | None:
@@ -61,15 +72,20 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
         return out
     annotation = np.array([bool(ANNOTATION_RE.match(str(n))) for n in ev.names], dtype=bool)
     ops = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")) & ~annotation[ev.name])
-    ops = ops[np.argsort(ev.ts[ops], kind="stable")]
-    op_start, op_end = ev.ts[ops].astype(float), ev.end_at(ops).astype(float)
+    step_end = steps["start_us"].to_numpy(float) + steps["duration_us"].to_numpy(float)
     for row in multi:
         mine = np.flatnonzero(at == row)
-        ended = mine[:-1][np.argmax(end[mine[:-1]] - start[mine[:-1]])]
-        following = mine[mine > ended][0]
-        lo, hi = end[ended], max(start[following], end[ended])
-        a, b = np.searchsorted(op_start, [lo, hi], side="left")  # the operators that start between the calls
-        busy = iv.merge(op_start[a:b], np.minimum(op_end[a:b], hi))
-        out["loader_end_us"][row] = end[ended] - start[ended]
-        out["loader_between_us"][row] = max(hi - lo - iv.total(busy), 0.0)
+        own = ops[ev.thread[ops] == ev.thread[calls[mine[0]]]]  # the loop's thread
+        busy = iv.merge(ev.ts[own], ev.end_at(own))
+        lo = end[mine]
+        hi = np.maximum(np.r_[start[mine[1:]], step_end[row]], lo)  # the next call's start, or the step's end
+        idle = (hi - lo) - iv.covered_between(busy, lo, hi)
+        ended = idle > USED_SHARE * (hi - lo)  # hardly any work before the next call: it returned no batch
+        ended[-1] = idle[-1] >= hi[-1] - lo[-1]  # the step's last call: no work at all until the step ends
+        if not ended.any():
+            continue
+        followed = ended.copy()
+        followed[-1] = False  # the step's last call has no next call in the step
+        out["loader_end_us"][row] = float(np.sum(end[mine][ended] - start[mine][ended]))
+        out["loader_between_us"][row] = float(np.sum(idle[followed]))
     return out

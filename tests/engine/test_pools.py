@@ -24,7 +24,8 @@ def _metrics(values: dict) -> dict[str, Metric]:
     return {k: Metric(id=k, value=v, unit="-") for k, v in values.items()}
 
 
-def _rule(tmp_path: Path, name: str, rid: str, claims: str | None, gain: str, confidence: str = "0.8") -> Path:
+def _rule(tmp_path: Path, name: str, rid: str, claims: str | None, gain: str, confidence: str = "0.8",
+          symptom: bool = False) -> Path:
     data = {
         "id": rid, "name": name, "title": f"title of {name}", "group": "host",
         "requires": ["step.free_ratio", "step.time_ms"],
@@ -42,6 +43,8 @@ def _rule(tmp_path: Path, name: str, rid: str, claims: str | None, gain: str, co
     }
     if claims:
         data["claims"] = claims
+    if symptom:
+        data["symptom"] = True
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -71,6 +74,18 @@ def test_same_pool_merges_into_the_largest_gain_and_gains_are_not_added(tmp_path
     assert primary.contributing[0].estimated_gain_ms == pytest.approx(15.0)
     assert primary.claims == primary.contributing[0].claims == "idle"
     assert by_rule["other"].claims == "other" and not by_rule["other"].contributing
+
+
+def test_a_cause_leads_the_symptom_it_explains_whatever_their_estimates(tmp_path):
+    # slow steps (step-outlier) and what makes them slow (loader-worker-restart) claim one pool: the
+    # finding that names the cause leads, with its own gain, though the symptom's estimate is larger
+    paths = [_rule(tmp_path, "slow-steps", "ADV901", "outliers", "step.free_ratio * step.time_ms * 0.6", symptom=True),
+             _rule(tmp_path, "the-cause", "ADV902", "outliers", "step.free_ratio * step.time_ms * 0.3")]
+    run = evaluate_run([compile_rule(read_rule(p)) for p in paths],
+                       _metrics({"step.free_ratio": 0.5, "step.time_ms": 100.0}))
+    assert [f.rule for f in run.findings] == ["the-cause"]
+    assert [c.rule for c in run.findings[0].contributing] == ["slow-steps"]
+    assert run.findings[0].estimated_gain_ms == pytest.approx(15.0)
 
 
 def test_ties_go_to_severity_then_confidence(tmp_path):
