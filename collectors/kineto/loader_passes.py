@@ -73,10 +73,14 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     annotation = np.array([bool(ANNOTATION_RE.match(str(n))) for n in ev.names], dtype=bool)
     ops = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")) & ~annotation[ev.name])
     step_end = steps["start_us"].to_numpy(float) + steps["duration_us"].to_numpy(float)
+    busy_of: dict[int, iv.Intervals] = {}  # per thread: its operators' time
     for row in multi:
         mine = np.flatnonzero(at == row)
-        own = ops[ev.thread[ops] == ev.thread[calls[mine[0]]]]  # the loop's thread
-        busy = iv.merge(ev.ts[own], ev.end_at(own))
+        thread = int(ev.thread[calls[mine[0]]])  # the loop's
+        if thread not in busy_of:
+            own = ops[ev.thread[ops] == thread]
+            busy_of[thread] = iv.merge(ev.ts[own], ev.end_at(own))
+        busy = busy_of[thread]
         lo = end[mine]
         hi = np.maximum(np.r_[start[mine[1:]], step_end[row]], lo)  # the next call's start, or the step's end
         idle = (hi - lo) - iv.covered_between(busy, lo, hi)
