@@ -193,7 +193,8 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, param_copies, work
+from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, param_copies
+from advisor.collectors.kineto import work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError

@@ -290,12 +290,13 @@ class Events:
     work_flops: np.ndarray = field(default_factory=lambda: np.empty(0))
     work_smallest: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     work_type: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int8))
-    #: start, duration, role and input shapes (a tuple of shape tuples) of each gradient accumulation, backward
-    #: node and optimizer operator (:mod:`kineto.frozen_grads`), kept or not, in time order
-    grad_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
-    grad_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
-    grad_role: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int8))
-    grad_shapes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    #: start, duration, role and input shapes (a tuple of shape tuples) of each event with a role in
+    #: :mod:`kineto.shaped_events` (gradient accumulations, backward nodes, optimizer operators, lookups,
+    #: clones ...), kept or not, in time order
+    shaped_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    shaped_dur: np.ndarray = field(default_factory=lambda: np.empty(0))
+    shaped_role: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int8))
+    shaped_shapes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
 
     @property
     def end(self) -> np.ndarray:
@@ -590,9 +591,8 @@ INIT_NAME, ALLOC_NAME, COMPILE_NAME, FRONT_END_NAME = 32, 64, 128, 256
 HOST_CALL_NAME = 512
 #: Operators whose floating-point work is counted from their shapes (:mod:`kineto.work`).
 WORK_NAME = 1024
-#: Gradient accumulations, backward nodes and optimizer operators, whose
-#: shapes say which gradients the optimizer reads (:mod:`kineto.frozen_grads`).
-GRAD_ROLE_NAME = 2048
+#: Events read with their input shapes, by their role (:mod:`kineto.shaped_events`).
+SHAPED_NAME = 2048
 _WANTED_HOST_NAME = STEP_NAME | LOADER_NAME | COMM_NAME | COMPILE_NAME | HOST_CALL_NAME
 #: Runtime calls kept whatever they launched: they block, start up the
 #: device, or allocate (the one-time work of :mod:`kineto_window`, and
@@ -609,7 +609,7 @@ def name_flags(name: str) -> int:
     from advisor.collectors.kineto import tables as kt  # it imports this module
     from advisor.collectors.kineto.calls import ALLOC_CALLS, COMPILE_OPS, DATALOADER_RE, INIT_CALLS, SYNC_CALLS
     from advisor.collectors.kineto.calls import host_call_class
-    from advisor.collectors.kineto.frozen_grads import grad_role
+    from advisor.collectors.kineto.shaped_events import role_of
     from advisor.collectors.kineto.work import COUNTED_OPS
 
     return (STEP_NAME * bool(kt.STEP_RE.search(name))
@@ -623,7 +623,7 @@ def name_flags(name: str) -> int:
             | FRONT_END_NAME * bool(kt.FRONT_END_RE.search(name))
             | HOST_CALL_NAME * (host_call_class(name) is not None)
             | WORK_NAME * (name in COUNTED_OPS)
-            | GRAD_ROLE_NAME * (grad_role(name) is not None))
+            | SHAPED_NAME * (role_of(name) is not None))
 
 
 def _long_op_us() -> float:
@@ -724,9 +724,9 @@ class _Builder:
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
     work: list = field(default_factory=list)  # the work_* columns of counted ops (Events), per batch
     flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, concrete inputs, types) -> op_work
-    grads: list = field(default_factory=list)  # (start, duration, role, shapes) per batch (kineto.frozen_grads)
-    shapes_of: dict = field(default_factory=dict)  # raw Input Dims -> frozen_grads.shapes
-    role_of: dict = field(default_factory=dict)  # name code -> frozen_grads.grad_role
+    shaped: list = field(default_factory=list)  # (start, duration, role, shapes) per batch (kineto.shaped_events)
+    shapes_of: dict = field(default_factory=dict)  # raw Input Dims -> shaped_events.shapes
+    role_of: dict = field(default_factory=dict)  # name code -> shaped_events.role_of
 
     def add(self, events: list[Event]) -> None:
         """Reduce one batch of decoded events to columns of the needed ones."""
@@ -753,7 +753,7 @@ class _Builder:
         sized = ((flags & COMM_NAME) != 0) & ((flags & FRONT_END_NAME) == 0)
         corr, itype, coll, grp, wait, msg = self._args(args, n, sized)
         self._work(name, flags, ts, dur, args)
-        self._grads(name, flags, ts, dur, args)
+        self._shaped(name, flags, ts, dur, args)
         part = {
             "cat": np.array([_CAT_CODE[c] for c in cat_uniques], dtype=np.int8)[cat_local],
             "name": name,
@@ -801,19 +801,18 @@ class _Builder:
         if known.any():
             self.work.append((ts[idx[known]], dur[idx[known]], flops[known], smallest[known], types[known]))
 
-    def _grads(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, dur: np.ndarray, args: tuple) -> None:
+    def _shaped(self, name: np.ndarray, flags: np.ndarray, ts: np.ndarray, dur: np.ndarray, args: tuple) -> None:
         """Append the start, duration, role and input shapes of the batch's
-        gradient accumulations, backward nodes and optimizer operators
-        (:func:`kineto.frozen_grads.grad_role`; shapes parsed once per
-        distinct ``Input Dims`` text)."""
-        from advisor.collectors.kineto.frozen_grads import grad_role, shapes
+        events that have a role (:func:`kineto.shaped_events.role_of`;
+        shapes parsed once per distinct ``Input Dims`` text)."""
+        from advisor.collectors.kineto.shaped_events import role_of, shapes
 
-        idx = np.flatnonzero((flags & GRAD_ROLE_NAME) != 0)
+        idx = np.flatnonzero((flags & SHAPED_NAME) != 0)
         if idx.size == 0 or self.device_seen:  # read on CPU-only traces only
             return
         for c in np.unique(name[idx]):
             if int(c) not in self.role_of:
-                self.role_of[int(c)] = grad_role(self.names.values[c])
+                self.role_of[int(c)] = role_of(self.names.values[c])
         role = np.array([self.role_of[int(c)] for c in name[idx]], dtype=np.int8)
         found = np.empty(idx.size, dtype=object)
         for j, i in enumerate(idx):
@@ -824,7 +823,7 @@ class _Builder:
                     self.shapes_of.clear()
                 self.shapes_of[raw] = shapes(raw)
             found[j] = self.shapes_of[raw]
-        self.grads.append((ts[idx], dur[idx], role, found))
+        self.shaped.append((ts[idx], dur[idx], role, found))
 
     def _memory(self, args: list[Args]) -> None:
         """Raise ``memory_peak`` by the ``[memory]`` events of a device
@@ -865,7 +864,7 @@ class _Builder:
         """The trace has device events: from now on keep only the host events
         the GPU tables read, and drop the others already kept."""
         self.device_seen = True
-        self.grads = []  # read on CPU-only traces only
+        self.shaped = []  # read on CPU-only traces only
         for i, part in enumerate(self.parts if self.reduce else []):
             flags = self.names.flags()[part["name"]]
             keep = (_CAT_KIND[part["cat"]] != HOST) | self._wanted_host(part, flags) | part["top"]
@@ -1071,7 +1070,7 @@ class _Builder:
                 "cats_seen": self.cats_seen, "device_seen": self.device_seen,
                 "all_cats": self.all_cats, "phases": self.phases, "activity": self.activity,
                 "op_stats": self.op_stats, "memory_peak": self.memory_peak, "work": self.work,
-                "grads": self.grads}
+                "shaped": self.shaped}
 
     def absorb(self, other: dict) -> None:
         """Append the batches of another builder's ``state`` (the events that
@@ -1105,7 +1104,7 @@ class _Builder:
         self.op_stats.merge(other["op_stats"], maps["names"], len(self.names.values))
         self.memory_peak = [max(a, b) for a, b in zip(self.memory_peak, other["memory_peak"])]
         self.work.extend(other["work"])
-        self.grads.extend(other["grads"])
+        self.shaped.extend(other["shaped"])
         if other["device_seen"] or self.device_seen:
             self.device_seen = False
             self._now_gpu()
@@ -1151,7 +1150,7 @@ class _Builder:
             activity=self.activity if self.activity[0] <= self.activity[1] else (np.nan, np.nan),
             op_stats=self._op_stats(),
             **self._work_columns(),
-            **self._grad_columns(),
+            **self._shaped_columns(),
         )
 
     def _work_columns(self) -> dict[str, np.ndarray]:
@@ -1159,10 +1158,10 @@ class _Builder:
         batches, self.work = self.work, []
         return _time_ordered(batches, ("work_ts", "work_dur", "work_flops", "work_smallest", "work_type"))
 
-    def _grad_columns(self) -> dict[str, np.ndarray]:
-        """The ``grad_*`` columns of :class:`Events`, in time order."""
-        batches, self.grads = self.grads, []
-        return _time_ordered(batches, ("grad_ts", "grad_dur", "grad_role", "grad_shapes"))
+    def _shaped_columns(self) -> dict[str, np.ndarray]:
+        """The ``shaped_*`` columns of :class:`Events`, in time order."""
+        batches, self.shaped = self.shaped, []
+        return _time_ordered(batches, ("shaped_ts", "shaped_dur", "shaped_role", "shaped_shapes"))
 
     def _op_stats(self) -> OpStats:
         """The per-name host-op statistics, one entry per name code."""

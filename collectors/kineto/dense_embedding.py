@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.decode import Events
-from advisor.collectors.kineto.frozen_grads import (ACCUMULATE, DENSE_LOOKUP_BACKWARD, LINEAR_OP, LOOKUP,
-                                                    optimizer_steps)
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
+from advisor.collectors.kineto.shaped_events import (ACCUMULATE, DENSE_LOOKUP_BACKWARD, LINEAR_OP, LOOKUP,
+                                                    optimizer_steps)
 
 COLUMNS = ("dense_embed_tables", "dense_embed_rows", "dense_embed_lookups", "dense_embed_backward_us",
            "dense_embed_optimizer_us", "dense_embed_us")
@@ -74,27 +74,27 @@ def _pairs(lookups: list[int], backwards: list[int], shapes) -> list[tuple[tuple
 def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | None:
     """The ``COLUMNS`` aligned to ``steps``' rows (NaN for a row without a
     step window); None when the trace records no dense embedding backward."""
-    if steps is None or steps.empty or not (ev.grad_role == DENSE_LOOKUP_BACKWARD).any():
+    if steps is None or steps.empty or not (ev.shaped_role == DENSE_LOOKUP_BACKWARD).any():
         return None
     opt_idx = optimizer_steps(ev)
     opt_rows = step_rows(ev.ts[opt_idx], steps)
-    row = step_rows(ev.grad_ts, steps)
+    row = step_rows(ev.shaped_ts, steps)
     out = {c: np.full(len(steps), np.nan) for c in COLUMNS}
     order = np.argsort(row, kind="stable")
     bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
     for r in step_windows(steps):
         mine = order[bounds[r]:bounds[r + 1]]
-        role = ev.grad_role[mine]
-        tied = {s[1] for s in ev.grad_shapes[mine[role == LINEAR_OP]] if len(s) >= 2 and len(s[1]) == 2}
+        role = ev.shaped_role[mine]
+        tied = {s[1] for s in ev.shaped_shapes[mine[role == LINEAR_OP]] if len(s) >= 2 and len(s[1]) == 2}
         pairs = [(w, asked, i) for w, asked, i in _pairs(list(mine[role == LOOKUP]),
-                                                         list(mine[role == DENSE_LOOKUP_BACKWARD]), ev.grad_shapes)
+                                                         list(mine[role == DENSE_LOOKUP_BACKWARD]), ev.shaped_shapes)
                  if w not in tied]
         tables = {w for w, _, _ in pairs}
         out["dense_embed_tables"][r] = len(tables)
         out["dense_embed_rows"][r] = sum(w[0] for w in tables)
         out["dense_embed_lookups"][r] = sum(asked for _, asked, _ in pairs)
-        out["dense_embed_backward_us"][r] = float(sum(ev.grad_dur[i] for _, _, i in pairs))
-        accumulated = [s[0] for s in ev.grad_shapes[mine[role == ACCUMULATE]] if s]
+        out["dense_embed_backward_us"][r] = float(sum(ev.shaped_dur[i] for _, _, i in pairs))
+        accumulated = [s[0] for s in ev.shaped_shapes[mine[role == ACCUMULATE]] if s]
         total = sum(math.prod(s) for s in accumulated)
         share = sum(math.prod(s) for s in accumulated if s in tables) / total if total else 0.0
         out["dense_embed_optimizer_us"][r] = float(ev.dur[opt_idx[opt_rows == r]].sum()) * share

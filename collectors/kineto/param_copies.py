@@ -27,7 +27,7 @@ import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.decode import Events
-from advisor.collectors.kineto.frozen_grads import ACCUMULATE, BACKWARD, CLONE, optimizer_steps
+from advisor.collectors.kineto.shaped_events import ACCUMULATE, BACKWARD, CLONE, optimizer_steps
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
 
 COLUMNS = ("param_tensors", "param_copies", "param_copy_us")
@@ -37,20 +37,20 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     """The three columns aligned to ``steps``' rows (NaN for a row without a
     step window or a gradient accumulation); None when the trace records no
     shaped accumulation."""
-    if steps is None or steps.empty or ev.grad_ts.size == 0:
+    if steps is None or steps.empty or ev.shaped_ts.size == 0:
         return None
-    first_shape = np.array([s[0] if s else None for s in ev.grad_shapes], dtype=object)
+    first_shape = np.array([s[0] if s else None for s in ev.shaped_shapes], dtype=object)
     shaped = np.array([s is not None for s in first_shape], dtype=bool)
-    acc = (ev.grad_role == ACCUMULATE) & shaped
-    clone = (ev.grad_role == CLONE) & shaped
+    acc = (ev.shaped_role == ACCUMULATE) & shaped
+    clone = (ev.shaped_role == CLONE) & shaped
     if not acc.any():
         return None
-    backward = np.flatnonzero(ev.grad_role == BACKWARD)
+    backward = np.flatnonzero(ev.shaped_role == BACKWARD)
     opt = optimizer_steps(ev)
-    outside = iv.merge(np.r_[ev.grad_ts[backward], ev.ts[opt]],
-                       np.r_[ev.grad_ts[backward] + ev.grad_dur[backward], ev.end_at(opt)])
-    clone &= iv.window_index(outside[0], outside[1], ev.grad_ts) < 0
-    row = step_rows(ev.grad_ts, steps)
+    outside = iv.merge(np.r_[ev.shaped_ts[backward], ev.ts[opt]],
+                       np.r_[ev.shaped_ts[backward] + ev.shaped_dur[backward], ev.end_at(opt)])
+    clone &= iv.window_index(outside[0], outside[1], ev.shaped_ts) < 0
+    row = step_rows(ev.shaped_ts, steps)
     out = {name: np.full(len(steps), np.nan) for name in COLUMNS}
     order = np.argsort(row, kind="stable")  # events by step, in time order within each
     bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
@@ -64,7 +64,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
             if grads[first_shape[i]] > 0:
                 grads[first_shape[i]] -= 1
                 copies += 1
-                spent += float(ev.grad_dur[i])
+                spent += float(ev.shaped_dur[i])
         out["param_tensors"][r] = int(acc[mine].sum())
         out["param_copies"][r] = copies
         out["param_copy_us"][r] = spent

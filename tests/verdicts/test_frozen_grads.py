@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests._profiled import needs_torch, profiled, value
-from advisor.collectors.kineto import frozen_grads
+from advisor.collectors.kineto import shaped_events
 
 SCRIPT = """
 import sys, torch
@@ -44,14 +44,14 @@ RULE = "grads-for-frozen-params"
 def test_shapes_are_read_from_input_dims_tensor_lists_included():
     # Kineto's "Input Dims": one entry per argument, a tensor list's entry a list of shapes
     # (torch/csrc/profiler/util.cpp, inputSizes); scalars record []
-    assert frozen_grads.shapes(b"[[512, 512], [512, 512], []]") == ((512, 512), (512, 512))
-    assert frozen_grads.shapes(b"[[[10, 512], [10]], [[10, 512], [10]], []]") == ((10, 512), (10,), (10, 512), (10,))
-    assert frozen_grads.shapes(b"") == ()
-    assert frozen_grads.shapes(b"[broken") == ()
-    assert frozen_grads.grad_role("torch::autograd::AccumulateGrad") == frozen_grads.ACCUMULATE
-    assert frozen_grads.grad_role("aten::_fused_adamw_") == frozen_grads.OPTIMIZER
-    assert frozen_grads.grad_role("aten::relu") is None
-    assert frozen_grads.grad_role("aten::linear") == frozen_grads.LINEAR_OP  # tied tables (kineto.dense_embedding)
+    assert shaped_events.shapes(b"[[512, 512], [512, 512], []]") == ((512, 512), (512, 512))
+    assert shaped_events.shapes(b"[[[10, 512], [10]], [[10, 512], [10]], []]") == ((10, 512), (10,), (10, 512), (10,))
+    assert shaped_events.shapes(b"") == ()
+    assert shaped_events.shapes(b"[broken") == ()
+    assert shaped_events.role_of("torch::autograd::AccumulateGrad") == shaped_events.ACCUMULATE
+    assert shaped_events.role_of("aten::_fused_adamw_") == shaped_events.OPTIMIZER
+    assert shaped_events.role_of("aten::relu") is None
+    assert shaped_events.role_of("aten::linear") == shaped_events.LINEAR_OP  # tied tables (kineto.dense_embedding)
 
 
 @needs_torch

@@ -1,0 +1,84 @@
+"""Host events read with the shapes of their inputs (``record_shapes=True``),
+and the role each plays for the analyses that read them: gradient
+accumulations, backward nodes, matrix products and optimizer operators
+(:mod:`kineto.frozen_grads`), embedding lookups, their dense backwards and
+``aten::linear`` (:mod:`kineto.dense_embedding`), and ``aten::clone``
+(:mod:`kineto.param_copies`). The decoder keeps every event whose name has a
+role (``Events.shaped_*``), with its shapes parsed once per distinct text.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from advisor.collectors.kineto.calls import OPTIMIZER_INNER, OPTIMIZER_STEP_RE, host_call_class
+from advisor.collectors.kineto.decode import HOST, Events
+
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+BACKWARD_NODE = "autograd::engine::evaluate_function"
+PRODUCT = "aten::mm"
+#: Embedding lookups (weight, indices, ...) and the backward ops that build
+#: their gradient as a dense table (:mod:`kineto.dense_embedding`); the
+#: outer ops only, not the ``aten::_embedding_bag`` they call.
+LOOKUPS = frozenset({"aten::embedding", "aten::embedding_bag"})
+DENSE_LOOKUP_BACKWARDS = frozenset({"aten::embedding_dense_backward", "aten::_embedding_bag_dense_backward"})
+#: ``F.linear(x, weight)``: a table used as an output layer's weight too (tied).
+LINEAR = "aten::linear"
+#: A tensor copied into a new one (``Tensor.clone``, ``copy.deepcopy`` of a parameter: :mod:`kineto.param_copies`).
+CLONE_OP = "aten::clone"
+#: roles of the events read (``role_of``)
+ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER, LOOKUP, DENSE_LOOKUP_BACKWARD, LINEAR_OP, CLONE = 0, 1, 2, 3, 4, 5, 6, 7
+
+
+def role_of(name: str) -> int | None:
+    """The role of an event name (module doc), or None."""
+    if name == ACCUMULATE_GRAD:
+        return ACCUMULATE
+    if name.startswith(BACKWARD_NODE):
+        return BACKWARD
+    if name == PRODUCT:
+        return MATMUL
+    if name in LOOKUPS:
+        return LOOKUP
+    if name in DENSE_LOOKUP_BACKWARDS:
+        return DENSE_LOOKUP_BACKWARD
+    if name == LINEAR:
+        return LINEAR_OP
+    if name == CLONE_OP:
+        return CLONE
+    if host_call_class(name) in OPTIMIZER_INNER:
+        return OPTIMIZER
+    return None
+
+
+def optimizer_steps(ev: Events) -> np.ndarray:
+    """Positions of the trace's optimizer steps: the ``Optimizer.step#...``
+    ranges (``calls.OPTIMIZER_STEP_RE``) the profiler records as host user
+    annotations."""
+    ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
+    is_step = np.array([bool(OPTIMIZER_STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
+    return np.flatnonzero(ranges & is_step[ev.name])
+
+
+def shapes(raw: bytes) -> tuple:
+    """The tensor shapes of a raw ``Input Dims`` JSON text, in order, a
+    tensor list's shapes in its place (``[[512, 512], [512]]`` for a
+    ``_foreach_*`` argument); () when there are none or the text is not a list."""
+    try:
+        dims = msgspec.json.decode(raw) if raw else None
+    except msgspec.DecodeError:
+        return ()
+    if not isinstance(dims, list):
+        return ()
+    out: list[tuple] = []
+    for arg in dims:  # a shape, or a tensor list's shapes; deeper nesting is no tensor argument
+        for shape in ([arg] if _is_shape(arg) else arg if isinstance(arg, list) else []):
+            if _is_shape(shape):
+                out.append(tuple(shape))
+    return tuple(out)
+
+
+def _is_shape(value) -> bool:
+    """True for a non-empty list of ints (a tensor's sizes)."""
+    return isinstance(value, list) and bool(value) and all(type(d) is int for d in value)
