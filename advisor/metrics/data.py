@@ -284,6 +284,16 @@ def worker_cpus(p: Profile) -> Value:
     return Value(max(0, usable - 1), {"usable_cpus": usable})
 
 
+@metric("data.workers_beyond_cpus", unit="bool", needs=["steps.duration_us"])
+def workers_beyond_cpus(p: Profile) -> Value:
+    """Whether the suggested dataset workers (``data.suggested_workers``)
+    exceed the CPUs left for workers (``data.worker_cpus``): beyond those,
+    more workers help only when they wait on storage or the network, not
+    when building a batch is CPU work."""
+    suggested, cpus = suggested_workers(p).value, worker_cpus(p).value
+    return Value(bool(suggested > cpus), {"suggested_workers": suggested, "worker_cpus": cpus})
+
+
 #: The PyTorch DataLoader iterators, as the profiler names their ``__next__``.
 LOADER_KINDS = {"_MultiProcessingDataLoaderIter": "worker processes",
                 "_SingleProcessDataLoaderIter": "the training process"}
