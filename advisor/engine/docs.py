@@ -35,6 +35,7 @@ HEADINGS = {
         "fire": "fires",
         "pass": "passes",
         "meta": "group {group}, status {status}, severity {severity}, time pool {pool}",
+        "symptom": " (a symptom: a finding of its pool that names the cause leads it)",
         "direct": "Direct evidence (without it the finding is inferred: confidence at most {cap:g}, and it says)",
         "requires": "Needs metrics",
         "references": "References",
@@ -75,6 +76,7 @@ HEADINGS = {
         "fire": "触发",
         "pass": "不触发",
         "meta": "分组 {group}，状态 {status}，严重程度 {severity}，时间池 {pool}",
+        "symptom": "（症状：同一时间池中指出原因的问题排在它之前）",
         "direct": "直接依据（缺少时结论为推断：置信度至多 {cap:g}，并在说明中注明）",
         "requires": "所需指标",
         "references": "参考资料",
@@ -101,6 +103,12 @@ HEADINGS = {
 }
 
 
+
+def _meta(h: dict, r) -> str:
+    """The rule's group, status, severity and time pool line."""
+    line = h["meta"].format(group=r.group, status=r.status, severity=r.severity, pool=r.pool)
+    return line + (h["symptom"] if r.symptom else "")
+
 def _h(lang: str) -> dict[str, str]:
     return HEADINGS.get(lang, HEADINGS["en"])
 
@@ -118,7 +126,7 @@ def explain_rule(r: Rule, lang: str = "en") -> str:
     h = _h(lang)
     wrap = lambda s: textwrap.fill(_one(s), 78, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
     lines = [f"{r.id} {r.name}: {r.title}",
-             h["meta"].format(group=r.group, status=r.status, severity=r.severity, pool=r.pool), ""]
+             _meta(h, r), ""]
     for key, text in (("what", r.explanation.what), ("why", r.explanation.why), ("how", r.explanation.how)):
         lines += [h[key], wrap(text), ""]
     if r.params:
@@ -152,7 +160,7 @@ def rule_markdown(r: Rule, lang: str = "en") -> str:
     """One rule's section of ``docs/rules.md``."""
     h = _h(lang)
     out = [f"## `{r.name}` ({r.id}): {_one(r.title)}", ""]
-    out += [f"*{h['meta'].format(group=r.group, status=r.status, severity=r.severity, pool=r.pool)}*", ""]
+    out += [f"*{_meta(h, r)}*", ""]
     for key, text in (("what", r.explanation.what), ("why", r.explanation.why), ("how", r.explanation.how)):
         out += [f"**{h[key]}.** {_one(text)}", ""]
     needs = sorted(set(r.requires)) + [f"{m}?" for m in r.requires_any]

@@ -11,7 +11,7 @@ without ``claims`` has a pool of its own.
 *primary* is the one with the largest estimated gain (ties: higher
 severity, then higher confidence, then rule name), except that a finding
 of a rule that names a cause leads one of a ``symptom`` rule (steps slower
-than the rest) whatever their estimates; the others are its
+than the rest, an idle device) whatever their estimates; the others are its
 ``contributing`` causes, in the same order, each still a whole finding of
 its own rule (message, fix, evidence). They share the same time, so their
 gains are never added: the primary's gain is at most the pool's time at

@@ -107,8 +107,9 @@ class Rule(Strict):
     )
     symptom: bool = Field(
         False,
-        description="the rule measures an effect (steps slower than the rest) whose cause other rules of its "
-        "`claims` pool name: in the pool, a finding that names a cause leads it, whatever the two estimates",
+        description="the rule measures an effect (steps slower than the rest, an idle device) whose cause other "
+        "rules of its `claims` pool name: in the pool, a finding that names a cause leads it, whatever the two "
+        "estimates",
     )
     status: Literal["preview", "stable", "deprecated"] = "stable"
     severity: Level | Literal["auto"] = Field(
