@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from advisor.metrics.anomaly import RECURRENCE_CONFIDENCE
+from advisor.metrics.quantiles import beta_quantile
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, run_mean_ms, steady_steps, step_ms_value
 from advisor.metrics.window import require_steady_window
@@ -440,15 +442,24 @@ def epoch_end_excess_ms(p: Profile) -> Value:
 
 @metric("data.epoch_restart_ms", unit="ms", needs=_EPOCH_NEEDS)
 def epoch_restart_ms(p: Profile) -> Value:
-    """Per step, what ending an epoch and starting the next costs outside
-    the first batch's wait: (``data.epoch_shutdown_ms`` +
-    ``data.epoch_between_ms``) / ``data.steps_per_epoch``. With worker
+    """Per step, what ending a pass and starting the next costs outside the
+    first batch's wait: (``data.epoch_shutdown_ms`` +
+    ``data.epoch_between_ms``) times the rate of pass ends --
+    1 / ``data.steps_per_epoch`` where two or more ends give it, else the
+    lowest rate consistent with k ends in n steady steps at
+    ``anomaly.RECURRENCE_CONFIDENCE`` (as ``anomaly.step_outlier_recurring_ms``
+    counts slow steps: one end in 5 steps supports 2.1%). With worker
     processes that do not stay, it is what keeping them
-    (``persistent_workers=True``) saves; the first batch of an epoch is
+    (``persistent_workers=True``) saves; the first batch of a pass is
     waited for either way."""
     per_end = epoch_shutdown_ms(p).value + epoch_between_ms(p).value
-    period = steps_per_epoch(p).value
-    return Value(per_end / period, {"per_epoch_end_ms": round(per_end, 3), "steps_per_epoch": period})
+    try:
+        rate, basis = 1.0 / steps_per_epoch(p).value, "period"
+    except NotEvaluated:
+        e = _epoch_ends(p)
+        k, n = len(e["ended"]), e["steady"]
+        rate, basis = beta_quantile(1.0 - RECURRENCE_CONFIDENCE, k, n - k + 1), "lower bound"
+    return Value(per_end * rate, {"per_epoch_end_ms": round(per_end, 3), "rate": round(rate, 4), "rate_from": basis})
 
 
 @metric("data.epoch_wait_ms", unit="ms", needs=_EPOCH_NEEDS)

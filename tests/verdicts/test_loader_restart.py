@@ -196,3 +196,20 @@ def test_an_evaluation_loader_restarted_at_each_evaluation(tmp_path, persistent)
     else:
         assert value(report, "data.epoch_shutdown_ms") >= 1.0
         assert "loader-worker-restart" in _findings(report), list(_findings(report))
+
+
+@needs_torch
+def test_one_pass_end_in_a_short_window_is_counted_at_the_lowest_rate_it_supports(tmp_path):
+    # advisor run's default window (5 steps) holds one epoch end of the
+    # 4-step epochs: how often they come is not in the window, so the
+    # restart is counted at the lowest rate one end in the steady steps
+    # supports (about 2.6% of steps), and the finding says to profile more.
+    report, _ = profiled(tmp_path, SCRIPT, 2, "restart", steps=5, warmup=3)
+    assert len(value(report, "data.epoch_end_steps")) == 1
+    assert "data.steps_per_epoch" not in report["metrics"]
+    restart = report["metrics"]["data.epoch_restart_ms"]
+    assert restart["evidence"]["rate_from"] == "lower bound" and restart["evidence"]["rate"] < 0.05
+    assert restart["value"] == pytest.approx(restart["evidence"]["per_epoch_end_ms"] * restart["evidence"]["rate"], rel=0.01)
+    found = _findings(report).get("loader-worker-restart")
+    if found is not None:  # a twentieth of the step at that rate: fires when the restart costs ~2.5 steps or more
+        assert "profile more steps" in found["message"]
