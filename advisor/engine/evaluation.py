@@ -127,6 +127,8 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
                         "together may not exceed the {step} ms step, and this finding's confidence is among "
                         "the lowest.",
         "inferred_title": "{title} (inferred)",
+        "symptom_of": "These are the steps of the finding it contributes to ({cause}): that finding's fix is the "
+                      "one to apply.",
         "severity_held": "Medium, not {band}: {pct}% of the step is at stake on average, but its steps vary; "
                          "at {conf}% confidence they support {low}%.",
         "if_torch_npu": "If the job runs PyTorch with torch_npu: {text}",
@@ -137,6 +139,7 @@ ENGINE_NOTES: dict[str, dict[str, str]] = {
         "gain_clamped": "预计收益已从每步 {was} ms 下调为 {now} ms：各问题的预计收益之和不能超过 {step} ms 的迭代时间，"
                         "而该问题的置信度较低。",
         "inferred_title": "{title}（推断）",
+        "symptom_of": "这些就是它所归属的问题（{cause}）中的迭代：应采用那个问题的修复方法。",
         "severity_held": "定为中等而非{band}：平均 {pct}% 的迭代时间受影响，但各步差异较大，"
                          "按 {conf}% 置信度只能确认 {low}%。",
         "if_torch_npu": "若作业使用 PyTorch（torch_npu）：{text}",
@@ -626,6 +629,7 @@ def evaluate_run(
             skipped.append(skip)
     symptoms = {c.rule.name for c in rules if c.rule.symptom}
     merged = pools.merge(findings, rank_key=lambda f: (f.rule in symptoms, *_rank_key(f)))
+    pools.leave_fixes_to_causes(merged, symptoms, note=lambda **kw: engine_note(lang, "symptom_of", **kw))
     pools.clamp_total(merged, values.get(STEP_TIME), note=lambda **kw: engine_note(lang, "gain_clamped", **kw))
     return Evaluation(findings=rank_findings(merged), skipped=skipped, outcomes=outcomes)
 

@@ -18,6 +18,9 @@ gains are never added: the primary's gain is at most the pool's time at
 stake, the largest time at stake among its findings (each measures the
 same time, some of it more completely).
 
+A symptom contributing to a cause gives up its own fix
+(:func:`leave_fixes_to_causes`).
+
 **The total** (:func:`clamp_total`). Pools are meant as disjoint parts of
 the step, but a rule's measure may overlap another's (a slow rank's extra
 free time is also free time; outlier steps hold every other cause). So
@@ -69,6 +72,20 @@ def merge(findings: list[Finding], *, rank_key: Callable[[Finding], tuple]) -> l
             primary.contributing = [*primary.contributing, *rest]
         out.append(primary)
     return out
+
+
+def leave_fixes_to_causes(findings: list[Finding], symptoms: set[str], *, note: Callable[..., str]) -> None:
+    """A ``symptom`` finding that contributes to a finding naming its cause
+    keeps no fix of its own -- the cause's fix is the one to apply, and the
+    symptom's generic one would aim elsewhere -- and says so
+    (``note(cause=title)``)."""
+    for f in findings:
+        if f.rule in symptoms:
+            continue
+        for c in f.contributing:
+            if c.rule in symptoms and c.fix is not None:
+                c.fix = None
+                c.caveats = [*c.caveats, note(cause=f.title)]
 
 
 def clamp_total(findings: list[Finding], step_ms: float | None, *, note: Callable[..., str]) -> None:

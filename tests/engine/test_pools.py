@@ -86,6 +86,10 @@ def test_a_cause_leads_the_symptom_it_explains_whatever_their_estimates(tmp_path
     assert [f.rule for f in run.findings] == ["the-cause"]
     assert [c.rule for c in run.findings[0].contributing] == ["slow-steps"]
     assert run.findings[0].estimated_gain_ms == pytest.approx(15.0)
+    # the symptom's own fix would aim elsewhere: the cause's is the one to apply
+    symptom = run.findings[0].contributing[0]
+    assert symptom.fix is None and "title of the-cause" in symptom.caveats[-1]
+    assert run.findings[0].fix is not None
 
 
 def test_ties_go_to_severity_then_confidence(tmp_path):
