@@ -80,10 +80,18 @@ def test_one_bucket_gets_a_cap_below_its_measured_gradients(tmp_path):
 
 
 def test_buckets_reduced_during_backward_get_no_bucket_advice(tmp_path):
+    # The buckets hide most of the all-reduce: exposed 1-7% of the step at
+    # load 4-6, no serious finding. Under a full suite's load gloo's
+    # scheduling left 13% exposed once (medium, a true measure of that run);
+    # then the finding keeps the buckets and advises no bucket size.
     report = _report("bucketed", tmp_path)
     assert _value(report, "comm.allreduce_layout") == "bucketed"
     assert "comm.bucket_cap_mb" not in report["metrics"]
-    assert "exposed-allreduce" not in _serious(report), report["metrics"]["comm.exposed_allreduce_ratio"]
+    found = _serious(report).get("exposed-allreduce")
+    if found is None:
+        return
+    assert _value(report, "comm.exposed_allreduce_ratio") >= 0.1, report["metrics"]["comm.exposed_allreduce_ratio"]
+    assert "bucket_cap_mb" not in found["fix"]["code"] and "Keep the buckets" in found["fix"]["text"], found["fix"]
 
 
 def test_two_ranks_a_straggler_is_named_with_its_gap(tmp_path):
