@@ -38,7 +38,9 @@ its rules was evaluated (fired or passed).
    micro-benchmark or a cut trace gets no verdict on training.
 2. ``problems`` when a finding (primary or contributing) has severity
    :data:`PROBLEM_SEVERITY` or above, even where other kinds of checks
-   could not be judged (they are listed as missing).
+   could not be judged (they are listed as missing). The count it gives is
+   of findings as the report lists them: a primary with its contributing
+   causes is one (one cause, one finding: ``advisor.engine.pools``).
 3. ``inconclusive`` when fewer than :data:`MIN_JUDGED_SHARE` of the kinds
    of checks that matter were judged (or none matters).
 4. ``clean`` otherwise: the checks ran and found nothing of medium
@@ -278,11 +280,10 @@ def judge(
         return Verdict(status="inconclusive", reason=_t(lang, "sparse", n=sparse, min=MIN_DEVICE_OPS_PER_STEP),
                        missing=missing, checks=checks)
 
-    every = [g for f in findings for g in (f, *f.contributing)]
-    serious = [f for f in every if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[PROBLEM_SEVERITY]]
+    serious = [f for f in findings
+               if any(SEVERITY_ORDER[g.severity] >= SEVERITY_ORDER[PROBLEM_SEVERITY] for g in (f, *f.contributing))]
     if serious:
-        ids = {id(f) for f in serious}
-        lead = next(f for f in findings if any(id(g) in ids for g in (f, *f.contributing)))
+        lead = serious[0]
         reason = _t(lang, "problems", n=len(serious), sev=sev_word, title=lead.title)
         if memory_only:
             reason += _t(lang, "memory_partial")
@@ -302,6 +303,6 @@ def judge(
                        missing=missing, checks=checks)
     reason = _t(lang, "clean", j=len(judged), m=len(checks), sev=sev_word,
                 groups=_t(lang, "sep").join(group_label(c.group, lang) for c in judged))
-    if every:
-        reason += _t(lang, "clean_minor", n=len(every))
+    if findings:
+        reason += _t(lang, "clean_minor", n=len(findings))
     return Verdict(status="clean", reason=reason, missing=missing, checks=checks)
