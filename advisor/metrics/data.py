@@ -231,7 +231,7 @@ def _data_wait_ms(p: Profile) -> tuple[float, str]:
         if p.has("steps", col):
             value = run_mean_ms(p, col)
             if value is not None:
-                return (max(value - _epoch_wait_or_none(p), 0.0) if col == "data_wait_us" else value), col
+                return (_outside_epoch_ends(p, value) if col == "data_wait_us" else value), col
     raise NotEvaluated("the profile measures no data wait per step")
 
 
@@ -430,13 +430,19 @@ def epoch_between_ms(p: Profile) -> Value:
     return _ended_median_ms(p, "loader_between_us")
 
 
+def _beyond_the_rest(p: Profile, column: str) -> np.ndarray:
+    """Per epoch-end step, its ``column`` minus the median of its rank's
+    other steady steps."""
+    e = _epoch_ends(p)
+    base = e["rest"].groupby("rank")[column].median()
+    return e["ended"][column].to_numpy(float) - e["ended"]["rank"].map(base).to_numpy(float)
+
+
 @metric("data.epoch_end_excess_ms", unit="ms", needs=_EPOCH_NEEDS)
 def epoch_end_excess_ms(p: Profile) -> Value:
     """What an epoch end adds to its step: the epoch-end step's time minus
     the median of the rank's other steady steps, median over epoch ends."""
-    e = _epoch_ends(p)
-    base = e["rest"].groupby("rank")["duration_us"].median()
-    excess = e["ended"]["duration_us"].to_numpy(float) - e["ended"]["rank"].map(base).to_numpy(float)
+    excess = _beyond_the_rest(p, "duration_us")
     return Value(float(np.median(excess)) / US_PER_MS, {"epoch_ends": int(excess.size)})
 
 
@@ -469,10 +475,9 @@ def epoch_wait_ms(p: Profile) -> Value:
     of the rank's other steps, summed and spread over the window's steady
     steps. Worker processes and prefetching do not shorten it: it is the
     ending of one epoch and the first batch of the next."""
-    e = _epoch_ends(p)
-    base = e["rest"].groupby("rank")["loader_us"].median()
-    extra = e["ended"]["loader_us"].to_numpy(float) - e["ended"]["rank"].map(base).to_numpy(float)
-    return Value(max(float(np.nansum(extra)), 0.0) / e["steady"] / US_PER_MS, {"epoch_ends": int(extra.size)})
+    extra = _beyond_the_rest(p, "loader_us")
+    return Value(max(float(np.nansum(extra)), 0.0) / _epoch_ends(p)["steady"] / US_PER_MS,
+                 {"epoch_ends": int(extra.size)})
 
 
 def _epoch_wait_or_none(p: Profile) -> float:
@@ -482,6 +487,12 @@ def _epoch_wait_or_none(p: Profile) -> float:
         return 0.0
 
 
+def _outside_epoch_ends(p: Profile, wait_ms: float) -> float:
+    """A mean data wait per step less the part epoch ends add
+    (``data.epoch_wait_ms``, 0 where none is told apart)."""
+    return max(wait_ms - _epoch_wait_or_none(p), 0.0)
+
+
 @metric("data.batch_wait_ms", unit="ms", needs=["steps.data_wait_us", "steps.duration_us"])
 def batch_wait_ms(p: Profile) -> Value:
     """The mean data wait per step (``step.data_wait_ms``) outside epoch
@@ -489,8 +500,8 @@ def batch_wait_ms(p: Profile) -> Value:
     do not shorten; all of it where no epoch end is told apart."""
     require_steady_window(p)
     wait = step_ms_value(p, "data_wait_us")
-    ends = _epoch_wait_or_none(p)
-    return Value(max(float(wait.value) - ends, 0.0), {"data_wait_ms": wait.value, "epoch_wait_ms": ends},
+    return Value(_outside_epoch_ends(p, float(wait.value)),
+                 {"data_wait_ms": wait.value, "epoch_wait_ms": _epoch_wait_or_none(p)},
                  stderr=wait.stderr, samples=wait.samples)
 
 
