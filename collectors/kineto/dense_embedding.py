@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.decode import Events
-from advisor.collectors.kineto.host_calls import step_rows, step_windows
+from advisor.collectors.kineto.host_calls import by_step, step_rows, step_windows
 from advisor.collectors.kineto.shaped_events import (ACCUMULATE, DENSE_LOOKUP_BACKWARD, LINEAR_OP, LOOKUP,
                                                     optimizer_steps)
 
@@ -80,10 +80,9 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     opt_rows = step_rows(ev.ts[opt_idx], steps)
     row = step_rows(ev.shaped_ts, steps)
     out = {c: np.full(len(steps), np.nan) for c in COLUMNS}
-    order = np.argsort(row, kind="stable")
-    bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
+    per_step = by_step(row, len(steps))
     for r in step_windows(steps):
-        mine = order[bounds[r]:bounds[r + 1]]
+        mine = per_step[r]
         role = ev.shaped_role[mine]
         tied = {s[1] for s in ev.shaped_shapes[mine[role == LINEAR_OP]] if len(s) >= 2 and len(s[1]) == 2}
         pairs = [(w, asked, i) for w, asked, i in _pairs(list(mine[role == LOOKUP]),

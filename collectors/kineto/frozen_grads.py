@@ -35,8 +35,9 @@ import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.decode import Events
-from advisor.collectors.kineto.host_calls import step_rows, step_windows
-from advisor.collectors.kineto.shaped_events import ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER, optimizer_steps
+from advisor.collectors.kineto.host_calls import by_step, step_rows, step_windows
+from advisor.collectors.kineto.shaped_events import (ACCUMULATE, BACKWARD, MATMUL, OPTIMIZER, first_shapes,
+                                                    optimizer_steps)
 
 def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | None:
     """``frozen_grads`` and ``frozen_grad_us`` aligned to ``steps``' rows
@@ -55,19 +56,17 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     opt_start, opt_end = ev.ts[opt_idx][by_start], (ev.ts + ev.dur)[opt_idx][by_start]
     # an optimizer operator counts when it starts inside an optimizer step range
     in_step = iv.window_index(opt_start, opt_end, ev.shaped_ts) >= 0
-    first_shape = np.array([s[0] if s else None for s in ev.shaped_shapes], dtype=object)
+    first_shape = first_shapes(ev)
     count = np.full(len(steps), np.nan)
     time = np.full(len(steps), np.nan)
     has_opt = np.zeros(len(steps), dtype=bool)
     opt_rows = step_rows(opt_start, steps)
     has_opt[opt_rows[opt_rows >= 0]] = True
-    # events are in time order: group them by step once, not once per step
-    order = np.argsort(row, kind="stable")
-    bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
+    per_step = by_step(row, len(steps))
     for r in windows:
         if not has_opt[r]:
             continue
-        mine = order[bounds[r]:bounds[r + 1]]
+        mine = per_step[r]
         role = ev.shaped_role[mine]
         read = set().union(*ev.shaped_shapes[mine[(role == OPTIMIZER) & in_step[mine]]])
         accumulated = mine[acc[mine]]

@@ -27,8 +27,8 @@ import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.decode import Events
-from advisor.collectors.kineto.shaped_events import ACCUMULATE, BACKWARD, CLONE, optimizer_steps
-from advisor.collectors.kineto.host_calls import step_rows, step_windows
+from advisor.collectors.kineto.shaped_events import ACCUMULATE, BACKWARD, CLONE, first_shapes, optimizer_steps
+from advisor.collectors.kineto.host_calls import by_step, step_rows, step_windows
 
 COLUMNS = ("param_tensors", "param_copies", "param_copy_us")
 
@@ -39,7 +39,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     shaped accumulation."""
     if steps is None or steps.empty or ev.shaped_ts.size == 0:
         return None
-    first_shape = np.array([s[0] if s else None for s in ev.shaped_shapes], dtype=object)
+    first_shape = first_shapes(ev)
     shaped = np.array([s is not None for s in first_shape], dtype=bool)
     acc = (ev.shaped_role == ACCUMULATE) & shaped
     clone = (ev.shaped_role == CLONE) & shaped
@@ -52,10 +52,9 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     clone &= iv.window_index(outside[0], outside[1], ev.shaped_ts) < 0
     row = step_rows(ev.shaped_ts, steps)
     out = {name: np.full(len(steps), np.nan) for name in COLUMNS}
-    order = np.argsort(row, kind="stable")  # events by step, in time order within each
-    bounds = np.searchsorted(row[order], np.arange(len(steps) + 1), side="left")
+    per_step = by_step(row, len(steps))
     for r in step_windows(steps):
-        mine = order[bounds[r]:bounds[r + 1]]
+        mine = per_step[r]
         grads = Counter(first_shape[mine[acc[mine]]])
         if not grads:
             continue

@@ -82,3 +82,9 @@ def shapes(raw: bytes) -> tuple:
 def _is_shape(value) -> bool:
     """True for a non-empty list of ints (a tensor's sizes)."""
     return isinstance(value, list) and bool(value) and all(type(d) is int for d in value)
+
+
+def first_shapes(ev: Events) -> np.ndarray:
+    """Per ``Events.shaped_*`` event, the shape of its first tensor input
+    (an accumulated gradient's, a cloned tensor's), None where it has none."""
+    return np.array([s[0] if s else None for s in ev.shaped_shapes], dtype=object)
