@@ -36,7 +36,7 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import DATALOADER_RE
 from advisor.collectors.kineto.decode import HOST, Events
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
-from advisor.collectors.kineto.tables import ANNOTATION_RE
+from advisor.collectors.kineto.window import oplike
 
 COLUMNS = ("loader_calls", "loader_end_us", "loader_between_us", "loader_us")
 #: A call after which the loop's operators fill less than this share of the
@@ -70,8 +70,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     multi = np.intersect1d(np.flatnonzero(counts >= 2), windows)
     if multi.size == 0:
         return out
-    annotation = np.array([bool(ANNOTATION_RE.match(str(n))) for n in ev.names], dtype=bool)
-    ops = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")) & ~annotation[ev.name])
+    ops = np.flatnonzero(oplike(ev))
     step_end = steps["start_us"].to_numpy(float) + steps["duration_us"].to_numpy(float)
     busy_of: dict[int, iv.Intervals] = {}  # per thread: its operators' time
     for row in multi:

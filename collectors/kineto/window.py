@@ -146,7 +146,7 @@ def _named(ev: dec.Events, names) -> np.ndarray:
     return hit[ev.name] if len(ev) else np.zeros(0, dtype=bool)
 
 
-def _oplike(ev: dec.Events) -> np.ndarray:
+def oplike(ev: dec.Events) -> np.ndarray:
     """Host ops proper (``cpu_op``, and 2021 ``Operator`` events that are not
     annotations), as the per-name statistics count them."""
     from advisor.collectors.kineto.tables import ANNOTATION_RE  # it imports this module
@@ -175,7 +175,7 @@ def _one_time(ev: dec.Events, win: pd.DataFrame) -> pd.DataFrame:
 def _slow_first_calls(ev: dec.Events) -> np.ndarray:
     """Indices of host ops that are the slow first call of their name."""
     stats = ev.op_stats
-    op = np.flatnonzero(_oplike(ev))
+    op = np.flatnonzero(oplike(ev))
     if op.size == 0 or stats.count.size == 0:
         return np.empty(0, dtype=np.int64)
     code = ev.name[op].astype(np.int64)
