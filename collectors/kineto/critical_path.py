@@ -77,11 +77,6 @@ from advisor.collectors.kineto.decode import HOST, KERNEL, RUNTIME, SYNC, Events
 KINDS = ("host", "launch", "device", "sync", "dependency")
 
 
-def _named(ev: Events, names: frozenset) -> np.ndarray:
-    """Per-event mask: the event's name is one of ``names``."""
-    return np.isin(ev.names, list(names))[ev.name] if len(ev.names) else np.zeros(len(ev), dtype=bool)
-
-
 class _Graph:
     """Nodes and edges of one rank's graphs (node ids unique over its steps),
     added in bulk."""
@@ -112,8 +107,8 @@ class _Trace:
         self.ev = ev
         self.host = np.flatnonzero(((ev.kind == HOST) | (ev.kind == RUNTIME)) & (ev.dur > 0))
         rt = ev.kind == RUNTIME
-        self.blocking = rt & (_named(ev, SYNC_CALLS) | idle._blocking_records(ev))
-        self.may_block = rt & ~self.blocking & _named(ev, MAY_BLOCK_CALLS)
+        self.blocking = rt & (ev.named(SYNC_CALLS) | idle._blocking_records(ev))
+        self.may_block = rt & ~self.blocking & ev.named(MAY_BLOCK_CALLS)
         launch = idle._launches(ev)
         order = np.argsort(ev.ts[launch.call], kind="stable")
         self.dev, self.call = launch.dev[order], launch.call[order]

@@ -314,6 +314,27 @@ class Events:
         code = _CAT_CODE.get(category)
         return self.cat == code if code is not None else np.zeros(len(self), dtype=bool)
 
+    def named(self, match) -> np.ndarray:
+        """Boolean mask of the events whose name matches ``match``: a
+        compiled pattern (``search``), a set of names, or a predicate on a
+        name; tested once per distinct name."""
+        if hasattr(match, "search"):
+            test = match.search
+        elif callable(match):
+            test = match
+        else:
+            test = match.__contains__
+        hit = np.fromiter((bool(test(n)) for n in self.names), dtype=bool, count=len(self.names))
+        return hit[self.name] if hit.size else np.zeros(len(self), dtype=bool)
+
+    def host_ops(self) -> np.ndarray:
+        """Boolean mask of the host ops proper (``_oplike``): the events
+        ``op_time`` and ``op_stats`` count."""
+        from advisor.collectors.kineto.tables import ANNOTATION_RE  # it imports this module
+
+        flags = np.where(self.named(ANNOTATION_RE), ANNOTATION_NAME, 0)
+        return (self.kind == HOST) & _oplike(self.cat, flags)
+
     def collective_of(self, i: int) -> str | None:
         c = int(self.collective[i])
         return self.collectives[c] if c >= 0 else None

@@ -49,9 +49,7 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     ``steps``: the trace's steps table (``step``, ``start_us``, ``duration_us``)."""
     if steps is None or "start_us" not in steps.columns or steps["step"].isna().all():
         return None
-    marker_names = np.array([bool(STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
-    is_marker = marker_names[ev.name] if marker_names.size else np.zeros(len(ev), dtype=bool)
-    work = np.flatnonzero(((ev.kind == HOST) | (ev.kind == RUNTIME)) & ~is_marker)
+    work = np.flatnonzero(((ev.kind == HOST) | (ev.kind == RUNTIME)) & ~ev.named(STEP_RE))
     return silent_rows(iv.merge(ev.ts[work], ev.end_at(work)), steps, rank)
 
 

@@ -188,12 +188,6 @@ def _launch_queue(ev: Events, launch: _Launch, lo: np.ndarray, hi: np.ndarray) -
 # ---------------------------------------------------------------- the host side
 
 
-def _named(ev: Events, pred) -> np.ndarray:
-    """Per-event mask of ``pred(name)``, tested once per distinct name."""
-    hit = np.fromiter((bool(pred(n)) for n in ev.names), dtype=bool, count=len(ev.names))
-    return hit[ev.name]
-
-
 class _HostView:
     """The launching threads' host events by class (indices into ``ev``).
     The runtime calls read are those that launched device work (``launches``),
@@ -202,26 +196,23 @@ class _HostView:
     the causes do not depend on it."""
 
     def __init__(self, ev: Events, threads: np.ndarray, launches: np.ndarray):
-        from advisor.collectors.kineto import tables as kt  # it imports this module
-
         self.ev = ev
         on = np.isin(ev.thread, threads)
         host, rt = on & (ev.kind == HOST), on & (ev.kind == RUNTIME)
-        oplike = host & (ev.cat_is("cpu_op") | (ev.cat_is("Operator") & ~kt._name_mask(ev, kt.ANNOTATION_RE)))
-        ops = np.flatnonzero(oplike)
+        ops = np.flatnonzero(on & ev.host_ops())
         self.top = ops[iv.Nesting(ev.thread[ops], ev.ts[ops], ev.end_at(ops)).top_level()]
         self._top_nest = iv.Nesting(ev.thread[self.top], ev.ts[self.top], ev.end_at(self.top))
-        sync_ops = self.top[_named(ev, SYNC_OPS.__contains__)[self.top]]
-        self.sync = np.union1d(np.flatnonzero(rt & (_named(ev, SYNC_CALLS.__contains__) | _blocking_records(ev))),
+        sync_ops = self.top[ev.named(SYNC_OPS)[self.top]]
+        self.sync = np.union1d(np.flatnonzero(rt & (ev.named(SYNC_CALLS) | _blocking_records(ev))),
                                sync_ops)
-        self.alloc = np.flatnonzero(rt & _named(ev, ALLOC_CALLS.__contains__))
-        self.init = np.flatnonzero((rt & _named(ev, INIT_CALLS.__contains__)) | (host & _named(ev, COMPILE_OPS.search)))
-        self.data = np.flatnonzero(host & _named(ev, DATALOADER_RE.search))
+        self.alloc = np.flatnonzero(rt & ev.named(ALLOC_CALLS))
+        self.init = np.flatnonzero((rt & ev.named(INIT_CALLS)) | (host & ev.named(COMPILE_OPS)))
+        self.data = np.flatnonzero(host & ev.named(DATALOADER_RE))
         recorded = np.flatnonzero(rt & _with_record(ev, lambda name: np.ones(name.size, dtype=bool)))
         self.calls = np.unique(np.r_[launches, recorded,
                                      self.sync[ev.kind[self.sync] == RUNTIME], self.alloc,
                                      self.init[ev.kind[self.init] == RUNTIME]])
-        frames = np.flatnonzero(on & (ev.kind == PYTHON) & _named(ev, program_frame))
+        frames = np.flatnonzero(on & (ev.kind == PYTHON) & ev.named(program_frame))
         self._frames = frames
         self._frame_nest = iv.Nesting(ev.thread[frames], ev.ts[frames], ev.end_at(frames))
 
@@ -270,7 +261,7 @@ def _blocking_records(ev: Events) -> np.ndarray:
     correlation id other than ``Stream Wait Event``, unless the call only
     queries (``cudaEventQuery`` writes an ``Event Sync`` record too)."""
     waits = _with_record(ev, lambda name: ev.names[name] != STREAM_WAIT_RECORD)
-    return waits & ~_named(ev, QUERY_CALLS.__contains__)
+    return waits & ~ev.named(QUERY_CALLS)
 
 
 def _record_wait(ev: Events, idx: np.ndarray) -> np.ndarray:
@@ -492,8 +483,8 @@ def _copies(ev: Events, kernels: iv.Intervals, lo: np.ndarray, hi: np.ndarray) -
     the part from pageable memory."""
     from advisor.collectors.kineto.tables import memcpy_type  # it imports this module
 
-    h2d = _named(ev, lambda n: memcpy_type(n) == "memcpy_h2d") & (ev.kind == MEMCPY)
-    pageable = h2d & _named(ev, lambda n: PAGEABLE.lower() in n.lower())
+    h2d = ev.named(lambda n: memcpy_type(n) == "memcpy_h2d") & (ev.kind == MEMCPY)
+    pageable = h2d & ev.named(lambda n: PAGEABLE.lower() in n.lower())
     copies = iv.merge(ev.ts[h2d], ev.end_at(h2d))
     return {"copy_h2d_us": iv.covered_between(copies, lo, hi),
             "copy_h2d_exposed_us": iv.covered_between(iv.subtract(copies, kernels), lo, hi),

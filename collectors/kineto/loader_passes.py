@@ -36,7 +36,6 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import DATALOADER_RE
 from advisor.collectors.kineto.decode import HOST, Events
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
-from advisor.collectors.kineto.window import oplike
 
 COLUMNS = ("loader_calls", "loader_end_us", "loader_between_us", "loader_us")
 #: A call after which the loop's operators fill less than this share of the
@@ -53,8 +52,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     step window); None when the trace has no DataLoader call or no steps."""
     if steps is None or steps.empty or "start_us" not in steps.columns:
         return None
-    loader_name = np.array([bool(DATALOADER_RE.match(str(n))) for n in ev.names], dtype=bool)
-    calls = np.flatnonzero((ev.kind == HOST) & loader_name[ev.name]) if loader_name.any() else np.empty(0, int)
+    calls = np.flatnonzero((ev.kind == HOST) & ev.named(DATALOADER_RE))
     if calls.size == 0:
         return None
     calls = calls[np.argsort(ev.ts[calls], kind="stable")]
@@ -70,7 +68,7 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
     multi = np.intersect1d(np.flatnonzero(counts >= 2), windows)
     if multi.size == 0:
         return out
-    ops = np.flatnonzero(oplike(ev))
+    ops = np.flatnonzero(ev.host_ops())
     step_end = steps["start_us"].to_numpy(float) + steps["duration_us"].to_numpy(float)
     busy_of: dict[int, iv.Intervals] = {}  # per thread: its operators' time
     for row in multi:

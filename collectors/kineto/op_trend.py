@@ -23,9 +23,8 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
-from advisor.collectors.kineto.decode import HOST, Events
+from advisor.collectors.kineto.decode import Events
 from advisor.collectors.kineto.host_calls import step_rows
-from advisor.collectors.kineto.tables import ANNOTATION_RE
 
 #: Operator names kept per rank. The rule looks for the one part that rises;
 #: a few more let the metrics choose over the steady steps (this slope counts
@@ -110,10 +109,7 @@ def slopes(values: np.ndarray, at: np.ndarray) -> np.ndarray:
 def _top_level_ops(ev: Events) -> np.ndarray:
     """Indices of the host ops proper (module doc) not nested in another one
     of their thread."""
-    annotation = np.array([bool(ANNOTATION_RE.match(str(n))) for n in ev.names], dtype=bool)
-    is_annotation = annotation[ev.name] if annotation.size else np.zeros(len(ev), dtype=bool)
-    oplike = (ev.kind == HOST) & (ev.cat_is("cpu_op") | (ev.cat_is("Operator") & ~is_annotation))
-    idx = np.flatnonzero(oplike)
+    idx = np.flatnonzero(ev.host_ops())
     if idx.size == 0:
         return idx
     return idx[iv.Nesting(ev.thread[idx], ev.ts[idx], ev.end_at(idx)).top_level()]

@@ -57,8 +57,7 @@ def optimizer_steps(ev: Events) -> np.ndarray:
     ranges (``calls.OPTIMIZER_STEP_RE``) the profiler records as host user
     annotations."""
     ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
-    is_step = np.array([bool(OPTIMIZER_STEP_RE.match(str(n))) for n in ev.names], dtype=bool)
-    return np.flatnonzero(ranges & is_step[ev.name])
+    return np.flatnonzero(ranges & ev.named(OPTIMIZER_STEP_RE))
 
 
 def shapes(raw: bytes) -> tuple:

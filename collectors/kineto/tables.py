@@ -72,18 +72,11 @@ class Tables:
     op_trend: pd.DataFrame | None = None  # per-step time of the host ops that rise most (kineto/op_trend.py)
 
 
-def _name_mask(ev: Events, pattern: re.Pattern) -> np.ndarray:
-    """Per-event boolean: the event's name matches ``pattern`` (tested once
-    per distinct name)."""
-    hit = np.fromiter((bool(pattern.search(n)) for n in ev.names), dtype=bool, count=len(ev.names))
-    return hit[ev.name]
-
-
 def _steps(ev: Events) -> dict[str, np.ndarray] | None:
     """ProfilerStep#N spans (deduplicated by N, longest kept), by start;
     None without step markers. Rows are ordered as pandas' ``sort_values``
     would (by duration, longest first, then by start), ties included."""
-    idx = np.flatnonzero(_name_mask(ev, STEP_RE) & (ev.kind == HOST))
+    idx = np.flatnonzero(ev.named(STEP_RE) & (ev.kind == HOST))
     if idx.size == 0:
         return None
     step = np.array([int(STEP_RE.match(ev.names[c]).group(1)) for c in ev.name[idx]], dtype=np.int64)
@@ -206,7 +199,7 @@ def gpu_tables(ev: Events, rank: int) -> Tables:
     win = _windows(ev, notes)
     dev = ev.kind >= KERNEL
     kern = ev.kind == KERNEL
-    is_comm = kern & _name_mask(ev, COMM_KERNEL_RE)
+    is_comm = kern & ev.named(COMM_KERNEL_RE)
     compute = _select(ev, kern & ~is_comm)
     del kern
     comm = _select(ev, is_comm)
@@ -247,7 +240,7 @@ def host_only_tables(ev: Events, rank: int, device: str) -> Tables:
     collectives, which would describe the host's calls, not the device."""
     notes: list[str] = []
     win = _windows(ev, notes)
-    data = _select(ev, (ev.kind == HOST) & _name_mask(ev, DATALOADER_RE))
+    data = _select(ev, (ev.kind == HOST) & ev.named(DATALOADER_RE))
     steps = pd.DataFrame(_breakdown(win, {"data_wait_us": data}))
     steps, warmup = _window_columns(ev, win, steps, rank, device=False)
     return Tables(device, steps, None, None, notes, warmup)
@@ -265,7 +258,7 @@ def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Inter
         "communication_us": comm,
         "overlapped_us": iv.intersect(compute, comm),
         "_busy_cc_us": iv.union(compute, comm),
-        "data_wait_us": _select(ev, (ev.kind == HOST) & _name_mask(ev, DATALOADER_RE)),
+        "data_wait_us": _select(ev, (ev.kind == HOST) & ev.named(DATALOADER_RE)),
         "kernel_gap_us": kernel_gaps(busy),
         "sync_wait_us": _select(ev, sync),
     }
@@ -322,7 +315,7 @@ def _runtime_ops(ev: Events, rt: np.ndarray, dt_of: np.ndarray) -> tuple[np.ndar
     host_idx, nest = _nesting(ev, ev.kind == HOST)
     op_dt = dt_of[ev.input_type[host_idx]]
     has_dt = op_dt >= 0
-    is_comm_op = _name_mask(ev, HOST_COMM_RE)[host_idx]
+    is_comm_op = ev.named(HOST_COMM_RE)[host_idx]
     op_name = ev.name[host_idx]
     op_msg = ev.msg[host_idx]
     has_msg = op_msg >= 0
@@ -541,9 +534,8 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     notes: list[str] = []
     win = _windows(ev, notes)
     host = ev.kind == HOST
-    annotation = _name_mask(ev, ANNOTATION_RE)
-    named_comm = host & _name_mask(ev, HOST_COMM_RE)
-    oplike = host & (ev.cat_is("cpu_op") | (ev.cat_is("Operator") & ~annotation))
+    named_comm = host & ev.named(HOST_COMM_RE)
+    oplike = ev.host_ops()
     main = _main_thread(ev, win, oplike)
     op_idx, nest = _nesting(ev, oplike)
     top = op_idx[nest.top_level()]
@@ -556,7 +548,7 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     blocked = iv.merge(ev.ts[comm_top[held]], blocked_end[held])
     comm_all = iv.union(iv.merge(ev.ts[comm_top], ev.end_at(comm_top)), blocked)
     comm_main = iv.union(_select(ev, named_comm & (ev.thread == main)), blocked)
-    data_idx = np.flatnonzero(host & _name_mask(ev, DATALOADER_RE))
+    data_idx = np.flatnonzero(host & ev.named(DATALOADER_RE))
     data = iv.merge(ev.ts[data_idx], ev.end_at(data_idx))
     raw = iv.merge(ev.ts[top[on_main]], ev.end_at(top[on_main]))
     compute = iv.subtract(raw, iv.union(comm_main, data))

@@ -137,29 +137,11 @@ def _device_counts(ev: dec.Events, lo: np.ndarray, hi: np.ndarray) -> dict[str, 
             "device_ops_launched": np.bincount(pos[inside & launched], minlength=n).astype(np.int64)}
 
 
-def _named(ev: dec.Events, names) -> np.ndarray:
-    """Per-event mask: the event's name is in ``names`` (a set, or a pattern)."""
-    if hasattr(names, "search"):
-        hit = np.fromiter((bool(names.search(n)) for n in ev.names), dtype=bool, count=len(ev.names))
-    else:
-        hit = np.fromiter((n in names for n in ev.names), dtype=bool, count=len(ev.names))
-    return hit[ev.name] if len(ev) else np.zeros(0, dtype=bool)
-
-
-def oplike(ev: dec.Events) -> np.ndarray:
-    """Host ops proper (``cpu_op``, and 2021 ``Operator`` events that are not
-    annotations), as the per-name statistics count them."""
-    from advisor.collectors.kineto.tables import ANNOTATION_RE  # it imports this module
-
-    annotation = _named(ev, ANNOTATION_RE)
-    return (ev.kind == dec.HOST) & (ev.cat_is("cpu_op") | (ev.cat_is("Operator") & ~annotation))
-
-
 def _one_time(ev: dec.Events, win: pd.DataFrame) -> pd.DataFrame:
     """Every one-time item (module doc), by start: name, kind, thread,
     start_us, duration_us and ``_end``."""
-    init = np.flatnonzero((ev.kind == dec.RUNTIME) & _named(ev, INIT_CALLS) & (ev.dur >= INIT_CALL_MIN_US))
-    compile_ = np.flatnonzero((ev.kind == dec.HOST) & _named(ev, COMPILE_OPS))
+    init = np.flatnonzero((ev.kind == dec.RUNTIME) & ev.named(INIT_CALLS) & (ev.dur >= INIT_CALL_MIN_US))
+    compile_ = np.flatnonzero((ev.kind == dec.HOST) & ev.named(COMPILE_OPS))
     parts = [(init, "init"), (compile_, "compile"), (_slow_first_calls(ev), "first_call"),
              (_growth(ev, win), "alloc")]
     idx = np.concatenate([p for p, _ in parts]).astype(np.int64)
@@ -175,7 +157,7 @@ def _one_time(ev: dec.Events, win: pd.DataFrame) -> pd.DataFrame:
 def _slow_first_calls(ev: dec.Events) -> np.ndarray:
     """Indices of host ops that are the slow first call of their name."""
     stats = ev.op_stats
-    op = np.flatnonzero(oplike(ev))
+    op = np.flatnonzero(ev.host_ops())
     if op.size == 0 or stats.count.size == 0:
         return np.empty(0, dtype=np.int64)
     code = ev.name[op].astype(np.int64)
@@ -191,7 +173,7 @@ def _slow_first_calls(ev: dec.Events) -> np.ndarray:
 
 def _growth(ev: dec.Events, win: pd.DataFrame) -> np.ndarray:
     """Indices of allocator-growth calls that are start-up (module doc)."""
-    grow = np.flatnonzero((ev.kind == dec.RUNTIME) & _named(ev, GROW_CALLS))
+    grow = np.flatnonzero((ev.kind == dec.RUNTIME) & ev.named(GROW_CALLS))
     lo, hi = win["start"].to_numpy(float), win["end"].to_numpy(float)
     pos = iv.window_index(lo, hi, ev.ts[grow])
     grow, pos = grow[pos >= 0], pos[pos >= 0]
