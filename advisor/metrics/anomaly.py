@@ -286,10 +286,18 @@ def step_outlier_recurring_ms(p: Profile) -> Value:
 
 @metric("anomaly.step_outlier_drivers", unit="list", needs=["steps.duration_us", "steps.step"])
 def step_outlier_drivers(p: Profile) -> Value:
-    """Step components that most often drove an outlier call, most frequent first."""
+    """Step components that most often drove an outlier call, most frequent
+    first, and of those as frequent, the one that grew the more first (its
+    summed growth over the flagged steps, in ms, over its median step)."""
     m = _model(p)
-    counts = pd.Series([d for ds in m["drivers"].values() for d in ds], dtype=object).value_counts()
-    return Value([str(k) for k in counts.index])
+    frame = m["frame"]
+    weight: dict[str, tuple[int, float]] = {}
+    for step, names in m["drivers"].items():
+        for name in names:
+            column = frame[f"{name}_us"]
+            count, grown = weight.get(name, (0, 0.0))
+            weight[name] = (count + 1, grown + float(column.loc[step] - column.median()))
+    return Value(sorted(weight, key=lambda name: (-weight[name][0], -weight[name][1])))
 
 
 @metric("anomaly.step_outlier_period", unit="steps", needs=["steps.duration_us", "steps.step"])
@@ -298,6 +306,89 @@ def step_outlier_period(p: Profile) -> Value:
     checkpoint every N steps), that interval N; otherwise not evaluated."""
     m = _model(p)
     return Value(_period(m["outliers"], m["frame"]["duration_us"]))
+
+
+#: A rank carries the outlier steps alone (``anomaly.step_outlier_rank``)
+#: when its own work grows in them by at least this share of their mean
+#: excess ...
+LONE_RANK_SHARE = 0.5
+#: ... and no other rank's own work grows by more than this share of that
+#: rank's growth (the others wait for it at the next collective). Two ranks
+#: sharing one core each with a second job: a rank-0 checkpoint grew rank 0's
+#: own work by 31 ms a step and rank 1's by 11 ms.
+LONE_RANK_OTHERS = 0.5
+#: A rank's own work in a step: the components that are not communication.
+OWN_WORK = ("computing_us", "free_us", "data_wait_us")
+
+
+def _lone_rank(p: Profile) -> dict:
+    """The rank whose own work makes the outlier steps slow while the other
+    ranks' does not (``anomaly.step_outlier_rank``). A rank's growth in a
+    component: the mean over the flagged steps of its time less the median
+    of its other steady steps, in ms; its own work's is the sum over
+    ``OWN_WORK``. Evidence: the others' largest own-work growth and their
+    smallest growth in exposed communication (``others_wait_ms``: what
+    they spend waiting for it)."""
+    m = _model(p)
+    flagged = m["outliers"]
+    if not flagged:
+        raise NotEvaluated("no outlier steps")
+    steps = steady_steps(p)
+    if steps["rank"].nunique() < 2:
+        raise NotEvaluated("one rank: no other rank waits for it")
+    work = [c for c in OWN_WORK if c in steps.columns and steps[c].notna().all()]
+    if not work:
+        raise NotEvaluated("no per-step computing, free or data-wait time")
+    cols = work + (["exposed_comm_us"] if "exposed_comm_us" in steps.columns
+                   and steps["exposed_comm_us"].notna().all() else [])
+    inside = steps["step"].isin(flagged)
+    growth = ((steps[inside].groupby("rank")[cols].mean() - steps[~inside].groupby("rank")[cols].median())
+              .dropna() / US_PER_MS)
+    if len(growth) < 2:
+        raise NotEvaluated("no two ranks have both outlier steps and other steady steps")
+    own = growth[work].sum(axis=1)
+    rank = int(own.idxmax())
+    others = growth.drop(index=rank)
+    duration = m["frame"]["duration_us"]
+    step_excess = float((duration.loc[flagged] - _typical_ms(m)).clip(lower=0).mean())
+    if own[rank] < LONE_RANK_SHARE * step_excess or (own.drop(index=rank) > LONE_RANK_OTHERS * own[rank]).any():
+        raise NotEvaluated("the outlier steps are not one rank's own work: "
+                           f"rank {rank}'s grows by {own[rank]:.2f} ms of a {step_excess:.2f} ms excess, "
+                           f"the others' by up to {float(own.drop(index=rank).max()):.2f} ms")
+    lone = {"rank": rank, "ms": float(own[rank]), "driver": str(growth.loc[rank, work].idxmax()).removesuffix("_us"),
+            "others_ms": round(float(own.drop(index=rank).max()), 3), "step_excess_ms": round(step_excess, 3)}
+    if "exposed_comm_us" in cols:
+        lone["others_wait_ms"] = round(float(others["exposed_comm_us"].min()), 3)
+    return lone
+
+
+@metric("anomaly.step_outlier_rank", unit="rank", scope="rank", needs=["steps.duration_us", "steps.step"])
+def step_outlier_rank(p: Profile) -> Value:
+    """The one rank whose own work (computing, free and data wait) makes the
+    outlier steps slow: it grows in them by at least ``LONE_RANK_SHARE`` of
+    their mean excess, every other rank's by at most ``LONE_RANK_OTHERS``
+    of its growth (they wait for it in communication). Work one rank does
+    alone every few steps: an evaluation, a checkpoint, logging on rank 0.
+    Not evaluated on one rank, or when the steps are slow on every rank."""
+    lone = p.memo("anomaly_lone_rank", lambda: _lone_rank(p))
+    return Value(lone["rank"], {k: v for k, v in lone.items() if k != "rank"})
+
+
+@metric("anomaly.step_outlier_rank_ms", unit="ms", needs=["steps.duration_us", "steps.step"])
+def step_outlier_rank_ms(p: Profile) -> Value:
+    """How much ``anomaly.step_outlier_rank``'s own work grows in an outlier
+    step: the mean over the flagged steps of its computing, free and data
+    wait, less the median of its other steady steps."""
+    lone = p.memo("anomaly_lone_rank", lambda: _lone_rank(p))
+    return Value(lone["ms"], {"driver": lone["driver"]})
+
+
+@metric("anomaly.step_outlier_rank_driver", unit="text", needs=["steps.duration_us", "steps.step"])
+def step_outlier_rank_driver(p: Profile) -> Value:
+    """The component of ``anomaly.step_outlier_rank``'s own work that grows
+    the most in the outlier steps: computing, free or data_wait."""
+    lone = p.memo("anomaly_lone_rank", lambda: _lone_rank(p))
+    return Value(lone["driver"])
 
 
 # ------------------------------------------------------------------ ranks

@@ -12,9 +12,10 @@ from advisor.pipeline import analyze_profile
 from advisor.profile import Profile, RunMeta
 
 
-def _profile(n_steps: int, seed: int, stall_every: int = 0, ranks: int = 1) -> Profile:
+def _profile(n_steps: int, seed: int, stall_every: int = 0, ranks: int = 1, alone: int | None = None) -> Profile:
     """Steps of ~100 ms (2% noise) split into compute/comm/free; optional stalls
-    of +40 ms free time every ``stall_every`` steps."""
+    of +40 ms free time every ``stall_every`` steps, on rank ``alone`` only
+    (the others waiting for it in exposed communication) when given."""
     rng = np.random.default_rng(seed)
     rows = []
     for rank in range(ranks):
@@ -23,7 +24,10 @@ def _profile(n_steps: int, seed: int, stall_every: int = 0, ranks: int = 1) -> P
             comm = rng.normal(10_000, 500)
             free = rng.normal(20_000, 800)
             if stall_every and step % stall_every == 0:
-                free += 40_000
+                if alone is None or rank == alone:
+                    free += 40_000
+                else:
+                    comm += 40_000
             rows.append(dict(rank=rank, step=step, computing_us=computing, exposed_comm_us=comm,
                              free_us=free, duration_us=computing + comm + free))
     return Profile(meta=RunMeta(ranks=list(range(ranks))), steps=pd.DataFrame(rows))
@@ -35,6 +39,29 @@ def test_periodic_stalls_are_found_with_their_period_and_driver():
     assert metrics["anomaly.step_outlier_period"].value == 10
     assert metrics["anomaly.step_outlier_drivers"].value == ["free"]
     assert metrics["anomaly.step_outlier_excess_ms"].value == pytest.approx(40 * 6 / 59, rel=0.15)
+
+
+def test_stalls_on_every_rank_are_no_one_rank_s():
+    metrics, skipped = evaluate(_profile(60, seed=1, stall_every=10, ranks=2))
+    assert "anomaly.step_outlier_rank" not in metrics
+    reason = next(s.reason for s in skipped if s.what == "metric anomaly.step_outlier_rank")
+    assert "not one rank's own work" in reason
+
+
+@pytest.mark.parametrize("alone", [0, 2])
+def test_a_stall_one_rank_has_while_the_others_wait_names_that_rank(alone):
+    metrics, _ = evaluate(_profile(60, seed=4, stall_every=10, ranks=3, alone=alone))
+    assert metrics["anomaly.step_outliers"].value == [10, 20, 30, 40, 50, 60]
+    assert metrics["anomaly.step_outlier_rank"].value == alone
+    assert metrics["anomaly.step_outlier_rank_driver"].value == "free"
+    assert metrics["anomaly.step_outlier_rank_ms"].value == pytest.approx(40, rel=0.1)
+    evidence = metrics["anomaly.step_outlier_rank"].evidence
+    assert evidence["others_wait_ms"] == pytest.approx(40, rel=0.1) and evidence["others_ms"] < 4
+
+
+def test_one_rank_is_no_lone_rank():
+    _, skipped = evaluate(_profile(60, seed=2, stall_every=10))
+    assert any("one rank" in s.reason for s in skipped if s.what == "metric anomaly.step_outlier_rank")
 
 
 def test_step_outlier_rule_fires_on_stalls():

@@ -8,13 +8,21 @@ than a robust fit can leave out: the fit alone flagged 4 of those 7 steady
 steps and measured their excess over a median that sat between the two
 kinds of step. step-outlier names every one of them, their period, and the
 time they add over a training step.
+
+In a 2-rank DDP run, work that rank 0 does alone every few steps (an
+evaluation, a checkpoint) holds rank 1 at the next collective: step-outlier
+names rank 0 and what grew on it, and fixes that work, not the garbage
+collector; an evaluation every rank shares names no rank.
 """
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
-from tests._profiled import profiled
+from tests._profiled import ENV, profiled
+from tests.e2e._teardown import advisor_run_report
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -58,3 +66,87 @@ def test_an_evaluation_every_other_step_is_named_in_every_step_it_runs(tmp_path)
     most = sum(durations[s] - min(training) for s in flagged) / len(steps)
     assert 0 < metrics["anomaly.step_outlier_excess_ms"] <= most + 1e-6
     assert found["step-outlier"]["estimated_gain_ms"] <= found["step-outlier"]["time_at_stake_ms"]
+
+
+#: 2-rank DDP on gloo; every 3 steps, after the optimizer step, ``eval-rank0``
+#: has rank 0 alone run 8 forward passes of a 256-row batch (a validation
+#: pass) and ``eval-all`` has each rank run 4 of them (its shard); ``ckpt-rank0``
+#: has rank 0 alone serialize the model and optimizer 8 times. A barrier
+#: follows, as after a rank-0-only evaluation in a real script.
+DDP_SCRIPT = """
+import io, sys, torch, torch.distributed as dist
+from torch import nn
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+mode = sys.argv[1]
+model = nn.parallel.DistributedDataParallel(nn.Sequential(
+    nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+val = [torch.randn(256, 512) for _ in range(8)]
+for step in range(40):
+    x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+    if step % 3 == 0:
+        if mode == "eval-all" or (mode == "eval-rank0" and rank == 0):
+            model.eval()
+            with torch.no_grad():
+                for v in (val if mode == "eval-rank0" else val[rank::2]):
+                    model.module(v)
+            model.train()
+        elif mode == "ckpt-rank0" and rank == 0:
+            for _ in range(8):
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, io.BytesIO())
+        dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def _ddp(tmp_path, mode: str) -> dict:
+    script, out = tmp_path / "train_ddp.py", tmp_path / "out"
+    script.write_text(DDP_SCRIPT)
+    argv = [sys.executable, "-m", "advisor", "run", "--steps", "12", "--warmup", "3", "-o", str(out), "--no-color",
+            "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
+            mode]
+    return advisor_run_report(argv, out, 12, cwd=tmp_path, env=ENV)
+
+
+@pytest.mark.parametrize("mode, driver", [("eval-rank0", "computing"), ("ckpt-rank0", "free")])
+def test_work_rank_0_does_alone_every_few_steps_is_named_with_its_rank(tmp_path, mode, driver):
+    # rank 0's computing grew by 74 ms in each evaluating step (of 6 passes; its
+    # free time by 17 ms in each checkpointing one) while rank 1's own work
+    # grew by 1.4 ms and its exposed communication by 66 ms: it waited at the
+    # barrier.
+    # step-outlier said "driven by computing, exposed_comm, free" with the
+    # gc.freeze fix.
+    report = _ddp(tmp_path, mode)
+    metrics = {k: v["value"] for k, v in report["metrics"].items()}
+    flagged = metrics["anomaly.step_outliers"]
+    assert sum(s % 3 == 1 for s in flagged) >= 2, flagged  # the steps that do the extra work (every third)
+    why = [s["reason"] for s in report["skipped"] if s["what"] == "metric anomaly.step_outlier_rank"]
+    assert metrics.get("anomaly.step_outlier_rank") == 0, (flagged, why)
+    assert metrics["anomaly.step_outlier_rank_driver"] == driver
+    evidence = report["metrics"]["anomaly.step_outlier_rank"]["evidence"]
+    assert evidence["others_wait_ms"] > evidence["others_ms"], evidence  # rank 1's step grows in waiting
+    finding = {f["rule"]: f for f in report["findings"]}["step-outlier"]
+    assert finding["scope"]["ranks"] == [0]
+    assert "Rank 0 makes them slow alone" in finding["message"]
+    assert "gc.freeze" not in finding["fix"]["code"]
+    assert ("DistributedSampler" in finding["fix"]["code"]) == (driver == "computing")
+
+
+def test_an_evaluation_every_rank_shares_is_no_one_rank_s(tmp_path):
+    report = _ddp(tmp_path, "eval-all")
+    metrics = {k: v["value"] for k, v in report["metrics"].items()}
+    assert sum(s % 3 == 1 for s in metrics["anomaly.step_outliers"]) >= 2, metrics["anomaly.step_outliers"]
+    assert "anomaly.step_outlier_rank" not in metrics
+    finding = {f["rule"]: f for f in report["findings"]}["step-outlier"]
+    assert finding["scope"]["ranks"] == []
+    # the steps grow in computing, more than in any other work of the ranks': the operators that run in them,
+    # not a collection
+    drivers = metrics["anomaly.step_outlier_drivers"]
+    assert next(d for d in drivers if d in ("computing", "free", "data_wait")) == "computing", drivers
+    assert "gc.freeze" not in finding["fix"]["code"] and "eval_every" in finding["fix"]["code"]
