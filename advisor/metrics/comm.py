@@ -690,6 +690,82 @@ def allreduce_tail_ms(p: Profile) -> Value:
     return Value(round(float(t["tail_ms"].median()), 4), evidence)
 
 
+#: The part of an all-reduce's cost that grows with its size is fitted over
+#: size classes (powers of two of its bytes) whose median sizes span at
+#: least this factor: two sizes closer than that tell noise, not a slope.
+FIT_SIZE_SPREAD = 4.0
+
+
+def _allreduce_costs(p: Profile) -> pd.DataFrame:
+    """The gradient all-reduces of the steady steps that record a size, with
+    ``cost_us``: the time in each less the rank's wait for a late peer
+    (:func:`peer_waits`) where the ranks' collectives are matched."""
+    ar, _ = _steady_allreduces(p)
+    if "size_mb" not in ar.columns:
+        raise NotEvaluated("the all-reduces record no message size")
+    ar = ar[~_few_values(ar)].dropna(subset=["size_mb", "elapse_us"])
+    ar = ar[ar["size_mb"] > 0]
+    if ar.empty:
+        raise NotEvaluated("no gradient all-reduce with a size in the steady steps")
+    cost = ar["elapse_us"].clip(lower=0).to_numpy(dtype=float)
+    waits = peer_waits(p)
+    if waits is not None and "start_us" in ar.columns:
+        wait = waits[waits["kind"] == "allreduce"].groupby(["rank", "start_us"])["wait_us"].first()
+        cost = cost - wait.reindex(pd.MultiIndex.from_frame(ar[["rank", "start_us"]])).fillna(0.0).to_numpy()
+    return ar.assign(cost_us=np.clip(cost, 0.0, None))
+
+
+def _per_mb_ms(p: Profile) -> tuple[float, int]:
+    """(ms per MB of a gradient all-reduce's cost, size classes fitted): the
+    Theil-Sen slope of the median cost on the median size over the size
+    classes (``FIT_SIZE_SPREAD``), at least 0."""
+    costs = _allreduce_costs(p)
+    size_class = np.floor(np.log2(costs["size_mb"].to_numpy() * BYTES_PER_MB))
+    classes = costs.groupby(size_class).agg(mb=("size_mb", "median"), cost=("cost_us", "median"))
+    if len(classes) < 2 or classes["mb"].max() < FIT_SIZE_SPREAD * classes["mb"].min():
+        raise NotEvaluated("the gradient all-reduces have too few distinct sizes to tell the cost that grows "
+                           f"with size from the fixed cost (sizes {FIT_SIZE_SPREAD:g}x apart needed)")
+    mb, ms = classes["mb"].to_numpy(), classes["cost"].to_numpy() / US_PER_MS
+    i, j = np.triu_indices(len(mb), 1)
+    return max(float(np.median((ms[j] - ms[i]) / (mb[j] - mb[i]))), 0.0), len(classes)
+
+
+@metric("comm.allreduce_fixed_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])
+def allreduce_fixed_ms(p: Profile) -> Value:
+    """What one gradient all-reduce issued after backward costs whatever its
+    size (``comm.allreduce_layout`` after_backward): ``comm.exposed_allreduce_ms``
+    less the part that grows with the bytes (``comm.gradient_mb`` times the
+    ms per MB fitted over their sizes, ``_per_mb_ms``), divided by
+    ``comm.allreduce_per_step``. Latency, the call and the rendezvous of
+    every rank: what each extra all-reduce adds. Evidence: ms per MB, size
+    classes fitted."""
+    layout, _ = _layout(p)
+    if layout != "after_backward":
+        raise NotEvaluated({"one": "one all-reduce holds every gradient",
+                            "bucketed": "the all-reduces run in buckets during backward"}[layout])
+    per_mb, classes = _per_mb_ms(p)
+    exposed = exposed_allreduce_ms(p).value
+    fixed = (exposed - per_mb * gradient_mb(p).value) / allreduce_per_step(p).value
+    return Value(round(max(fixed, 0.0), 4), {"per_mb_ms": round(per_mb, 5), "size_classes": classes})
+
+
+@metric("comm.fewer_allreduces_save_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.size_mb", "steps.step"])
+def fewer_allreduces_save_ms(p: Profile) -> Value:
+    """Time per step that reducing the gradients issued after backward in
+    buckets of ``comm.bucket_cap_mb`` would save by their number alone:
+    ``comm.allreduce_fixed_ms`` for each all-reduce fewer (the buckets
+    being ceil(gradients / cap)), before any overlap with backward; at most
+    ``comm.exposed_allreduce_ms``. Evidence: all-reduces and buckets per
+    step."""
+    fixed = allreduce_fixed_ms(p).value
+    count = allreduce_per_step(p).value
+    buckets = math.ceil(bucket_cap_mb(p).evidence["gradient_mib"] / bucket_cap_mb(p).value)
+    if count <= buckets:
+        raise NotEvaluated(f"{count:g} all-reduces per step, no more than the {buckets} buckets proposed")
+    saved = min((count - buckets) * fixed, exposed_allreduce_ms(p).value)
+    return Value(round(saved, 4), {"allreduces": count, "buckets": buckets})
+
+
 @metric("comm.allreduce_peer_wait_ms", unit="ms", needs=["comm.kind", "comm.exposed_us", "steps.exposed_comm_us"])
 def allreduce_peer_wait_ms(p: Profile) -> Value:
     """Exposed time per step that ranks spent at all-reduces waiting for a
