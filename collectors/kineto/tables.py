@@ -539,8 +539,7 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     main = _main_thread(ev, win, oplike)
     op_idx, nest = _nesting(ev, oplike)
     top = op_idx[nest.top_level()]
-    cm_idx, cm_nest = _nesting(ev, named_comm)
-    comm_top = cm_idx[cm_nest.top_level()]
+    comm_top = _outermost_comm(ev, named_comm)
     on_main = ev.thread[top] == main
     kinds = [_kernel_kind(n, ev.collective_of(i), None) for n, i in zip(ev.names[ev.name[comm_top]], comm_top)]
     blocked_end = _blocked_until(ev, comm_top, kinds, top[on_main], main)
@@ -572,6 +571,19 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
                                                ev.end_at(data_idx)], ev.names[ev.name[spans]], waited, steps, rank,
                            lambda lo, hi: frames_holding(ev, main, lo, hi))
     return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup, free_gaps=gaps)
+
+
+def _outermost_comm(ev: Events, named_comm: np.ndarray) -> np.ndarray:
+    """The collective host events no other one of their thread contains:
+    the top-level ones, and those that start inside another but end after
+    it. gloo runs a point-to-point receive as ``c10d::recv_``, which
+    returns in microseconds, and ``gloo:recv``, which starts inside it and
+    lasts until the message arrives: nested, the wait would be lost."""
+    idx, nest = _nesting(ev, named_comm)
+    end = ev.end_at(idx)
+    parent = nest.parent
+    escapes = (parent >= 0) & (end > end[np.clip(parent, 0, None)])
+    return idx[nest.top_level() | escapes]
 
 
 def _blocked_until(ev: Events, comm_top: np.ndarray, kinds: list[str], main_top: np.ndarray,
