@@ -428,6 +428,45 @@ def exposed_p2p_ratio(p: Profile) -> Value:
     return _group_metric(p, "p2p", ratio=True)
 
 
+@metric("comm.exposed_broadcast_ms", unit="ms", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_broadcast_ms(p: Profile) -> Value:
+    """Time per step spent in broadcasts (DDP's buffers before each forward
+    under ``broadcast_buffers``, data sent to a tensor-parallel group, a
+    loop copying rank 0's parameters to the others) that nothing overlaps:
+    that part of the exposed communication, per step the least-exposed
+    rank, net of waits for late peers (as ``comm.exposed_allreduce_ms``)."""
+    return _group_metric(p, "broadcast", ratio=False)
+
+
+@metric("comm.exposed_broadcast_ratio", unit="ratio", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_broadcast_ratio(p: Profile) -> Value:
+    """``comm.exposed_broadcast_ms`` as a share of the step."""
+    return _group_metric(p, "broadcast", ratio=True)
+
+
+@metric("comm.broadcasts_per_parameter", unit="ratio", needs=["comm.kind", "comm.step", "steps.param_tensors"])
+def broadcasts_per_parameter(p: Profile) -> Value:
+    """Broadcasts per step for each parameter tensor the step accumulates a
+    gradient into (``steps.param_tensors``), per rank the median over its
+    steady steps of the ratio, the least over ranks: about 1 for a loop
+    broadcasting every parameter every step. Evidence: both counts, the
+    same way."""
+    rows = collective_rows(p)
+    steps = steady_steps(p).dropna(subset=["step", "param_tensors"])
+    steps = steps[steps["param_tensors"] > 0]
+    if rows is None or steps.empty:
+        raise NotEvaluated("no steady step with parameter gradients")
+    bcast = rows[(rows["kind"] == "broadcast") & rows["step"].notna()]
+    if bcast.empty:
+        raise NotEvaluated("no broadcasts with step ids")
+    index = pd.MultiIndex.from_frame(steps[["rank", "step"]].astype({"step": "int64"}))
+    count = bcast.groupby([bcast["rank"], bcast["step"].astype("int64")]).size().reindex(index, fill_value=0)
+    ratio = pd.Series(count.to_numpy() / steps["param_tensors"].to_numpy(), index=index)
+    per_rank = ratio.groupby(level="rank").median()
+    return Value(float(per_rank.min()), {"broadcasts": float(count.groupby(level="rank").median().min()),
+                                          "parameter_tensors": float(steps["param_tensors"].median())})
+
+
 # ------------------------------------------------ gradient all-reduce layout
 #
 # Read from the all-reduces of each steady step (one row per collective:
