@@ -7,12 +7,9 @@ communication, and advisor called the run clean: no rule read broadcasts.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests._profiled import ENV
-from tests.e2e._teardown import advisor_run_report
+from tests._profiled import profiled
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -41,13 +38,7 @@ SERIOUS = {"medium", "high", "critical"}
 
 
 def _run(tmp_path, mode: str) -> dict:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    script, out = tmp_path / "train_ddp.py", tmp_path / "out"
-    script.write_text(SCRIPT)
-    argv = [sys.executable, "-m", "advisor", "run", "--steps", "12", "--warmup", "3", "-o", str(out), "--no-color",
-            "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
-            mode]
-    return advisor_run_report(argv, out, 12, cwd=tmp_path, env=ENV)
+    return profiled(tmp_path, SCRIPT, mode, steps=12, warmup=3, name="train_ddp.py", ranks=2)[0]
 
 
 def test_parameters_broadcast_every_step_under_ddp_are_named_with_their_whole_time(tmp_path):

@@ -15,12 +15,10 @@ holds one call more, the first of which ends the pass.
 from __future__ import annotations
 
 import itertools
-import sys
 
 import pytest
 
-from tests._profiled import ENV, needs_torch, profiled, value
-from tests.e2e._teardown import advisor_run_report
+from tests._profiled import needs_torch, profiled, value
 
 SCRIPT = """
 import os, sys, torch
@@ -169,12 +167,7 @@ def test_the_pause_at_each_epoch_end_of_a_ddp_run_is_not_conjectured_a_collectio
     # Each epoch end stopped both ranks for ~70 ms with no operator on any
     # thread (the workers shut down and forked anew): conjectured-gc-pause
     # called it a garbage collection, high, beside loader-worker-restart.
-    script, out = tmp_path / "train_loop.py", tmp_path / "out"
-    script.write_text(SCRIPT)
-    argv = [sys.executable, "-m", "advisor", "run", "--steps", "12", "--warmup", "3", "-o", str(out), "--no-color",
-            "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
-            "2", "restart"]
-    report = advisor_run_report(argv, out, 12, cwd=tmp_path, env=ENV)
+    report, _ = profiled(tmp_path, SCRIPT, 2, "restart", steps=12, warmup=3, ranks=2)
     found = _findings(report)
     assert "loader-worker-restart" in found, list(found)
     assert "conjectured-gc-pause" not in found, report["metrics"].get("host.silent_gap_epoch_end_ms")

@@ -17,12 +17,9 @@ collector; an evaluation every rank shares names no rank.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests._profiled import ENV, profiled
-from tests.e2e._teardown import advisor_run_report
+from tests._profiled import profiled
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -106,12 +103,7 @@ dist.destroy_process_group()
 
 
 def _ddp(tmp_path, mode: str) -> dict:
-    script, out = tmp_path / "train_ddp.py", tmp_path / "out"
-    script.write_text(DDP_SCRIPT)
-    argv = [sys.executable, "-m", "advisor", "run", "--steps", "12", "--warmup", "3", "-o", str(out), "--no-color",
-            "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
-            mode]
-    return advisor_run_report(argv, out, 12, cwd=tmp_path, env=ENV)
+    return profiled(tmp_path, DDP_SCRIPT, mode, steps=12, warmup=3, name="train_ddp.py", ranks=2)[0]
 
 
 @pytest.mark.parametrize("mode, driver", [("eval-rank0", "computing"), ("ckpt-rank0", "free")])

@@ -14,12 +14,9 @@ bookkeeping", on a loop that was waiting for its neighbour.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests._profiled import ENV
-from tests.e2e._teardown import advisor_run_report
+from tests._profiled import profiled
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -54,11 +51,7 @@ dist.destroy_process_group()
 
 
 def test_a_stage_waiting_for_its_neighbour_is_communication_not_host_work(tmp_path):
-    script, out = tmp_path / "train_stages.py", tmp_path / "out"
-    script.write_text(SCRIPT)
-    argv = [sys.executable, "-m", "advisor", "run", "--steps", "12", "--warmup", "3", "-o", str(out), "--no-color",
-            "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
-    report = advisor_run_report(argv, out, 12, cwd=tmp_path, env=ENV)
+    report, _ = profiled(tmp_path, SCRIPT, steps=12, warmup=3, name="train_stages.py", ranks=2)
     metrics = {k: v["value"] for k, v in report["metrics"].items()}
     found = {f["rule"]: f for f in report["findings"] if f["severity"] in ("medium", "high", "critical")}
     # each rank computes half of the step and waits for the other half in its receive
