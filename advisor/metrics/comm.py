@@ -444,6 +444,71 @@ def exposed_broadcast_ratio(p: Profile) -> Value:
     return _group_metric(p, "broadcast", ratio=True)
 
 
+@metric("comm.exposed_other_ms", unit="ms", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_other_ms(p: Profile) -> Value:
+    """Time per step spent in collectives of no kind above (reduce, gather,
+    scatter, barrier, and collectives the profile does not name) that
+    nothing overlaps: that part of the exposed communication, per step the
+    least-exposed rank, net of waits for late peers (as
+    ``comm.exposed_allreduce_ms``)."""
+    return _group_metric(p, "other", ratio=False)
+
+
+@metric("comm.exposed_other_ratio", unit="ratio", needs=["steps.exposed_comm_us", "comm.kind"])
+def exposed_other_ratio(p: Profile) -> Value:
+    """``comm.exposed_other_ms`` as a share of the step."""
+    return _group_metric(p, "other", ratio=True)
+
+
+def _other_collectives(p: Profile) -> tuple[pd.DataFrame, pd.Series, int]:
+    """(collective rows of the ``other`` kind group in the steady steps,
+    how many collectives each row stands for, steady (rank, step)s)."""
+    rows = collective_rows(p)
+    steps = steady_steps(p)
+    if rows is None or "step" not in steps.columns:
+        raise NotEvaluated("no collectives with step ids")
+    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
+    other = rows[rows["kind"].map(group_of) == "other"].dropna(subset=["step"])
+    other = other.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    if other.empty or steady.empty:
+        raise NotEvaluated("the steady steps hold no collective of another kind")
+    ops = other["ops"].fillna(1) if "ops" in other.columns else pd.Series(1, index=other.index)
+    return other, ops, len(steady)
+
+
+@metric("comm.other_collectives_per_step", unit="map", needs=["comm.kind", "comm.step", "steps.step"])
+def other_collectives_per_step(p: Profile) -> Value:
+    """The collectives of ``comm.exposed_other_ms`` by name: a map from the
+    collective's name (``gloo:reduce``, ``gloo:barrier``, a kernel's name)
+    to how many a steady step holds, the mean over steps and ranks, the
+    five most frequent."""
+    other, ops, steady = _other_collectives(p)
+    counts = (ops.groupby(other["name"]).sum() / steady).sort_values(ascending=False, kind="stable")
+    return Value({str(k): round(float(v), 2) for k, v in counts.head(5).items()})
+
+
+#: Collectives of at most this many MB cost about their latency whatever
+#: they carry (``comm.fewer_other_collectives_save_ms``): below about 1 MiB
+#: an all-reduce is latency-bound (``BUCKET_MIN_MIB``).
+LATENCY_BOUND_MB = 1.0
+
+
+@metric("comm.fewer_other_collectives_save_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.size_mb"])
+def fewer_other_collectives_save_ms(p: Profile) -> Value:
+    """What sending the values of the collectives of ``comm.exposed_other_ms``
+    in one collective a step would save: that exposed time times (n - 1) / n,
+    n being how many a steady step holds (mean over steps and ranks), when
+    n >= 2 and the median of their sizes is at most ``LATENCY_BOUND_MB`` (each
+    costs its latency, not its bytes). Evidence: n and that median size."""
+    other, ops, steady = _other_collectives(p)
+    per_step = float(ops.sum()) / steady
+    size = float(other["size_mb"].median()) if other["size_mb"].notna().any() else math.nan
+    if per_step < 2 or not size <= LATENCY_BOUND_MB:
+        raise NotEvaluated(f"{per_step:.1f} such collectives a step, median size {size:g} MB: not several small ones")
+    return Value(exposed_other_ms(p).value * (per_step - 1) / per_step,
+                 {"per_step": round(per_step, 2), "median_mb": round(size, 6)})
+
+
 @metric("comm.broadcasts_per_parameter", unit="ratio", needs=["comm.kind", "comm.step", "steps.param_tensors"])
 def broadcasts_per_parameter(p: Profile) -> Value:
     """Broadcasts per step for each parameter tensor the step accumulates a
