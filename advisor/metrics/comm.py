@@ -460,20 +460,36 @@ def exposed_other_ratio(p: Profile) -> Value:
     return _group_metric(p, "other", ratio=True)
 
 
-def _other_collectives(p: Profile) -> tuple[pd.DataFrame, pd.Series, int]:
-    """(collective rows of the ``other`` kind group in the steady steps,
-    how many collectives each row stands for, steady (rank, step)s)."""
+def _group_collectives(p: Profile, group: str) -> tuple[pd.DataFrame, pd.Series, int]:
+    """(collective rows of kind group ``group`` in the steady steps, how
+    many collectives each row stands for, steady (rank, step)s)."""
     rows = collective_rows(p)
     steps = steady_steps(p)
     if rows is None or "step" not in steps.columns:
         raise NotEvaluated("no collectives with step ids")
     steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
-    other = rows[rows["kind"].map(group_of) == "other"].dropna(subset=["step"])
-    other = other.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
-    if other.empty or steady.empty:
-        raise NotEvaluated("the steady steps hold no collective of another kind")
-    ops = other["ops"].fillna(1) if "ops" in other.columns else pd.Series(1, index=other.index)
-    return other, ops, len(steady)
+    chosen = rows[rows["kind"].map(group_of) == group].dropna(subset=["step"])
+    chosen = chosen.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    if chosen.empty or steady.empty:
+        raise NotEvaluated(f"the steady steps hold no {GROUP_LABELS[group]}")
+    ops = chosen["ops"].fillna(1) if "ops" in chosen.columns else pd.Series(1, index=chosen.index)
+    return chosen, ops, len(steady)
+
+
+def _fewer_small(p: Profile, group: str, exposed_ms: float, kept: int) -> Value:
+    """What sending the data of the collectives of ``group`` in ``kept`` a
+    step would save: ``exposed_ms`` times (n - kept) / n, n being how many a
+    steady step holds (mean over steps and ranks), when n > kept and the
+    median of their sizes is at most ``LATENCY_BOUND_MB`` (each costs its
+    latency, not its bytes). Evidence: n, kept and that median size."""
+    chosen, ops, steady = _group_collectives(p, group)
+    per_step = float(ops.sum()) / steady
+    size = float(chosen["size_mb"].median()) if chosen["size_mb"].notna().any() else math.nan
+    if per_step <= kept or not size <= LATENCY_BOUND_MB:
+        raise NotEvaluated(f"{per_step:.1f} {GROUP_LABELS[group]} a step, median size {size:g} MB: "
+                           f"not more than {kept} small ones")
+    return Value(exposed_ms * (per_step - kept) / per_step,
+                 {"per_step": round(per_step, 2), "kept": kept, "median_mb": round(size, 6)})
 
 
 @metric("comm.other_collectives_per_step", unit="map", needs=["comm.kind", "comm.step", "steps.step"])
@@ -482,7 +498,7 @@ def other_collectives_per_step(p: Profile) -> Value:
     collective's name (``gloo:reduce``, ``gloo:barrier``, a kernel's name)
     to how many a steady step holds, the mean over steps and ranks, the
     five most frequent."""
-    other, ops, steady = _other_collectives(p)
+    other, ops, steady = _group_collectives(p, "other")
     counts = (ops.groupby(other["name"]).sum() / steady).sort_values(ascending=False, kind="stable")
     return Value({str(k): round(float(v), 2) for k, v in counts.head(5).items()})
 
@@ -496,17 +512,19 @@ LATENCY_BOUND_MB = 1.0
 @metric("comm.fewer_other_collectives_save_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.size_mb"])
 def fewer_other_collectives_save_ms(p: Profile) -> Value:
     """What sending the values of the collectives of ``comm.exposed_other_ms``
-    in one collective a step would save: that exposed time times (n - 1) / n,
-    n being how many a steady step holds (mean over steps and ranks), when
-    n >= 2 and the median of their sizes is at most ``LATENCY_BOUND_MB`` (each
-    costs its latency, not its bytes). Evidence: n and that median size."""
-    other, ops, steady = _other_collectives(p)
-    per_step = float(ops.sum()) / steady
-    size = float(other["size_mb"].median()) if other["size_mb"].notna().any() else math.nan
-    if per_step < 2 or not size <= LATENCY_BOUND_MB:
-        raise NotEvaluated(f"{per_step:.1f} such collectives a step, median size {size:g} MB: not several small ones")
-    return Value(exposed_other_ms(p).value * (per_step - 1) / per_step,
-                 {"per_step": round(per_step, 2), "median_mb": round(size, 6)})
+    in one collective a step would save (``_fewer_small``: that exposed
+    time times (n - 1) / n for n small ones a step)."""
+    return _fewer_small(p, "other", exposed_other_ms(p).value, 1)
+
+
+@metric("comm.fewer_broadcasts_save_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.size_mb"])
+def fewer_broadcasts_save_ms(p: Profile) -> Value:
+    """What sending the data of a step's broadcasts in one flat buffer per
+    rank that sends would save (``_fewer_small`` with one kept per rank:
+    ``comm.exposed_broadcast_ms`` times (n - ranks) / n for n small ones a
+    step): a sharded optimizer's per-parameter broadcasts against its
+    bucketed ones."""
+    return _fewer_small(p, "broadcast", exposed_broadcast_ms(p).value, int(collective_rows(p)["rank"].nunique()))
 
 
 @metric("comm.broadcasts_per_parameter", unit="ratio", needs=["comm.kind", "comm.step", "steps.param_tensors"])

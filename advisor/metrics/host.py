@@ -402,6 +402,24 @@ def optimizer_classes(p: Profile) -> list[str]:
     return sorted({m.group("cls") for m in map(OPTIMIZER_STEP_RE.match, names) if m})
 
 
+#: Optimizers that keep a shard of the state on each rank and, after their
+#: step, send each rank's updated parameters to the others (a broadcast per
+#: parameter, or per bucket): PyTorch's ``ZeroRedundancyOptimizer`` and
+#: DeepSpeed's ZeRO stage 1/2 optimizer.
+SHARDED_OPTIMIZERS = frozenset({"ZeroRedundancyOptimizer", "DeepSpeedZeroOptimizer"})
+
+
+@metric("host.sharded_optimizer", unit="text", needs=_NEEDS)
+def sharded_optimizer(p: Profile) -> Value:
+    """The optimizer class among ``host.optimizer_classes`` that shards its
+    state across ranks (``SHARDED_OPTIMIZERS``); not evaluated when none
+    does."""
+    found = sorted(SHARDED_OPTIMIZERS.intersection(optimizer_classes(p)))
+    if not found:
+        raise NotEvaluated("no optimizer that shards its state across ranks")
+    return Value(found[0])
+
+
 @metric("host.optimizer_impl", unit="text", needs=_NEEDS)
 def optimizer_impl(p: Profile) -> Value:
     """How the optimizer issues its kernels: ``fused`` (one kernel for all
