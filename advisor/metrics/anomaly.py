@@ -314,8 +314,8 @@ def step_outlier_period(p: Profile) -> Value:
 LONE_RANK_SHARE = 0.5
 #: ... and no other rank's own work grows by more than this share of that
 #: rank's growth (the others wait for it at the next collective). Two ranks
-#: sharing one core each with a second job: a rank-0 checkpoint grew rank 0's
-#: own work by 31 ms a step and rank 1's by 11 ms.
+#: run beside another two-rank job on two cores: a rank-0 checkpoint grew
+#: rank 0's own work by 31 ms a step, and the load rank 1's by 11 ms.
 LONE_RANK_OTHERS = 0.5
 #: A rank's own work in a step: the components that are not communication.
 OWN_WORK = ("computing_us", "free_us", "data_wait_us")
