@@ -13,6 +13,12 @@ ranks under DDP, ``advisor run``), each against the same loop without them:
   then a barrier: 14.4 ms a step against 6.1 ms, and the lead finding was
   the gradient all-reduce (1.9 ms exposed), since no rule read reduces or
   barriers.
+
+Each estimate is checked against its twin run's: the difference in exposed
+communication between the two runs is what removing or merging those
+collectives saves. (Their step times were the first check; beside the rest
+of the suite on the 2 cores, two runs' steps differ by more than the effect:
+the bucketed ZeRO twin once saved 4.5 ms of the 19.7 a quiet host shows.)
 """
 
 from __future__ import annotations
@@ -81,6 +87,18 @@ dist.destroy_process_group()
 """
 
 
+def _check_against_twin(report: dict, twin: dict, gain_ms: float) -> None:
+    """``gain_ms`` within half to one and a half times the exposed
+    communication ``twin`` (the same loop with the fix) does without, and
+    the twin's step the shorter (module doc)."""
+    def value(r: dict, metric: str) -> float:
+        return r["metrics"][metric]["value"]
+
+    saved = value(report, "step.exposed_comm_ms") - value(twin, "step.exposed_comm_ms")
+    assert 0.5 * saved <= gain_ms <= 1.5 * saved, (gain_ms, saved)
+    assert value(twin, "step.time_ms") < value(report, "step.time_ms")
+
+
 def _run(tmp_path, script: str, mode: str) -> dict:
     return profiled(tmp_path, script, mode, steps=12, warmup=3, name="train_ddp.py", ranks=2)[0]
 
@@ -97,8 +115,7 @@ def test_parameters_broadcast_every_step_under_ddp_are_named_with_their_whole_ti
     assert "_flatten_dense_tensors" in finding["fix"]["code"]
     # redundant under DDP: the whole exposed broadcast is the gain, and no more than the loop costs the step
     assert finding["estimated_gain_ms"] == pytest.approx(metrics["comm.exposed_broadcast_ms"], abs=1e-3)
-    saved = metrics["step.time_ms"] - plain["metrics"]["step.time_ms"]["value"]
-    assert 0.4 * saved <= finding["estimated_gain_ms"] <= 1.5 * saved, (finding["estimated_gain_ms"], saved)
+    _check_against_twin(looped, plain, finding["estimated_gain_ms"])
     assert "exposed-broadcast" not in {f["rule"] for f in plain["findings"]}
 
 
@@ -113,8 +130,7 @@ def test_values_reduced_one_at_a_time_every_step_are_named_with_their_count(tmp_
     assert "17.0 gloo:reduce" in finding["message"] and "torch.stack" in finding["fix"]["code"]
     # all but one of 18 small collectives' latency, bounded by their exposed time and by what the loop costs
     assert finding["estimated_gain_ms"] == pytest.approx(metrics["comm.exposed_other_ms"] * 17 / 18, rel=1e-3)
-    saved = metrics["step.time_ms"] - plain["metrics"]["step.time_ms"]["value"]
-    assert 0.3 * saved <= finding["estimated_gain_ms"] <= 1.2 * saved, (finding["estimated_gain_ms"], saved)
+    _check_against_twin(looped, plain, finding["estimated_gain_ms"])
     assert "exposed-collective" not in {f["rule"] for f in plain["findings"]}
 
 
@@ -129,8 +145,7 @@ def test_a_sharded_optimizer_s_broadcasts_are_its_own_and_bucketed_by_its_option
     assert "parameters_as_bucket_view=True" in finding["fix"]["code"]
     # the latency of all but one broadcast per rank, against what the option saved the step
     assert finding["estimated_gain_ms"] == pytest.approx(metrics["comm.fewer_broadcasts_save_ms"], abs=1e-3)
-    saved = metrics["step.time_ms"] - bucketed["metrics"]["step.time_ms"]["value"]
-    assert 0.5 * saved <= finding["estimated_gain_ms"] <= 1.5 * saved, (finding["estimated_gain_ms"], saved)
+    _check_against_twin(per_tensor, bucketed, finding["estimated_gain_ms"])
     fixed = {f["rule"]: f for f in bucketed["findings"]}.get("exposed-broadcast")
     assert fixed is None or "parameters_as_bucket_view=True" not in fixed["fix"]["code"]
 
