@@ -348,17 +348,17 @@ def _lone_rank(p: Profile) -> dict:
         raise NotEvaluated("no two ranks have both outlier steps and other steady steps")
     own = growth[work].sum(axis=1)
     rank = int(own.idxmax())
-    others = growth.drop(index=rank)
+    others_own = own.drop(index=rank)
     duration = m["frame"]["duration_us"]
     step_excess = float((duration.loc[flagged] - _typical_ms(m)).clip(lower=0).mean())
-    if own[rank] < LONE_RANK_SHARE * step_excess or (own.drop(index=rank) > LONE_RANK_OTHERS * own[rank]).any():
+    if own[rank] < LONE_RANK_SHARE * step_excess or (others_own > LONE_RANK_OTHERS * own[rank]).any():
         raise NotEvaluated("the outlier steps are not one rank's own work: "
                            f"rank {rank}'s grows by {own[rank]:.2f} ms of a {step_excess:.2f} ms excess, "
-                           f"the others' by up to {float(own.drop(index=rank).max()):.2f} ms")
+                           f"the others' by up to {float(others_own.max()):.2f} ms")
     lone = {"rank": rank, "ms": float(own[rank]), "driver": str(growth.loc[rank, work].idxmax()).removesuffix("_us"),
-            "others_ms": round(float(own.drop(index=rank).max()), 3), "step_excess_ms": round(step_excess, 3)}
+            "others_ms": round(float(others_own.max()), 3), "step_excess_ms": round(step_excess, 3)}
     if "exposed_comm_us" in cols:
-        lone["others_wait_ms"] = round(float(others["exposed_comm_us"].min()), 3)
+        lone["others_wait_ms"] = round(float(growth.drop(index=rank)["exposed_comm_us"].min()), 3)
     return lone
 
 

@@ -460,20 +460,33 @@ def exposed_other_ratio(p: Profile) -> Value:
     return _group_metric(p, "other", ratio=True)
 
 
-def _group_collectives(p: Profile, group: str) -> tuple[pd.DataFrame, pd.Series, int]:
-    """(collective rows of kind group ``group`` in the steady steps, how
-    many collectives each row stands for, steady (rank, step)s)."""
+def _steady_collectives(p: Profile) -> tuple[pd.DataFrame, pd.Series, int]:
+    """(collective rows of the steady steps, how many collectives each row
+    stands for -- its ``ops`` where rows are sums over operators, else 1 --,
+    number of steady (rank, step)s)."""
+    return p.memo("comm.steady_collectives", lambda: _collectives_in_steady_steps(p))
+
+
+def _collectives_in_steady_steps(p: Profile) -> tuple[pd.DataFrame, pd.Series, int]:
     rows = collective_rows(p)
     steps = steady_steps(p)
-    if rows is None or "step" not in steps.columns:
+    if rows is None or "step" not in rows.columns or "step" not in steps.columns:
         raise NotEvaluated("no collectives with step ids")
     steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
-    chosen = rows[rows["kind"].map(group_of) == group].dropna(subset=["step"])
-    chosen = chosen.astype({"step": "int64"}).merge(steady, on=["rank", "step"])
-    if chosen.empty or steady.empty:
+    if steady.empty:
+        raise NotEvaluated("no steady steps with step ids")
+    rows = rows.dropna(subset=["step"]).astype({"step": "int64"}).merge(steady, on=["rank", "step"])
+    ops = rows["ops"].fillna(1) if "ops" in rows.columns else pd.Series(1, index=rows.index)
+    return rows, ops, len(steady)
+
+
+def _group_collectives(p: Profile, group: str) -> tuple[pd.DataFrame, pd.Series, int]:
+    """``_steady_collectives`` of kind group ``group`` only."""
+    rows, ops, steady = _steady_collectives(p)
+    chosen = rows["kind"].map(group_of) == group
+    if not chosen.any():
         raise NotEvaluated(f"the steady steps hold no {GROUP_LABELS[group]}")
-    ops = chosen["ops"].fillna(1) if "ops" in chosen.columns else pd.Series(1, index=chosen.index)
-    return chosen, ops, len(steady)
+    return rows[chosen], ops[chosen], steady
 
 
 def _fewer_small(p: Profile, group: str, exposed_ms: float, kept: int) -> Value:
@@ -704,16 +717,8 @@ def collectives_per_step(p: Profile) -> Value:
     number per steady step and rank (one per collective: a c10d front end
     and its backend op count once; rows summed over operators count their
     ``ops``), kinds that occur only."""
-    rows = collective_rows(p)
-    steps = steady_steps(p)
-    if rows is None or "step" not in steps.columns:
-        raise NotEvaluated("no collectives with step ids")
-    steady = steps[["rank", "step"]].dropna().astype({"step": "int64"})
-    if steady.empty:
-        raise NotEvaluated("no steady steps with step ids")
-    rows = rows.dropna(subset=["step"]).astype({"step": "int64"}).merge(steady, on=["rank", "step"])
-    ops = rows["ops"].fillna(1) if "ops" in rows.columns else pd.Series(1, index=rows.index)
-    counts = ops.groupby(rows["kind"]).sum() / len(steady)
+    rows, ops, steady = _steady_collectives(p)
+    counts = ops.groupby(rows["kind"]).sum() / steady
     if counts.empty:
         raise NotEvaluated("no collectives in the steady steps")
     return Value({str(k): round(float(v), 3) for k, v in counts.items()})
@@ -881,7 +886,8 @@ def fewer_allreduces_save_ms(p: Profile) -> Value:
     step."""
     fixed = allreduce_fixed_ms(p).value
     count = allreduce_per_step(p).value
-    buckets = math.ceil(bucket_cap_mb(p).evidence["gradient_mib"] / bucket_cap_mb(p).value)
+    cap = bucket_cap_mb(p)
+    buckets = math.ceil(cap.evidence["gradient_mib"] / cap.value)
     if count <= buckets:
         raise NotEvaluated(f"{count:g} all-reduces per step, no more than the {buckets} buckets proposed")
     saved = min((count - buckets) * fixed, exposed_allreduce_ms(p).value)
