@@ -50,6 +50,7 @@ for step in range(24):
     nn.functional.cross_entropy(model(x), y).backward()
     opt.step()
 {after_step}
+del model, opt  # see tests.e2e._teardown
 dist.destroy_process_group()
 """
 BROADCAST_SCRIPT = DEEP_MLP.format(
@@ -83,6 +84,7 @@ for step in range(24):
             dist.reduce((pred[y == c] == c).float().sum(), 0)
         dist.reduce(loss.detach(), 0)
         dist.barrier()
+del model, opt  # see tests.e2e._teardown
 dist.destroy_process_group()
 """
 

@@ -61,6 +61,7 @@ if __name__ == "__main__":
             if step == 24:
                 break
     if ranks > 1:
+        del model, opt  # see tests.e2e._teardown
         dist.destroy_process_group()
 """
 SERIOUS = {"medium", "high", "critical"}

@@ -98,6 +98,7 @@ for step in range(40):
             for _ in range(8):
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, io.BytesIO())
         dist.barrier()
+del model, opt  # see tests.e2e._teardown
 dist.destroy_process_group()
 """
 
