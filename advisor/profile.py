@@ -305,7 +305,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "(SyncBatchNorm's cross-rank statistics), backward (autograd's backward nodes, "
                       "autograd::engine::evaluate_function: ...), nan_check (NaN checks inside a backward node: "
                       "aten::isnan, aten::_is_any_true and the aten::item that reads their answer, as anomaly "
-                      "mode runs them), data_loader (a PyTorch DataLoader's __next__: "
+                      "mode runs them), recompute (forward ops run again inside a backward node, as activation "
+                      "checkpointing does: aten::linear, aten::layer_norm ..., collectors/kineto/calls.py "
+                      "RECOMPUTE_OPS), data_loader (a PyTorch DataLoader's __next__: "
                       "enumerate(DataLoader)#..., its iterator's name saying whether worker processes build the "
                       "batches), silent_gap (stretches of at least 1 ms in a step "
                       "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py)",
@@ -314,6 +316,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "count": Column("int", "events", required=True),
         "total_us": Column("float", "their summed duration", required=True),
         "max_us": Column("float", "the longest one"),
+        "device_us": Column("float", "recompute rows of a trace with device events: the summed duration of the "
+                            "device work they launched (their host time is only the launching); NaN elsewhere"),
         "frame": Column("text", "the innermost Python frame of the profiled program around them (sync and "
                         "empty_cache events, when the trace has Python stacks)"),
     },

@@ -64,16 +64,18 @@ def _recorded(p: Profile, cls: str, why: str) -> None:
         raise NotEvaluated(why)
 
 
-def _top(p: Profile, cls: str) -> list[dict]:
-    """The ``TOP_NAMES`` names of ``cls`` with the most time per steady step:
-    ``{"name", "per_step", "ms"}`` and ``"frame"`` where the trace has stacks."""
+def _top(p: Profile, cls: str, time: str = "total_us") -> list[dict]:
+    """The ``TOP_NAMES`` names of ``cls`` with the most time (column
+    ``time``) per steady step: ``{"name", "per_step", "ms"}`` and
+    ``"frame"`` where the trace has stacks."""
     steady, rows = _steady(p)
     rows = rows[rows["cls"] == cls]
     if rows.empty:
         return []
     steps = len(steady)
     key = ["name", "frame"] if "frame" in rows.columns else ["name"]
-    agg = rows.groupby(key, dropna=False)[["count", "total_us"]].sum().sort_values("total_us", ascending=False)
+    agg = (rows.groupby(key, dropna=False)[["count", time]].sum().rename(columns={time: "total_us"})
+           .sort_values("total_us", ascending=False))
     out = []
     for k, r in agg.head(TOP_NAMES).iterrows():
         name, frame = k if len(key) == 2 else (k, None)
@@ -579,6 +581,60 @@ def nan_check_ms(p: Profile) -> Value:
     each answer, its wait for the device included. Evidence: the calls."""
     _recorded(p, "backward", _NO_BACKWARD)
     return Value(_per_step(p, "nan_check") / US_PER_MS, {"calls": _top(p, "nan_check")})
+
+
+_NO_RECOMPUTE_TIME = ("the recomputed forward ops' device time is not in the profile (their host spans are only "
+                      "the launching; the Kineto reader measures it from the kernels they launch)")
+
+
+def _recompute_us(p: Profile) -> float:
+    """Time per steady step of the forward ops run again inside backward
+    nodes (``host.recompute_ms``), in us."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    steady, rows = _steady(p)
+    rows = rows[rows["cls"] == "recompute"]
+    return _mean_per_step(steady, rows, _recompute_column(rows, p)) if not rows.empty else 0.0
+
+
+def _recompute_column(rows: pd.DataFrame, p: Profile) -> str:
+    """The ``host_calls`` column holding the recomputed ops' time: the device
+    time they launched where measured, their own time on a CPU-only trace."""
+    if "device_us" in rows.columns and rows["device_us"].notna().any():
+        return "device_us"
+    if p.meta.device != "cpu":
+        raise NotEvaluated(_NO_RECOMPUTE_TIME)
+    return "total_us"
+
+
+@metric("host.recompute_ms", unit="ms", needs=_NEEDS)
+def recompute_ms(p: Profile) -> Value:
+    """Time per steady step of forward ops run again inside backward nodes:
+    activation checkpointing (``torch.utils.checkpoint``, reentrant or not)
+    recomputing the blocks it wraps. Counted by the forward ops no backward
+    formula calls (``collectors/kineto/calls.py`` ``RECOMPUTE_OPS``: linear
+    layers, convolutions, normalizations, attention, activations), the
+    outermost only: the device time they launch on a device trace, their
+    own time on a CPU-only one. The recomputed blocks' other ops (residual
+    adds, reshapes) are not counted, so it is a lower bound of the
+    recomputation. 0 when backward nodes ran none. Evidence: the ops."""
+    return Value(_recompute_us(p) / US_PER_MS, {"ops": recompute_ops(p)})
+
+
+@metric("host.recompute_ops", unit="list", needs=_NEEDS)
+def recompute_ops(p: Profile) -> list[dict]:
+    """The forward ops run again inside backward nodes (``host.recompute_ms``),
+    the most time first: ``{"name", "per_step", "ms"}``."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    rows = p.table("host_calls")
+    rows = rows[rows["cls"] == "recompute"]
+    return _top(p, "recompute", _recompute_column(rows, p)) if not rows.empty else []
+
+
+@metric("host.recompute_ratio", unit="ratio", needs=_NEEDS)
+def recompute_ratio(p: Profile) -> float:
+    """Share of the step spent recomputing forward ops in the backward pass
+    (``host.recompute_ms`` over the mean step time)."""
+    return _recompute_us(p) / _step_us(p)
 
 
 #: Fewer parameter tensors than this and a node type run as many times per

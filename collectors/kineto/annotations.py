@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto.decode import ANNOT, HOST, KERNEL, RUNTIME, Events
-from advisor.collectors.kineto.host_calls import _step_of
+from advisor.collectors.kineto.decode import ANNOT, HOST, KERNEL, Events
+from advisor.collectors.kineto.host_calls import _step_of, launched_time
 from advisor.collectors.kineto.tables import STEP_RE
 
 
@@ -41,7 +41,7 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
         if ranges.size == 0:
             return None
         if (ev.kind >= KERNEL).any():
-            idx, time, source = ranges, _launched_time(ev, ranges), "device"
+            idx, time, source = ranges, launched_time(ev, ranges), "device"
             launched = time > 0
             idx, time = idx[launched], time[launched]
         else:
@@ -55,31 +55,4 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     out["count"] = out["count"].astype(np.int64)
     out["source"] = source
     out.insert(0, "rank", rank)
-    return out
-
-
-def _launched_time(ev: Events, ranges: np.ndarray) -> np.ndarray:
-    """Per range of ``ranges``: the summed duration of the device events
-    whose launching runtime call it is the innermost range around."""
-    rt = np.flatnonzero((ev.kind == RUNTIME) & np.isfinite(ev.corr))
-    dev = np.flatnonzero((ev.kind >= KERNEL) & np.isfinite(ev.corr))
-    out = np.zeros(ranges.size)
-    if rt.size == 0 or dev.size == 0:
-        return out
-    ids, first = np.unique(ev.corr[rt], return_index=True)
-    pos = np.clip(np.searchsorted(ids, ev.corr[dev]), 0, ids.size - 1)
-    hit = ids[pos] == ev.corr[dev]
-    call = rt[first[pos[hit]]]  # the launching call of each matched device event
-    dur = ev.dur[dev[hit]]
-    owner = np.full(call.size, -1)
-    order = np.lexsort((ev.ts[call], ev.thread[call]))
-    th_sorted, ts_sorted = ev.thread[call][order], ev.ts[call][order]
-    # longest ranges first, so that an inner range overwrites the one around it
-    for j in np.argsort(-ev.dur[ranges], kind="stable"):
-        r = ranges[j]
-        lo_t, hi_t = np.searchsorted(th_sorted, ev.thread[r], "left"), np.searchsorted(th_sorted, ev.thread[r], "right")
-        lo, hi = lo_t + np.searchsorted(ts_sorted[lo_t:hi_t], [ev.ts[r], ev.ts[r] + ev.dur[r]], "left")
-        owner[order[lo:hi]] = j
-    got = owner >= 0
-    np.add.at(out, owner[got], dur[got])
     return out

@@ -47,7 +47,8 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
     (``HOST_CALL_CLASSES``): Python garbage collection, host syncs,
     allocator calls, ``empty_cache()``, optimizer steps and the fused,
     multi-tensor or per-parameter ops inside them, SyncBatchNorm, autograd's
-    backward nodes and the NaN checks inside them; None for the rest.
+    backward nodes and the NaN checks and recomputed forward ops inside
+    them; None for the rest.
 :func:`program_frame`
     A Python frame of the profiled program (``with_stack=True`` writes one
     ``python_function`` event per frame, ``train.py(57): train_step``), not
@@ -153,9 +154,24 @@ BACKWARD_NODE_PREFIX = "autograd::engine::evaluate_function: "
 #: counted only inside a backward node, where only anomaly mode or a gradient
 #: hook written to check each gradient runs them.
 NAN_CHECK_OPS = frozenset({"aten::isnan", "aten::_is_any_true"})
+#: Forward ops that no backward formula of autograd calls (each has its own
+#: backward op: ``aten::linear`` -> ``mm``, ``aten::layer_norm`` ->
+#: ``native_layer_norm_backward``, ``aten::gelu`` -> ``gelu_backward`` ...):
+#: inside a backward node they are the forward run again, as activation
+#: checkpointing (``torch.utils.checkpoint``, reentrant or not) does for the
+#: blocks it wraps. Counted only inside a backward node, the outermost one
+#: of them only (``host_calls.nested_classes``).
+RECOMPUTE_OPS = frozenset({
+    "aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
+    "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::layer_norm", "aten::group_norm",
+    "aten::batch_norm", "aten::instance_norm", "aten::rms_norm", "aten::embedding",
+    "aten::scaled_dot_product_attention", "aten::gelu", "aten::relu", "aten::relu_", "aten::silu",
+    "aten::silu_", "aten::softmax", "aten::log_softmax", "aten::dropout",
+})
 #: The classes of ``host_call_class``, in order of precedence.
 HOST_CALL_CLASSES = ("gc", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
-                     "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check", "data_loader")
+                     "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check", "recompute",
+                     "data_loader")
 #: The classes that count only inside an optimizer step.
 OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
 
@@ -163,8 +179,8 @@ OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_
 def host_call_class(name: str) -> str | None:
     """The ``host_calls`` class of an event name (``HOST_CALL_CLASSES``), or
     None. The ``OPTIMIZER_INNER`` classes are candidates: they count only
-    inside an optimizer step; ``nan_check`` likewise only inside a backward
-    node (``host_calls.nested_classes``)."""
+    inside an optimizer step; ``nan_check`` and ``recompute`` likewise only
+    inside a backward node (``host_calls.nested_classes``)."""
     if name in GC_EVENTS:
         return "gc"
     if name in SYNC_CALLS or name in SYNC_OPS or name in ACL_SYNC_CALLS:
@@ -187,6 +203,8 @@ def host_call_class(name: str) -> str | None:
         return "backward"
     if name in NAN_CHECK_OPS:
         return "nan_check"
+    if name in RECOMPUTE_OPS:
+        return "recompute"
     if DATALOADER_RE.match(name):
         return "data_loader"
     return None

@@ -5,9 +5,13 @@ One row per (step, class, name[, frame]): how many, their summed and
 longest duration. The fused, foreach and per-parameter optimizer ops count
 only inside an ``Optimizer.step#...`` span of the same thread (clipping
 gradients uses ``_foreach_norm`` too, the model ``aten::add`` ...), NaN
-checks only inside a backward node (``nested_classes``). ``frame`` is the innermost Python
+checks and recomputed forward ops only inside a backward node
+(``nested_classes``). ``frame`` is the innermost Python
 frame of the profiled program around the event, where the trace has
 stacks (``with_stack=True``): the call site a user can change.
+``device_us``: for the recomputed forward ops of a trace with device
+events, the device time they launched (``launched_time``): their host
+span is only the launching there.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import OPTIMIZER_INNER, host_call_class, program_frame
-from advisor.collectors.kineto.decode import HOST, PYTHON, RUNTIME, Events
+from advisor.collectors.kineto.decode import HOST, KERNEL, PYTHON, RUNTIME, Events
 
 #: Classes whose rows name the program's frame they ran in.
 _FRAMED = frozenset({"sync", "empty_cache"})
@@ -45,19 +49,31 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
         "cls": cls.astype(str),
         "name": ev.names[ev.name[idx]].astype(str),
         "dur": ev.dur[idx],
+        "device": _device_time(ev, idx, cls == "recompute"),
     })
     frames = _frames(ev, idx, np.isin(cls, list(_FRAMED)))
     by = ["step", "cls", "name"]
     if frames is not None:
         rows["frame"] = frames
         by.append("frame")
-    out = (rows.groupby(by, dropna=False, sort=True)["dur"]
-           .agg(count="size", total_us="sum", max_us="max").reset_index())
+    grouped = rows.groupby(by, dropna=False, sort=True)
+    out = grouped["dur"].agg(count="size", total_us="sum", max_us="max").reset_index()
+    out["device_us"] = grouped["device"].sum(min_count=1).to_numpy()
     out["step"] = out["step"].astype("Int64")
     out["count"] = out["count"].astype(np.int64)
     if "frame" in out:  # text; a group of events none of which a frame encloses comes back as float NaN
         out["frame"] = out["frame"].astype(object).where(out["frame"].notna(), None)
     out.insert(0, "rank", rank)
+    return out
+
+
+def _device_time(ev: Events, idx: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Per event of ``idx``: for the ``measured`` ones in a trace with
+    device events, the device time they launched (``launched_time``); NaN
+    for the rest."""
+    out = np.full(idx.size, np.nan)
+    if measured.any() and (ev.kind >= KERNEL).any():
+        out[measured] = launched_time(ev, idx[measured])
     return out
 
 
@@ -121,10 +137,11 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
     """``cls`` with the classes that depend on what encloses an event
     settled ("" for an event not counted): the ``calls.OPTIMIZER_INNER``
     classes count only when they start inside an ``optimizer`` event of the
-    same thread, ``nan_check`` only inside a ``backward`` node; inside a
-    backward node a ``sync`` ``aten::item`` is the NaN check reading its
-    answer (``nan_check``) and its ``aten::_local_scalar_dense`` is not
-    counted again."""
+    same thread, ``nan_check`` and ``recompute`` only inside a ``backward``
+    node (and ``recompute`` only where no other ``recompute`` op encloses
+    it); inside a backward node a ``sync`` ``aten::item`` is the NaN check
+    reading its answer (``nan_check``) and its ``aten::_local_scalar_dense``
+    is not counted again."""
     cls = cls.copy()
     _keep_inside(cls, np.isin(cls, list(OPTIMIZER_INNER)), cls == "optimizer", start, end, thread)
     backward = cls == "backward"
@@ -134,7 +151,28 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
         cls[reads & inside & (names == "aten::item")] = "nan_check"
         cls[reads & inside & (names != "aten::item")] = ""
     _keep_inside(cls, cls == "nan_check", backward, start, end, thread)
+    _keep_inside(cls, cls == "recompute", backward, start, end, thread)
+    recompute = cls == "recompute"
+    if recompute.any():  # the outermost only: a recomputed op's own inner ops are its time
+        cls[recompute & _nested_in_same(recompute, start, end, thread)] = ""
     return cls
+
+
+def _nested_in_same(mask: np.ndarray, start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """Mask of the ``mask`` events that lie inside another ``mask`` event of
+    the same thread (starting at or after it, ending at or before it)."""
+    found = np.zeros(mask.size, dtype=bool)
+    sel = np.flatnonzero(mask)
+    order = sel[np.lexsort((-end[sel], start[sel], thread[sel].astype(str)))]  # outer before inner
+    reach, prev = -np.inf, None
+    for i in order.tolist():
+        if thread[i] != prev:
+            reach, prev = -np.inf, thread[i]
+        if end[i] <= reach:
+            found[i] = True
+        else:
+            reach = end[i]
+    return found
 
 
 #: What reads a NaN check's answer back to the host: ``.item()`` and the op under it.
@@ -239,3 +277,24 @@ def _program_frames(ev: Events) -> np.ndarray:
         return py
     codes, at = np.unique(ev.name[py], return_inverse=True)  # each name asked once
     return py[np.array([program_frame(str(ev.names[c])) for c in codes], dtype=bool)[at]]
+
+
+def launched_time(ev: Events, ranges: np.ndarray) -> np.ndarray:
+    """Per range of ``ranges``: the summed duration of the device events
+    whose launching runtime call it is the innermost range around."""
+    rt = np.flatnonzero((ev.kind == RUNTIME) & np.isfinite(ev.corr))
+    dev = np.flatnonzero((ev.kind >= KERNEL) & np.isfinite(ev.corr))
+    out = np.zeros(ranges.size)
+    if rt.size == 0 or dev.size == 0:
+        return out
+    ids, first = np.unique(ev.corr[rt], return_index=True)
+    pos = np.clip(np.searchsorted(ids, ev.corr[dev]), 0, ids.size - 1)
+    hit = ids[pos] == ev.corr[dev]
+    call = rt[first[pos[hit]]]  # the launching call of each matched device event
+    dur = ev.dur[dev[hit]]
+    # the innermost range around each call's start, on the call's thread
+    owner = iv.Nesting(ev.thread[ranges], ev.ts[ranges], ev.end_at(ranges)).enclosing(
+        ev.thread[call], ev.ts[call], ev.ts[call], tol=0.0)
+    got = owner >= 0
+    np.add.at(out, owner[got], dur[got])
+    return out
