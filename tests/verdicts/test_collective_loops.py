@@ -19,11 +19,14 @@ communication between the two runs is what removing or merging those
 collectives saves. (Their step times were the first check; beside the rest
 of the suite on the 2 cores, two runs' steps differ by more than the effect:
 the bucketed ZeRO twin once saved 4.5 ms of the 19.7 a quiet host shows.)
-The estimate may be up to twice the twin's saving: on a crowded host the
-twin's ranks, descheduled in turn, wait for each other in their all-reduce,
-and that wait is exposed communication too (the broadcast loop's 12.7 ms
-once faced a saving of 6.2 ms so); an estimate below half the saving, or
-above twice it, is wrong whatever the load.
+The check is one-sided: an estimate below half the twin's saving is wrong
+whatever the load (the per-tensor all-reduce loop was once estimated at a
+third of it). Above, the twin's saving is no bound on a crowded host: its
+ranks, descheduled in turn, wait for each other in their all-reduce, and
+that wait is exposed communication too (in full-suite runs the broadcast
+loop's 12.7 ms faced a saving of 6.2 ms, the reduce loop's 3.9 ms one of
+1.6 ms); there the estimate is held to the exposed time of the collectives
+it is computed from.
 """
 
 from __future__ import annotations
@@ -95,11 +98,11 @@ dist.destroy_process_group()
 
 
 def _check_against_twin(report: dict, twin: dict, gain_ms: float) -> None:
-    """``gain_ms`` within half to twice the exposed communication ``twin``
-    (the same loop with the fix) does without, and the twin's step the
-    shorter (module doc)."""
+    """``gain_ms`` at least half the exposed communication ``twin`` (the
+    same loop with the fix) does without, and the twin's step the shorter
+    (module doc)."""
     saved = value(report, "step.exposed_comm_ms") - value(twin, "step.exposed_comm_ms")
-    assert 0.5 * saved <= gain_ms <= 2.0 * saved, (gain_ms, saved)
+    assert gain_ms >= 0.5 * saved, (gain_ms, saved)
     assert value(twin, "step.time_ms") < value(report, "step.time_ms")
 
 
@@ -149,6 +152,7 @@ def test_a_sharded_optimizer_s_broadcasts_are_its_own_and_bucketed_by_its_option
     assert "parameters_as_bucket_view=True" in finding["fix"]["code"]
     # the latency of all but one broadcast per rank
     assert finding["estimated_gain_ms"] == pytest.approx(metrics["comm.fewer_broadcasts_save_ms"], abs=1e-3)
+    assert finding["estimated_gain_ms"] <= metrics["comm.exposed_broadcast_ms"]
     _check_against_twin(per_tensor, bucketed, finding["estimated_gain_ms"])
     fixed = {f["rule"]: f for f in bucketed["findings"]}.get("exposed-broadcast")
     assert fixed is None or "parameters_as_bucket_view=True" not in fixed["fix"]["code"]
