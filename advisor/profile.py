@@ -106,6 +106,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "warmup_us": Column("float", "one-time start-up inside the step: context creation and other start-up "
                             "calls, torch.compile compiling, slow first calls (autotuning, lazy loading), "
                             "first-use allocator growth (rows of the warmup table, overlaps counted once)"),
+        "recompile_us": Column("float", "the part of warmup_us that is torch.compile compiling a frame it had "
+                               "compiled before (a recompilation: compile id F/C with C of 1 or more)"),
         "device_ops": Column("int", "device events (kernels, copies, sets) starting in the step"),
         "device_ops_launched": Column("int", "device_ops whose launching runtime call is in the trace"),
         # What the host was doing while the device idled (GPU traces; collectors/kineto/idle.py):
@@ -260,6 +262,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
                        "(allocator growth later steps do not repeat)", required=True),
         "start_us": Column("float", "when it starts", required=True),
         "duration_us": Column("float", "how long it takes", required=True),
+        "compile_id": Column("text", "for torch.compile rows, the compilation's id F/C as torch.compile records "
+                             "it (frame F compiled for the C+1-th time; C of 1 or more is a recompilation), "
+                             "where the trace names it"),
     },
     "data_ops": {  # dataset-pipeline operators
         "rank": _rank(),

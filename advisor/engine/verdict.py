@@ -31,7 +31,8 @@ its rules was evaluated (fired or passed).
    and saying there is no verdict on where time goes: a timeline without a
    leak is not a clean bill of health for the run's speed.
 1. ``inconclusive`` when the window is mostly start-up
-   (``window.warmup_ratio`` >= :data:`WARMUP_RATIO`): whatever fired
+   (``window.warmup_ratio`` less ``window.recompile_ratio``, the
+   recompilations a failing guard repeats, >= :data:`WARMUP_RATIO`): whatever fired
    describes start-up, not training; or when the device record is too
    sparse to be a training step (``window.device_ops_per_step`` below
    ``MIN_DEVICE_OPS_PER_STEP`` of ``advisor.metrics.window``): a toy, a
@@ -74,6 +75,9 @@ MIN_JUDGED_SHARE = 0.5
 #: (the same bound that makes a single step a warm-up step).
 WARMUP_RATIO = 0.5
 WARMUP_METRIC = "window.warmup_ratio"
+#: The part of ``WARMUP_METRIC`` that is torch.compile recompiling, which is
+#: not start-up (step 1 of the status).
+RECOMPILE_METRIC = "window.recompile_ratio"
 SPARSE_METRIC = "window.device_ops_per_step"
 #: The memory figures a memory timeline's verdict names.
 MEMORY_PEAK_METRIC = "memory.peak_gib"
@@ -269,6 +273,8 @@ def judge(
     sev_word = SEVERITY_WORDS.get(lang, SEVERITY_WORDS["en"])[PROBLEM_SEVERITY]
 
     warmup = _number(metric_values, WARMUP_METRIC)
+    if warmup is not None:  # recompilations are in the start-up time, yet recur: profiling later leaves none out
+        warmup -= _number(metric_values, RECOMPILE_METRIC) or 0.0
     if warmup is not None and warmup >= WARMUP_RATIO:
         missing.insert(0, _t(lang, "warmup_missing", pct=_pct(warmup)))
         return Verdict(status="inconclusive", reason=_t(lang, "warmup", pct=_pct(warmup)),

@@ -243,6 +243,107 @@ def steady_warmup_ratio(p: Profile) -> Value:
     return Value(value)
 
 
+#: torch._dynamo's default ``recompile_limit`` (``cache_size_limit`` before
+#: torch 2.6): a frame compiled this many times is not compiled again, and
+#: its later calls with guards no compilation passes run uncompiled.
+DEFAULT_RECOMPILE_LIMIT = 8
+
+
+def _recompile_rows(p: Profile) -> pd.DataFrame:
+    """The ``warmup`` rows of recompilations (compile id ``F/C`` with C of 1
+    or more), with integer ``frame`` and ``count``: none when the window
+    has no start-up at all (the reader that wrote ``steps.recompile_us``
+    looked for it); NotEvaluated when it compiled but no compilation names
+    its id (torch before 2.4 writes none)."""
+    table = p.table("warmup")
+    if table is None or "compile_id" not in table.columns:
+        table = pd.DataFrame({"rank": [], "step": [], "kind": [], "compile_id": [], "duration_us": []})
+    rows = table[table["compile_id"].notna()]
+    if rows.empty and (table["kind"] == "compile").any():
+        raise NotEvaluated("torch.compile compiled in the window, but its records name no compile id "
+                           "(torch 2.4 or later writes them): recompilations cannot be told from first ones")
+    ids = rows["compile_id"].astype(str).str.split("/", expand=True)
+    rows = rows.assign(frame=ids[0].astype(int), count=ids[1].astype(int)) if len(rows) else rows.assign(
+        frame=pd.Series(dtype=int), count=pd.Series(dtype=int))
+    return rows[rows["count"] >= 1]
+
+
+@metric("window.recompiles", unit="count", needs=["steps.recompile_us"])
+def recompiles(p: Profile) -> Value:
+    """torch.compile recompilations in the profiled window: compilations of
+    a frame it had compiled before (compile id ``F/C`` with C of 1 or more:
+    a guard failed -- a new input shape, dtype, device or Python value),
+    counted once each (forward and backward of one compilation are one);
+    the most on any rank. Evidence: that rank's compile ids and the steps
+    they ran in."""
+    rows = _recompile_rows(p)
+    if rows.empty:
+        return Value(0, {"compile_ids": [], "steps": []})
+    per_rank = rows.groupby("rank")["compile_id"].nunique()
+    rank = int(per_rank.idxmax())
+    mine = rows[rows["rank"] == rank]
+    ids = sorted(set(mine["compile_id"]), key=lambda c: tuple(int(x) for x in c.split("/")))
+    return Value(int(per_rank.max()), {
+        "rank": rank, "compile_ids": ids, "steps": sorted({int(s) for s in mine["step"].dropna()})})
+
+
+@metric("window.recompile_steps", unit="count", needs=["steps.recompile_us"])
+def recompile_steps(p: Profile) -> float:
+    """Profiled steps in which torch.compile recompiled (``window.recompiles``),
+    the most on any rank: recompilations in step after step are a guard that
+    keeps failing (shapes that change every step), not a one-time cost."""
+    rows = _recompile_rows(p)
+    return float(rows.dropna(subset=["step"]).groupby("rank")["step"].nunique().max()) if not rows.empty else 0.0
+
+
+@metric("window.recompile_limit_reached", unit="bool", needs=["steps.recompile_us"])
+def recompile_limit_reached(p: Profile) -> Value:
+    """Whether a frame was compiled ``DEFAULT_RECOMPILE_LIMIT`` (8) times
+    or more (compile id ``F/8``): torch._dynamo then stops compiling it, and
+    its calls whose guards no compilation passes run uncompiled (unless the
+    limit was raised). Evidence: the frames."""
+    rows = _recompile_rows(p)
+    frames = sorted({int(f) for f in rows.loc[rows["count"] >= DEFAULT_RECOMPILE_LIMIT, "frame"]})
+    return Value(bool(frames), {"frames": frames})
+
+
+@metric("window.recompile_ms", unit="ms", needs=["steps.recompile_us", "steps.duration_us"])
+def recompile_ms(p: Profile) -> Value:
+    """Time per profiled step torch.compile spends recompiling
+    (``window.recompiles``): per rank the recompilations' time over every
+    profiled step divided by their number, mean over ranks. The steady
+    steps leave compile time out as start-up; recompilations that recur
+    cost this much a step for as long as their guards keep failing."""
+    steps = p.table("steps")
+    per_rank = steps.groupby("rank").agg(us=("recompile_us", "sum"), n=("duration_us", "size"))
+    value = per_rank["us"] / per_rank["n"]
+    return Value(float(value.mean()) / US_PER_MS, rank_evidence(value))
+
+
+#: A frame recompiled in at least this many profiled steps recompiles
+#: again and again (a guard that keeps failing); once, it is the one-time
+#: recompilation that marks a dimension dynamic (automatic dynamic shapes).
+RECURRING_STEPS = 2
+
+
+@metric("window.recompile_ratio", unit="ratio", needs=["steps.recompile_us", "steps.duration_us"])
+def recompile_ratio(p: Profile) -> float:
+    """Share of the profiled window torch.compile spends recompiling frames
+    it recompiles in ``RECURRING_STEPS`` (2) or more profiled steps: per
+    rank, their compile time over the summed duration of every profiled
+    step, mean over ranks. It is part of ``window.warmup_ratio``, yet not
+    start-up: profiling later steps does not leave it out."""
+    steps = p.table("steps")
+    total = steps.groupby("rank")["duration_us"].sum()
+    total = total[total > 0]
+    if total.empty:
+        raise NotEvaluated("no steps with a positive duration")
+    rows = _recompile_rows(p).dropna(subset=["step"])
+    spread = rows.groupby(["rank", "frame"])["step"].transform("nunique") if len(rows) else rows["step"]
+    recurring = rows[spread >= RECURRING_STEPS].groupby("rank")["duration_us"].sum()
+    return float((recurring.reindex(total.index, fill_value=0.0) / total).mean())
+
+
 @metric("window.truncated_steps", unit="count", needs=["steps.truncated"])
 def truncated_steps(p: Profile) -> Value:
     """Step rows whose ``ProfilerStep#N`` annotation lies mostly outside what

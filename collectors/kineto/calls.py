@@ -31,7 +31,8 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
 ``COMPILE_OPS``
     Host ops that ``torch.compile`` (Dynamo, AOTAutograd, Inductor, Triton)
     records while it compiles a graph: one-time work on the first calls,
-    not part of a steady step.
+    not part of a steady step -- unless a guard fails and the frame is
+    compiled again (``COMPILE_ID_RE`` tells a recompilation).
 ``DATALOADER_RE``
     The DataLoader's ``__next__`` as the profiler records it: the training
     loop waiting for its next batch.
@@ -104,6 +105,15 @@ COMPILE_OPS = re.compile(
     r"|async_compile\.wait|inductor_\w+)$"
     r"|\(dynamo_timed\)$|^(?:_compile\.|compile_fx|triton\.compile|AOTAutogradCache\.|PyCodeCache\.)"
 )
+#: The records torch.compile writes inside its compile ops naming the
+#: compilation (``dynamo_data: compile_id=0/4``,
+#: ``entire_backward_compile_data: fn_name=..., compile_id=0/4``; torch >=
+#: 2.4): frame ``F`` (a function Dynamo compiles) and ``C``, how many times
+#: that frame was compiled before (0: its first compilation; 1 and up: a
+#: recompilation, after a guard failed -- a new input shape, dtype or Python
+#: value). An attempt suffix (``0/4_1``, a restarted analysis) is the same
+#: compilation.
+COMPILE_ID_RE = re.compile(r"compile_id=(?P<frame>\d+)/(?P<count>\d+)")
 DATALOADER_RE = re.compile(r"^enumerate\(DataLoader\)#")
 QUERY_CALLS = frozenset({"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "cuStreamQuery",
                          "hipEventQuery", "hipStreamQuery"})

@@ -65,7 +65,7 @@ import pandas as pd
 
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import intervals as iv
-from advisor.collectors.kineto.calls import COMPILE_OPS, GROW_CALLS, INIT_CALLS
+from advisor.collectors.kineto.calls import COMPILE_ID_RE, COMPILE_OPS, GROW_CALLS, INIT_CALLS
 
 #: A step whose annotation lies outside the recorded span for at least this
 #: share of its length is truncated: then most of what it claims as step
@@ -113,13 +113,16 @@ def clip(win: pd.DataFrame, ev: dec.Events) -> pd.DataFrame:
 
 
 def columns(ev: dec.Events, win: pd.DataFrame, device: bool) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
-    """Per-window ``truncated`` and ``warmup_us`` (and, for a GPU trace,
-    ``device_ops`` and ``device_ops_launched``) in ``win``'s order, and the
-    ``warmup`` table rows (without rank)."""
+    """Per-window ``truncated``, ``warmup_us`` and ``recompile_us`` (and,
+    for a GPU trace, ``device_ops`` and ``device_ops_launched``) in
+    ``win``'s order, and the ``warmup`` table rows (without rank)."""
     lo, hi = win["start"].to_numpy(float), win["end"].to_numpy(float)
     items = _one_time(ev, win)
     busy = iv.merge(items["start_us"].to_numpy(float), items["_end"].to_numpy(float))
-    out = {"truncated": win["truncated"].to_numpy(bool), "warmup_us": iv.covered_between(busy, lo, hi)}
+    again = items[np.array([_recompiled(c) for c in items["compile_id"]], dtype=bool)]
+    out = {"truncated": win["truncated"].to_numpy(bool), "warmup_us": iv.covered_between(busy, lo, hi),
+           "recompile_us": iv.covered_between(iv.merge(again["start_us"].to_numpy(float),
+                                                       again["_end"].to_numpy(float)), lo, hi)}
     if device:
         out.update(_device_counts(ev, lo, hi))
     return out, _listed(items, win)
@@ -148,10 +151,38 @@ def _one_time(ev: dec.Events, win: pd.DataFrame) -> pd.DataFrame:
     kind = np.concatenate([np.full(p.size, k, dtype=object) for p, k in parts])
     order = np.argsort(ev.ts[idx], kind="stable")
     idx, kind = idx[order], kind[order]
+    ids = np.full(idx.size, None, dtype=object)
+    ids[kind == "compile"] = _compile_ids(ev, idx[kind == "compile"])
     return pd.DataFrame({
         "name": pd.Series(ev.names[ev.name[idx]], dtype=object), "kind": kind, "thread": ev.thread[idx],
-        "start_us": ev.ts[idx], "duration_us": ev.dur[idx], "_end": ev.end_at(idx),
+        "start_us": ev.ts[idx], "duration_us": ev.dur[idx], "_end": ev.end_at(idx), "compile_id": ids,
     })
+
+
+def _compile_ids(ev: dec.Events, spans: np.ndarray) -> np.ndarray:
+    """Per compile op of ``spans``: the compile id (``"F/C"``) of the first
+    ``COMPILE_ID_RE`` record on its thread that starts inside it, None
+    where none does."""
+    out = np.full(spans.size, None, dtype=object)
+    codes = np.flatnonzero([COMPILE_ID_RE.search(str(n)) is not None for n in ev.names])
+    marks = np.flatnonzero(np.isin(ev.name, codes))
+    if marks.size == 0 or spans.size == 0:
+        return out
+    marks = marks[np.lexsort((ev.ts[marks], ev.thread[marks]))]
+    th, ts = ev.thread[marks], ev.ts[marks]
+    for j, i in enumerate(spans.tolist()):
+        lo, hi = np.searchsorted(th, ev.thread[i], "left"), np.searchsorted(th, ev.thread[i], "right")
+        at = lo + np.searchsorted(ts[lo:hi], ev.ts[i], "left")
+        if at < hi and ts[at] <= ev.ts[i] + ev.dur[i]:
+            match = COMPILE_ID_RE.search(str(ev.names[ev.name[marks[at]]]))
+            out[j] = f"{match['frame']}/{match['count']}"
+    return out
+
+
+def _recompiled(compile_id) -> bool:
+    """Whether a compile id (``"F/C"``) is a recompilation: its frame was
+    compiled before (``C`` of 1 or more)."""
+    return isinstance(compile_id, str) and int(compile_id.split("/")[1]) >= 1
 
 
 def _slow_first_calls(ev: dec.Events) -> np.ndarray:

@@ -219,7 +219,7 @@ def _assert_gpu_without_device_record(tmp_path, path, fragment):
     assert p.meta.device == "gpu"
     assert p.ops is None and p.comm is None
     assert set(p.steps.columns) <= {"rank", "step", "start_us", "duration_us", "data_wait_us", "truncated",
-                                    "warmup_us"}
+                                    "warmup_us", "recompile_us"}
     note = next(n for n in p.meta.notes if "no kernel, memcpy or memset events" in n)
     assert fragment in note and "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]" in note
     report = analyze(path)
