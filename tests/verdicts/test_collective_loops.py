@@ -34,6 +34,7 @@ from __future__ import annotations
 import pytest
 
 from tests._profiled import profiled, value
+from tests.e2e._teardown import EXIT_WITHOUT_TEARDOWN
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -58,9 +59,8 @@ for step in range(24):
     nn.functional.cross_entropy(model(x), y).backward()
     opt.step()
 {after_step}
-del model, opt  # see tests.e2e._teardown
 dist.destroy_process_group()
-"""
+""" + EXIT_WITHOUT_TEARDOWN.replace("{", "{{").replace("}", "}}")
 BROADCAST_SCRIPT = DEEP_MLP.format(
     optimizer="opt = torch.optim.SGD(model.parameters(), lr=0.01)",
     after_step="""    if sys.argv[1] == "broadcast":
@@ -92,9 +92,8 @@ for step in range(24):
             dist.reduce((pred[y == c] == c).float().sum(), 0)
         dist.reduce(loss.detach(), 0)
         dist.barrier()
-del model, opt  # see tests.e2e._teardown
 dist.destroy_process_group()
-"""
+""" + EXIT_WITHOUT_TEARDOWN
 
 
 def _check_against_twin(report: dict, twin: dict, gain_ms: float) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import pytest
 
 from tests._profiled import profiled
+from tests.e2e._teardown import EXIT_WITHOUT_TEARDOWN
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -98,9 +99,8 @@ for step in range(40):
             for _ in range(8):
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, io.BytesIO())
         dist.barrier()
-del model, opt  # see tests.e2e._teardown
 dist.destroy_process_group()
-"""
+""" + EXIT_WITHOUT_TEARDOWN
 
 
 def _ddp(tmp_path, mode: str) -> dict:

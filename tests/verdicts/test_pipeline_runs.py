@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from tests._profiled import profiled
+from tests.e2e._teardown import EXIT_WITHOUT_TEARDOWN
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -47,7 +48,7 @@ for step in range(20):
         dist.send(inp.grad, 0)
     opt.step()
 dist.destroy_process_group()
-"""
+""" + EXIT_WITHOUT_TEARDOWN
 
 
 def test_a_stage_waiting_for_its_neighbour_is_communication_not_host_work(tmp_path):
