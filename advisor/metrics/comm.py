@@ -272,7 +272,7 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
     frame = _exposure(p)
     label = GROUP_LABELS[group]
     if group not in frame.attrs["groups"]:
-        raise NotEvaluated(f"no {label} collectives in this profile")
+        raise NotEvaluated(f"no {label} in this profile")
     known = frame.dropna(subset=[group])
     if known.empty or group in frame.attrs["unsplit"]:
         raise NotEvaluated(f"the profile does not tell {label} exposure from that of the other "
