@@ -289,11 +289,13 @@ def recompiles(p: Profile) -> Value:
 
 @metric("window.recompile_steps", unit="count", needs=["steps.recompile_us"])
 def recompile_steps(p: Profile) -> float:
-    """Profiled steps in which torch.compile recompiled (``window.recompiles``),
-    the most on any rank: recompilations in step after step are a guard that
-    keeps failing (shapes that change every step), not a one-time cost."""
-    rows = _recompile_rows(p)
-    return float(rows.dropna(subset=["step"]).groupby("rank")["step"].nunique().max()) if not rows.empty else 0.0
+    """Profiled steps in which torch.compile recompiled one frame
+    (``window.recompiles``), the most for any frame on any rank:
+    recompilations of a frame in step after step are a guard that keeps
+    failing (shapes that change every step); two frames recompiled once
+    each are the one-time recompilations that mark a dimension dynamic."""
+    rows = _recompile_rows(p).dropna(subset=["step"])
+    return float(rows.groupby(["rank", "frame"])["step"].nunique().max()) if not rows.empty else 0.0
 
 
 @metric("window.recompile_limit_reached", unit="bool", needs=["steps.recompile_us"])
