@@ -72,10 +72,12 @@ Loops users write, for the verdict audit of multi-rank runs:
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import random
 import socket
+import sys
 import tempfile
 import time
 
@@ -266,6 +268,21 @@ def _allreduce_after_backward(model: nn.Module, world_size: int) -> None:
 
 def _spawned(rank: int, world_size: int, args) -> None:
     train(rank, world_size, args)
+    exit_without_teardown(0)
+
+
+def exit_without_teardown(code: int) -> None:
+    """End the process after its exit handlers (a profiler's flush among
+    them) without finalizing the interpreter. With gloo, the process group
+    outlives destroy_process_group() (PyTorch holds it from C++), and its
+    run-loop thread may free its last finished work while the interpreter
+    is being torn down; freeing the tensors that work holds then takes the
+    GIL of a dying interpreter and aborts the rank ("terminate called
+    without an active exception") after training has finished."""
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _free_port() -> int:
@@ -323,4 +340,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_without_teardown(main())

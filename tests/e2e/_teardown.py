@@ -12,9 +12,10 @@ A script broadcasting every parameter each step aborted so in 8 of 20 plain
 torchrun runs; a script reducing 17 values a step, in 1 of 20 on a quiet
 host and twice in a row beside the rest of the suite.
 
-The multi-process scripts of the tests end with :data:`EXIT_WITHOUT_TEARDOWN`:
-the exit handlers run as at any exit (``advisor run``'s flush and status
-among them), then the process ends without finalizing the interpreter, so
+The multi-process scripts of the tests end with :data:`EXIT_WITHOUT_TEARDOWN`
+(``examples/train_ddp.py`` with its ``exit_without_teardown``): the exit
+handlers run as at any exit (``advisor run``'s flush and status among
+them), then the process ends without finalizing the interpreter, so
 there is no teardown to race (0 aborts in 20 runs of the reduce script
 under ``advisor run``). Tests that check a *successful* multi-process run
 still re-run a job that aborts so once; any other failure, or the same
