@@ -160,18 +160,11 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
 
 def _nested_in_same(mask: np.ndarray, start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> np.ndarray:
     """Mask of the ``mask`` events that lie inside another ``mask`` event of
-    the same thread (starting at or after it, ending at or before it)."""
+    the same thread (``intervals.Nesting`` among them alone)."""
     found = np.zeros(mask.size, dtype=bool)
     sel = np.flatnonzero(mask)
-    order = sel[np.lexsort((-end[sel], start[sel], thread[sel].astype(str)))]  # outer before inner
-    reach, prev = -np.inf, None
-    for i in order.tolist():
-        if thread[i] != prev:
-            reach, prev = -np.inf, thread[i]
-        if end[i] <= reach:
-            found[i] = True
-        else:
-            reach = end[i]
+    threads = np.unique(thread[sel].astype(str), return_inverse=True)[1]  # Kineto codes or Ascend "pid/tid"
+    found[sel] = ~iv.Nesting(threads, start[sel], end[sel]).top_level()
     return found
 
 
