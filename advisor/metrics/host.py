@@ -590,15 +590,19 @@ _NO_RECOMPUTE_TIME = ("the recomputed forward ops' device time is not in the pro
 def _recompute_us(p: Profile) -> float:
     """Time per steady step of the forward ops run again inside backward
     nodes (``host.recompute_ms``), in us."""
-    _recorded(p, "backward", _NO_BACKWARD)
-    steady, rows = _steady(p)
-    rows = rows[rows["cls"] == "recompute"]
-    return _mean_per_step(steady, rows, _recompute_column(rows, p)) if not rows.empty else 0.0
+    column = _recompute_column(p)
+    return _per_step(p, "recompute", column) if column else 0.0
 
 
-def _recompute_column(rows: pd.DataFrame, p: Profile) -> str:
+def _recompute_column(p: Profile) -> str | None:
     """The ``host_calls`` column holding the recomputed ops' time: the device
-    time they launched where measured, their own time on a CPU-only trace."""
+    time they launched where measured, their own time on a CPU-only trace;
+    None when no backward node ran one."""
+    _recorded(p, "backward", _NO_BACKWARD)
+    rows = p.table("host_calls")
+    rows = rows[rows["cls"] == "recompute"]
+    if rows.empty:
+        return None
     if "device_us" in rows.columns and rows["device_us"].notna().any():
         return "device_us"
     if p.meta.device != "cpu":
@@ -624,10 +628,8 @@ def recompute_ms(p: Profile) -> Value:
 def recompute_ops(p: Profile) -> list[dict]:
     """The forward ops run again inside backward nodes (``host.recompute_ms``),
     the most time first: ``{"name", "per_step", "ms"}``."""
-    _recorded(p, "backward", _NO_BACKWARD)
-    rows = p.table("host_calls")
-    rows = rows[rows["cls"] == "recompute"]
-    return _top(p, "recompute", _recompute_column(rows, p)) if not rows.empty else []
+    column = _recompute_column(p)
+    return _top(p, "recompute", column) if column else []
 
 
 @metric("host.recompute_ratio", unit="ratio", needs=_NEEDS)
