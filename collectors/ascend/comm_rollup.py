@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from advisor.collectors import grouping
 from advisor.collectors.ascend.comm_keys import OP_INSTANCE_SUFFIX
 from advisor.collectors.vocab import size_classes
 
@@ -72,8 +73,6 @@ _TYPES = {"rank": pa.int64(), "step": pa.int64(), "src": pa.int64(), "dst": pa.i
           "size_class": pa.int64(), "transport": pa.string(), "kind": pa.string(),
           "group": pa.string(), "name": pa.string()}
 _UNIT = "__unit"
-_WEIGHTED = "__packets_mb"  # large_packet_ratio x size_mb
-_WEIGHED = "__weighed_mb"  # size_mb of the records with a large_packet_ratio
 
 
 def rollup(name: str, table: pa.Table) -> pa.Table:
@@ -104,30 +103,31 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
             table = table.append_column(key, pa.nulls(table.num_rows, _TYPES[key]))
     if "ops" not in table.column_names:
         table = table.append_column("ops", pa.array(np.ones(table.num_rows, dtype=np.int64)))
-    kept = [*((c, "sum") for c in spec.sums), *((c, "min") for c in spec.firsts)]
-    aggs = [("ops", "sum"), *kept]
-    weighted = spec.transfers and "large_packet_ratio" in table.column_names
-    if weighted:
-        ratio, size = table.column("large_packet_ratio"), table.column("size_mb")
-        table = table.append_column(_WEIGHTED, pc.multiply(ratio, size))
-        table = table.append_column(_WEIGHED, pc.if_else(pc.is_valid(ratio), size, 0.0))
-        aggs += [(_WEIGHTED, "sum"), (_WEIGHED, "sum")]
-    grouped = table.group_by([_UNIT, *spec.keys], use_threads=False).aggregate(aggs)
-    grouped = grouped.sort_by([(c, "ascending") for c in (_UNIT, *spec.keys)])  # same order however batched
+    by = [_UNIT, *spec.keys]
+    group, first = grouping.numbers([grouping.codes(table.column(key))[0] for key in by])
+    n = first.size
+    grouped = table.select(by).take(first)
     columns = {key: grouped.column(key).cast(_TYPES[key]) for key in spec.keys}
-    columns["ops"] = grouped.column("ops_sum")
-    for c, agg in kept:
-        values = grouped.column(f"{c}_{agg}")
-        if values.null_count < len(values) or spec.transfers:  # a column no record has stays absent
-            columns[c] = values
+    columns["ops"] = grouping.nullable(grouping.sums(group, *grouping.floats(table.column("ops")), n, min_count=0)
+                                       .astype(np.int64))
+    kept = {c: grouping.sums(group, *grouping.floats(table.column(c)), n) for c in spec.sums}
+    kept.update({c: grouping.extreme(np.fmin, group, *grouping.floats(table.column(c)), n) for c in spec.firsts})
+    for c, values in kept.items():
+        if not np.isnan(values).all() or spec.transfers:  # a column no record has stays absent
+            columns[c] = grouping.nullable(values)
     if spec.transfers:
         columns["bandwidth_gbps"] = pc.divide(columns["size_mb"], columns["time_ms"])
-    if weighted:
-        weighed = grouped.column(f"{_WEIGHED}_sum")
-        ratio = pc.divide(grouped.column(f"{_WEIGHTED}_sum"), weighed)
-        columns["large_packet_ratio"] = pc.if_else(pc.greater(weighed, 0), ratio, pa.scalar(None, pa.float64()))
-    out = pa.table(columns)
-    counts = np.bincount(grouped.column(_UNIT).to_numpy(), minlength=len(tables))
+    if spec.transfers and "large_packet_ratio" in table.column_names:
+        ratio, has_ratio = grouping.floats(table.column("large_packet_ratio"))
+        size, has_size = grouping.floats(table.column("size_mb"))
+        weighed = grouping.sums(group, np.where(has_ratio, size, 0.0), ~has_ratio | has_size, n)  # size with a ratio
+        weighted = grouping.sums(group, ratio * size, has_ratio & has_size, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            columns["large_packet_ratio"] = grouping.nullable(np.where(weighed > 0, weighted / weighed, np.nan))
+    order = pc.sort_indices(grouped, sort_keys=[(c, "ascending") for c in by])  # same order however batched
+    out = pa.table(columns).take(order)
+    unit = grouped.column(_UNIT).to_numpy()
+    counts = np.bincount(unit, minlength=len(tables))
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     return [out.slice(int(s), int(n)) for s, n in zip(starts, counts)]
 

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from advisor.collectors import grouping
 from advisor.collectors.ascend import fields
 from advisor.collectors.io.csv_files import clean_text, read_columns, read_numbers, read_table, text_to_float
 from advisor.collectors.kernel_sequences import sequence_rows
@@ -129,7 +130,7 @@ _OP_KEYS = ("name", "type", "core", "input_dtypes", "input_shapes", "op_state")
 #: Kernel pipe busy times, summed per operator where the file has them.
 PIPE_TIMES = ("aicore_us", "aic_mac_us", "aic_mte2_us", "aic_fixpipe_us",
               "aiv_us", "aiv_vec_us", "aiv_mte2_us", "aiv_mte3_us")
-#: Kernel block dims, taken per operator as their most common value (``_modes``).
+#: Kernel block dims, taken per operator as their most common value (``grouping.most_common``).
 BLOCK_DIMS = ("block_dim", "mix_block_dim")
 
 
@@ -215,108 +216,52 @@ def ops_for_ranks(entries: list[tuple[pa.Table, int]]) -> list[pa.Table | None]:
 
 def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wait: bool,
                    pipes: tuple[str, ...] = ()) -> list[pa.Table]:
-    """``ops_for_ranks`` for kernels tables sharing ``keys``, ``has_wait`` and pipe times."""
+    """``ops_for_ranks`` for kernels tables sharing ``keys``, ``has_wait`` and pipe times.
+
+    An operator is a unit's kernels whose key texts are equal once finished
+    (``_finish_key``, applied once per distinct text: keys written
+    differently -- spaces, quotes, DT_ prefixes -- are one operator),
+    summed by ``advisor.collectors.grouping``."""
     values = (["duration_us", "wait_us"] if has_wait else ["duration_us"]) + list(pipes)
     kernels = pa.concat_tables(
         [k.select([*keys, *values]).append_column("_unit", pa.array(np.full(k.num_rows, i, dtype=np.int64)))
          for i, (k, _) in enumerate(entries)], promote_options="permissive")
-    aggs = [("duration_us", "count", pc.CountOptions(mode="all")), ("duration_us", "sum"),
-            ("duration_us", "max"), ("duration_us", "min")]
+    finished = {k: _finished_codes(k, kernels.column(k)) for k in keys}
+    unit = kernels.column("_unit").to_numpy()
+    group, first = grouping.numbers([unit, *(code for code, _ in finished.values())])
+    n = first.size
+    duration = grouping.floats(kernels.column("duration_us"))
+    columns = {"count": np.bincount(group, minlength=n), "total_us": grouping.sums(group, *duration, n),
+               "max_us": grouping.extreme(np.fmax, group, *duration, n),
+               "min_us": grouping.extreme(np.fmin, group, *duration, n)}
     if has_wait:
-        aggs.append(("wait_us", "sum", pc.ScalarAggregateOptions(min_count=0)))
-    modes = [c for c in pipes if c in BLOCK_DIMS]
-    pipes = tuple(c for c in pipes if c not in BLOCK_DIMS)
-    aggs += [(c, "count_distinct", pc.CountOptions(mode="only_valid")) if c == "step"
-             else (c, "sum", pc.ScalarAggregateOptions(min_count=1)) for c in pipes]
-    by = ["_unit", *keys]
-    grouped = _finish_text(_modes(kernels, by, modes, kernels.group_by(by, use_threads=False).aggregate(aggs)))
-    if len(set(zip(*(grouped.column(k).to_pylist() for k in by)))) < grouped.num_rows:
-        # keys written differently (spaces, quotes, DT_ prefixes) are one operator
-        kernels = _finish_text(kernels)
-        grouped = _modes(kernels, by, modes, kernels.group_by(by, use_threads=False).aggregate(aggs))
-    unit = grouped.column("_unit")
-    ranks = pa.array(np.array([rank for _, rank in entries], dtype=np.int64))
-    order = (["count", "total_us", "max_us", "min_us"] + (["wait_us"] if has_wait else [])
-             + [c for c in pipes if c != "step"] + (["steps"] if "step" in pipes else []))
-    by_name = {_OP_NAMES[n]: grouped.column(n) for n in grouped.column_names if n in _OP_NAMES}
-    by_name.update({c: grouped.column(f"{c}_sum") for c in pipes if c != "step"})
-    by_name.update({c: grouped.column(c) for c in modes})
-    order += modes
+        columns["wait_us"] = grouping.sums(group, *grouping.floats(kernels.column("wait_us")), n, min_count=0)
+    for c in pipes:
+        if c not in BLOCK_DIMS and c != "step":
+            columns[c] = grouping.sums(group, *grouping.floats(kernels.column(c)), n)
     if "step" in pipes:  # the steps an operator with these shapes ran in
-        by_name["steps"] = grouped.column("step_count_distinct")
-    ops = pa.table([unit, pc.take(ranks, unit), *(grouped.column(k) for k in keys), *(by_name[n] for n in order)],
-                   names=["_unit", "rank", *keys, *order])
+        columns["steps"] = grouping.distinct_counts(group, kernels.column("step"), n)
+    arrays = {c: grouping.nullable(v) for c, v in columns.items()}
+    for c in pipes:  # an operator's launches with one shape normally share their block dim
+        if c in BLOCK_DIMS:
+            arrays[c] = grouping.nullable(*grouping.most_common(group, *grouping.floats(kernels.column(c)), n))
+    ranks = np.array([rank for _, rank in entries], dtype=np.int64)
+    texts = {k: pa.array([distinct[c] for c in code[first].tolist()], pa.string())
+             for k, (code, distinct) in finished.items()}
+    ops = pa.table({"_unit": unit[first], "rank": ranks[unit[first]], **texts, **arrays})
     ops = ops.take(pc.sort_indices(ops, sort_keys=[("_unit", "ascending"), ("total_us", "descending")]))
     bounds = np.searchsorted(ops.column("_unit").to_numpy(), np.arange(len(entries) + 1))
     ops = ops.drop_columns(["_unit"])
     return [ops.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
-def _modes(kernels: pa.Table, by: list[str], columns: list[str], grouped: pa.Table) -> pa.Table:
-    """``grouped`` (one row per ``by`` group of ``kernels``) with each of
-    ``columns`` as its most common non-null value in the group's kernels
-    (ties: the smaller value; null where the group has none): an operator's
-    launches with one shape normally share their block dim."""
-    if not columns:
-        return grouped
-    given = {}
-    for column in columns:
-        valid = pc.is_valid(kernels.column(column)).to_numpy(zero_copy_only=False)
-        given[column] = valid, kernels.column(column).to_numpy(zero_copy_only=False).astype(np.float64)[valid]
-        if np.isnan(given[column][1]).any():  # NaN as a value, unequal to itself in NumPy: Arrow counts it
-            return _modes_by_rows(kernels, by, columns, grouped)
-    kernel_group, row_group = _group_ids(kernels, grouped, by)
-    groups = int(max(kernel_group.max(initial=-1), row_group.max(initial=-1))) + 1
-    for column, (valid, values) in given.items():
-        found = _most_common(kernel_group[valid], values, groups)[row_group]
-        grouped = grouped.append_column(column, pa.array(found, pa.float64(), mask=np.isnan(found)))
-    return grouped
-
-
-def _group_ids(kernels: pa.Table, grouped: pa.Table, by: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """An id per distinct ``by`` key (nulls equal to nulls, as Arrow groups
-    them): of each kernel, and of each row of ``grouped``, whose keys are
-    among the kernels'."""
-    n = kernels.num_rows
-    ids = np.zeros(n + grouped.num_rows, dtype=np.int64)
-    for k in by:
-        encoded = kernels.column(k).combine_chunks().dictionary_encode(null_encoding="encode")
-        there = pc.index_in(grouped.column(k), value_set=encoded.dictionary, skip_nulls=False)
-        codes = np.concatenate([encoded.indices.to_numpy(zero_copy_only=False),
-                                there.to_numpy(zero_copy_only=False)]).astype(np.int64)
-        ids = pd.factorize(ids * len(encoded.dictionary) + codes)[0]  # renumbered: never overflows
-    return ids[:n], ids[n:]
-
-
-def _most_common(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
-    """Per group id below ``groups``, its most common value (ties: the
-    smaller); NaN for a group without values."""
-    out = np.full(groups, np.nan)
-    if not group.size:
-        return out
-    order = np.lexsort((values, group))
-    group, values = group[order], values[order]
-    starts = np.flatnonzero(np.concatenate(([True], (group[1:] != group[:-1]) | (values[1:] != values[:-1]))))
-    counts = np.diff(np.append(starts, group.size))
-    run_group, run_value = group[starts], values[starts]
-    best = np.lexsort((run_value, -counts, run_group))  # per group: most kernels first, then the smaller value
-    first = best[np.concatenate(([True], run_group[best][1:] != run_group[best][:-1]))]
-    out[run_group[first]] = run_value[first]
-    return out
-
-
-def _modes_by_rows(kernels: pa.Table, by: list[str], columns: list[str], grouped: pa.Table) -> pa.Table:
-    """``_modes`` counted by Arrow, for values NumPy compares otherwise (NaN)."""
-    keys = list(zip(*(grouped.column(k).to_pylist() for k in by)))
-    for column in columns:
-        valid = kernels.filter(pc.is_valid(kernels.column(column)))
-        counts = valid.group_by([*by, column], use_threads=False).aggregate([("duration_us", "count")])
-        counts = counts.sort_by([("duration_us_count", "descending"), (column, "ascending")])
-        mode: dict[tuple, float] = {}
-        for row in zip(*(counts.column(k).to_pylist() for k in (*by, column))):
-            mode.setdefault(row[:-1], row[-1])
-        grouped = grouped.append_column(column, pa.array([mode.get(key) for key in keys], pa.float64()))
-    return grouped
+def _finished_codes(key: str, column: pa.ChunkedArray) -> tuple[np.ndarray, list[str | None]]:
+    """(per kernel, the index of its finished text in the list; the distinct
+    finished texts) of one key column."""
+    code, raw = grouping.codes(column)
+    number: dict[str | None, int] = {}
+    renumber = np.array([number.setdefault(_finish_key(key, v), len(number)) for v in raw], dtype=np.int64)
+    return renumber[code], list(number)
 
 
 def busy_per_step(kernels: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:

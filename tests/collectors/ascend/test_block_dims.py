@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from advisor.collectors import load_profile
 from advisor.collectors.ascend.meta import read_core_counts
-from advisor.collectors.ascend.tables import _modes
+from advisor.collectors.ascend.tables import ops_from_kernels
 from advisor.profile import Profile, RunMeta
 from tests.metrics.test_kernels import HEADER, _row
 
@@ -83,11 +83,12 @@ def test_block_dim_modes_break_ties_to_the_smaller_and_leave_missing_ones_null()
         "block_dim": [8, 4, 4, 8, 2, None, None, 6, 6],
         "mix_block_dim": [1.0, 1.0, 3.0, None, None, None, None, None, None],
     })
-    grouped = kernels.group_by(["name"], use_threads=False).aggregate([("duration_us", "count")])
-    out = _modes(kernels, ["name"], ["block_dim", "mix_block_dim"], grouped)
-    got = dict(zip(out.column("name").to_pylist(), zip(out.column("block_dim").to_pylist(),
-                                                     out.column("mix_block_dim").to_pylist())))
-    assert got == {"a": (4.0, 1.0), None: (2.0, None), "b": (None, None), "c": (6.0, None)}
+
+    def modes(table, column):
+        ops = ops_from_kernels(table, rank=0)
+        return dict(zip(ops.column("name").to_pylist(), ops.column(column).to_pylist()))
+
+    assert modes(kernels, "block_dim") == {"a": 4.0, None: 2.0, "b": None, "c": 6.0}
+    assert modes(kernels, "mix_block_dim") == {"a": 1.0, None: None, "b": None, "c": None}
     with_nan = kernels.set_column(3, "mix_block_dim", pa.array([math.nan, math.nan, 3.0] + [None] * 6))
-    out = _modes(with_nan, ["name"], ["mix_block_dim"], grouped)
-    assert math.isnan(dict(zip(out.column("name").to_pylist(), out.column("mix_block_dim").to_pylist()))["a"])
+    assert math.isnan(modes(with_nan, "mix_block_dim")["a"])
