@@ -1,64 +1,26 @@
-"""The pipeline: source -> Profile -> Metrics -> Findings -> Report."""
+"""The pipeline: source -> Profile -> Metrics -> Findings -> Report.
+
+Reading is the long part of a large run, and worker processes do it while
+this one waits: meanwhile this process imports the stages that follow
+(``advisor.analysis``: metrics, rules, verdict, the Report) and compiles the
+built-in rules, instead of doing it before the first rank is read. Rules the
+user gave (files, threshold overrides) are compiled before reading, so a bad
+one fails at once with no reader process started.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from advisor import __version__
-from advisor.chart_tables import build_tables
 from advisor.collectors import KERNEL_RANKS, load_profile
-from advisor.engine.evaluation import compile_rule, evaluate_run, run_context
-from advisor.engine.loader import LANGS, builtin_rule_files, load_rules
-from advisor.engine.verdict import judge
 from advisor.errors import ConfigError
-from advisor.metrics import evaluate as evaluate_metrics
-from advisor.model import Report, RunInfo
-from advisor.profile import Profile, strict_mode
+from advisor.i18n import LANGS
 
-
-class AnalysisReport(Report):
-    """The Report an analysis returns: the same data, and it renders itself
-    as the HTML report (``to_html``), which Jupyter shows. A Report read back
-    from report.json is plain data."""
-
-    def to_html(self, lang: str | None = None) -> str:
-        """The self-contained HTML report (what report.html holds)."""
-        from advisor.reports import render_html
-
-        return render_html(self, lang or self.lang)
-
-    def to_markdown(self, lang: str | None = None) -> str:
-        """The Markdown report (what report.md holds)."""
-        from advisor.reports import render_markdown
-
-        return render_markdown(self, lang or self.lang)
-
-    def save(self, out_dir: str | Path, lang: str | None = None) -> dict[str, Path]:
-        """Write report.html, report.md and report.json into ``out_dir``, as
-        ``advisor report -o`` does; returns ``{"html": path, "markdown":
-        path, "json": path}``. ConfigError when ``out_dir`` is inside the
-        profile that was analyzed (input folders are never written to)."""
-        from advisor.cli.options import refuse_inside
-        from advisor.reports import write_reports
-
-        if self.run.source_path:
-            refuse_inside(Path(out_dir), Path(self.run.source_path), what="the folder to save into",
-                          option="folder")
-        return write_reports(self, Path(out_dir), lang=lang or self.lang)
-
-    def _repr_html_(self) -> str:
-        """Jupyter display: the HTML report in an iframe (``srcdoc``), so its
-        scripts and styles run isolated from the notebook's."""
-        from html import escape
-
-        doc = escape(self.to_html(), quote=True)
-        return (
-            f'<iframe srcdoc="{doc}" sandbox="allow-scripts allow-popups" '
-            'style="width:100%;height:900px;border:1px solid #e5e7eb;border-radius:8px" '
-            'title="advisor report"></iframe>'
-        )
+if TYPE_CHECKING:  # pragma: no cover
+    from advisor.analysis import AnalysisReport
+    from advisor.profile import Profile
 
 
 def analyze(
@@ -81,13 +43,15 @@ def analyze(
     the rule texts in the findings (``en``, ``zh``). Raises InputError /
     ConfigError with one-line messages.
 
-    The rules are compiled before any rank is read, so a bad rule file or
-    override fails at once, with no reader process started.
+    A bad rule file or override fails before any rank is read (module doc).
     """
     check_lang(lang)
-    compiled = compile_rules_for(rule_paths, overrides, lang)
-    profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks)
-    return _report(profile, compiled, lang)
+    rules = _Rules(rule_paths, overrides, lang)
+    profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks,
+                           meanwhile=rules.ready)
+    from advisor.analysis import build_report
+
+    return build_report(profile, rules.ready(), lang)
 
 
 def check_lang(lang: str) -> None:
@@ -104,8 +68,10 @@ def analyze_profile(
     lang: str = "en",
 ) -> AnalysisReport:
     """Metrics, rules and report for an already loaded Profile."""
+    from advisor.analysis import build_report
+
     check_lang(lang)
-    return _report(profile, compile_rules_for(rule_paths, overrides, lang), lang)
+    return build_report(profile, compile_rules_for(rule_paths, overrides, lang), lang)
 
 
 def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] | None, lang: str) -> list:
@@ -115,6 +81,10 @@ def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] |
     (``compile_rule``): ``advisor rules validate`` and the test suite check
     them, and a run evaluates only some of them. Under ``ADVISOR_STRICT``
     every rule is compiled and checked at once."""
+    from advisor.engine.evaluation import compile_rule
+    from advisor.engine.loader import builtin_rule_files, load_rules
+    from advisor.profile import strict_mode
+
     rules = load_rules(list(rule_paths), lang=lang)
     overrides = dict(overrides or {})
     unknown = set(overrides) - {r.name for r in rules}
@@ -124,44 +94,19 @@ def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] |
     return [compile_rule(r, overrides.get(r.name), lazy=i < builtin) for i, r in enumerate(rules)]
 
 
-def _report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
-    """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
-    metrics, metric_skips = evaluate_metrics(profile)
-    meta = profile.meta
-    platform = run_context(meta.framework, meta.device, meta.device_model, meta.compute_capability,
-                           meta.bf16_tensor_cores)
-    rules = evaluate_run(compiled, metrics, framework=meta.framework, device=meta.device, lang=lang, run=platform)
-    verdict = judge(
-        rules.outcomes,
-        rules.findings,
-        meta=meta,
-        collectives=profile.has("comm"),
-        metric_values={mid: m.value for mid, m in metrics.items()},
-        metric_reasons={s.what.removeprefix("metric "): s.reason for s in metric_skips},
-        lang=lang,
-    )
-    steps_found = int(metrics["step.count"].value) if "step.count" in metrics else 0
-    run = RunInfo(
-        framework=meta.framework,
-        device=meta.device,
-        device_model=meta.device_model,
-        source_format=meta.source_format,
-        source_version=meta.source_version,
-        source_path=meta.source_path,
-        ranks=meta.ranks,
-        world_size=meta.world_size,
-        steps_found=steps_found,
-        notes=list(dict.fromkeys(meta.notes)),  # merged units' notes are deduplicated, one unit's are not
-        advisor_version=__version__,
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
-    report = AnalysisReport(
-        run=run,
-        verdict=verdict,
-        findings=rules.findings,
-        metrics=metrics,
-        skipped=[*profile.skipped, *metric_skips, *rules.skipped],
-        tables=build_tables(profile, metrics),
-    )
-    report.lang = lang
-    return report
+class _Rules:
+    """The compiled rules of one analysis: those the user gave (files or
+    overrides) compiled when made, a bad one failing then; the built-in
+    ones when first ``ready()``, with the stages after reading imported."""
+
+    def __init__(self, rule_paths, overrides: Mapping[str, Mapping[str, float]] | None, lang: str):
+        self._args = (rule_paths, overrides, lang)
+        self._compiled = compile_rules_for(rule_paths, overrides, lang) if rule_paths or overrides else None
+
+    def ready(self) -> list:
+        """The compiled rules, the stages after reading imported."""
+        if self._compiled is None:
+            self._compiled = compile_rules_for(*self._args)
+        import advisor.analysis  # noqa: F401 -- its imports are most of the wait this saves
+
+        return self._compiled

@@ -5,7 +5,7 @@ Times, in CPU seconds of this process (``time.process_time``; with
 report`` does in order: importing the pipeline (pandas, pyarrow, numpy,
 the metrics), compiling the rules, reading and merging the ranks
 (``load_profile``), the metrics, the rules and summary tables
-(``_report`` less the metrics) and writing the three report files.
+(``analysis.build_report`` less the metrics) and writing the three report files.
 The garbage collector is set as the CLI sets it (``cli.app.GC_THRESHOLD``).
 ``--read-only``: the CPU seconds of the Ascend ranks' read alone, as one
 reader does it (``read_arrow_batch`` on chunks of ``MAX_CHUNK`` ranks, the
@@ -40,7 +40,7 @@ def _phases(path: Path, jobs: int, out: Path) -> dict[str, float]:
     from advisor.collectors import load_profile
     from advisor.reports import write_reports
 
-    from advisor import pipeline
+    from advisor import analysis, pipeline
     from advisor.cli.app import GC_THRESHOLD
 
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
@@ -49,7 +49,7 @@ def _phases(path: Path, jobs: int, out: Path) -> dict[str, float]:
     tick("compiling the rules")
     profile = load_profile(path, jobs=jobs)
     tick("reading and merging the ranks")
-    real_evaluate = pipeline.evaluate_metrics
+    real_evaluate = analysis.evaluate_metrics
 
     def timed_evaluate(p):
         tick("engine, summary tables")
@@ -57,11 +57,11 @@ def _phases(path: Path, jobs: int, out: Path) -> dict[str, float]:
         tick("metrics")
         return result
 
-    pipeline.evaluate_metrics = timed_evaluate
+    analysis.evaluate_metrics = timed_evaluate
     try:
-        report = pipeline._report(profile, compiled, "en")
+        report = analysis.build_report(profile, compiled, "en")
     finally:
-        pipeline.evaluate_metrics = real_evaluate
+        analysis.evaluate_metrics = real_evaluate
     tick("engine, summary tables")
     write_reports(report, out)
     tick("writing the report files")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT as KERNEL_RANKS
 from advisor.errors import InputError
@@ -39,7 +39,7 @@ def collectors() -> tuple[Collector, ...]:
 
 
 def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str | None = None,
-                 kernel_ranks: int | None = KERNEL_RANKS) -> Profile:
+                 kernel_ranks: int | None = KERNEL_RANKS, meanwhile: Callable[[], object] | None = None) -> Profile:
     """Read whatever profiler output is at ``path`` into one Profile.
 
     ``jobs``: worker processes for reading rank units (default: the CPUs
@@ -49,6 +49,9 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
     are identical, and in the same rank order, whichever way they are read.
     ``kernel_ranks``: read kernel files on at most this many ranks (None:
     every rank; see ``advisor.collectors.parallel.kernel_sample``).
+    ``meanwhile``: the caller's own work, done in this process once while
+    worker processes read (before reading when this process reads);
+    what it raises ends the read.
     A folder no collector recognises is searched below
     (``advisor.collectors.search``): the one profile found there is read,
     and several are refused with a list to pick from; so are several
@@ -84,7 +87,8 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
                 raise several(root, places, "this folder holds")
         others = engine.other_formats(root, units, [m for m in modules if m is not module])
         return engine.read_units(module.__name__, root, units, jobs=jobs,
-                                 dask_address=dask_address, others=others, kernel_ranks=kernel_ranks)
+                                 dask_address=dask_address, others=others, kernel_ranks=kernel_ranks,
+                                 meanwhile=meanwhile)
     if root.is_dir():
         from advisor.collectors.search import one_place_below
 
@@ -94,7 +98,7 @@ def load_profile(path: str | Path, *, jobs: int | None = None, dask_address: str
                                           [m for m in modules if m is not place.module])
             profile = engine.read_units(place.module.__name__, place.shown, place.units, jobs=jobs,
                                         dask_address=dask_address, others=others,
-                                        kernel_ranks=kernel_ranks)
+                                        kernel_ranks=kernel_ranks, meanwhile=meanwhile)
             below = os.path.relpath(place.shown, root)
             profile.meta.notes.insert(0, f"read {below}, the one profile found below {root}")
             return profile

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import advisor
 from advisor.model import Report
-from advisor.pipeline import AnalysisReport, analyze
+from advisor.analysis import AnalysisReport
+from advisor.pipeline import analyze
 
 ADVISOR = Path(advisor.__file__).parent
 BOTTOM = ("model.py", "profile.py", "errors.py")

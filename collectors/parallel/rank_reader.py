@@ -58,6 +58,10 @@ DASK_CONNECT_TIMEOUT = 10
 
 # ------------------------------------------------------------------ workers
 
+def _nothing() -> None:
+    """No work of the caller's beside the read."""
+
+
 def read_one(module_name: str, unit: str, kernels: bool = True) -> tuple:
     """Read one unit in whatever process runs this: ("ok", Profile) or
     ("error", path, problem). Plain tuples pickle the same for a process
@@ -173,14 +177,15 @@ def _chunks(units: list[str], jobs: int) -> list[list[str]]:
 
 
 def _run_local(module_name: str, units: list[str], jobs: int, advance,
-               no_kernels: frozenset[str]) -> list[tuple]:
+               no_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
     module, caps = protocol.load(module_name)
-    if len(units) == 1 and jobs > 1 and caps.splits_unit:
-        # one unit, several cores: the collector may spread its read over them
-        out = [_guard(lambda: module.read_alone(Path(units[0]), jobs))]
-        advance(1)
-        return out
     if jobs == 1 or len(units) == 1:
+        meanwhile()  # read in this process: nothing runs beside it
+        if len(units) == 1 and jobs > 1 and caps.splits_unit:
+            # one unit, several cores: the collector may spread its read over them
+            out = [_guard(lambda: module.read_alone(Path(units[0]), jobs))]
+            advance(1)
+            return out
         out = []
         for chunk in _chunks(units, 1):
             out.extend(read_chunk(module_name, chunk, no_kernels & set(chunk)))
@@ -194,6 +199,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
             with _sigint_held():
                 index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
                          for i, chunk in enumerate(chunks)}
+            meanwhile()
             for future in as_completed(index):
                 i = index[future]
                 results[i] = arrow_frames.unpack(future.result())
@@ -277,7 +283,7 @@ def _probe(address: str) -> None:
 
 
 def _run_dask(address: str, module_name: str, units: list[str], advance,
-              no_kernels: frozenset[str]) -> list[tuple]:
+              no_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
@@ -292,6 +298,7 @@ def _run_dask(address: str, module_name: str, units: list[str], advance,
         futures = client.map(read_one, [module_name] * len(units), units,
                              [u not in no_kernels for u in units], pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
+        meanwhile()
         results: list[tuple | None] = [None] * len(units)
         for future in dask_completed(futures, loop=client.loop):
             results[index[future.key]] = client.gather(future)
@@ -344,10 +351,11 @@ def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
                dask_address: str | None = None, others: list[tuple[str, str]] = (),
-               kernel_ranks: int | None = kernel_sample.DEFAULT_LIMIT) -> Profile:
+               kernel_ranks: int | None = kernel_sample.DEFAULT_LIMIT, meanwhile=None) -> Profile:
     """Read ``units`` with collector ``module_name`` and merge them (see
     module doc). ``kernel_ranks``: read kernel files on at most this many
-    units (None: on all)."""
+    units (None: on all). ``meanwhile``: called once in this process while
+    the workers read (``advisor.collectors.load_profile``)."""
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs {jobs}: must be 1 or more")
     if kernel_ranks is not None and kernel_ranks < 1:
@@ -356,9 +364,10 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     no_kernels = _no_kernels(module_name, paths, kernel_ranks)
     with _progress(len(paths)) as advance:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance, no_kernels)
+            results = _run_dask(dask_address, module_name, paths, advance, no_kernels, meanwhile or _nothing)
         else:
-            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels)
+            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels,
+                                 meanwhile or _nothing)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
