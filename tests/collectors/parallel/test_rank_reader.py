@@ -215,6 +215,27 @@ def test_a_bad_rule_fails_before_any_rank_is_read(cluster_dir, tmp_path, monkeyp
     assert len(reads) == 1 and multiprocessing.active_children() == []
 
 
+def test_the_callers_work_runs_while_the_readers_read_and_its_error_ends_the_read(cluster_dir):
+    """``meanwhile`` runs once in this process while the reader processes
+    are at work (the pipeline imports its later stages then); what it
+    raises ends the read with no reader left behind."""
+    import multiprocessing
+
+    seen = []
+    profile = load_profile(cluster_dir, jobs=2, meanwhile=lambda: seen.append(len(multiprocessing.active_children())))
+    assert seen == [2] and profile.meta.ranks == list(range(RANKS))
+
+    def broken():
+        raise ConfigError("rules: broken meanwhile")
+
+    with pytest.raises(ConfigError, match="broken meanwhile"):
+        load_profile(cluster_dir, jobs=2, meanwhile=broken)
+    assert multiprocessing.active_children() == []
+    seen.clear()
+    load_profile(cluster_dir, jobs=1, meanwhile=lambda: seen.append(len(multiprocessing.active_children())))
+    assert seen == [0]  # read in this process: run before it
+
+
 def test_an_unknown_override_fails_with_the_rule_named(cluster_dir):
     with pytest.raises(ConfigError, match="unknown rule.*nosuch"):
         analyze(cluster_dir, overrides={"nosuch": {"x": 1.0}}, jobs=2)
