@@ -246,8 +246,7 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
         if c in BLOCK_DIMS:
             arrays[c] = grouping.nullable(*grouping.most_common(group, *grouping.floats(kernels.column(c)), n))
     ranks = np.array([rank for _, rank in entries], dtype=np.int64)
-    texts = {k: pa.array([distinct[c] for c in code[first].tolist()], pa.string())
-             for k, (code, distinct) in finished.items()}
+    texts = {k: pa.array(distinct, pa.string()).take(code[first]) for k, (code, distinct) in finished.items()}
     ops = pa.table({"_unit": unit[first], "rank": ranks[unit[first]], **texts, **arrays})
     ops = ops.take(pc.sort_indices(ops, sort_keys=[("_unit", "ascending"), ("total_us", "descending")]))
     bounds = np.searchsorted(ops.column("_unit").to_numpy(), np.arange(len(entries) + 1))
