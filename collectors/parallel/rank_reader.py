@@ -164,16 +164,24 @@ def _progress(total: int):
         yield advance
 
 
-#: Units per pool task: enough tasks for every worker to get several
-#: (load balance), few enough that each task amortizes its overhead.
-TASKS_PER_WORKER = 4
+#: Units per pool task: each task takes its share of the units left,
+#: ``left / (jobs x TASKS_PER_WORKER)``, one at least and ``MAX_CHUNK`` at
+#: most (guided self-scheduling): large tasks first amortize the
+#: per-task cost (pickling, scheduling, a batch's shared work), small ones
+#: last let the workers finish together instead of one waiting on the
+#: other's last large task.
+TASKS_PER_WORKER = 2
 MAX_CHUNK = 64
 
 
 def _chunks(units: list[str], jobs: int) -> list[list[str]]:
-    """Consecutive chunks of ``units`` for ``jobs`` workers."""
-    size = max(1, min(MAX_CHUNK, math.ceil(len(units) / (jobs * TASKS_PER_WORKER))))
-    return [units[i:i + size] for i in range(0, len(units), size)]
+    """Consecutive chunks of ``units`` for ``jobs`` workers, shrinking (above)."""
+    out, at = [], 0
+    while at < len(units):
+        size = max(1, min(MAX_CHUNK, math.ceil((len(units) - at) / (jobs * TASKS_PER_WORKER))))
+        out.append(units[at:at + size])
+        at += size
+    return out
 
 
 def _run_local(module_name: str, units: list[str], jobs: int, advance,
