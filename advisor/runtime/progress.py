@@ -7,7 +7,7 @@ start its workers from a fork server (each re-importing pandas and pyarrow)
 and a large trace was read on one core -- on a terminal only, so every
 interactive run paid it and no benchmark saw it. These displays redraw when
 the work reports progress, at most every ``REDRAW_S`` seconds, and never
-start a thread (``rank_reader.can_fork`` stays true).
+start a thread (``forking.can_fork`` stays true).
 
 They show only when stderr is a terminal and this is not a worker process.
 All share one stderr console, so a bar opened under ``status`` is drawn

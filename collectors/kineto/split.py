@@ -71,7 +71,7 @@ def usable_helpers(jobs: int) -> int:
     """Helper processes for a split read with ``jobs`` in all: none in a pool
     worker (its siblings use the other cores), without ``fork``, or when
     this process runs other threads (forking them can deadlock)."""
-    from advisor.collectors.parallel.rank_reader import can_fork
+    from advisor.runtime.forking import can_fork
     from advisor.runtime.cpus import usable_cpus
 
     if jobs < 2 or multiprocessing.parent_process() is not None or not can_fork():
@@ -137,7 +137,7 @@ def _receive(connection):
 def _part_to_pipe(connection, path: Path, start: int, end: int | None, reduce: bool) -> None:
     """Helper process: ``_read_part`` sent through ``connection``. Ctrl-C is
     left to the parent, which terminates the helper; it dies with the parent."""
-    from advisor.collectors.parallel.rank_reader import parent_in_charge
+    from advisor.runtime.forking import parent_in_charge
 
     parent_in_charge()
     try:

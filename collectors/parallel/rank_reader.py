@@ -49,8 +49,8 @@ from advisor.collectors.kineto.decode import release_free_memory
 from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
-from advisor.runtime import lifeline
 from advisor.runtime.cpus import usable_cpus
+from advisor.runtime.forking import can_fork, parent_in_charge
 
 #: Seconds to wait for a Dask scheduler to answer before giving up.
 DASK_CONNECT_TIMEOUT = 10
@@ -121,15 +121,6 @@ def read_many(module_name: str, units: list[str], no_kernels: frozenset[str] = f
     scheduling) off small ranks."""
     with _no_collection():
         return arrow_frames.pack(read_batch(module_name, units, no_kernels))
-
-
-def can_fork() -> bool:
-    """True where ``fork`` is safe: it exists, this is not macOS (whose
-    system libraries may run threads of their own; CPython defaults to
-    ``spawn`` there for that reason) and this process runs no other thread
-    (forking a threaded process can deadlock the child)."""
-    return (sys.platform != "darwin" and "fork" in multiprocessing.get_all_start_methods()
-            and threading.active_count() == 1)
 
 
 def _mp_context(module_name: str):
@@ -247,21 +238,6 @@ def _sigint_held():
             previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
         else:
             os.kill(os.getpid(), signal.SIGINT)  # SIG_DFL: end as the signal ends a process
-
-
-def parent_in_charge() -> None:
-    """What every pool worker does first (the helpers of a split trace read,
-    ``kineto_split``, too): leave Ctrl-C and its own end to the parent.
-
-    Workers ignore Ctrl-C (SIGINT reaches the whole process group): the
-    parent cancels the queued chunks, and the workers end after the one
-    they are reading (terminating a worker while it sends its result would
-    hang the pool), with no traceback from each of them. Also spares
-    pyarrow's CSV reader a signal-handler swap per file (~1% of a rank).
-    And a worker dies with its parent (``lifeline.die_with_parent``): a
-    parent killed by ``kill -TERM`` or ``kill -9`` leaves no worker behind."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    lifeline.die_with_parent()
 
 
 def _one_line(exc: BaseException) -> str:

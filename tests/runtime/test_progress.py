@@ -17,7 +17,7 @@ import pytest
 
 from advisor.collectors.kineto import split as kineto_split
 from advisor.collectors.parallel import rank_reader
-from advisor.runtime import progress
+from advisor.runtime import forking, progress
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 
@@ -59,7 +59,7 @@ def _free_to_fork() -> None:
     earlier tests (Dask's may linger), this process may fork its readers."""
     assert set(threading.enumerate()) == _THREADS_BEFORE
     if len(_THREADS_BEFORE) == 1:
-        assert rank_reader.can_fork()
+        assert forking.can_fork()
         assert rank_reader._mp_context("advisor.collectors.ascend.collector").get_start_method() == "fork"
         assert kineto_split.usable_helpers(2) == 1
 

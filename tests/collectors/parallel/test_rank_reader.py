@@ -14,6 +14,7 @@ from advisor.collectors import load_profile
 from advisor.errors import ConfigError, InputError
 from advisor.pipeline import analyze
 from advisor.profile import TABLES
+from advisor.runtime import forking
 
 from bench.scenarios.ascend import sample_rank, write_text
 from .conftest import RANKS, SLOW_RANK
@@ -67,7 +68,7 @@ def test_start_methods_other_than_fork_give_the_same_result(cluster_dir, monkeyp
         stop.set()
         waiter.join()
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert not rank_reader.can_fork()
+    assert not forking.can_fork()
     assert rank_reader._mp_context("advisor.collectors.ascend.collector").get_start_method() == "spawn"
     assert_same_profile(load_profile(cluster_dir, jobs=2), expected)
 
