@@ -59,9 +59,11 @@ class AnalysisReport(Report):
         )
 
 
-def build_report(profile: Profile, compiled: list, lang: str) -> AnalysisReport:
-    """Metrics of ``profile``, the ``compiled`` rules over them, and the Report."""
-    metrics, metric_skips = evaluate_metrics(profile)
+def build_report(profile: Profile, compiled: list, lang: str, jobs: int = 1) -> AnalysisReport:
+    """Metrics of ``profile`` (in two processes with ``jobs`` above 1:
+    ``advisor.metrics.registry.evaluate``), the ``compiled`` rules over
+    them, and the Report."""
+    metrics, metric_skips = evaluate_metrics(profile, jobs=jobs)
     meta = profile.meta
     platform = run_context(meta.framework, meta.device, meta.device_model, meta.compute_capability,
                            meta.bf16_tensor_cores)

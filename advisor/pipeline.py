@@ -37,7 +37,8 @@ def analyze(
 
     ``rule_paths``: extra rule files or folders. ``overrides``: rule name ->
     {param: value}. ``jobs`` / ``dask_address``: how ranks are read in
-    parallel (see ``advisor.collectors.load_profile``). ``kernel_ranks``:
+    parallel (see ``advisor.collectors.load_profile``); ``jobs`` above 1
+    (default: the usable CPUs) also computes the metrics in two processes. ``kernel_ranks``:
     read kernel files on at most this many ranks, None on all
     (``advisor.collectors.parallel.kernel_sample``). ``lang``: language of
     the rule texts in the findings (``en``, ``zh``). Raises InputError /
@@ -50,8 +51,9 @@ def analyze(
     profile = load_profile(path, jobs=jobs, dask_address=dask_address, kernel_ranks=kernel_ranks,
                            meanwhile=rules.ready)
     from advisor.analysis import build_report
+    from advisor.runtime.cpus import usable_cpus
 
-    return build_report(profile, rules.ready(), lang)
+    return build_report(profile, rules.ready(), lang, jobs=jobs or usable_cpus())
 
 
 def check_lang(lang: str) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import multiprocessing
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import numpy as np
 
 from advisor.model import Metric, MetricValue
 from advisor.profile import SCHEMA, Profile, Skip, strict_mode
+from advisor.runtime.forking import can_fork
 
 
 class NotEvaluated(Exception):
@@ -117,48 +119,120 @@ def metric(id: str, *, unit: str, scope: str = "run", needs: tuple[str, ...] | l
     return register
 
 
-def evaluate(profile: Profile) -> tuple[dict[str, Metric], list[Skip]]:
+#: Metric modules whose metrics a forked process computes beside this one
+#: (``evaluate`` with ``jobs`` above 1): the operator metrics, which share
+#: their intermediate tables (``Profile.memo``) among themselves and few
+#: with the step, communication and cluster metrics computed here; the two
+#: halves take about as long.
+APART = frozenset({"advisor.metrics.ops", "advisor.metrics.kernels", "advisor.metrics.sequences"})
+#: Operator rows (``ops`` table) from which they are computed apart: below
+#: it they take less than forking and collecting them costs (~20 ms).
+APART_MIN_OPS = 2000
+
+
+def evaluate(profile: Profile, jobs: int = 1) -> tuple[dict[str, Metric], list[Skip]]:
     """Compute every registered metric the profile supports (in strict mode
-    after checking the profile's tables against its ``SCHEMA``)."""
+    after checking the profile's tables against its ``SCHEMA``).
+
+    ``jobs`` above 1, on ``APART_MIN_OPS`` operator rows or more, where
+    forking is safe (``runtime.forking.can_fork``): the metrics of the
+    ``APART`` modules are computed in a forked process
+    while this one computes the others, with the same results in the same
+    order; if that process dies, they are computed here."""
     if strict_mode():
         profile.check()
-    metrics: dict[str, Metric] = {}
-    skipped: list[Skip] = []
+    specs = list(REGISTRY.values())
+    ops = profile.table("ops")
+    split = (jobs > 1 and ops is not None and len(ops) >= APART_MIN_OPS and can_fork()
+             and not multiprocessing.current_process().daemon)  # a daemon may not fork
+    apart = [s for s in specs if s.func.__module__ in APART] if split else []
+    outcomes = _outcomes(profile, [s for s in specs if s not in apart], _computed_apart(profile, apart))
+    metrics = {o.id: o for o in outcomes if isinstance(o, Metric)}
+    return metrics, [o for o in outcomes if isinstance(o, Skip)]
+
+
+def _outcomes(profile: Profile, specs: list[MetricSpec], apart) -> list[Metric | Skip]:
+    """Each metric of ``REGISTRY`` in its order: those of ``specs``
+    computed here, the others taken from ``apart`` (a started computation:
+    called for its outcomes once these are done)."""
     seen: dict[str, bool] = {}  # metrics share needs; each is checked once
-    for spec in REGISTRY.values():
-        reason = spec.missing(profile, seen)
-        if reason is None:
-            try:
-                # overflow / 0-divide on weird data is handled by the checks
-                # below (non-finite -> no value), not printed at the user
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    out = spec.func(profile)
-            except NotEvaluated as exc:
-                reason = str(exc)
-            except Exception as exc:  # noqa: BLE001 -- bad data must not crash the report
-                if strict_mode():
-                    raise
-                reason = f"metric {spec.id} failed on this input: {_one_line(exc)}"
+    here = {spec.id: _outcome(profile, spec, seen) for spec in specs}
+    there = apart() if apart else {}
+    return [here[i] if i in here else there[i] for i in REGISTRY if i in here or i in there]
+
+
+def _computed_apart(profile: Profile, specs: list[MetricSpec]):
+    """A forked process computing the outcomes of ``specs``; returns the
+    function that waits for them (None when there are none)."""
+    if not specs:
+        return None
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_compute_and_send, args=(profile, specs, send), daemon=True)
+    child.start()
+    send.close()
+
+    def outcomes() -> dict[str, Metric | Skip]:
+        try:
+            status, found = receive.recv()
+        except (EOFError, OSError):  # the process died (killed for memory?): compute them here
+            seen: dict[str, bool] = {}
+            status, found = "ok", {spec.id: _outcome(profile, spec, seen) for spec in specs}
+        finally:
+            receive.close()
+            child.join()
+        if status == "error":
+            raise found
+        return found
+
+    return outcomes
+
+
+def _compute_and_send(profile: Profile, specs: list[MetricSpec], send) -> None:
+    """In the forked process: the outcomes of ``specs``, or the exception
+    strict mode let through, sent to the parent."""
+    from advisor.runtime.forking import parent_in_charge
+
+    parent_in_charge()
+    seen: dict[str, bool] = {}
+    try:
+        message = ("ok", {spec.id: _outcome(profile, spec, seen) for spec in specs})
+    except Exception as exc:  # noqa: BLE001 -- strict mode: raised again in the parent
+        message = ("error", exc)
+    try:
+        send.send(message)
+    except Exception:  # noqa: BLE001 -- cannot be sent (an unpicklable error): the parent computes them
+        pass
+    send.close()
+
+
+def _outcome(profile: Profile, spec: MetricSpec, seen: dict[str, bool]) -> Metric | Skip:
+    """One metric's value on ``profile``, or why it has none (module doc)."""
+    reason = spec.missing(profile, seen)
+    if reason is None:
+        try:
+            # overflow / 0-divide on weird data is handled by the checks
+            # below (non-finite -> no value), not printed at the user
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out = spec.func(profile)
+        except NotEvaluated as exc:
+            reason = str(exc)
+        except Exception as exc:  # noqa: BLE001 -- bad data must not crash the report
+            if strict_mode():
+                raise
+            reason = f"metric {spec.id} failed on this input: {_one_line(exc)}"
+        else:
+            if not isinstance(out, Value):
+                out = Value(out)
+            if out.value is None or _non_finite(out.value):
+                reason = "no value on this profile"
             else:
-                if not isinstance(out, Value):
-                    out = Value(out)
-                if out.value is None or _non_finite(out.value):
-                    reason = "no value on this profile"
-                else:
-                    stderr = _stderr(out)
-                    metrics[spec.id] = Metric(
-                        id=spec.id,
-                        value=_plain(out.value),
-                        unit=spec.unit,
-                        scope=spec.scope,
-                        evidence=_plain(out.evidence),
-                        stderr=stderr,
-                        samples=out.samples if stderr is not None else None,
-                    )
-                    continue
-        skipped.append(Skip(what=f"metric {spec.id}", reason=reason))
-    return metrics, skipped
+                stderr = _stderr(out)
+                return Metric(id=spec.id, value=_plain(out.value), unit=spec.unit, scope=spec.scope,
+                              evidence=_plain(out.evidence), stderr=stderr,
+                              samples=out.samples if stderr is not None else None)
+    return Skip(what=f"metric {spec.id}", reason=reason)
 
 
 def _stderr(out: Value) -> float | None:

@@ -32,3 +32,32 @@ def test_registration_order_is_the_same_in_every_process():
     (order,) = runs
     assert list(order) == [mid for mid in REGISTRY if mid in order]
 
+
+
+def _dumped(result) -> tuple[list, list]:
+    metrics, skipped = result
+    return [m.model_dump() for m in metrics.values()], [s.model_dump() for s in skipped]
+
+
+def test_operator_metrics_computed_in_a_forked_process_are_the_same(examples, monkeypatch):
+    """``evaluate(jobs=2)`` computes the ``APART`` metrics in a forked
+    process (forced here on an 8-rank example below ``APART_MIN_OPS``): the
+    same metrics and skips in the same order as one process gives, and the
+    same again when that process dies before sending them."""
+    import os
+
+    from advisor.collectors import load_profile
+    from advisor.metrics import registry
+
+    profile = load_profile(examples / "resnet50_8p_overlapped", jobs=1)
+    alone = _dumped(registry.evaluate(profile))
+    started = []
+    computed_apart = registry._computed_apart
+    monkeypatch.setattr(registry, "APART_MIN_OPS", 1)
+    monkeypatch.setattr(registry, "_computed_apart",
+                        lambda p, specs: started.append(len(specs)) or computed_apart(p, specs))
+    assert _dumped(registry.evaluate(load_profile(examples / "resnet50_8p_overlapped", jobs=1), jobs=2)) == alone
+    assert started and started[0] > 0
+    monkeypatch.setattr(registry, "_compute_and_send", lambda *args: os._exit(1))
+    assert _dumped(registry.evaluate(load_profile(examples / "resnet50_8p_overlapped", jobs=1), jobs=2)) == alone
+    assert started[-1] == started[0] and len(started) == 2
