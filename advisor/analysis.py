@@ -12,8 +12,10 @@ from advisor.chart_tables import build_tables
 from advisor.engine.evaluation import evaluate_run, run_context
 from advisor.engine.verdict import judge
 from advisor.metrics import evaluate as evaluate_metrics
+from advisor.metrics.registry import computes_apart
 from advisor.model import Report, RunInfo
 from advisor.profile import Profile
+from advisor.runtime import forking
 
 
 class AnalysisReport(Report):
@@ -60,10 +62,15 @@ class AnalysisReport(Report):
 
 
 def build_report(profile: Profile, compiled: list, lang: str, jobs: int = 1) -> AnalysisReport:
-    """Metrics of ``profile`` (in two processes with ``jobs`` above 1:
-    ``advisor.metrics.registry.evaluate``), the ``compiled`` rules over
-    them, and the Report."""
+    """Metrics of ``profile``, the ``compiled`` rules over them, and the
+    Report. Where the metrics are computed in two processes
+    (``advisor.metrics.registry.computes_apart``), the chart tables are
+    built in a forked process while the rules run here."""
     metrics, metric_skips = evaluate_metrics(profile, jobs=jobs)
+    if computes_apart(profile, jobs):
+        tables = forking.beside(build_tables, profile, metrics)
+    else:
+        tables = lambda: build_tables(profile, metrics)  # noqa: E731
     meta = profile.meta
     platform = run_context(meta.framework, meta.device, meta.device_model, meta.compute_capability,
                            meta.bf16_tensor_cores)
@@ -98,7 +105,7 @@ def build_report(profile: Profile, compiled: list, lang: str, jobs: int = 1) -> 
         findings=rules.findings,
         metrics=metrics,
         skipped=[*profile.skipped, *metric_skips, *rules.skipped],
-        tables=build_tables(profile, metrics),
+        tables=tables(),
     )
     report.lang = lang
     return report

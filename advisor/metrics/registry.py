@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import multiprocessing
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ import numpy as np
 
 from advisor.model import Metric, MetricValue
 from advisor.profile import SCHEMA, Profile, Skip, strict_mode
-from advisor.runtime.forking import can_fork
+from advisor.runtime import forking
 
 
 class NotEvaluated(Exception):
@@ -134,76 +133,31 @@ def evaluate(profile: Profile, jobs: int = 1) -> tuple[dict[str, Metric], list[S
     """Compute every registered metric the profile supports (in strict mode
     after checking the profile's tables against its ``SCHEMA``).
 
-    ``jobs`` above 1, on ``APART_MIN_OPS`` operator rows or more, where
-    forking is safe (``runtime.forking.can_fork``): the metrics of the
-    ``APART`` modules are computed in a forked process
-    while this one computes the others, with the same results in the same
-    order; if that process dies, they are computed here."""
+    With ``computes_apart``, the metrics of the ``APART`` modules are
+    computed in a forked process (``runtime.forking.beside``) while this one
+    computes the others: the same results in the same order."""
     if strict_mode():
         profile.check()
     specs = list(REGISTRY.values())
+    apart = [s for s in specs if s.func.__module__ in APART] if computes_apart(profile, jobs) else []
+    there = forking.beside(_outcomes, profile, apart) if apart else dict
+    here = _outcomes(profile, [s for s in specs if s not in apart])
+    outcomes = {**here, **there()}
+    ordered = [outcomes[i] for i in REGISTRY if i in outcomes]
+    return {o.id: o for o in ordered if isinstance(o, Metric)}, [o for o in ordered if isinstance(o, Skip)]
+
+
+def computes_apart(profile: Profile, jobs: int) -> bool:
+    """Whether ``evaluate`` computes the ``APART`` metrics in a process of
+    their own: ``jobs`` above 1 and ``APART_MIN_OPS`` operator rows or more."""
     ops = profile.table("ops")
-    split = (jobs > 1 and ops is not None and len(ops) >= APART_MIN_OPS and can_fork()
-             and not multiprocessing.current_process().daemon)  # a daemon may not fork
-    apart = [s for s in specs if s.func.__module__ in APART] if split else []
-    outcomes = _outcomes(profile, [s for s in specs if s not in apart], _computed_apart(profile, apart))
-    metrics = {o.id: o for o in outcomes if isinstance(o, Metric)}
-    return metrics, [o for o in outcomes if isinstance(o, Skip)]
+    return jobs > 1 and ops is not None and len(ops) >= APART_MIN_OPS
 
 
-def _outcomes(profile: Profile, specs: list[MetricSpec], apart) -> list[Metric | Skip]:
-    """Each metric of ``REGISTRY`` in its order: those of ``specs``
-    computed here, the others taken from ``apart`` (a started computation:
-    called for its outcomes once these are done)."""
+def _outcomes(profile: Profile, specs: list[MetricSpec]) -> dict[str, Metric | Skip]:
+    """Metric id -> its outcome (``_outcome``), for ``specs``."""
     seen: dict[str, bool] = {}  # metrics share needs; each is checked once
-    here = {spec.id: _outcome(profile, spec, seen) for spec in specs}
-    there = apart() if apart else {}
-    return [here[i] if i in here else there[i] for i in REGISTRY if i in here or i in there]
-
-
-def _computed_apart(profile: Profile, specs: list[MetricSpec]):
-    """A forked process computing the outcomes of ``specs``; returns the
-    function that waits for them (None when there are none)."""
-    if not specs:
-        return None
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_compute_and_send, args=(profile, specs, send), daemon=True)
-    child.start()
-    send.close()
-
-    def outcomes() -> dict[str, Metric | Skip]:
-        try:
-            status, found = receive.recv()
-        except (EOFError, OSError):  # the process died (killed for memory?): compute them here
-            seen: dict[str, bool] = {}
-            status, found = "ok", {spec.id: _outcome(profile, spec, seen) for spec in specs}
-        finally:
-            receive.close()
-            child.join()
-        if status == "error":
-            raise found
-        return found
-
-    return outcomes
-
-
-def _compute_and_send(profile: Profile, specs: list[MetricSpec], send) -> None:
-    """In the forked process: the outcomes of ``specs``, or the exception
-    strict mode let through, sent to the parent."""
-    from advisor.runtime.forking import parent_in_charge
-
-    parent_in_charge()
-    seen: dict[str, bool] = {}
-    try:
-        message = ("ok", {spec.id: _outcome(profile, spec, seen) for spec in specs})
-    except Exception as exc:  # noqa: BLE001 -- strict mode: raised again in the parent
-        message = ("error", exc)
-    try:
-        send.send(message)
-    except Exception:  # noqa: BLE001 -- cannot be sent (an unpicklable error): the parent computes them
-        pass
-    send.close()
+    return {spec.id: _outcome(profile, spec, seen) for spec in specs}
 
 
 def _outcome(profile: Profile, spec: MetricSpec, seen: dict[str, bool]) -> Metric | Skip:

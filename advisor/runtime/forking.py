@@ -13,6 +13,8 @@ import multiprocessing
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from advisor.runtime import lifeline
 
@@ -39,3 +41,48 @@ def parent_in_charge() -> None:
     ``kill -TERM`` or ``kill -9`` leaves no worker behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     lifeline.die_with_parent()
+
+
+def beside(func: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """Start ``func(*args)`` in a forked process while this one goes on;
+    returns the function that waits for its result (``func``'s exception is
+    raised again there). Where forking is not safe, or in a daemon process
+    (which may not start one), or when the process dies before it answers
+    (killed for memory?), ``func`` runs in this process instead. The result
+    comes back pickled: meant for results far smaller than ``args``."""
+    if not can_fork() or multiprocessing.current_process().daemon:
+        return lambda: func(*args)
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_run_and_send, args=(func, args, send), daemon=True)
+    child.start()
+    send.close()
+
+    def result() -> Any:
+        try:
+            status, value = receive.recv()
+        except (EOFError, OSError):
+            status, value = "ok", func(*args)
+        finally:
+            receive.close()
+            child.join()
+        if status == "error":
+            raise value
+        return value
+
+    return result
+
+
+def _run_and_send(func: Callable[..., Any], args: tuple, send) -> None:
+    """In the forked process: ``func(*args)`` or its exception, sent to the
+    parent; nothing sent when it cannot be pickled (the parent runs it)."""
+    parent_in_charge()
+    try:
+        message = ("ok", func(*args))
+    except Exception as exc:  # noqa: BLE001 -- raised again in the parent
+        message = ("error", exc)
+    try:
+        send.send(message)
+    except Exception:  # noqa: BLE001 -- unpicklable: the parent runs it
+        pass
+    send.close()

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import advisor.metrics
 from advisor.metrics import REGISTRY, metric_namespaces
 
@@ -48,16 +50,30 @@ def test_operator_metrics_computed_in_a_forked_process_are_the_same(examples, mo
 
     from advisor.collectors import load_profile
     from advisor.metrics import registry
+    from advisor.runtime import forking
 
-    profile = load_profile(examples / "resnet50_8p_overlapped", jobs=1)
-    alone = _dumped(registry.evaluate(profile))
+    def profile():
+        return load_profile(examples / "resnet50_8p_overlapped", jobs=1)
+
+    alone = _dumped(registry.evaluate(profile()))
     started = []
-    computed_apart = registry._computed_apart
+    beside = forking.beside
     monkeypatch.setattr(registry, "APART_MIN_OPS", 1)
-    monkeypatch.setattr(registry, "_computed_apart",
-                        lambda p, specs: started.append(len(specs)) or computed_apart(p, specs))
-    assert _dumped(registry.evaluate(load_profile(examples / "resnet50_8p_overlapped", jobs=1), jobs=2)) == alone
+    monkeypatch.setattr(forking, "beside", lambda func, p, specs: started.append(len(specs)) or beside(func, p, specs))
+    assert _dumped(registry.evaluate(profile(), jobs=2)) == alone
     assert started and started[0] > 0
-    monkeypatch.setattr(registry, "_compute_and_send", lambda *args: os._exit(1))
-    assert _dumped(registry.evaluate(load_profile(examples / "resnet50_8p_overlapped", jobs=1), jobs=2)) == alone
+    monkeypatch.setattr(forking, "_run_and_send", lambda *args: os._exit(1))
+    assert _dumped(registry.evaluate(profile(), jobs=2)) == alone
     assert started[-1] == started[0] and len(started) == 2
+
+
+def test_a_function_run_beside_returns_its_result_or_raises_its_error():
+    """``forking.beside``: the value computed in the forked process, its
+    exception raised again here."""
+    import os
+
+    from advisor.runtime import forking
+
+    assert forking.beside(os.getpid)() != os.getpid()
+    with pytest.raises(ZeroDivisionError):
+        forking.beside(divmod, 1, 0)()
