@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 from advisor.errors import AdvisorError
 
@@ -19,12 +20,15 @@ def console(no_color: bool):
     return Console(no_color=no_color or bool(os.environ.get("NO_COLOR")), highlight=False)
 
 
-def reading(out, lang: str):
-    """A status line on stderr while a profile is read (terminals only;
-    drawn without a thread, see ``advisor.runtime.progress``)."""
+def reading(lang: str, no_color: bool, out=None):
+    """A status line on stderr while a profile is read (drawn without a
+    thread, see ``advisor.runtime.progress``), where ``out`` -- the console
+    the summary goes to, by default stdout -- is a terminal with colour.
+    Without ``out`` nothing loads rich: the read starts sooner."""
     from advisor.reports.i18n import t
     from advisor.runtime.progress import status
 
-    if not out.is_terminal or out.no_color:
+    terminal = out.is_terminal and not out.no_color if out is not None else sys.stdout.isatty()
+    if not terminal or no_color or os.environ.get("NO_COLOR"):
         return contextlib.nullcontext()
     return status(t(lang, "term_reading"))

@@ -52,7 +52,7 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
     refuse_inside(out_dir, path)
     rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides,
                                           max_decompressed, max_expansion)
-    with reading(console(no_color), lang):
+    with reading(lang, no_color):
         result = analyze(path, rule_paths=rule_paths, overrides=parsed, jobs=jobs,
                          dask_address=dask_address, lang=lang, kernel_ranks=kernel_ranks)
     _emit(result, out_dir, lang, no_color, used, verbose)

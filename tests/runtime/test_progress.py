@@ -90,7 +90,7 @@ def test_the_cli_reading_line_draws_without_a_thread(terminal):
     from advisor.cli.console import reading
 
     drawn = terminal()
-    with reading(Console(force_terminal=True), "en"):
+    with reading("en", False, Console(force_terminal=True)):
         _free_to_fork()
     assert "reading the profile" in drawn()
 
@@ -131,3 +131,36 @@ def test_nothing_is_drawn_off_a_terminal(capfd):
     with progress.status("reading the profile"), progress.bar("reading ranks", 2) as show:
         show(2)
     assert capfd.readouterr().err == ""
+
+
+def _report_on_a_terminal(examples, tmp_path, **env) -> str:
+    """``advisor report`` on an example, stdout and stderr on one
+    pseudo-terminal, as a user runs it (``NO_COLOR`` only if given): what
+    the terminal received."""
+    import subprocess
+
+    master, slave = pty.openpty()
+    env = {**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "COLUMNS": "100", **env}
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "report", str(examples / "vgg16_fp16"),
+                             "-o", str(tmp_path / "out")], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                            cwd=tmp_path, env=env)
+    os.close(slave)
+    received = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the command closed the terminal
+            break
+        if not chunk:
+            break
+        received.extend(chunk)
+    os.close(master)
+    assert proc.wait(timeout=300) == 0
+    return received.decode(errors="replace")
+
+
+def test_the_reading_line_shows_on_a_terminal_and_not_without_colour(examples, tmp_path):
+    """The CLI decides on the reading line without loading rich: a
+    terminal with colour shows it, ``NO_COLOR`` does not."""
+    assert "reading the profile" in _report_on_a_terminal(examples, tmp_path)
+    assert "reading the profile" not in _report_on_a_terminal(examples, tmp_path, NO_COLOR="1")
