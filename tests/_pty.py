@@ -9,14 +9,16 @@ import sys
 from pathlib import Path
 
 
-def advisor_on_pty(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> tuple[int, str, str]:
+def advisor_on_pty(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300,
+                   stderr_too: bool = False) -> tuple[int, str, str]:
     """``python -m advisor ARGS`` with stdout on a pty -> (exit code, what
-    the terminal received, stderr)."""
+    the terminal received, stderr); with ``stderr_too`` stderr goes to the
+    same pty (and "" is returned for it)."""
     import pty
 
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=subprocess.PIPE, env=env)
+                            stdout=slave, stderr=slave if stderr_too else subprocess.PIPE, env=env)
     os.close(slave)
     chunks = []
     while True:
@@ -29,4 +31,4 @@ def advisor_on_pty(args: list[str], cwd: Path, env: dict[str, str], timeout: flo
         chunks.append(chunk)
     os.close(master)
     _, err = proc.communicate(timeout=timeout)
-    return proc.returncode, b"".join(chunks).decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")

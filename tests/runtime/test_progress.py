@@ -18,6 +18,7 @@ import pytest
 from advisor.collectors.kineto import split as kineto_split
 from advisor.collectors.parallel import rank_reader
 from advisor.runtime import forking, progress
+from tests._pty import advisor_on_pty
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 
@@ -137,26 +138,11 @@ def _report_on_a_terminal(examples, tmp_path, **env) -> str:
     """``advisor report`` on an example, stdout and stderr on one
     pseudo-terminal, as a user runs it (``NO_COLOR`` only if given): what
     the terminal received."""
-    import subprocess
-
-    master, slave = pty.openpty()
     env = {**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "COLUMNS": "100", **env}
-    proc = subprocess.Popen([sys.executable, "-m", "advisor", "report", str(examples / "vgg16_fp16"),
-                             "-o", str(tmp_path / "out")], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                            cwd=tmp_path, env=env)
-    os.close(slave)
-    received = bytearray()
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the command closed the terminal
-            break
-        if not chunk:
-            break
-        received.extend(chunk)
-    os.close(master)
-    assert proc.wait(timeout=300) == 0
-    return received.decode(errors="replace")
+    code, shown, _ = advisor_on_pty(["report", str(examples / "vgg16_fp16"), "-o", str(tmp_path / "out")],
+                                    tmp_path, env, stderr_too=True)
+    assert code == 0
+    return shown
 
 
 def test_the_reading_line_shows_on_a_terminal_and_not_without_colour(examples, tmp_path):
