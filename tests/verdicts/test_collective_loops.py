@@ -134,8 +134,12 @@ def test_values_reduced_one_at_a_time_every_step_are_named_with_their_count(tmp_
     assert finding["severity"] in SERIOUS and looped["verdict"]["status"] == "problems"
     assert looped["findings"][0]["rule"] == "exposed-collective"  # it leads, not the gradient all-reduce
     assert "17.0 gloo:reduce" in finding["message"] and "torch.stack" in finding["fix"]["code"]
-    # all but one of 18 small collectives' latency, bounded by their exposed time
-    assert finding["estimated_gain_ms"] == pytest.approx(metrics["comm.exposed_other_ms"] * 17 / 18, rel=1e-3)
+    # all but one of 18 small collectives' latency, bounded by their exposed time -- and lowered, with a
+    # caveat that says so, when the findings' gains together would exceed the step (a loaded host)
+    expected = metrics["comm.exposed_other_ms"] * 17 / 18
+    lowered = any("lowered" in caveat for caveat in finding["caveats"])
+    assert finding["estimated_gain_ms"] == pytest.approx(expected, rel=1e-3) or (
+        lowered and finding["estimated_gain_ms"] < expected), finding
     _check_against_twin(looped, plain, finding["estimated_gain_ms"])
     assert "exposed-collective" not in {f["rule"] for f in plain["findings"]}
 
