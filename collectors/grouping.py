@@ -12,10 +12,11 @@ Semantics, as Arrow's hash aggregation with ``use_threads=False``:
 * a null key equals another null key (and differs from every value);
   groups are numbered in the order of their first row (Arrow leaves its
   order unspecified);
-* a sum adds a group's valid values in row order (the same float result);
-  with ``min_count`` 1 a group without a valid value has no sum (NaN here,
-  null once back in Arrow), with 0 its sum is 0;
-* minima and maxima skip nulls and NaN; NaN where a group has no value.
+* a sum adds a group's valid values in row order (the same float result,
+  NaN where one of them is NaN); with ``min_count`` 1 a group without a
+  valid value has no sum (null once back in Arrow), with 0 its sum is 0;
+* minima and maxima skip nulls, and NaN unless a group has nothing else;
+* each result comes with whether the group has it (``nullable``).
 """
 
 from __future__ import annotations
@@ -56,22 +57,24 @@ def floats(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return column.to_numpy(zero_copy_only=False).astype(np.float64), valid
 
 
-def sums(group: np.ndarray, values: np.ndarray, valid: np.ndarray, n: int, min_count: int = 1) -> np.ndarray:
-    """Per group below ``n``, the sum of its valid values (module doc)."""
+def sums(group: np.ndarray, values: np.ndarray, valid: np.ndarray, n: int,
+         min_count: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Per group below ``n``: (the sum of its valid values, whether it has
+    one -- at least ``min_count`` valid values; module doc)."""
     out = np.bincount(group[valid], weights=values[valid], minlength=n).astype(np.float64)  # int when empty
-    if min_count:
-        out[np.bincount(group[valid], minlength=n) < min_count] = np.nan
-    return out
+    return out, np.bincount(group[valid], minlength=n) >= min_count
 
 
-def extreme(ufunc: np.ufunc, group: np.ndarray, values: np.ndarray, valid: np.ndarray, n: int) -> np.ndarray:
-    """Per group below ``n``, its largest (``np.fmax``) or smallest
-    (``np.fmin``) valid value (module doc)."""
+def extreme(ufunc: np.ufunc, group: np.ndarray, values: np.ndarray, valid: np.ndarray,
+            n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group below ``n``: (its largest (``np.fmax``) or smallest
+    (``np.fmin``) valid value, NaN skipped unless it has no other; whether
+    it has a valid value)."""
     g, v = group[valid], values[valid]
     out = np.full(n, -np.inf if ufunc is np.fmax else np.inf)
     ufunc.at(out, g, v)
     out[np.isinf(out) & (np.bincount(g, weights=~np.isnan(v), minlength=n) == 0)] = np.nan
-    return out
+    return out, np.bincount(g, minlength=n) > 0
 
 
 def distinct_counts(group: np.ndarray, column: pa.ChunkedArray | pa.Array, n: int) -> np.ndarray:

@@ -108,22 +108,22 @@ def rollup_units(name: str, tables: list[pa.Table]) -> list[pa.Table]:
     n = first.size
     grouped = table.select(by).take(first)
     columns = {key: grouped.column(key).cast(_TYPES[key]) for key in spec.keys}
-    columns["ops"] = grouping.nullable(grouping.sums(group, *grouping.floats(table.column("ops")), n, min_count=0)
-                                       .astype(np.int64))
+    ops, _ = grouping.sums(group, *grouping.floats(table.column("ops")), n, min_count=0)
+    columns["ops"] = grouping.nullable(ops.astype(np.int64))
     kept = {c: grouping.sums(group, *grouping.floats(table.column(c)), n) for c in spec.sums}
     kept.update({c: grouping.extreme(np.fmin, group, *grouping.floats(table.column(c)), n) for c in spec.firsts})
-    for c, values in kept.items():
-        if not np.isnan(values).all() or spec.transfers:  # a column no record has stays absent
-            columns[c] = grouping.nullable(values)
+    for c, (values, present) in kept.items():
+        if present.any() or spec.transfers:  # a column no record has stays absent
+            columns[c] = grouping.nullable(values, present)
     if spec.transfers:
         columns["bandwidth_gbps"] = pc.divide(columns["size_mb"], columns["time_ms"])
     if spec.transfers and "large_packet_ratio" in table.column_names:
         ratio, has_ratio = grouping.floats(table.column("large_packet_ratio"))
         size, has_size = grouping.floats(table.column("size_mb"))
-        weighed = grouping.sums(group, np.where(has_ratio, size, 0.0), ~has_ratio | has_size, n)  # size with a ratio
-        weighted = grouping.sums(group, ratio * size, has_ratio & has_size, n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            columns["large_packet_ratio"] = grouping.nullable(np.where(weighed > 0, weighted / weighed, np.nan))
+        weighed, some = grouping.sums(group, np.where(has_ratio, size, 0.0), ~has_ratio | has_size, n)
+        weighted, any_ratio = grouping.sums(group, ratio * size, has_ratio & has_size, n)
+        with np.errstate(divide="ignore", invalid="ignore"):  # the mean of the ratios, weighted by size
+            columns["large_packet_ratio"] = grouping.nullable(weighted / weighed, some & any_ratio & (weighed > 0))
     order = pc.sort_indices(grouped, sort_keys=[(c, "ascending") for c in by])  # same order however batched
     out = pa.table(columns).take(order)
     unit = grouped.column(_UNIT).to_numpy()

@@ -231,17 +231,18 @@ def _ops_of_layout(entries: list[tuple[pa.Table, int]], keys: list[str], has_wai
     group, first = grouping.numbers([unit, *(code for code, _ in finished.values())])
     n = first.size
     duration = grouping.floats(kernels.column("duration_us"))
-    columns = {"count": np.bincount(group, minlength=n), "total_us": grouping.sums(group, *duration, n),
-               "max_us": grouping.extreme(np.fmax, group, *duration, n),
-               "min_us": grouping.extreme(np.fmin, group, *duration, n)}
+    arrays = {"count": grouping.nullable(np.bincount(group, minlength=n)),
+              "total_us": grouping.nullable(*grouping.sums(group, *duration, n)),
+              "max_us": grouping.nullable(*grouping.extreme(np.fmax, group, *duration, n)),
+              "min_us": grouping.nullable(*grouping.extreme(np.fmin, group, *duration, n))}
     if has_wait:
-        columns["wait_us"] = grouping.sums(group, *grouping.floats(kernels.column("wait_us")), n, min_count=0)
+        arrays["wait_us"] = grouping.nullable(*grouping.sums(group, *grouping.floats(kernels.column("wait_us")), n,
+                                                             min_count=0))
     for c in pipes:
         if c not in BLOCK_DIMS and c != "step":
-            columns[c] = grouping.sums(group, *grouping.floats(kernels.column(c)), n)
+            arrays[c] = grouping.nullable(*grouping.sums(group, *grouping.floats(kernels.column(c)), n))
     if "step" in pipes:  # the steps an operator with these shapes ran in
-        columns["steps"] = grouping.distinct_counts(group, kernels.column("step"), n)
-    arrays = {c: grouping.nullable(v) for c, v in columns.items()}
+        arrays["steps"] = grouping.nullable(grouping.distinct_counts(group, kernels.column("step"), n))
     for c in pipes:  # an operator's launches with one shape normally share their block dim
         if c in BLOCK_DIMS:
             arrays[c] = grouping.nullable(*grouping.most_common(group, *grouping.floats(kernels.column(c)), n))

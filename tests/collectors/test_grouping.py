@@ -8,7 +8,6 @@ compared sorted by their keys."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -27,9 +26,9 @@ def _ours(table: pa.Table, keys: list[str], value: str, other: str) -> pa.Table:
     out = table.select(keys).take(first)
     for name, column in [
         (f"{value}_count", pa.array(np.bincount(group, minlength=n))),
-        (f"{value}_sum", grouping.nullable(grouping.sums(group, *values, n))),
-        (f"{value}_min", grouping.nullable(grouping.extreme(np.fmin, group, *values, n))),
-        (f"{value}_max", grouping.nullable(grouping.extreme(np.fmax, group, *values, n))),
+        (f"{value}_sum", grouping.nullable(*grouping.sums(group, *values, n))),
+        (f"{value}_min", grouping.nullable(*grouping.extreme(np.fmin, group, *values, n))),
+        (f"{value}_max", grouping.nullable(*grouping.extreme(np.fmax, group, *values, n))),
         (f"{other}_count_distinct", pa.array(grouping.distinct_counts(group, table.column(other), n))),
     ]:
         out = out.append_column(name, column)
@@ -81,12 +80,17 @@ def test_grouping_matches_arrow_on_a_real_kernel_file(corpus):
     _same(_ours(kernels, keys, "duration_us", "step"), _arrows(kernels, keys, "duration_us", "step"), keys)
 
 
-def test_a_group_without_values_has_no_sum_and_a_nan_mode_is_a_value():
+def test_a_group_without_values_has_no_sum_and_a_nan_is_a_value():
+    """A group with no valid value has no sum (0 with ``min_count`` 0), a
+    NaN among its values makes its sum NaN, not missing, as Arrow's does;
+    minima skip NaN; a NaN mode is a value."""
     group = np.array([0, 0, 1, 2, 2, 2])
     values = np.array([3.0, 3.0, 7.0, math.nan, math.nan, 4.0])
     valid = np.array([True, True, False, True, True, True])
-    assert grouping.nullable(grouping.sums(group, values, valid, 3)).to_pylist()[:2] == [6.0, None]
-    assert grouping.sums(group, values, valid, 3, min_count=0)[1] == 0.0
+    total = grouping.nullable(*grouping.sums(group, values, valid, 3)).to_pylist()
+    assert total[:2] == [6.0, None] and math.isnan(total[2])
+    assert grouping.sums(group, values, valid, 3, min_count=0)[0][1] == 0.0
+    assert grouping.nullable(*grouping.extreme(np.fmin, group, values, valid, 3)).to_pylist() == [3.0, None, 4.0]
     mode, present = grouping.most_common(group, values, valid, 3)
     assert mode[0] == 3.0 and not present[1] and math.isnan(mode[2]) and present[2]
 
