@@ -179,7 +179,8 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
                no_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
     module, caps = protocol.load(module_name)
     if jobs == 1 or len(units) == 1:
-        meanwhile()  # read in this process: nothing runs beside it
+        with _sigint_held():  # read in this process: nothing runs beside it
+            meanwhile()
         if len(units) == 1 and jobs > 1 and caps.splits_unit:
             # one unit, several cores: the collector may spread its read over them
             out = [_guard(lambda: module.read_alone(Path(units[0]), jobs))]
@@ -198,7 +199,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
             with _sigint_held():
                 index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
                          for i, chunk in enumerate(chunks)}
-            meanwhile()
+                meanwhile()
             for future in as_completed(index):
                 i = index[future]
                 results[i] = arrow_frames.unpack(future.result())
@@ -216,11 +217,13 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
 
 @contextmanager
 def _sigint_held():
-    """Hold Ctrl-C (SIGINT) back while the pool starts: the first ``submit``
-    starts the workers, then the pool's manager thread, and a Ctrl-C between
-    the two leaves a pool that cannot be shut down (joining a thread never
-    started). A Ctrl-C pressed meanwhile is recorded and handled as before
-    once the block ends. Outside the main thread (where Python runs signal
+    """Hold Ctrl-C (SIGINT) back while the pool starts and while the
+    caller's ``meanwhile`` runs: the first ``submit`` starts the workers,
+    then the pool's manager thread, and a Ctrl-C between the two leaves a
+    pool that cannot be shut down (joining a thread never started); one
+    landing inside an import leaves a half-built module behind (pydantic
+    reported it as a schema error). A Ctrl-C pressed meanwhile is recorded
+    and handled as before once the block ends. Outside the main thread (where Python runs signal
     handlers) nothing is held."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -282,7 +285,8 @@ def _run_dask(address: str, module_name: str, units: list[str], advance,
         futures = client.map(read_one, [module_name] * len(units), units,
                              [u not in no_kernels for u in units], pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        meanwhile()
+        with _sigint_held():
+            meanwhile()
         results: list[tuple | None] = [None] * len(units)
         for future in dask_completed(futures, loop=client.loop):
             results[index[future.key]] = client.gather(future)

@@ -237,6 +237,30 @@ def test_the_callers_work_runs_while_the_readers_read_and_its_error_ends_the_rea
     assert seen == [0]  # read in this process: run before it
 
 
+def test_ctrl_c_during_the_callers_work_waits_for_it(cluster_dir):
+    """A Ctrl-C while ``meanwhile`` runs (imports, in the pipeline) is held
+    until it returns -- an import cut half-way leaves a broken module --
+    and then stops the read as any Ctrl-C does."""
+    import multiprocessing
+    import signal
+    import time
+
+    done = []
+
+    def meanwhile():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the signal has arrived by now
+        done.append(True)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            load_profile(cluster_dir, jobs=2, meanwhile=meanwhile)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert done == [True] and multiprocessing.active_children() == []
+
+
 def test_an_unknown_override_fails_with_the_rule_named(cluster_dir):
     with pytest.raises(ConfigError, match="unknown rule.*nosuch"):
         analyze(cluster_dir, overrides={"nosuch": {"x": 1.0}}, jobs=2)
