@@ -10,10 +10,12 @@ again.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from advisor.runtime import lifeline
@@ -43,6 +45,35 @@ def parent_in_charge() -> None:
     lifeline.die_with_parent()
 
 
+@contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back while the block runs; a Ctrl-C pressed
+    meanwhile is recorded and handled as before once the block ends.
+    Around a fork (a process pool's first ``submit`` starts the workers,
+    then the pool's manager thread: a Ctrl-C between the two leaves a pool
+    that cannot be shut down; a forked process gets the handler in place
+    until ``parent_in_charge`` runs, so one landing there records instead of
+    raising) and around imports (one cut half-way leaves a half-built module
+    behind: pydantic reported it as a schema error). Outside the main thread
+    (where Python runs signal handlers) nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    if previous is None:  # a handler installed outside Python: restore the default
+        previous = signal.SIG_DFL
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed and previous is not signal.SIG_IGN:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        else:
+            os.kill(os.getpid(), signal.SIGINT)  # SIG_DFL: end as the signal ends a process
+
+
 def beside(func: Callable[..., Any], *args: Any) -> Callable[[], Any]:
     """Start ``func(*args)`` in a forked process while this one goes on;
     returns the function that waits for its result (``func``'s exception is
@@ -55,7 +86,8 @@ def beside(func: Callable[..., Any], *args: Any) -> Callable[[], Any]:
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_run_and_send, args=(func, args, send), daemon=True)
-    child.start()
+    with sigint_held():
+        child.start()
     send.close()
 
     def result() -> Any:

@@ -35,9 +35,7 @@ import gc
 import math
 import multiprocessing
 import os
-import signal
 import sys
-import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -50,7 +48,7 @@ from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
 from advisor.runtime.cpus import usable_cpus
-from advisor.runtime.forking import can_fork, parent_in_charge
+from advisor.runtime.forking import can_fork, parent_in_charge, sigint_held
 
 #: Seconds to wait for a Dask scheduler to answer before giving up.
 DASK_CONNECT_TIMEOUT = 10
@@ -179,7 +177,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
                no_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
     module, caps = protocol.load(module_name)
     if jobs == 1 or len(units) == 1:
-        with _sigint_held():  # read in this process: nothing runs beside it
+        with sigint_held():  # read in this process: nothing runs beside it
             meanwhile()
         if len(units) == 1 and jobs > 1 and caps.splits_unit:
             # one unit, several cores: the collector may spread its read over them
@@ -196,7 +194,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
     with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
                              initializer=parent_in_charge) as pool:
         try:
-            with _sigint_held():
+            with sigint_held():
                 index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
                          for i, chunk in enumerate(chunks)}
                 meanwhile()
@@ -213,34 +211,6 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
-
-
-@contextmanager
-def _sigint_held():
-    """Hold Ctrl-C (SIGINT) back while the pool starts and while the
-    caller's ``meanwhile`` runs: the first ``submit`` starts the workers,
-    then the pool's manager thread, and a Ctrl-C between the two leaves a
-    pool that cannot be shut down (joining a thread never started); one
-    landing inside an import leaves a half-built module behind (pydantic
-    reported it as a schema error). A Ctrl-C pressed meanwhile is recorded
-    and handled as before once the block ends. Outside the main thread (where Python runs signal
-    handlers) nothing is held."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    if previous is None:  # a handler installed outside Python: restore the default
-        previous = signal.SIG_DFL
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pressed and previous is not signal.SIG_IGN:
-        if callable(previous):
-            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
-        else:
-            os.kill(os.getpid(), signal.SIGINT)  # SIG_DFL: end as the signal ends a process
 
 
 def _one_line(exc: BaseException) -> str:
@@ -285,7 +255,7 @@ def _run_dask(address: str, module_name: str, units: list[str], advance,
         futures = client.map(read_one, [module_name] * len(units), units,
                              [u not in no_kernels for u in units], pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        with _sigint_held():
+        with sigint_held():
             meanwhile()
         results: list[tuple | None] = [None] * len(units)
         for future in dask_completed(futures, loop=client.loop):

@@ -164,10 +164,10 @@ def test_a_ctrl_c_while_the_pool_starts_arrives_once_it_has_started():
     started"); while the pool starts, Ctrl-C is held and arrives after."""
     code = """
 import os, signal, time
-from advisor.collectors.parallel.rank_reader import _sigint_held
+from advisor.runtime.forking import sigint_held
 seen = []
 try:
-    with _sigint_held():
+    with sigint_held():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.1)
         seen.append("held")
