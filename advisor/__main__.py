@@ -1,3 +1,3 @@
-from advisor.cli import main
+from advisor.cli import console_main
 
-main()
+console_main()

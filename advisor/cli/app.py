@@ -1,4 +1,5 @@
-"""The `advisor` command line: the command group and ``main``, its entry point.
+"""The `advisor` command line: the command group, ``main`` and
+``console_main``, the entry point of the ``advisor`` command.
 
 The commands live beside this module, one job each: ``report`` (report,
 run), ``reference`` (rules, metrics, schema) and ``regression`` (compare,
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import atexit
 import gc
+import os
 import sys
+import threading
 import traceback
 
 import click
@@ -129,3 +132,29 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def console_main() -> None:
+    """The ``advisor`` command (console script, ``python -m advisor``):
+    ``main``, then the process ends without the interpreter's teardown,
+    which frees every module and every object a report held (~0.05 s of a
+    1024-rank report) and changes nothing on disk: the exit handlers run
+    (multiprocessing reaps its processes), the standard streams are
+    flushed, and the process exits with ``main``'s code. Where a thread of
+    advisor's is still running the interpreter ends normally (it waits for
+    it)."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if threading.active_count() > 1 or not isinstance(code, (int, type(None))):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader gone (``| head``) or a closed stream: nothing left to say
+            pass
+    os._exit(code or 0)
