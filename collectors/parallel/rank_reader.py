@@ -415,8 +415,10 @@ def _ancestors(path: str) -> list[str]:
 
 
 def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]]:
-    """Skips naming what the other collectors would have found next to the
-    chosen units (files or folders directly under ``root``)."""
+    """Skips naming what the other collectors (``others``, an iterable of
+    modules, gone through only when ``root`` holds something beside the
+    units) would have found next to the chosen units (files or folders
+    directly under ``root``)."""
     if not Path(root).is_dir():
         return []
     named = {str(u) for u in units}  # the common case, a child that is a unit itself: no path resolved
@@ -428,6 +430,8 @@ def other_formats(root: Path, units: list[Path], others) -> list[tuple[str, str]
         return []
     chosen = _Chosen(units)
     children = [c for c in children if not chosen.overlaps(c)]
+    if not children:
+        return []
     out = []
     for module in others:
         found: set[str] = set()
