@@ -1,5 +1,7 @@
-"""Worker processes forked from advisor: when forking is safe, and what
-every worker does first.
+"""Worker processes forked from advisor: when forking is safe
+(``can_fork``), what every worker does first (``parent_in_charge``),
+Ctrl-C held while they start (``sigint_held``), and one function run in a
+forked process beside this one (``beside``).
 
 advisor forks its helpers (the rank reader's pool, the helpers of a split
 trace read, the metrics computed beside the main process) so they inherit
