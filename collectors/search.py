@@ -94,11 +94,19 @@ def _shown(units: list[Path], folder: Path) -> Path:
     return common.parent if common.is_file() else common
 
 
+def _names_recur(folder: Path, units: list[Path]) -> bool:
+    """Whether a unit's name recurs among ``units`` with no rank folder
+    (``RANK_DIR``) on its path below ``folder`` to tell the two apart."""
+    keys = [(u.name, tuple(p for p in u.relative_to(folder).parts[:-1] if RANK_DIR.match(p)))
+            for u in units if u.is_relative_to(folder)]
+    return len(set(keys)) < len(keys)
+
+
 def _distinct(units: list[Path]) -> list[Path]:
     """``units`` without those reached again through a symbolic link (a
     folder linking to itself): of the paths to one file, the shortest."""
     first: dict[str, Path] = {}
-    ordered = sorted(units, key=lambda u: len(u.parts))
+    ordered = sorted(units, key=lambda u: str(u).count(os.sep))  # fewest parts first, as len(u.parts)
     for real, unit in zip(listing.real_paths(ordered), ordered):
         first.setdefault(real, unit)
     kept = set(first.values())
@@ -130,9 +138,7 @@ def separate(folder: Path, module, units: list[Path]) -> list[Place]:
     homes: dict[Path, list[Path]] = {}
     for unit in units:
         homes.setdefault(unit.parent, []).append(unit)
-    keys = [(u.name, tuple(p for p in u.relative_to(folder).parts[:-1] if RANK_DIR.match(p)))
-            for u in units if u.is_relative_to(folder)]
-    if len(homes) >= 2 and len(set(keys)) < len(keys) and not _copies(units):
+    if len(homes) >= 2 and _names_recur(folder, units) and not _copies(units):
         return [Place(home, _shown(found, home), module, found) for home, found in sorted(homes.items())]
     found = module.runs(units) if len(homes) >= 2 and hasattr(module, "runs") else [units]
     if len(found) > 1:
