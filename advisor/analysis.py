@@ -5,6 +5,7 @@ returns."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 from advisor import __version__
@@ -70,7 +71,7 @@ def build_report(profile: Profile, compiled: list, lang: str, jobs: int = 1) -> 
     if computes_apart(profile, jobs):
         tables = forking.beside(build_tables, profile, metrics)
     else:
-        tables = lambda: build_tables(profile, metrics)  # noqa: E731
+        tables = partial(build_tables, profile, metrics)
     meta = profile.meta
     platform = run_context(meta.framework, meta.device, meta.device_model, meta.compute_capability,
                            meta.bf16_tensor_cores)

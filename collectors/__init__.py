@@ -37,7 +37,7 @@ COLLECTORS = ("advisor.collectors.ascend.collector", "advisor.collectors.mindspo
 
 def collectors() -> tuple[Collector, ...]:
     """The collector modules (``COLLECTORS``), imported."""
-    return tuple(importlib.import_module(name) for name in COLLECTORS)
+    return tuple(_imported_in_turn())
 
 
 def _imported_in_turn(skip: str = "") -> Iterator[Collector]:

@@ -130,10 +130,6 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_BAD_INPUT)
 
 
-if __name__ == "__main__":
-    main()
-
-
 def console_main() -> None:
     """The ``advisor`` command (console script, ``python -m advisor``):
     ``main``, then the process ends without the interpreter's teardown,
@@ -158,3 +154,7 @@ def console_main() -> None:
         except (OSError, ValueError):  # a reader gone (``| head``) or a closed stream: nothing left to say
             pass
     os._exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()

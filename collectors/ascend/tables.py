@@ -180,10 +180,6 @@ def read_kernel_details(path: Path) -> pd.DataFrame:
     return to_pandas("kernels", _finish_text(kernel_table(path)))
 
 
-_OP_NAMES = {"duration_us_count": "count", "duration_us_sum": "total_us", "duration_us_max": "max_us",
-             "duration_us_min": "min_us", "wait_us_sum": "wait_us"}
-
-
 def ops_from_kernels(kernels: pa.Table, rank: int) -> pa.Table | None:
     """Per-kernel rows -> ops table (Arrow): one row per (name, type, core,
     dtypes, shapes) after ``_finish_text``, heaviest first; groups in

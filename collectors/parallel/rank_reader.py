@@ -320,12 +320,12 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
         raise ConfigError(f"--kernel-ranks {kernel_ranks}: must be 1 or more, or all")
     paths, skips = _dedupe_paths(units)
     no_kernels = _no_kernels(module_name, paths, kernel_ranks)
+    meanwhile = meanwhile or _nothing
     with _progress(len(paths)) as advance:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance, no_kernels, meanwhile or _nothing)
+            results = _run_dask(dask_address, module_name, paths, advance, no_kernels, meanwhile)
         else:
-            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels,
-                                 meanwhile or _nothing)
+            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels, meanwhile)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
