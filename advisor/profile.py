@@ -729,6 +729,19 @@ class Profile:
         self.skipped.append(Skip(what=what, reason=reason))
 
 
+def compile_id_parts(compile_id: str) -> tuple[int, int]:
+    """(frame F, count C) of a torch.compile id ``"F/C"`` (``warmup.compile_id``:
+    frame F compiled for the C+1-th time)."""
+    frame, count = str(compile_id).split("/")
+    return int(frame), int(count)
+
+
+def is_recompilation(compile_id) -> bool:
+    """Whether a ``warmup.compile_id`` is a recompilation: its frame was
+    compiled before (C of 1 or more); False for a row without an id."""
+    return isinstance(compile_id, str) and compile_id_parts(compile_id)[1] >= 1
+
+
 def merge_profiles(parts: list[Profile], meta: RunMeta) -> Profile:
     """Concatenate per-rank Profiles (each already carrying its ``rank``
     column) into one cluster Profile with the given metadata."""

@@ -29,7 +29,7 @@ from advisor.metrics.steps_view import (
     rank_evidence,
     steady_steps,
 )
-from advisor.profile import Profile
+from advisor.profile import Profile, compile_id_parts, is_recompilation
 
 #: A window without step markers holding at least this share of start-up
 #: cannot be told from a steady state: start-up cannot be separated from the
@@ -262,10 +262,10 @@ def _recompile_rows(p: Profile) -> pd.DataFrame:
     if rows.empty and (table["kind"] == "compile").any():
         raise NotEvaluated("torch.compile compiled in the window, but its records name no compile id "
                            "(torch 2.4 or later writes them): recompilations cannot be told from first ones")
-    ids = rows["compile_id"].astype(str).str.split("/", expand=True)
-    rows = rows.assign(frame=ids[0].astype(int), count=ids[1].astype(int)) if len(rows) else rows.assign(
-        frame=pd.Series(dtype=int), count=pd.Series(dtype=int))
-    return rows[rows["count"] >= 1]
+    parts = [compile_id_parts(c) for c in rows["compile_id"]]
+    rows = rows.assign(frame=pd.Series([f for f, _ in parts], index=rows.index, dtype=int),
+                       count=pd.Series([c for _, c in parts], index=rows.index, dtype=int))
+    return rows[rows["compile_id"].map(is_recompilation).astype(bool)]
 
 
 @metric("window.recompiles", unit="count", needs=["steps.recompile_us"])
@@ -282,7 +282,7 @@ def recompiles(p: Profile) -> Value:
     per_rank = rows.groupby("rank")["compile_id"].nunique()
     rank = int(per_rank.idxmax())
     mine = rows[rows["rank"] == rank]
-    ids = sorted(set(mine["compile_id"]), key=lambda c: tuple(int(x) for x in c.split("/")))
+    ids = sorted(set(mine["compile_id"]), key=compile_id_parts)
     return Value(int(per_rank.max()), {
         "rank": rank, "compile_ids": ids, "steps": sorted({int(s) for s in mine["step"].dropna()})})
 

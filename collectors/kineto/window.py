@@ -66,6 +66,7 @@ import pandas as pd
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import COMPILE_ID_RE, COMPILE_OPS, GROW_CALLS, INIT_CALLS
+from advisor.profile import is_recompilation
 
 #: A step whose annotation lies outside the recorded span for at least this
 #: share of its length is truncated: then most of what it claims as step
@@ -119,7 +120,7 @@ def columns(ev: dec.Events, win: pd.DataFrame, device: bool) -> tuple[dict[str, 
     lo, hi = win["start"].to_numpy(float), win["end"].to_numpy(float)
     items = _one_time(ev, win)
     busy = iv.merge(items["start_us"].to_numpy(float), items["_end"].to_numpy(float))
-    again = items[np.array([_recompiled(c) for c in items["compile_id"]], dtype=bool)]
+    again = items[np.array([is_recompilation(c) for c in items["compile_id"]], dtype=bool)]
     out = {"truncated": win["truncated"].to_numpy(bool), "warmup_us": iv.covered_between(busy, lo, hi),
            "recompile_us": iv.covered_between(iv.merge(again["start_us"].to_numpy(float),
                                                        again["_end"].to_numpy(float)), lo, hi)}
@@ -177,12 +178,6 @@ def _compile_ids(ev: dec.Events, spans: np.ndarray) -> np.ndarray:
             match = COMPILE_ID_RE.search(str(ev.names[ev.name[marks[at]]]))
             out[j] = f"{match['frame']}/{match['count']}"
     return out
-
-
-def _recompiled(compile_id) -> bool:
-    """Whether a compile id (``"F/C"``) is a recompilation: its frame was
-    compiled before (``C`` of 1 or more)."""
-    return isinstance(compile_id, str) and int(compile_id.split("/")[1]) >= 1
 
 
 def _slow_first_calls(ev: dec.Events) -> np.ndarray:
