@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from advisor.engine.schema import INFERRED_CONFIDENCE, Rule
+from advisor.engine.schema import INFERRED_CONFIDENCE, Caveat, Rule
 from advisor.runtime.files import write_atomic
 
 HEADINGS = {
@@ -31,6 +31,7 @@ HEADINGS = {
         "fixes": "Fixes",
         "fix_for": "for {framework}",
         "caveats": "Caveats",
+        "caveat_on": "on {platforms}: ",
         "examples": "Examples",
         "fire": "fires",
         "pass": "passes",
@@ -72,6 +73,7 @@ HEADINGS = {
         "fixes": "优化建议",
         "fix_for": "适用于 {framework}",
         "caveats": "注意事项",
+        "caveat_on": "{platforms}：",
         "examples": "示例",
         "fire": "触发",
         "pass": "不触发",
@@ -121,6 +123,14 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else json.dumps(v, ensure_ascii=False)
 
 
+def _caveat(h: dict, caveat: str | Caveat) -> str:
+    """A caveat's text, led by the platforms it is shown on when it names some."""
+    if isinstance(caveat, str):
+        return caveat
+    names = [n for n in (*caveat.frameworks, *caveat.devices) if n != "any"]
+    return (h["caveat_on"].format(platforms=", ".join(names)) if names else "") + caveat.text
+
+
 def explain_rule(r: Rule, lang: str = "en") -> str:
     """The terminal text of ``advisor rules explain``."""
     h = _h(lang)
@@ -143,7 +153,7 @@ def explain_rule(r: Rule, lang: str = "en") -> str:
         if fx.code:
             lines += ["      " + line for line in fx.code.rstrip().splitlines()]
     if r.caveats:
-        lines += ["", h["caveats"]] + [wrap("- " + c) for c in r.caveats]
+        lines += ["", h["caveats"]] + [wrap("- " + _caveat(h, c)) for c in r.caveats]
     lines += ["", h["examples"]]
     for e in r.examples:
         metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in e.metrics.items())
@@ -180,7 +190,7 @@ def rule_markdown(r: Rule, lang: str = "en") -> str:
         out.append(f"- *{h['fix_for'].format(framework=fw)}*: {_one(fx.text)}")
     out.append("")
     if r.caveats:
-        out += [f"**{h['caveats']}**", ""] + [f"- {_one(c)}" for c in r.caveats] + [""]
+        out += [f"**{h['caveats']}**", ""] + [f"- {_one(_caveat(h, c))}" for c in r.caveats] + [""]
     out += [f"**{h['examples']}**", ""]
     out += [f"- {h[e.expect]}: {_one(e.name)}" for e in r.examples]
     out.append("")

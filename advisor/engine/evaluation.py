@@ -78,7 +78,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from advisor.engine import cel, pools, render
-from advisor.engine.schema import INFERRED_CONFIDENCE, Rule
+from advisor.engine.schema import INFERRED_CONFIDENCE, Rule, caveat_holds, caveat_text
 from advisor.errors import ConfigError
 from advisor.metrics import metric_namespaces
 from advisor.model import SEVERITY_ORDER, Finding, FindingScope, Fix, Metric
@@ -361,7 +361,7 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
         message = f"{message} {_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
     fix_model = _fix(rule, platform, context, lang, checked)
     severity = _severity(rule, stake_pct if stake_pct is not None else gain_pct, low_pct)
-    caveats = list(rule.caveats)
+    caveats = [caveat_text(c) for c in rule.caveats if caveat_holds(c, platform["framework"], platform["device"])]
     if rule.severity == "auto" and stake_pct is not None and _band(stake_pct) != severity:
         band = SEVERITY_WORDS.get(lang, SEVERITY_WORDS["en"])[_band(stake_pct)]
         caveats.append(engine_note(lang, "severity_held", band=band, pct=f"{stake_pct:.1f}", low=f"{low_pct:.1f}",

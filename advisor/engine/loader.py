@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.collectors.io.files import read_bytes
-from advisor.engine.schema import Rule
+from advisor.engine.schema import Rule, caveat_text
 from advisor.errors import ConfigError, InputError
 from advisor.i18n import DEFAULT_LANG, LANGS
 
@@ -237,7 +237,7 @@ def overlay_problems(rule: Rule, overlay: RuleOverlay, *, complete: bool = True)
     if overlay.confirm is not None and rule.confirm is not None:
         pairs.append(("confirm.text", rule.confirm.text, overlay.confirm.text))
     if len(overlay.caveats) == len(rule.caveats):
-        pairs += [(f"caveats.{i}", a, b) for i, (a, b) in enumerate(zip(rule.caveats, overlay.caveats))]
+        pairs += [(f"caveats.{i}", caveat_text(a), b) for i, (a, b) in enumerate(zip(rule.caveats, overlay.caveats))]
     for key, p in overlay.params.items():
         if key in rule.params:
             pairs.append((f"params.{key}.description", rule.params[key].description, p.description))
@@ -263,7 +263,10 @@ def apply_overlay(rule: Rule, overlay: RuleOverlay) -> Rule:
         key: p if key not in overlay.params else p.model_copy(update={"description": overlay.params[key].description})
         for key, p in rule.params.items()
     }
-    caveats = overlay.caveats if len(overlay.caveats) == len(rule.caveats) else rule.caveats
+    caveats = rule.caveats
+    if len(overlay.caveats) == len(rule.caveats):  # translated texts, the rule's platforms
+        caveats = [text if isinstance(c, str) else c.model_copy(update={"text": text})
+                   for c, text in zip(rule.caveats, overlay.caveats)]
     confirm = rule.confirm
     if confirm is not None and overlay.confirm is not None:
         confirm = confirm.model_copy(update={"text": overlay.confirm.text})

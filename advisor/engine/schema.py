@@ -73,6 +73,34 @@ class AppliesTo(Strict):
     devices: list[str] = Field(default_factory=lambda: ["any"])
 
 
+class Caveat(AppliesTo):
+    """A caveat true on some platforms only (``frameworks`` / ``devices`` as
+    in ``applies_to``): a finding carries it unless the run's framework or
+    device is known and not listed (``caveat_holds``)."""
+
+    text: str
+
+
+#: What a run's framework or device is when the profile does not say.
+UNKNOWN = "unknown"
+
+
+def caveat_text(caveat: str | Caveat) -> str:
+    """The text of a rule's caveat, plain or conditional."""
+    return caveat if isinstance(caveat, str) else caveat.text
+
+
+def caveat_holds(caveat: str | Caveat, framework: str, device: str) -> bool:
+    """Whether ``caveat`` belongs on a finding of a run on ``framework`` /
+    ``device``: a plain caveat always; a conditional one unless the run's
+    framework or device is known and not among those it names (a caveat for
+    MindSpore stays on an Ascend run whose framework is not recorded)."""
+    if isinstance(caveat, str):
+        return True
+    return all(value == UNKNOWN or "any" in names or value in names
+               for value, names in ((framework, caveat.frameworks), (device, caveat.devices)))
+
+
 class Scope(Strict):
     ranks: str | None = Field(None, description="CEL: rank or list of ranks")
     steps: str | None = None
@@ -139,7 +167,10 @@ class Rule(Strict):
     message: str
     explanation: Explanation
     fix: dict[str, FixText] = Field(description="per framework, or 'default'")
-    caveats: list[str] = Field(default_factory=list)
+    caveats: list[str | Caveat] = Field(
+        default_factory=list,
+        description="what the finding cannot tell: a text, or {text, frameworks, devices} for one that is "
+        "true on those platforms only")
     references: list[str] = Field(default_factory=list)
     examples: list[Example] = Field(min_length=2)
 

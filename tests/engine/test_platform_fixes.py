@@ -1,7 +1,9 @@
 """A finding's fix is the one for the platform the profile shows: the GPU
 model a Kineto trace records (float16 advice where the GPU has no bfloat16
 tensor cores), the framework an Ascend layout's files name, and both Ascend
-frameworks' fixes, each under its condition, where none names it."""
+frameworks' fixes, each under its condition, where none names it. Its
+caveats are those true on that platform: one written for some frameworks or
+devices only is left off a run known to be on another."""
 
 from __future__ import annotations
 
@@ -66,6 +68,46 @@ def test_input_bound_pins_memory_only_where_a_device_receives_the_batch():
     assert "pin_memory" not in cpu.fix.code + cpu.fix.text and "host-to-device" not in cpu.fix.text
     gpu = _fired("input-bound", "PyTorch DataLoader", framework="pytorch", device="gpu")
     assert "pin_memory=True" in gpu.fix.code and "host-to-device" in gpu.fix.text
+
+
+def _caveats(finding) -> str:
+    return " ".join(finding.caveats)
+
+
+def test_gpu_trace_findings_carry_no_ascend_or_mindspore_caveat(corpus):
+    report = advisor.analyze(corpus / V100_RUN)
+    assert report.run.framework == "pytorch" and report.run.device == "gpu"
+    found = {f.rule: f for f in report.findings}
+    assert {"input-bound", "fp32-compute"} <= set(found), list(found)
+    assert "MindSpore iteration interval" not in _caveats(found["input-bound"])
+    assert "The gain assumes the pipeline" in _caveats(found["input-bound"])  # the caveat for every platform
+    assert "HF32" not in _caveats(found["fp32-compute"])
+    assert "Check accuracy after the change" in _caveats(found["fp32-compute"])
+
+
+def test_mindspore_run_keeps_the_iteration_interval_caveat(examples):
+    report = advisor.analyze(examples / "resnet50_data_bound")
+    assert report.run.framework == "mindspore"
+    bound = next(f for f in report.findings if f.rule == "input-bound")
+    assert "A MindSpore iteration interval also contains host-side work" in _caveats(bound)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_platform_caveat_kept_where_the_run_may_be_on_that_platform(lang):
+    compiled = compile_rule(next(r for r in load_rules([], lang=lang) if r.name == "fp32-compute"))
+    metrics = compiled.rule.examples[0].metrics
+    hf32 = "HF32"
+
+    def caveats(**run):
+        finding, _ = evaluate_rule(compiled, metrics, framework=run.get("framework", "unknown"),
+                                   device=run.get("device", "unknown"), lang=lang, run=run_context(**run))
+        return _caveats(finding)
+
+    assert hf32 in caveats(device="ascend")  # framework not recorded
+    assert hf32 in caveats(framework="torch_npu", device="ascend")
+    assert hf32 in caveats()  # nothing known: not ruled out
+    assert hf32 not in caveats(framework="pytorch", device="gpu")
+    assert len(caveats(device="gpu")) < len(caveats(device="ascend"))
 
 
 def test_gpu_model_threshold_is_compute_capability_8():

@@ -23,6 +23,7 @@ from advisor.engine.loader import (
     read_overlay,
     read_rule,
 )
+from advisor.engine.schema import caveat_text
 from advisor.pipeline import analyze_profile
 from advisor.reports import render_html, render_markdown
 from advisor.reports.i18n import EN, ZH
@@ -43,7 +44,7 @@ def english_sentences() -> set[str]:
     tags, split at punctuation, four words or more."""
     out: set[str] = set()
     for r in load_rules():
-        texts = [r.title, r.message, *r.caveats, r.explanation.what, r.explanation.why, r.explanation.how]
+        texts = [r.title, r.message, *map(caveat_text, r.caveats), r.explanation.what, r.explanation.why, r.explanation.how]
         texts += [f.text for f in r.fix.values()]
         for text in texts:
             for part in _TAG.split(text):
@@ -67,7 +68,7 @@ def test_every_shipped_rule_has_a_complete_zh_overlay(path: Path):
     overlay = read_overlay(overlay_path(path, "zh"))
     assert overlay_problems(rule, overlay, complete=True) == []
     zh = next(r for r in load_rules(lang="zh") if r.id == rule.id)
-    for text in [zh.title, zh.message, *zh.caveats, zh.explanation.what, *(f.text for f in zh.fix.values()),
+    for text in [zh.title, zh.message, *map(caveat_text, zh.caveats), zh.explanation.what, *(f.text for f in zh.fix.values()),
                  *(p.description for p in zh.params.values())]:
         assert CJK.search(text), text
     # numbers live in the English file only
