@@ -203,6 +203,17 @@ def _floats(values: list) -> np.ndarray:
         return np.array([_float(v) for v in values], dtype=np.float64)
 
 
+def _ns(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Integer nanosecond cells -> (int64 values, which cells are usable):
+    a cell that is empty, text or beyond int64 is not (0 in the values)."""
+    try:
+        return np.array(values, dtype=np.int64), np.ones(len(values), dtype=bool)
+    except (TypeError, ValueError, OverflowError):
+        ok = [isinstance(v, (int, float)) and -2**63 <= v < 2**63 for v in values]  # NaN compares false
+        return (np.array([v if k else 0 for v, k in zip(values, ok)], dtype=np.int64),
+                np.array(ok, dtype=bool))
+
+
 def _float(value) -> float:
     try:
         return float(value)
@@ -321,12 +332,9 @@ def _minus(blocks, holes) -> float:
 class _Windows:
     """STEP_TIME: step ids and their [start, end) in ns, by start."""
 
-    def __init__(self, cols: dict[str, list]):
-        start = np.array(cols["startNs"], dtype=np.int64)
+    def __init__(self, start: np.ndarray, end: np.ndarray, step: np.ndarray):
         order = np.argsort(start, kind="stable")
-        self.start = start[order]
-        self.end = np.array(cols["endNs"], dtype=np.int64)[order]
-        self.step = np.array(cols["step"], dtype=np.int64)[order]
+        self.start, self.end, self.step = start[order], end[order], step[order]
 
     def assign(self, start_ns: np.ndarray) -> pa.Array:
         """Step id of each start time (the window it falls in), null outside all."""
@@ -339,9 +347,12 @@ def _step_windows(con: _Con) -> _Windows | None:
     if not _has_table(con, "STEP_TIME"):
         return None
     cols = con.columns("SELECT id AS step, startNs, endNs FROM STEP_TIME")
-    if not cols["step"] or any(v is None for c in cols.values() for v in c):
+    if not cols["step"]:
         return None
-    return _Windows(cols)
+    (step, ok_step), (start, ok_start), (end, ok_end) = (_ns(cols[c]) for c in ("step", "startNs", "endNs"))
+    if not (ok_step.all() and ok_start.all() and ok_end.all()):  # a window without numbers: none is trusted
+        return None
+    return _Windows(start, end, step)
 
 
 def _assign_steps(start_ns: np.ndarray, windows: _Windows | None) -> pa.Array:
@@ -450,12 +461,9 @@ class _Kernels:
 def _times(cols: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows with both times, their start ns, end ns): integer ns until after
     subtraction, as a float64 epoch-ns time is only exact to ~256 ns."""
-    start, end = cols["startNs"], cols["endNs"]
-    keep = np.array([a is not None and b is not None for a, b in zip(start, end)], dtype=bool)
-    if keep.all():
-        return keep, np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
-    return (keep, np.array([a for a, k in zip(start, keep) if k], dtype=np.int64),
-            np.array([b for b, k in zip(end, keep) if k], dtype=np.int64))
+    (start, ok_start), (end, ok_end) = _ns(cols["startNs"]), _ns(cols["endNs"])
+    keep = ok_start & ok_end
+    return keep, start[keep], end[keep]
 
 
 def _compute_arrow(path: Path, wanted: tuple[str, ...] = _KERNEL_TEXT, numbers: tuple[str, ...] = ()
@@ -633,6 +641,11 @@ def _base(cols: dict[str, list]) -> dict[str, list]:
             "group": _texts(cols["group"]) if "group" in cols else [None] * n}
 
 
+def _transports(cols: dict[str, list]) -> list:
+    """The rows' link types in upper case (None where the table has none)."""
+    return _upper_texts(cols["transport"]) if "transport" in cols else [None] * len(cols["name"])
+
+
 def _num(cols: dict[str, list], col: str, scale: float = 1.0) -> np.ndarray:
     n = len(next(iter(cols.values())))
     return _floats(cols[col]) * scale if col in cols else np.full(n, np.nan)
@@ -667,7 +680,7 @@ def _band_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | Non
     cols = _not_total(cols)
     key = [cols[c] for c in ("step", "name", "group", "transport") if c in cols]
     cols = select_rows(cols, _first_of_each(list(zip(*key))))  # a row per packet size: the first of each
-    out = {**_base(cols), "transport": _upper_texts(cols["transport"]),
+    out = {**_base(cols), "transport": _transports(cols),
            **{c: _num(cols, c) for c in ("size_mb", "time_ms", "bandwidth_gbps", "large_packet_ratio")}}
     used = (np.nan_to_num(out["size_mb"]) != 0) | (np.nan_to_num(out["time_ms"]) != 0)
     return comm_io.pending_columns(select_rows(out, used), rank, comm_io.BANDWIDTH_COLUMNS)
@@ -678,6 +691,8 @@ def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | N
     if not cols or not cols.get("name"):
         return None
     cols = _not_total(cols)
+    if "src" not in cols or "dst" not in cols:  # links without their two ends
+        return None
     src, dst = _floats(cols["src"]), _floats(cols["dst"])
     ends = ~np.isnan(src) & ~np.isnan(dst)
     if not ends.any():
@@ -685,7 +700,7 @@ def _matrix_columns(cols: dict[str, list] | None, rank: int) -> PendingTable | N
     cols = select_rows(cols, ends)
     base = _base(cols)
     out = {"step": base["step"], "src": src[ends].astype(np.int64), "dst": dst[ends].astype(np.int64),
-           "transport": _upper_texts(cols["transport"]),
+           "transport": _transports(cols),
            "name": base["name"], "group": base["group"],
            **{c: _num(cols, c) for c in ("size_mb", "time_ms", "bandwidth_gbps")}}
     repeated = comm_io.repeated_links(out["name"], out["group"], out["step"], None)
@@ -743,6 +758,6 @@ def read_freq(path: Path, rank: int):
         if not _has_table(con, "AICORE_FREQ"):
             return None
         cols = con.columns("SELECT timestampNs, freq FROM AICORE_FREQ")
-    samples = [(t / NS_PER_US, f) for t, f in zip(cols["timestampNs"], cols["freq"])
-               if t is not None and f is not None]
+    times, freqs = _floats(cols["timestampNs"]), _floats(cols["freq"])
+    samples = [(t / NS_PER_US, f) for t, f in zip(times.tolist(), freqs.tolist()) if np.isfinite(t) and np.isfinite(f)]
     return tables.freq_table(samples, rank)

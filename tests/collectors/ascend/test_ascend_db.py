@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -101,6 +102,33 @@ def test_broken_database_is_a_skip_naming_the_file(tmp_path):
     with pytest.raises(InputError) as err:
         load_profile(root, jobs=1)
     assert "ascend_pytorch_profiler_0.db" in str(err.value) and "\n" not in str(err.value)
+
+
+def _damage(db: Path, *sql: str) -> None:
+    con = sqlite3.connect(db)
+    for statement in sql:
+        con.execute(statement)
+    con.commit()
+    con.close()
+
+
+def test_cells_that_are_not_numbers_and_missing_columns_leave_out_only_what_they_break(tmp_path):
+    root = write_db(tmp_path / "clean", sample_rank(0))
+    clean = load_profile(root, jobs=1)
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    _damage(out / "ascend_pytorch_profiler_0.db",
+            "UPDATE STEP_TIME SET startNs = 'abc' WHERE rowid = 1",  # no step window is trusted
+            "UPDATE TASK SET endNs = 'n/a' WHERE rowid % 5 = 0")  # those tasks are left out
+    _damage(out / "analysis.db",
+            "ALTER TABLE CommAnalyzerMatrix RENAME COLUMN src_rank TO x",  # links without a source
+            "ALTER TABLE CommAnalyzerBandwidth RENAME COLUMN transport_type TO y")
+    damaged = load_profile(root, jobs=1)
+    assert not damaged.skipped
+    assert damaged.links is None and clean.links is not None
+    assert damaged.comm is not None and len(damaged.comm) == len(clean.comm)
+    assert damaged.bandwidth["transport"].isna().all() and len(damaged.bandwidth) == len(clean.bandwidth)
+    assert 0 < damaged.ops["count"].sum() < clean.ops["count"].sum()
+    assert "steps" not in damaged.ops.columns and clean.ops["steps"].notna().all()  # operators' steps unknown
 
 
 def test_database_opened_read_only(tmp_path):
