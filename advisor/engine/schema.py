@@ -81,10 +81,6 @@ class Caveat(AppliesTo):
     text: str
 
 
-#: What a run's framework or device is when the profile does not say.
-UNKNOWN = "unknown"
-
-
 def caveat_text(caveat: str | Caveat) -> str:
     """The text of a rule's caveat, plain or conditional."""
     return caveat if isinstance(caveat, str) else caveat.text
@@ -97,7 +93,7 @@ def caveat_holds(caveat: str | Caveat, framework: str, device: str) -> bool:
     MindSpore stays on an Ascend run whose framework is not recorded)."""
     if isinstance(caveat, str):
         return True
-    return all(value == UNKNOWN or "any" in names or value in names
+    return all(value == "unknown" or "any" in names or value in names
                for value, names in ((framework, caveat.frameworks), (device, caveat.devices)))
 
 
