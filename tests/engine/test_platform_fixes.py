@@ -110,6 +110,20 @@ def test_platform_caveat_kept_where_the_run_may_be_on_that_platform(lang):
     assert len(caveats(device="gpu")) < len(caveats(device="ascend"))
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_what_would_confirm_an_inferred_finding_is_said_for_the_runs_platform(lang):
+    compiled = compile_rule(next(r for r in load_rules([], lang=lang) if r.name == "launch-bound"))
+    metrics = next(e for e in compiled.rule.examples if e.name.startswith("small MLP in eager mode")).metrics
+    said = {}
+    for device in ("gpu", "ascend"):
+        finding, _ = evaluate_rule(compiled, metrics, framework="unknown", device=device, lang=lang,
+                                   run=run_context(device=device))
+        assert finding.direct_evidence is False
+        said[device] = finding.message
+    assert "CUDA" in said["gpu"] and "trace_view.json" not in said["gpu"]
+    assert "trace_view.json" in said["ascend"] and "CUDA" not in said["ascend"] and "NPU" in said["ascend"]
+
+
 def test_gpu_model_threshold_is_compute_capability_8():
     from advisor.profile import RunMeta
 
