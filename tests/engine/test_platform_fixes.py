@@ -123,6 +123,13 @@ def test_what_would_confirm_an_inferred_finding_is_said_for_the_runs_platform(la
     assert "CUDA" in said["gpu"] and "trace_view.json" not in said["gpu"]
     assert "trace_view.json" in said["ascend"] and "CUDA" not in said["ascend"] and "NPU" in said["ascend"]
 
+    compiled = compile_rule(next(r for r in load_rules([], lang=lang) if r.name == "exposed-p2p"))
+    metrics = next(e for e in compiled.rule.examples if e.expect == "fire").metrics
+    for device, ascend_only in (("gpu", False), ("ascend", True), ("unknown", True)):
+        finding, _ = evaluate_rule(compiled, metrics, device=device, lang=lang, run=run_context(device=device))
+        assert finding.direct_evidence is False
+        assert ("step_trace_time.csv" in finding.message) is ascend_only, (device, finding.message)
+
 
 def test_gpu_model_threshold_is_compute_capability_8():
     from advisor.profile import RunMeta
