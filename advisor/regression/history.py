@@ -262,9 +262,12 @@ class History:
             return frame
         ids = tuple(int(i) for i in frame["id"])
         marks = ",".join("?" * len(ids))
-        metrics = pd.DataFrame(self.db.execute(
-            f"SELECT run_id, metric, value FROM metrics WHERE run_id IN ({marks})", ids).fetchall(),
-            columns=["id", "metric", "value"])
+        rows = self.db.execute(f"SELECT run_id, metric, value FROM metrics WHERE run_id IN ({marks})", ids).fetchall()
+        for run_id, metric, value in rows:  # the column is REAL, but SQLite stores whatever it is given
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InputError(self.path, f"run {run_id}: metric {metric} holds {str(value)[:40]!r}, not a number "
+                                 "(damaged history)")
+        metrics = pd.DataFrame(rows, columns=["id", "metric", "value"]).astype({"value": float})
         if not metrics.empty:
             frame = frame.merge(metrics.pivot(index="id", columns="metric", values="value"),
                                 left_on="id", right_index=True, how="left")

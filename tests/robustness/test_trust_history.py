@@ -76,6 +76,15 @@ def _tampered(bound_report: Path, tmp_path: Path) -> Path:
     return db
 
 
+def test_a_metric_value_that_is_not_a_number_is_a_damaged_history(bound_report, tmp_path):
+    """The value column is REAL, but SQLite keeps text written into it."""
+    db = _history(bound_report, tmp_path / "h.db")
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE metrics SET value = '{' WHERE metric = 'step.time_ms' AND run_id = 2")
+    code, _, stderr = advisor("history", "show", "--db", db, "--no-color")
+    one_line_error(code, stderr, str(db), "run 2", "step.time_ms", "not a number")
+
+
 def test_history_show_prints_the_files_text_as_text(bound_report, tmp_path):
     """On a terminal: rich's own colours only -- no hyperlink, no blinking,
     no escape of the file -- and the markup shown as written."""
