@@ -44,7 +44,8 @@ def english_sentences() -> set[str]:
     tags, split at punctuation, four words or more."""
     out: set[str] = set()
     for r in load_rules():
-        texts = [r.title, r.message, *map(caveat_text, r.caveats), r.explanation.what, r.explanation.why, r.explanation.how]
+        texts = [r.title, r.message, *map(caveat_text, r.caveats),
+                 r.explanation.what, r.explanation.why, r.explanation.how]
         texts += [f.text for f in r.fix.values()]
         for text in texts:
             for part in _TAG.split(text):
@@ -68,8 +69,8 @@ def test_every_shipped_rule_has_a_complete_zh_overlay(path: Path):
     overlay = read_overlay(overlay_path(path, "zh"))
     assert overlay_problems(rule, overlay, complete=True) == []
     zh = next(r for r in load_rules(lang="zh") if r.id == rule.id)
-    for text in [zh.title, zh.message, *map(caveat_text, zh.caveats), zh.explanation.what, *(f.text for f in zh.fix.values()),
-                 *(p.description for p in zh.params.values())]:
+    for text in [zh.title, zh.message, *map(caveat_text, zh.caveats), zh.explanation.what,
+                 *(f.text for f in zh.fix.values()), *(p.description for p in zh.params.values())]:
         assert CJK.search(text), text
     # numbers live in the English file only
     assert {k: p.default for k, p in zh.params.items()} == {k: p.default for k, p in rule.params.items()}
