@@ -73,7 +73,7 @@ HEADINGS = {
         "fixes": "优化建议",
         "fix_for": "适用于 {framework}",
         "caveats": "注意事项",
-        "caveat_on": "{platforms}：",
+        "caveat_on": "仅限 {platforms}：",
         "examples": "示例",
         "fire": "触发",
         "pass": "不触发",
