@@ -1,5 +1,5 @@
 """A function of the C library, for the few Linux calls Python does not
-wrap (``prctl``, ``renameat2``)."""
+wrap (``prctl``, ``renameat2``, ``malloc_trim``)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,12 @@ def libc_function(name: str, argtypes: list):
         return None
     func.argtypes = argtypes
     return func
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free memory back to the OS (glibc ``malloc_trim``;
+    a no-op elsewhere): the many batch-sized arrays freed while reading
+    leave holes that glibc would otherwise keep for the process's lifetime."""
+    trim = libc_function("malloc_trim", [ctypes.c_size_t])
+    if trim is not None:
+        trim(0)

@@ -199,6 +199,7 @@ from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, hos
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
 from advisor.profile import CpuInfo, Profile, RunMeta
+from advisor.runtime.libc import release_free_memory
 
 GIB = float(1 << 30)
 
@@ -541,7 +542,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
             tables.notes.append(f"critical path not computed: {critical_path.NO_LAUNCH_LINKS}")
     del ev
     if trace.analysed >= dec.BIG_TRACE_EVENTS:
-        dec.release_free_memory()
+        release_free_memory()
     return tables
 
 

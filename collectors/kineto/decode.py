@@ -40,7 +40,6 @@ dropped and counted.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import gzip
 import operator
@@ -61,6 +60,7 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.io.files import open_regular
 from advisor.collectors.kineto import stream
 from advisor.errors import InputError
+from advisor.runtime.libc import release_free_memory
 
 # Categories, current and 2021 vocabulary.
 HOST_OP_CATS = frozenset({"cpu_op", "Operator", "user_annotation"})
@@ -454,16 +454,6 @@ def _gc_paused():
     finally:
         if enabled:
             gc.enable()
-
-
-def release_free_memory() -> None:
-    """Hand the C heap's free memory back to the OS (glibc ``malloc_trim``;
-    a no-op elsewhere): the many batch-sized arrays freed while streaming
-    leave holes that glibc would otherwise keep for the process's lifetime."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):  # no glibc (macOS, musl, Windows)
-        pass
 
 
 def read_bytes(path: Path) -> bytes:

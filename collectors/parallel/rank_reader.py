@@ -43,12 +43,12 @@ from pathlib import Path
 
 from advisor.collectors import protocol
 from advisor.collectors.io import listing
-from advisor.collectors.kineto.decode import release_free_memory
 from advisor.collectors.parallel import arrow_frames, kernel_sample
 from advisor.errors import ConfigError, InputError, ReaderError
 from advisor.profile import Profile, RunMeta
 from advisor.runtime.cpus import usable_cpus
 from advisor.runtime.forking import can_fork, parent_in_charge, sigint_held
+from advisor.runtime.libc import release_free_memory
 
 #: Seconds to wait for a Dask scheduler to answer before giving up.
 DASK_CONNECT_TIMEOUT = 10
