@@ -102,6 +102,7 @@ MEASURED = {
     "tests/robustness/test_properties.py::test_engine_on_random_metric_values",
     # hypothesis: each collector on many mutated copies of its files
     "tests/robustness/test_properties.py::test_ascend_collector_on_mutated_files",
+    "tests/robustness/test_properties.py::test_ascend_database_layout_on_damaged_tables",
     "tests/robustness/test_properties.py::test_mindinsight_collector_on_mutated_files",
     "tests/robustness/test_properties.py::test_kineto_collector_on_mutated_traces",
     # 200 MinCovDet fits beside the robust fit (scikit-learn's first import)

@@ -198,6 +198,50 @@ def test_ascend_collector_on_mutated_files(data):
             _check_profile(profile)
 
 
+db_cells = st.one_of(st.none(), st.text(max_size=6), st.floats(allow_nan=True, allow_infinity=True),
+                    st.integers(-2**63, 2**63 - 1), st.sampled_from(["abc", "", -1, 1e30, "1e308"]))
+
+
+@SETTINGS
+@given(st.data())
+def test_ascend_database_layout_on_damaged_tables(data):
+    """The database layout (profiler db + analysis.db) with one table
+    damaged as SQLite allows: cells of any type (a column's declared type
+    does not bind them), rows deleted or repeated, a column renamed, a table
+    dropped."""
+    import sqlite3
+
+    from bench.scenarios.ascend import sample_rank, write_db
+
+    with tempfile.TemporaryDirectory() as tmp:
+        unit = write_db(Path(tmp) / "in", sample_rank(0))
+        dbs = sorted((unit / "ASCEND_PROFILER_OUTPUT").glob("*.db"))
+        con = sqlite3.connect(data.draw(st.sampled_from(dbs), label="db"))
+        tables = sorted(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+        table = data.draw(st.sampled_from(tables), label="table")
+        columns = [r[1] for r in con.execute(f"PRAGMA table_info('{table}')")]
+        column = data.draw(st.sampled_from(columns), label="column")
+        damage = data.draw(st.sampled_from(["cell", "cell", "delete", "repeat", "rename", "drop"]), label="damage")
+        statement, values = {
+            "cell": (f"UPDATE '{table}' SET '{column}' = ? WHERE rowid % {data.draw(st.integers(1, 3))} = 0",
+                     (data.draw(db_cells, label="value"),)),
+            "delete": (f"DELETE FROM '{table}' WHERE rowid % 2 = 0", ()),
+            "repeat": (f"INSERT INTO '{table}' SELECT * FROM '{table}'", ()),
+            "rename": (f"ALTER TABLE '{table}' RENAME COLUMN '{column}' TO 'x_{column}'", ()),
+            "drop": (f"DROP TABLE '{table}'", ()),
+        }[damage]
+        try:
+            con.execute(statement, values)
+            con.commit()
+        except sqlite3.Error:  # a damage SQLite refuses (a key column keeps its integers)
+            return
+        finally:
+            con.close()
+        profile = _read(ascend, unit)
+        if profile is not None:
+            _check_profile(profile)
+
+
 def _small_trace() -> dict:
     """The first events of a real HTA trace (small enough for many examples)."""
     raw = gzip.decompress((CORPUS / "hta" / "trace_filter" / "sampled_rank-0.json.gz").read_bytes())
