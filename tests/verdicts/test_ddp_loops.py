@@ -33,7 +33,7 @@ def test_rank0_checkpointing_every_step_is_named_with_its_host_code(tmp_path):
     evidence = _metric(report, "cluster.slow_rank")["evidence"]
     assert "slow-rank" in found, evidence
     f = found["slow-rank"]
-    assert f["scope"]["ranks"] == [0]
+    assert f["scope"]["ranks"] == [0], (f["message"], evidence)
     assert _metric(report, "cluster.slow_component")["value"] == "free (host/data)"
     # the same model on both ranks: the excess is not more work
     assert _metric(report, "cluster.slow_rank_flops_ratio")["value"] == pytest.approx(1.0, rel=1e-9)
