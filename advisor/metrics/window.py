@@ -262,10 +262,10 @@ def _recompile_rows(p: Profile) -> pd.DataFrame:
     if rows.empty and (table["kind"] == "compile").any():
         raise NotEvaluated("torch.compile compiled in the window, but its records name no compile id "
                            "(torch 2.4 or later writes them): recompilations cannot be told from first ones")
-    parts = [compile_id_parts(c) for c in rows["compile_id"]]
-    rows = rows.assign(frame=pd.Series([f for f, _ in parts], index=rows.index, dtype=int),
-                       count=pd.Series([c for _, c in parts], index=rows.index, dtype=int))
-    return rows[rows["compile_id"].map(is_recompilation).astype(bool)]
+    rows = rows[rows["compile_id"].map(is_recompilation).astype(bool)]
+    parts = pd.DataFrame([compile_id_parts(c) for c in rows["compile_id"]], index=rows.index,
+                         columns=["frame", "count"], dtype=int)
+    return rows.assign(frame=parts["frame"], count=parts["count"])
 
 
 @metric("window.recompiles", unit="count", needs=["steps.recompile_us"])
