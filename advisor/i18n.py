@@ -1,7 +1,8 @@
 """The languages advisor speaks: its report texts, rule texts and messages.
 
 ``LANGS`` is the one list; every per-language table (the report's UI texts in
-``advisor.reports.i18n``, the engine's skip reasons, the rule documentation
+``advisor.reports.i18n``, the engine's skip reasons, the metrics' reasons
+for not being evaluated (``advisor.metrics.reasons``), the rule documentation
 headings, each built-in rule's overlay) has exactly these languages, and the
 test suite checks that they do. ``DEFAULT_LANG`` is the language rule files
 are written in and the fallback of every table.

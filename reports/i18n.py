@@ -167,14 +167,9 @@ EN: dict[str, str] = {
     "unit_us": "us", "unit_bool": "yes / no", "unit_%": "%", "unit_p": "p-value",
     "scope_name_run": "run", "scope_name_step": "step", "scope_name_rank": "rank", "scope_name_op": "operator",
     "scope_name_link": "link",
-    # skipped items whose text comes from a fixed template of the metric registry
-    # (advisor/metrics/registry.py); matched in English, shown in the report's language
+    # a skipped metric (advisor/metrics/registry.py); matched in English, shown in
+    # the report's language (its reason: advisor.metrics.reasons)
     "skip_what_metric": "metric {id}",
-    "skip_no_table": "no {table} table in this profile",
-    "skip_no_column": "the {table} table has no {column} values",
-    "skip_failed": "metric {id} failed on this input: {error}",
-    "skip_no_value": "no value on this profile",
-    "skip_single_rank": "a single rank: nothing to compare",
     "sort_hint": "Sort by this column",
     # operators
     "ops_heading": "Operators",
@@ -388,11 +383,6 @@ ZH: dict[str, str] = {
     "scope_name_run": "整个运行", "scope_name_step": "迭代", "scope_name_rank": "每个 rank", "scope_name_op": "算子",
     "scope_name_link": "链路",
     "skip_what_metric": "指标 {id}",
-    "skip_no_table": "此 profile 中没有 {table} 表",
-    "skip_no_column": "{table} 表中没有 {column} 的值",
-    "skip_failed": "指标 {id} 在此输入上计算失败：{error}",
-    "skip_no_value": "此 profile 上没有取值",
-    "skip_single_rank": "只有一个 rank：没有可比较的对象",
     "ops_heading": "算子",
     "ops_filter_placeholder": "按名称、类型或核筛选算子",
     "col_op_name": "名称",
@@ -477,10 +467,6 @@ def t(lang: str, key: str, **kwargs: object) -> str:
     return text.format(**kwargs) if kwargs else text
 
 
-#: Keys of the fixed skip-reason templates (``skip_*`` above), most specific first.
-SKIP_REASON_KEYS = ("skip_failed", "skip_no_column", "skip_no_table", "skip_no_value", "skip_single_rank")
-
-
 @cache
 def _pattern(template: str) -> re.Pattern[str]:
     """The English ``template`` as a regex, each ``{name}`` a named group."""
@@ -489,21 +475,18 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile(rx + r"\Z", re.DOTALL)
 
 
-def _localized(lang: str, text: str, keys: tuple[str, ...]) -> str:
-    if lang == DEFAULT_LANG:
-        return text
-    for key in keys:
-        m = _pattern(EN[key]).match(text)
-        if m:
-            return t(lang, key, **m.groupdict())
-    return text
-
-
 def skip_texts(lang: str, what: str, reason: str) -> tuple[str, str]:
-    """A skipped item's (what, reason) in ``lang`` where the text is one of
-    the fixed templates (:data:`SKIP_REASON_KEYS`, ``skip_what_metric``);
-    other texts are returned as they are."""
-    return _localized(lang, what, ("skip_what_metric",)), _localized(lang, reason, SKIP_REASON_KEYS)
+    """A skipped item's (what, reason) in ``lang``: "metric X" and a
+    metric's reason (``advisor.metrics.reasons``) translated; other texts
+    (files and their problems) as they are."""
+    from advisor.metrics.reasons import localized  # the metrics are loaded by the time a report is written
+
+    if lang == DEFAULT_LANG:
+        return what, reason
+    m = _pattern(EN["skip_what_metric"]).match(what)
+    if not m:
+        return what, reason
+    return t(lang, "skip_what_metric", **m.groupdict()), localized(reason, lang)
 
 
 def unit_text(lang: str, unit: str) -> str:

@@ -119,6 +119,8 @@ MEASURED = {
     "tests/regression/test_compare_examples.py",
     # the ResNet-50 example analyzed in Chinese
     "tests/reports/test_zh_fixed_texts.py",
+    # every built-in rule validated (its examples evaluated) before the overlay cases
+    "tests/i18n/test_zh.py::test_validate_checks_overlays",
     # MindInsight pipeline-parallel clusters written file by file and analyzed
     "tests/collectors/mindinsight/test_cluster.py",
     # generated Ascend runs (a healthy one; three faults of a 4-rank cluster) analyzed

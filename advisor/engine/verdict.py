@@ -58,6 +58,7 @@ from collections.abc import Mapping
 
 from advisor.collectors.memory.collector import SOURCE_FORMAT as MEMORY_TIMELINE
 from advisor.engine.evaluation import SEVERITY_WORDS, RuleOutcome
+from advisor.metrics.reasons import localized
 from advisor.metrics.window import MIN_DEVICE_OPS_PER_STEP
 from advisor.model import SEVERITY_ORDER, CheckGroup, Finding, Verdict
 from advisor.profile import RunMeta
@@ -108,6 +109,7 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "metric_reason": "{metrics}: {reason}",
         "rule_reason": "{rule}: {reason}",
         "more_reasons": "and {n} more reason(s) (the report's skipped list names them)",
+        "reason_separator": "; ",
         "more_metrics": "{metrics} and {n} more",
         "not_evaluated": "not evaluated",
         "warmup_missing": "steady-state steps: {pct} of the window is start-up",
@@ -144,6 +146,7 @@ VERDICT_TEXTS: dict[str, dict[str, str]] = {
         "metric_reason": "{metrics}：{reason}",
         "rule_reason": "{rule}：{reason}",
         "more_reasons": "另有 {n} 条原因（报告末尾逐条列出）",
+        "reason_separator": "；",
         "more_metrics": "{metrics} 等（另有 {n} 项）",
         "not_evaluated": "未评估",
         "warmup_missing": "稳定阶段的迭代：窗口的 {pct} 是启动阶段",
@@ -206,7 +209,7 @@ def _why(outcomes: list[RuleOutcome], metric_reasons: Mapping[str, str], lang: s
         if not o.missing:
             rule_reasons.append(_t(lang, "rule_reason", rule=o.rule.name, reason=o.reason or ""))
         for m in o.missing:
-            reason = metric_reasons.get(m) or _t(lang, "not_evaluated")
+            reason = localized(metric_reasons[m], lang) if metric_reasons.get(m) else _t(lang, "not_evaluated")
             if m not in by_reason.setdefault(reason, []):
                 by_reason[reason].append(m)
     parts = list(dict.fromkeys(
@@ -214,7 +217,7 @@ def _why(outcomes: list[RuleOutcome], metric_reasons: Mapping[str, str], lang: s
         + rule_reasons))
     if len(parts) > MAX_REASONS:
         parts = parts[:MAX_REASONS] + [_t(lang, "more_reasons", n=len(parts) - MAX_REASONS)]
-    return "; ".join(parts)
+    return _t(lang, "reason_separator").join(parts)
 
 
 def _number(values: Mapping[str, object], metric: str) -> float | None:
