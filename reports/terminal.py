@@ -22,7 +22,9 @@ terminal (clipboard writes, title changes, cursor movement) or forge lines.
 
 from __future__ import annotations
 
-from rich.cells import chop_cells
+import re
+
+from rich.cells import cell_len, chop_cells
 from rich.console import Console
 from rich.text import Text
 
@@ -78,9 +80,56 @@ def _rows(findings: list[Finding]) -> list[tuple[str, Finding]]:
     return rows
 
 
+#: Characters of Chinese, Japanese and Korean text (ideographs, kana,
+#: hangul, CJK and full-width punctuation): a line may break between two of
+#: them, or between one and a Latin word, as CJK text has no spaces.
+_CJK = re.compile(r"[\u2e80-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+#: Punctuation that never starts a line, and that never ends one.
+_NO_BREAK_BEFORE = frozenset("，。、；：！？）」』】》〉…")
+_NO_BREAK_AFTER = frozenset("（「『【《〈")
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut where a line may break: after spaces (a piece keeps the
+    spaces that follow it), and beside CJK characters (``_CJK``), never
+    before closing or after opening punctuation."""
+    out = []
+    for word in re.findall(r"\S+\s*", text):
+        start = 0
+        for i in range(1, len(word.rstrip())):
+            a, b = word[i - 1], word[i]
+            if (_CJK.match(a) or _CJK.match(b)) and b not in _NO_BREAK_BEFORE and a not in _NO_BREAK_AFTER:
+                out.append(word[start:i])
+                start = i
+        out.append(word[start:])
+    return out
+
+
+def _fill(text: str, room: int) -> list[str]:
+    """``text`` in lines of at most ``room`` cells, filled greedily from its
+    ``_pieces``; a piece longer than a line is folded, never cut."""
+    lines: list[str] = []
+    line = ""
+    for piece in _pieces(text):
+        if cell_len((line + piece).rstrip()) <= room:
+            line += piece
+            continue
+        if line.strip():
+            lines.append(line.rstrip())
+        while cell_len(piece.rstrip()) > room:
+            head = chop_cells(piece, room)[0]
+            lines.append(head)
+            piece = piece[len(head):]
+        line = piece
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
 def _wrap(console: Console, text: str, indent: int, width: int, *, code: bool = False) -> list[str]:
     """``text`` wrapped to ``width`` display cells (CJK: two each) under an
-    indent of ``indent`` spaces; a word longer than a line is folded, never
+    indent of ``indent`` spaces, breaking at spaces and beside CJK
+    characters (``_pieces``); a word longer than a line is folded, never
     cut. ``code`` keeps each line's leading spaces and breaks only where a
     line is too long."""
     room = max(MIN_TEXT_WIDTH, width - indent)
@@ -88,8 +137,7 @@ def _wrap(console: Console, text: str, indent: int, width: int, *, code: bool = 
     if code:
         return [pad + part for line in clean(text, multiline=True).expandtabs(4).splitlines()
                 for part in (chop_cells(line.rstrip(), room) or [""])]
-    body = Text(" ".join(clean(text).split()))
-    return [pad + line.plain.rstrip() for line in body.wrap(console, room, overflow="fold")]
+    return [pad + line for line in _fill(" ".join(clean(text).split()), room)]
 
 
 def _fix_lines(console: Console, f: Finding, indent: int, width: int, lang: str) -> list[str]:

@@ -121,3 +121,39 @@ def test_notes_are_wrapped_and_capped(report: Report) -> None:
         assert heads[6] == "……另有 2 条备注（见报告）" and len(heads) == 7
         assert sum(x.count("word") for x in lines) == 5 * 60  # nothing cut
         assert all(cell_len(x) <= 80 for x in lines)
+
+
+
+def test_chinese_lines_are_filled_and_break_beside_cjk(examples) -> None:
+    """Chinese has no spaces between words: a line breaks beside a CJK
+    character (never before closing punctuation such as "，" or "）"), so
+    each wrapped line takes all that fits before the next one starts. On
+    the messages and fixes of the real ResNet-50 example analyzed in
+    Chinese; English text still breaks at spaces only."""
+    from rich.cells import cell_len
+
+    from advisor.pipeline import analyze
+    from advisor.reports.terminal import _pieces, _wrap
+
+    report = analyze(examples / "resnet50_data_bound", lang="zh", jobs=1)
+    texts = [t for f in report.all_findings() for t in (f.message, f.fix.text if f.fix else "") if t]
+    texts += report.verdict.missing
+    assert any("\u4e00" <= c <= "\u9fff" for c in texts[0])
+    console = Console(file=io.StringIO(), width=80)
+    breaks = 0
+    for width in (40, 60, 80):
+        room = width - 4
+        for text in texts:
+            lines = [x[4:] for x in _wrap(console, text, 4, width)]
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
+            assert max(cell_len(x) for x in lines) <= room
+            for line, after in zip(lines, lines[1:]):
+                assert cell_len(line + " " + _pieces(after)[0].rstrip()) > room, (line, after)  # filled
+                assert after[0] not in "，。、；：！？）", (line, after)
+                breaks += not line.endswith(" ") and not after.startswith(" ") and text.find(line + after) >= 0
+    assert breaks > 10  # lines broke inside Chinese text, where there is no space
+    # English: the lines rich's own wrapping gives (breaks at spaces only)
+    english = " ".join(f.message for f in analyze(examples / "resnet50_data_bound", jobs=1).all_findings())
+    for width in (30, 57, 80):
+        assert [x for x in _wrap(console, english, 0, width)] == [
+            x.plain.rstrip() for x in Text(english).wrap(console, width, overflow="fold")]
