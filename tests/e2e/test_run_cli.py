@@ -65,3 +65,23 @@ def test_crash_or_signal_leaves_a_partial_report(tmp_path, how, code):
     assert "step.time_ms" in report["metrics"]
     leftovers = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
     assert leftovers.stdout.strip() == ""
+
+
+def test_a_job_that_fails_before_its_first_step_ends_on_its_own_exit(tmp_path):
+    """Nothing was traced because the job failed: the last line says so and
+    advisor ends with the job's exit code, not with an error about an empty
+    trace folder."""
+    script = tmp_path / "broken.py"
+    script.write_text("import sys\nprint('cannot open the dataset', file=sys.stderr)\nsys.exit(3)\n")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor", "run", "-o", str(out), "--no-color", str(script)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert result.returncode == 3, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert "cannot open the dataset" in result.stderr
+    assert lines[-1] == ("advisor: error: nothing to report: the training command exited with code 3 before any "
+                         "trace was written (its output above says why)")
+    assert "no profiler output found" not in result.stderr and "Traceback" not in result.stderr
+    assert not (out / "report.json").exists()
