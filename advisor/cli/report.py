@@ -84,11 +84,14 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
 
     for note in result.notes:  # they name files of the job's output
         click.echo(f"advisor: {clean(note)}", err=True)
-    if not result.trace_files and result.exit_code != 0:
-        # the job failed before its trace was written: its exit is the news, not the empty folder
-        click.echo(f"advisor: error: nothing to report: the training command exited with code {result.exit_code} "
-                   "before any trace was written (its output above says why)", err=True)
-        sys.exit(result.exit_code)
+    if not result.trace_files:
+        # nothing traced: why (the job's exit, or no training loop) is the news, not the empty folder
+        if result.exit_code != 0:
+            click.echo(f"advisor: error: nothing to report: the training command exited with code "
+                       f"{result.exit_code} before any trace was written (its output above says why)", err=True)
+            sys.exit(result.exit_code)
+        click.echo("advisor: error: nothing to report: the command wrote no trace (see the note above)", err=True)
+        sys.exit(2)
     report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
     _emit(report_obj, out_dir, lang, no_color, used, verbose)
     if result.exit_code != 0:

@@ -85,3 +85,18 @@ def test_a_job_that_fails_before_its_first_step_ends_on_its_own_exit(tmp_path):
                          "trace was written (its output above says why)")
     assert "no profiler output found" not in result.stderr and "Traceback" not in result.stderr
     assert not (out / "report.json").exists()
+
+
+def test_a_script_without_a_training_loop_ends_on_one_line(tmp_path):
+    """A script that never steps an optimizer is not profiled: the note says
+    why, the last line says there is nothing to report, exit code 2."""
+    script = tmp_path / "infer.py"
+    script.write_text("print('inference only')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "advisor", "run", "-o", str(tmp_path / "out"), "--no-color", str(script)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert "no optimizer step was seen" in lines[-2]
+    assert lines[-1] == "advisor: error: nothing to report: the command wrote no trace (see the note above)"
