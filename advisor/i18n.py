@@ -2,15 +2,78 @@
 
 ``LANGS`` is the one list; every per-language table (the report's UI texts in
 ``advisor.reports.i18n``, the engine's skip reasons, the metrics' reasons
-for not being evaluated (``advisor.metrics.reasons``), the rule documentation
-headings, each built-in rule's overlay) has exactly these languages, and the
-test suite checks that they do. ``DEFAULT_LANG`` is the language rule files
-are written in and the fallback of every table.
+for not being evaluated (``advisor.metrics.reasons``), the run's notes
+(``advisor.reports.run_notes``), the rule documentation headings, each
+built-in rule's overlay) has exactly these languages, and the test suite
+checks that they do. ``DEFAULT_LANG`` is the language rule files are
+written in and the fallback of every table.
+
+Texts that advisor writes in English as it reads and measures (why a
+metric was not evaluated, how a profile was read) are translated when a
+report is written, from a ``Catalogue`` keyed by the English text, as
+gettext keys its catalogues by the message id.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cached_property
 
 #: Language codes, the default first.
 LANGS = ("en", "zh")
 #: The language of rule files and the fallback for a missing text.
 DEFAULT_LANG = LANGS[0]
+
+#: A value's place in a catalogue key.
+VALUE = "{}"
+
+
+def _literal(text: str) -> str:
+    """A key's literal text: doubled braces single."""
+    return text.replace("{{", "{").replace("}}", "}")
+
+
+class Catalogue:
+    """English texts -> their translation into one language.
+
+    A key is the English text as written where it is made, or, for a text
+    with values in it (an f-string there), its template: each value written
+    ``{}``, literal braces doubled. The translation places the values as
+    ``{0}``, ``{1}``, ... in its own order; the values themselves (numbers,
+    names, English labels) are kept as they are. A value may be empty (a
+    clause some texts leave out). Where several templates match a text, the
+    one with the most literal text wins.
+    """
+
+    def __init__(self, entries: Mapping[str, str]):
+        self.entries = dict(entries)
+
+    @cached_property
+    def _compiled(self) -> tuple[dict[str, str], list[tuple[re.Pattern[str], str]]]:
+        fixed = {_literal(k): v.format() for k, v in self.entries.items() if VALUE not in k}
+        keys = sorted((k for k in self.entries if VALUE in k), key=lambda k: -len(k.replace(VALUE, "")))
+        patterns = [re.compile("(.*?)".join(re.escape(_literal(p)) for p in k.split(VALUE)), re.DOTALL)
+                    for k in keys]
+        return fixed, [(p, self.entries[k]) for p, k in zip(patterns, keys)]
+
+    def get(self, text: str) -> str | None:
+        """``text`` translated, or None when no entry matches it."""
+        fixed, templates = self._compiled
+        found = fixed.get(text)
+        if found is not None:
+            return found
+        for pattern, translation in templates:
+            m = pattern.fullmatch(text)
+            if m:
+                return translation.format(*m.groups())
+        return None
+
+
+def localized(text: str, lang: str, catalogues: Mapping[str, Catalogue]) -> str:
+    """``text`` (English) in ``lang`` from ``catalogues`` (language ->
+    Catalogue); as written in the default language or without an entry."""
+    if lang == DEFAULT_LANG or lang not in catalogues:
+        return text
+    found = catalogues[lang].get(text)
+    return text if found is None else found

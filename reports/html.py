@@ -30,7 +30,7 @@ from markupsafe import Markup
 
 from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Report
-from advisor.reports import _view
+from advisor.reports import _view, run_notes
 from advisor.reports.i18n import messages, scope_name, skip_texts, t, unit_text
 from advisor.runtime import cache
 
@@ -184,6 +184,7 @@ def render_html(report: Report, lang: str = DEFAULT_LANG) -> str:
         msg=messages(lang),
         report=report,
         run=report.run,
+        notes=[run_notes.localized(n, lang) for n in report.run.notes],
         verdict=_view.verdict(report, lang),
         findings=[_finding_view(f, report, lang, i) for i, f in enumerate(_view.ordered_findings(report), 1)],
         open_findings=5,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from advisor.i18n import DEFAULT_LANG, LANGS
 from advisor.model import Finding, Report
-from advisor.reports import _view
+from advisor.reports import _view, run_notes
 from advisor.reports.i18n import scope_name, skip_texts, t, unit_text
 from advisor.reports.sanitize import clean, inert_markdown
 
@@ -239,7 +239,7 @@ def _skipped_section(report: Report, lang: str) -> _Section:
 
 
 def _notes_section(report: Report, lang: str) -> _Section:
-    rows = [f"- {escape(n, 400)}\n" for n in report.run.notes]
+    rows = [f"- {escape(run_notes.localized(n, lang), 400)}\n" for n in report.run.notes]
     return _Section(t(lang, "meta_notes"), rows, noun=t(lang, "md_noun_notes"))
 
 

@@ -30,7 +30,7 @@ from rich.text import Text
 
 from advisor.i18n import DEFAULT_LANG
 from advisor.model import Finding, Report
-from advisor.reports import _view
+from advisor.reports import _view, run_notes
 from advisor.reports.i18n import t
 from advisor.reports.sanitize import clean
 
@@ -223,7 +223,8 @@ def _line(console: Console, text: str, style: str, rich: bool) -> None:
 
 def _notes(console: Console, report: Report, lang: str, rich: bool) -> None:
     notes = list(dict.fromkeys(report.run.notes))
-    lines = [t(lang, "term_note", text=" ".join(clean(n).split())) for n in notes[:MAX_NOTES]]
+    lines = [t(lang, "term_note", text=" ".join(clean(run_notes.localized(n, lang)).split()))
+             for n in notes[:MAX_NOTES]]
     if len(notes) > MAX_NOTES:
         lines.append(t(lang, "term_more_notes", n=len(notes) - MAX_NOTES))
     width = max(MIN_TEXT_WIDTH, console.width - 1)
