@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,9 @@ import pytest
 
 from advisor.metrics import anomaly
 from advisor.profile import Profile, RunMeta
+
+#: The checkout: the scripts run in a fresh interpreter import the test modules from it.
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _cluster(ranks: int, seed: int, slow: dict[int, float] = {}) -> Profile:  # noqa: B006 -- read only
@@ -48,7 +52,7 @@ def test_a_cluster_is_judged_without_sklearn_or_scipy():
         print(slow["outliers"], healthy["outliers"], alike["outliers"],
               "sklearn" in sys.modules, "scipy" in sys.modules)
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[38,", "931]", "[]", "[]", "False", "False"]
 
@@ -91,6 +95,6 @@ def test_the_step_model_loads_no_scipy():
         flagged = anomaly.step_outlier_recurring_ms(_steps(slow=(3, 4, 11, 17))).evidence["rate_from"]
         print(even, flagged.replace(" ", "_"), "scipy" in sys.modules)
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0.0", "lower_bound", "False"]
