@@ -3,13 +3,15 @@
 ``LANGS`` is the one list; every per-language table (the report's UI texts in
 ``advisor.reports.i18n``, the engine's skip reasons, the metrics' reasons
 for not being evaluated (``advisor.metrics.reasons``), the run's notes
-(``advisor.reports.run_notes``), the rule documentation headings, each
+(``advisor.reports.run_notes``), the problems of skipped files
+(``advisor.reports.skip_problems``), the rule documentation headings, each
 built-in rule's overlay) has exactly these languages, and the test suite
 checks that they do. ``DEFAULT_LANG`` is the language rule files are
 written in and the fallback of every table.
 
 Texts that advisor writes in English as it reads and measures (why a
-metric was not evaluated, how a profile was read) are translated when a
+metric was not evaluated, how a profile was read, why a file was skipped)
+are translated when a
 report is written, from a ``Catalogue`` keyed by the English text, as
 gettext keys its catalogues by the message id.
 """

@@ -477,15 +477,17 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 def skip_texts(lang: str, what: str, reason: str) -> tuple[str, str]:
     """A skipped item's (what, reason) in ``lang``: "metric X" and a
-    metric's reason (``advisor.metrics.reasons``) translated; other texts
-    (files and their problems) as they are."""
+    metric's reason (``advisor.metrics.reasons``), or a file's problem
+    (``advisor.reports.skip_problems``) translated; a file's name as it is,
+    and a rule's reason as the engine wrote it (in ``lang`` already)."""
     from advisor.metrics.reasons import localized  # the metrics are loaded by the time a report is written
+    from advisor.reports import skip_problems
 
     if lang == DEFAULT_LANG:
         return what, reason
     m = _pattern(EN["skip_what_metric"]).match(what)
     if not m:
-        return what, reason
+        return what, skip_problems.localized(reason, lang)
     return t(lang, "skip_what_metric", **m.groupdict()), localized(reason, lang)
 
 

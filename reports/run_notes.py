@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from advisor.i18n import Catalogue
 from advisor.i18n import localized as _localized
-from advisor.reports.run_notes_zh import RUN_NOTES_ZH
+from advisor.reports.reading_zh import RUN_NOTES_ZH
 
 #: Catalogue per language other than the default.
 CATALOGUES: dict[str, Catalogue] = {"zh": Catalogue(RUN_NOTES_ZH)}

@@ -1,0 +1,25 @@
+"""Why a file, or a part of one, was skipped, in the report's language.
+
+A collector that cannot use a file (damaged, truncated, of another layout)
+or a part of it (no kernel events, no collectives) skips it with a one-line
+English problem, the one its ``InputError`` states; the skipped table of the
+HTML and Markdown reports shows it through ``localized``, from a catalogue
+per language keyed by the English text (``advisor.i18n.Catalogue``). A
+problem without an entry is shown as written; the test suite checks that
+every problem a collector states has one. ``report.json`` and advisor's
+one-line errors on the terminal keep the English text.
+"""
+
+from __future__ import annotations
+
+from advisor.i18n import Catalogue
+from advisor.i18n import localized as _localized
+from advisor.reports.reading_zh import SKIP_PROBLEMS_ZH
+
+#: Catalogue per language other than the default.
+CATALOGUES: dict[str, Catalogue] = {"zh": Catalogue(SKIP_PROBLEMS_ZH)}
+
+
+def localized(problem: str, lang: str) -> str:
+    """``problem`` (English, as a collector stated it) in ``lang``."""
+    return _localized(problem, lang, CATALOGUES)
