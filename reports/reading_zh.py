@@ -3,6 +3,8 @@ the English text: the run's notes (``advisor.reports.run_notes``) and the
 problems of skipped files (``advisor.reports.skip_problems``)."""
 
 RUN_NOTES_ZH: dict[str, str] = {
+    "trace_view.json has no Overlap Analysis lanes: per-step times are not available and no steps were invented": "trace_view.json 中没有 Overlap Analysis 泳道：无法获得每步时间，也未虚构任何迭代",
+    "trace_view.json has no step markers and no Overlap Analysis lanes: per-step times are not available and no steps were invented": "trace_view.json 中既没有迭代标记，也没有 Overlap Analysis 泳道：无法获得每步时间，也未虚构任何迭代",
     "MindSpore is profiled through MS_PROFILER_OPTIONS for the whole run (--steps/--warmup do not apply)": "MindSpore 通过 MS_PROFILER_OPTIONS 采集整个运行的 profile（--steps/--warmup 不适用）",
     "MindSpore wrote no *_ascend_ms output": "MindSpore 没有写出 *_ascend_ms 输出",
     "a GPU job ({}), but the trace has no kernel, memcpy or memset events: the steps table keeps the host-side step times only, and there are no device busy/idle, overlap, operator or collective tables, so no device-idle, overlap or kernel verdict can be made; profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (and without experimental profiler_metrics) so that kernel, memcpy and memset events are recorded": "这是 GPU 作业（{0}），但 trace 中没有 kernel、memcpy 或 memset 事件：steps 表只保留 Host 侧的迭代时间，也没有设备忙/空闲、重叠、算子或集合通信表，因此无法得出设备空闲、重叠或 kernel 方面的结论；请使用 activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] 采集 profile（且不启用实验性的 profiler_metrics），以记录 kernel、memcpy 和 memset 事件",
