@@ -51,6 +51,10 @@ def test_a_guard_failing_every_step_is_recompilation_not_start_up(tmp_path):
     assert "new input shape" in found["recompile"]["message"]
     assert "limit of 8 compilations" in found["recompile"]["message"]
     assert "dynamic=True" in found["recompile"]["fix"]["code"]
+    # the steady steps leave the compiling steps out, and what the function saves compiled is not in the
+    # profile: no saving per step is claimed (it was the steady step's whole time, a fraction of a ms)
+    assert found["recompile"]["estimated_gain_ms"] is None and found["recompile"]["time_at_stake_ms"] is None
+    assert "No saving per step is estimated" in found["recompile"]["message"]
     assert report["verdict"]["status"] == "problems", report["verdict"]["reason"]
     assert "warmup-window" not in found  # not "profile later steps"
 
