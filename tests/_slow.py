@@ -121,6 +121,16 @@ MEASURED = {
     "tests/reports/test_zh_fixed_texts.py",
     # every built-in rule validated (its examples evaluated) before the overlay cases
     "tests/i18n/test_zh.py::test_validate_checks_overlays",
+    # every built-in rule validated as a set, examples evaluated
+    "tests/engine/test_rule_files.py::test_builtin_rules_validate_as_a_set",
+    # a 2000-step trace written, refused, then analyzed through the CLI
+    "tests/collectors/io/test_limits.py::test_total_size_bound_and_flag_to_raise_it",
+    # a template stopped only at its sandbox's time bound, through the CLI
+    "tests/robustness/test_trust_rule_bounds.py::test_a_template_that_builds_too_much_is_stopped_and_the_finding_stands",
+    # a generated 16-rank Kineto cluster analyzed
+    "tests/metrics/test_slow_group.py::test_one_host_of_two_is_named",
+    # three examples analyzed in two languages
+    "tests/metrics/test_reasons.py::test_real_profiles_show_their_reasons_in_chinese",
     # MindInsight pipeline-parallel clusters written file by file and analyzed
     "tests/collectors/mindinsight/test_cluster.py",
     # generated Ascend runs (a healthy one; three faults of a 4-rank cluster) analyzed
