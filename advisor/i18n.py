@@ -18,7 +18,6 @@ gettext keys its catalogues by the message id.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -46,18 +45,23 @@ class Catalogue:
     names, English labels) are kept as they are. A value may be empty (a
     clause some texts leave out). Where several templates match a text, the
     one with the most literal text wins.
+
+    A text is matched against a template by its literal pieces, each value
+    ending where the next piece first occurs (``str.find``): linear in the
+    text's length, whatever it holds. Values come from profiles (file and
+    operator names, parser messages quoting a row), and a regular
+    expression's backtracking over a long hostile value took seconds to
+    minutes.
     """
 
     def __init__(self, entries: Mapping[str, str]):
         self.entries = dict(entries)
 
     @cached_property
-    def _compiled(self) -> tuple[dict[str, str], list[tuple[re.Pattern[str], str]]]:
+    def _compiled(self) -> tuple[dict[str, str], list[tuple[list[str], str]]]:
         fixed = {_literal(k): v.format() for k, v in self.entries.items() if VALUE not in k}
         keys = sorted((k for k in self.entries if VALUE in k), key=lambda k: -len(k.replace(VALUE, "")))
-        patterns = [re.compile("(.*?)".join(re.escape(_literal(p)) for p in k.split(VALUE)), re.DOTALL)
-                    for k in keys]
-        return fixed, [(p, self.entries[k]) for p, k in zip(patterns, keys)]
+        return fixed, [([_literal(p) for p in k.split(VALUE)], self.entries[k]) for k in keys]
 
     def get(self, text: str) -> str | None:
         """``text`` translated, or None when no entry matches it."""
@@ -65,11 +69,31 @@ class Catalogue:
         found = fixed.get(text)
         if found is not None:
             return found
-        for pattern, translation in templates:
-            m = pattern.fullmatch(text)
-            if m:
-                return translation.format(*m.groups())
+        for pieces, translation in templates:
+            values = _values(pieces, text)
+            if values is not None:
+                return translation.format(*values)
         return None
+
+
+def _values(pieces: list[str], text: str) -> list[str] | None:
+    """The values of ``text`` between a template's literal ``pieces`` (one
+    more piece than values), or None when it does not have them: it starts
+    with the first piece, ends with the last, and each middle piece follows
+    the value before it (its first occurrence)."""
+    first, last = pieces[0], pieces[-1]
+    if len(text) < len(first) + len(last) or not text.startswith(first) or not text.endswith(last):
+        return None
+    at, end = len(first), len(text) - len(last)
+    values = []
+    for piece in pieces[1:-1]:
+        i = text.find(piece, at, end)
+        if i < 0:
+            return None
+        values.append(text[at:i])
+        at = i + len(piece)
+    values.append(text[at:end])
+    return values
 
 
 def localized(text: str, lang: str, catalogues: Mapping[str, Catalogue]) -> str:
