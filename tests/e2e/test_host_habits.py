@@ -72,6 +72,9 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     assert _value(bad, "host.gc_max_ms") >= 1.0
     assert _value(bad, "host.empty_cache_calls") == 1.0
     assert "train_habits.py" in fired["allocator-churn"]["message"]  # the call site
+    # the loop calls gc.collect() itself, which no threshold stops: the message and the fix say to take it out
+    assert "gc.collect() call out of the step" in fired["gc-pause"]["message"]
+    assert "take gc.collect() calls out of the step" in fired["gc-pause"]["fix"]["text"]
 
     plain = _run(examples, tmp_path / "plain", PLAIN)
     assert "unfused-optimizer" in {f["rule"] for f in plain["findings"]}
