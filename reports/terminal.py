@@ -126,7 +126,7 @@ def _fill(text: str, room: int) -> list[str]:
     return lines
 
 
-def _wrap(console: Console, text: str, indent: int, width: int, *, code: bool = False) -> list[str]:
+def _wrap(text: str, indent: int, width: int, *, code: bool = False) -> list[str]:
     """``text`` wrapped to ``width`` display cells (CJK: two each) under an
     indent of ``indent`` spaces, breaking at spaces and beside CJK
     characters (``_pieces``); a word longer than a line is folded, never
@@ -140,16 +140,16 @@ def _wrap(console: Console, text: str, indent: int, width: int, *, code: bool = 
     return [pad + line for line in _fill(" ".join(clean(text).split()), room)]
 
 
-def _fix_lines(console: Console, f: Finding, indent: int, width: int, lang: str) -> list[str]:
+def _fix_lines(f: Finding, indent: int, width: int, lang: str) -> list[str]:
     """The fix: its text whole, then the first ``FIX_CODE_LINES`` lines of
     its code and how many more the report holds."""
     if f.fix is None:
         return []
     head = t(lang, "term_fix", label=_view.fix_label(f.fix.framework, lang), text=f.fix.text)
-    lines = _wrap(console, head, indent, width)
+    lines = _wrap(head, indent, width)
     code = clean(f.fix.code or "", multiline=True).strip("\n").splitlines()
     if code:
-        lines += _wrap(console, "\n".join(code[:FIX_CODE_LINES]), indent + CODE_INDENT, width, code=True)
+        lines += _wrap("\n".join(code[:FIX_CODE_LINES]), indent + CODE_INDENT, width, code=True)
         if len(code) > FIX_CODE_LINES:
             lines.append(" " * (indent + CODE_INDENT) + t(lang, "term_fix_more", n=len(code) - FIX_CODE_LINES))
     return lines
@@ -168,11 +168,11 @@ def _finding_lines(console: Console, findings: list[Finding], lang: str, verbose
         sev = t(lang, f"sev_{f.severity}").upper()
         lead = f"{num:>2}. " if not sub else f"    {t(lang, 'term_contributing', n=num)} "
         head = f"{lead}[{sev}] {clean(f.rule)} ({clean(f.id)})  [{_view.gain_text(f, lang)}]"
-        out += [(line, "dim" if sub else SEV_STYLE.get(f.severity, "")) for line in _hang(console, head, width)]
+        out += [(line, "dim" if sub else SEV_STYLE.get(f.severity, "")) for line in _hang(head, width)]
         indent = MESSAGE_INDENT * (2 if sub else 1)
-        out += [(line, "dim" if sub else "") for line in _wrap(console, f.message, indent, width)]
+        out += [(line, "dim" if sub else "") for line in _wrap(f.message, indent, width)]
         if verbose or k == 0:
-            out += [(line, "cyan") for line in _fix_lines(console, f, indent, width, lang)]
+            out += [(line, "cyan") for line in _fix_lines(f, indent, width, lang)]
         elif f.fix is not None:
             unshown += 1
     if len(findings) > MAX_ROWS:
@@ -192,7 +192,7 @@ def _print_findings(console: Console, report: Report, lang: str, rich: bool, ver
         return
     _line(console, t(lang, "term_title", n=len(findings)), "bold", rich)
     if v["bound"]:
-        for line in _wrap(console, v["bound"], 2, width):
+        for line in _wrap(v["bound"], 2, width):
             _line(console, line, "dim", rich)
     for text, style in _finding_lines(console, findings, lang, verbose):
         _line(console, text, style, rich)
@@ -200,16 +200,16 @@ def _print_findings(console: Console, report: Report, lang: str, rich: bool, ver
 
 def _hanging(console: Console, text: str, style: str, rich: bool, width: int) -> None:
     """Print ``text`` wrapped with a hanging indent (:func:`_hang`)."""
-    for line in _hang(console, text, width):
+    for line in _hang(text, width):
         _line(console, line, style, rich)
 
 
-def _hang(console: Console, text: str, width: int) -> list[str]:
+def _hang(text: str, width: int) -> list[str]:
     """``text`` wrapped to ``width``, its lines after the first indented two
     spaces more than the first (which keeps its own leading spaces)."""
     lead = len(text) - len(text.lstrip(" "))
     return [" " * lead + line[lead + 2:] if j == 0 else line
-            for j, line in enumerate(_wrap(console, text, lead + 2, width))]
+            for j, line in enumerate(_wrap(text, lead + 2, width))]
 
 
 def _line(console: Console, text: str, style: str, rich: bool) -> None:

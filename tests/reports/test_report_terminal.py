@@ -144,7 +144,7 @@ def test_chinese_lines_are_filled_and_break_beside_cjk(examples) -> None:
     for width in (40, 60, 80):
         room = width - 4
         for text in texts:
-            lines = [x[4:] for x in _wrap(console, text, 4, width)]
+            lines = [x[4:] for x in _wrap(text, 4, width)]
             assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
             assert max(cell_len(x) for x in lines) <= room
             for line, after in zip(lines, lines[1:]):
@@ -155,5 +155,5 @@ def test_chinese_lines_are_filled_and_break_beside_cjk(examples) -> None:
     # English: the lines rich's own wrapping gives (breaks at spaces only)
     english = " ".join(f.message for f in analyze(examples / "resnet50_data_bound", jobs=1).all_findings())
     for width in (30, 57, 80):
-        assert [x for x in _wrap(console, english, 0, width)] == [
+        assert [x for x in _wrap(english, 0, width)] == [
             x.plain.rstrip() for x in Text(english).wrap(console, width, overflow="fold")]
