@@ -11,9 +11,9 @@ written in and the fallback of every table.
 
 Texts that advisor writes in English as it reads and measures (why a
 metric was not evaluated, how a profile was read, why a file was skipped)
-are translated when a
-report is written, from a ``Catalogue`` keyed by the English text, as
-gettext keys its catalogues by the message id.
+are translated when a report is written (``Translations``: a ``Catalogue``
+per language, keyed by the English text, as gettext keys its catalogues by
+the message id).
 """
 
 from __future__ import annotations
@@ -96,10 +96,16 @@ def _values(pieces: list[str], text: str) -> list[str] | None:
     return values
 
 
-def localized(text: str, lang: str, catalogues: Mapping[str, Catalogue]) -> str:
-    """``text`` (English) in ``lang`` from ``catalogues`` (language ->
-    Catalogue); as written in the default language or without an entry."""
-    if lang == DEFAULT_LANG or lang not in catalogues:
-        return text
-    found = catalogues[lang].get(text)
-    return text if found is None else found
+class Translations:
+    """One kind of text advisor writes in English (a metric's reasons, the
+    run's notes, ...) in the other languages: a ``Catalogue`` per language."""
+
+    def __init__(self, entries: Mapping[str, Mapping[str, str]]):
+        self.catalogues = {lang: Catalogue(texts) for lang, texts in entries.items()}
+
+    def localized(self, text: str, lang: str) -> str:
+        """``text`` (English) in ``lang``; as written in the default language
+        or where ``lang``'s catalogue has no entry for it."""
+        catalogue = None if lang == DEFAULT_LANG else self.catalogues.get(lang)
+        found = None if catalogue is None else catalogue.get(text)
+        return text if found is None else found

@@ -11,14 +11,9 @@ written; the test suite checks that every note a collector writes has one.
 
 from __future__ import annotations
 
-from advisor.i18n import Catalogue
-from advisor.i18n import localized as _localized
+from advisor.i18n import Translations
 from advisor.reports.reading_zh import RUN_NOTES_ZH
 
-#: Catalogue per language other than the default.
-CATALOGUES: dict[str, Catalogue] = {"zh": Catalogue(RUN_NOTES_ZH)}
-
-
-def localized(note: str, lang: str) -> str:
-    """``note`` (English, as a collector wrote it) in ``lang``."""
-    return _localized(note, lang, CATALOGUES)
+RUN_NOTES = Translations({"zh": RUN_NOTES_ZH})
+#: ``localized(note, lang)``: a note (English, as a collector wrote it) in ``lang``.
+localized = RUN_NOTES.localized

@@ -12,14 +12,9 @@ one-line errors on the terminal keep the English text.
 
 from __future__ import annotations
 
-from advisor.i18n import Catalogue
-from advisor.i18n import localized as _localized
+from advisor.i18n import Translations
 from advisor.reports.reading_zh import SKIP_PROBLEMS_ZH
 
-#: Catalogue per language other than the default.
-CATALOGUES: dict[str, Catalogue] = {"zh": Catalogue(SKIP_PROBLEMS_ZH)}
-
-
-def localized(problem: str, lang: str) -> str:
-    """``problem`` (English, as a collector stated it) in ``lang``."""
-    return _localized(problem, lang, CATALOGUES)
+SKIP_PROBLEMS = Translations({"zh": SKIP_PROBLEMS_ZH})
+#: ``localized(problem, lang)``: a problem (English, as a collector stated it) in ``lang``.
+localized = SKIP_PROBLEMS.localized

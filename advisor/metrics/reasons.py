@@ -12,15 +12,9 @@ has one in every language. ``report.json`` keeps the English reasons.
 
 from __future__ import annotations
 
-from advisor.i18n import Catalogue
-from advisor.i18n import localized as _localized
+from advisor.i18n import Translations
 from advisor.metrics.reasons_zh import REASONS_ZH
 
-#: Catalogue per language other than the default.
-CATALOGUES: dict[str, Catalogue] = {"zh": Catalogue(REASONS_ZH)}
-
-
-def localized(reason: str, lang: str) -> str:
-    """``reason`` (English, as a metric or the registry gave it) in ``lang``;
-    as written when the language is the default or has no entry for it."""
-    return _localized(reason, lang, CATALOGUES)
+REASONS = Translations({"zh": REASONS_ZH})
+#: ``localized(reason, lang)``: a reason (English, as a metric or the registry gave it) in ``lang``.
+localized = REASONS.localized

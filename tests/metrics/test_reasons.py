@@ -54,14 +54,14 @@ def test_the_scan_finds_the_reasons_metrics_give():
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_every_reason_a_metric_gives_has_a_translation(lang):
-    catalogue = reasons.CATALOGUES[lang].entries if lang in reasons.CATALOGUES else {}
+    catalogue = reasons.REASONS.catalogues[lang].entries if lang in reasons.REASONS.catalogues else {}
     missing = {key: where for key, where in _raised_reasons().items() if key not in catalogue}
     assert not missing, missing
 
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_translations_place_every_value_once(lang):
-    for key, text in reasons.CATALOGUES[lang].entries.items():
+    for key, text in reasons.REASONS.catalogues[lang].entries.items():
         assert places_every_value_once(key, text), (key, text)
 
 
@@ -80,7 +80,7 @@ def test_real_profiles_show_their_reasons_in_chinese(examples, folder):
     metric_skips = [s for s in zh.skipped if s.what.startswith("metric ")]
     assert metric_skips
     for s in metric_skips:
-        assert reasons.CATALOGUES["zh"].get(s.reason) is not None, s
+        assert reasons.REASONS.catalogues["zh"].get(s.reason) is not None, s
         what, reason = skip_texts("zh", s.what, s.reason)
         assert reason != s.reason and what.startswith("指标 "), s
         assert skip_texts("en", s.what, s.reason) == (s.what, s.reason)

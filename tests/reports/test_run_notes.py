@@ -58,7 +58,7 @@ def test_the_scan_finds_the_notes_collectors_write():
 
 @pytest.mark.parametrize("lang", OTHER_LANGS)
 def test_every_note_has_a_translation(lang):
-    catalogue = run_notes.CATALOGUES[lang]
+    catalogue = run_notes.RUN_NOTES.catalogues[lang]
     missing = {key: where for key, where in _written_notes().items() if key not in catalogue.entries}
     assert not missing, missing
     for note in BUILT:

@@ -48,7 +48,7 @@ def test_the_scan_finds_the_problems_collectors_state():
 
 @pytest.mark.parametrize("lang", OTHER_LANGS)
 def test_every_problem_has_a_translation(lang):
-    catalogue = skip_problems.CATALOGUES[lang]
+    catalogue = skip_problems.SKIP_PROBLEMS.catalogues[lang]
     missing = {key: where for key, where in _stated_problems().items() if key not in catalogue.entries}
     assert not missing, missing
     for key, text in catalogue.entries.items():

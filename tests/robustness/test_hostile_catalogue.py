@@ -22,7 +22,7 @@ HOSTILE = " (x): a, b; " * 17_000
 
 
 def _catalogues() -> list[Catalogue]:
-    return [*reasons.CATALOGUES.values(), *run_notes.CATALOGUES.values(), *skip_problems.CATALOGUES.values()]
+    return [c for t in (reasons.REASONS, run_notes.RUN_NOTES, skip_problems.SKIP_PROBLEMS) for c in t.catalogues.values()]
 
 
 def test_hostile_values_are_translated_in_linear_time():
