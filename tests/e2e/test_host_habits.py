@@ -75,6 +75,9 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     # the loop calls gc.collect() itself, which no threshold stops: the message and the fix say to take it out
     assert "gc.collect() call out of the step" in fired["gc-pause"]["message"]
     assert "take gc.collect() calls out of the step" in fired["gc-pause"]["fix"]["text"]
+    # the collections are also time outside the operators: one cause, one finding, the other measure contributing
+    assert "host-time-outside-ops" not in fired
+    assert "host-time-outside-ops" in {c["rule"] for c in fired["gc-pause"]["contributing"]}
 
     plain = _run(examples, tmp_path / "plain", PLAIN)
     assert "unfused-optimizer" in {f["rule"] for f in plain["findings"]}
