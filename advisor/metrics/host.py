@@ -389,7 +389,9 @@ def optimizer_ops(p: Profile) -> float:
     """Elementwise, foreach and fused ops the optimizer issues per steady
     step (those of ``calls.OPTIMIZER_OP_RE``, ``FOREACH_RE`` and
     ``FUSED_OPTIMIZER_RE`` inside its ``step()``): several per parameter
-    tensor in the single-tensor loop, a few per parameter group otherwise."""
+    tensor in the single-tensor loop, a few per parameter group otherwise
+    (the per-tensor ops a CPU runs under a foreach op are that op's work,
+    not counted again)."""
     _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
     return _per_step(p, ("optimizer_op", "optimizer_foreach", "optimizer_fused"), "count")
 

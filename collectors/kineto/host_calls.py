@@ -137,13 +137,19 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
     """``cls`` with the classes that depend on what encloses an event
     settled ("" for an event not counted): the ``calls.OPTIMIZER_INNER``
     classes count only when they start inside an ``optimizer`` event of the
-    same thread, ``nan_check`` and ``recompute`` only inside a ``backward``
+    same thread, and not inside a multi-tensor or fused op (on a CPU a
+    ``_foreach`` op runs one elementwise op per tensor under it), ``nan_check`` and ``recompute`` only inside a ``backward``
     node (and ``recompute`` only where no other ``recompute`` op encloses
     it); inside a backward node a ``sync`` ``aten::item`` is the NaN check
     reading its answer (``nan_check``) and its ``aten::_local_scalar_dense``
     is not counted again."""
     cls = cls.copy()
     _keep_inside(cls, np.isin(cls, list(OPTIMIZER_INNER)), cls == "optimizer", start, end, thread)
+    multi = (cls == "optimizer_foreach") | (cls == "optimizer_fused")
+    if multi.any():  # a multi-tensor op's per-tensor ops (its CPU implementation) are that op, not more
+        single = cls == "optimizer_op"
+        cls[single & _inside(single, multi, start, end, thread)] = ""
+        cls[multi & _nested_in_same(multi, start, end, thread)] = ""
     backward = cls == "backward"
     if backward.any():
         reads = (cls == "sync") & np.isin(names, list(_CHECK_READS))

@@ -92,6 +92,25 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     assert _program_items(bad) - _program_items(good) == pytest.approx(1.0)  # loss.item() once a step
 
 
+def test_a_multi_tensor_optimizer_counts_its_ops_not_their_per_tensor_work(examples, tmp_path):
+    """On a CPU each ``aten::_foreach_*`` op of AdamW(foreach=True) runs one
+    elementwise op per parameter tensor under it; the optimizer issues the
+    foreach ops, a few per parameter group, and the message's count says so
+    (it read 468 ops, "each a pass over all the parameters", on a
+    transformer whose step issued 9)."""
+    report = _run(examples, tmp_path / "foreach", ["--optimizer", "foreach"], stacks=False)
+    assert _value(report, "host.optimizer_impl") == "foreach"
+    trace = json.loads(next((tmp_path / "foreach" / "out" / "trace").glob("*.json")).read_text())["traceEvents"]
+    ops = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    step = next(e for e in trace if str(e.get("name", "")).startswith("Optimizer.step#"))
+    inside = [e for e in ops if step["ts"] <= e["ts"] <= step["ts"] + step["dur"] and e["tid"] == step["tid"]]
+    foreach = [e for e in inside if e["name"].startswith("aten::_foreach_")]
+    per_tensor = [e for e in inside if any(f["ts"] <= e["ts"] < f["ts"] + f["dur"] for f in foreach)
+                  and e["name"] in ("aten::add_", "aten::mul_", "aten::lerp_", "aten::addcdiv_")]
+    assert foreach and len(per_tensor) > len(foreach)  # the per-tensor work is in the trace
+    assert _value(report, "host.optimizer_ops") == pytest.approx(len(foreach), abs=1)
+
+
 def test_collections_without_gc_records_are_conjectured_from_silent_pauses(examples, tmp_path):
     """Without Python stacks the profiler records no collections: a
     ``gc.collect()`` over a 300k-object heap every third step leaves the
