@@ -45,6 +45,9 @@ said; docs/accuracy.md "Runs the rules were not built on"):
 * ``find-unused-2``: DDP(find_unused_parameters=True), every parameter used.
 * ``tiny-bucket-2``: ``DP_MODEL`` with 0.01 MB buckets (one all-reduce per
   gradient tensor); ``default-bucket-2`` with DDP's default.
+* ``wide-layer-2``: ``WIDE_MLP`` under DDP's default buckets: the first
+  bucket holds the 4 MB weight of the 1024 x 1024 layer, so it waits for
+  that layer's backward whatever the bucket size.
 * ``batchnorm-2``: BatchNorm after each hidden layer, DDP broadcasting
   rank 0's buffers before every forward; ``batchnorm-nobcast-2`` without.
 * ``log-loss-2``: the loss all-reduced and read every step.
@@ -81,6 +84,9 @@ DP_MODEL = ("--hidden", "128", "--layers", "8", "--conv-channels", "32", "--imag
 #: An MLP whose 12.7 MB of float32 gradients (3.2M parameters, mostly three
 #: 1024 x 1024 layers) make an all-reduce that is a large share of its step.
 BIG_MLP = ("--hidden", "1024", "--layers", "4")
+#: An MLP of 4.3 MB of float32 gradients, 4.2 MB of them one 1024 x 1024
+#: weight whose backward comes last but for a thin first layer.
+WIDE_MLP = ("--features", "32", "--hidden", "1024", "--layers", "2", "--batch-size", "64")
 #: Steps profiled in the data-parallel runs, of the steps trained.
 DP_STEPS, DP_TRAIN_STEPS = 10, "14"
 #: Two ranks of a small MLP, for the cluster rules, and the steps profiled:
@@ -123,6 +129,7 @@ SCENARIOS = {
     "find-unused-2": (PAIR_STEPS, torchrun(2, *PAIR, "--find-unused-parameters")),
     "tiny-bucket-2": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL, "--bucket-cap-mb", "0.01")),
     "default-bucket-2": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *DP_MODEL)),
+    "wide-layer-2": (DP_STEPS, torchrun(2, "--steps", DP_TRAIN_STEPS, *WIDE_MLP)),
     "batchnorm-2": (PAIR_STEPS, torchrun(2, *PAIR, "--norm", "batch")),
     "batchnorm-nobcast-2": (PAIR_STEPS, torchrun(2, *PAIR, "--norm", "batch", "--no-broadcast-buffers")),
     "log-loss-2": (PAIR_STEPS, torchrun(2, *PAIR, "--log-loss")),
