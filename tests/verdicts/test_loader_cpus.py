@@ -84,6 +84,8 @@ def test_a_loader_that_already_has_the_cpus_is_told_to_build_cheaper_batches(tmp
     assert "already builds batches in worker processes" in fix["text"] and "cheaper" in fix["text"]
     # more workers only where they wait on storage or the network, which this profile cannot see
     assert "storage or the network" in fix["text"]
+    # the trace does not record the loader's worker count: no count is proposed as if it were one
+    assert "raise num_workers to about" not in fix["text"] and "does not record how many" in fix["text"]
     assert "cached_dataset" in fix["code"] and f"num_workers={value(report, 'data.worker_cpus')}" in fix["code"]
 
 
@@ -97,3 +99,21 @@ def test_a_loader_in_the_training_process_is_given_the_cpu_the_loop_leaves(tmp_p
     assert f"num_workers={value(report, 'data.suggested_workers')}" in fix["code"]
     # the suggestion is for workers that wait; CPU-bound ones get the CPUs the loop leaves
     assert f"keep about {value(report, 'data.worker_cpus')} busy" in fix["text"]
+
+
+def test_a_loader_in_worker_processes_with_cpus_to_spare_gets_more_workers_not_a_count():
+    """A PyTorch trace shows that the loader runs in worker processes, not
+    how many: with CPUs to spare the fix asks for more than it has, and the
+    suggested count only as what one worker would need."""
+    from advisor.engine.evaluation import compile_rule, evaluate_rule, run_context
+    from advisor.engine.loader import load_rules
+
+    compiled = compile_rule(next(r for r in load_rules([]) if r.name == "input-bound"))
+    metrics = next(e for e in compiled.rule.examples if e.name.startswith("PyTorch DataLoader already")).metrics
+    finding, skip = evaluate_rule(compiled, metrics, framework="pytorch", device="gpu",
+                                  run=run_context(framework="pytorch", device="gpu"))
+    assert skip is None and finding is not None
+    assert "already builds batches in worker processes" in finding.fix.text
+    assert "does not record how many" in finding.fix.text
+    assert "num_workers=2 * num_workers" in finding.fix.code
+    assert f"num_workers={metrics['data.suggested_workers']}," not in finding.fix.code
