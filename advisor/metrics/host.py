@@ -356,6 +356,17 @@ def cpu_only(p: Profile) -> bool:
     return p.meta.device == "cpu"
 
 
+@metric("host.cpu_bf16", unit="bool", needs=[])
+def cpu_bf16(p: Profile) -> bool:
+    """True when the host CPU has bfloat16 arithmetic instructions (x86
+    AVX512-BF16 or AMX, Arm bf16), as ``advisor run`` records them
+    (``meta.cpu.bf16``); not evaluated where the profile does not say."""
+    known = p.meta.cpu.bf16 if p.meta.cpu is not None else None
+    if known is None:
+        raise NotEvaluated("the profile does not record the CPU's bfloat16 instructions (advisor run records them)")
+    return bool(known)
+
+
 @metric("host.optimizer_ms", unit="ms", needs=_NEEDS)
 def optimizer_ms(p: Profile) -> float:
     """Host time per step inside the optimizer's ``step()`` (the

@@ -500,6 +500,15 @@ def emulated_lowp_ms(p: Profile) -> Value:
     return Value(value, rank_evidence(per_rank))
 
 
+@metric("ops.emulated_lowp_types", unit="list", needs=["steps.bf16_matmul_us", "steps.fp16_matmul_us"])
+def emulated_lowp_types(p: Profile) -> Value:
+    """The low-precision types (``bfloat16``, ``float16``) whose matrix
+    products ran on a CPU without instructions for them (see
+    ``ops.emulated_lowp_ms``); empty when none did."""
+    spelled = {column: name for column, _, name in LOWP_COLUMNS}
+    return Value([spelled[c] for c in _unsupported_lowp(p)])
+
+
 @metric("ops.emulated_lowp_ratio", unit="ratio", needs=["steps.bf16_matmul_us", "steps.fp16_matmul_us",
                                                          "steps.duration_us"])
 def emulated_lowp_ratio(p: Profile) -> Value:

@@ -34,7 +34,8 @@ opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))
 for step in range(9):
     opt.zero_grad(set_to_none=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=sys.argv[1] == "bf16"):
+    dtype = torch.float16 if sys.argv[1] == "fp16" else torch.bfloat16
+    with torch.autocast("cpu", dtype=dtype, enabled=sys.argv[1] != "fp32"):
         loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
@@ -74,6 +75,29 @@ def test_the_same_loop_in_float32_keeps_it_quiet(tmp_path):
     report, _ = _run(tmp_path, "fp32")
     assert value(report, "ops.emulated_lowp_ms") == 0.0
     assert RULE not in {f["rule"] for f in report["findings"]}
+
+
+def test_a_float16_run_is_judged_by_the_float16_instructions_and_offered_bfloat16(tmp_path):
+    """A float16 autocast loop on a CPU without float16 instructions is
+    emulated whatever the CPU has for bfloat16; where it has bfloat16 the
+    finding says to autocast to that instead (it said the CPU had "neither
+    AVX512-BF16/AMX nor their float16 counterparts" on one with AVX512-BF16,
+    and proposed float32)."""
+    report, _ = _run(tmp_path, "fp16")
+    machine = cpu_properties(torch)
+    found = {f["rule"]: f for f in report["findings"]}
+    if machine["fp16"] is not False:
+        assert RULE not in found
+        return
+    assert value(report, "ops.emulated_lowp_types") == ["float16"]
+    f = found[RULE]
+    assert f["severity"] in SERIOUS and "float16 matrix products" in f["message"]
+    assert "bfloat16 matrix products" not in f["message"] and "AVX512-BF16" not in f["message"]
+    if machine["bf16"]:
+        assert "autocast to bfloat16 instead of float16" in f["message"]
+        assert 'dtype=torch.bfloat16' in f["fix"]["code"] and "enabled=cpu_bf16" not in f["fix"]["code"]
+    else:
+        assert "model.float()" in f["fix"]["code"]
 
 
 def test_a_trace_that_does_not_record_the_cpu_leaves_it_unjudged(tmp_path, bf16_run):
