@@ -3,6 +3,7 @@ the English text: the run's notes (``advisor.reports.run_notes``) and the
 problems of skipped files (``advisor.reports.skip_problems``)."""
 
 RUN_NOTES_ZH: dict[str, str] = {
+    "memory levels count from the start of recording: the [memory] events do not say what was allocated before (the CPU allocator's totals start at zero), so a peak or a level leaves it out": "内存水位从开始采集时算起：[memory] 事件没有说明采集前已分配的内存（CPU 分配器的统计从零开始），因此峰值和水位都不含这部分",
     "trace_view.json has no Overlap Analysis lanes: per-step times are not available and no steps were invented": "trace_view.json 中没有 Overlap Analysis 泳道：无法获得每步时间，也未虚构任何迭代",
     "trace_view.json has no step markers and no Overlap Analysis lanes: per-step times are not available and no steps were invented": "trace_view.json 中既没有迭代标记，也没有 Overlap Analysis 泳道：无法获得每步时间，也未虚构任何迭代",
     "MindSpore is profiled through MS_PROFILER_OPTIONS for the whole run (--steps/--warmup do not apply)": "MindSpore 通过 MS_PROFILER_OPTIONS 采集整个运行的 profile（--steps/--warmup 不适用）",
@@ -154,6 +155,7 @@ SKIP_PROBLEMS_ZH: dict[str, str] = {
     "op {}: a time is not a 'start,end' pair": "算子 {0}：某个时间不是 'start,end' 格式的数对",
     "step {}: points out of order (a step ends before it starts)": "迭代 {0}：时间点顺序错乱（迭代在开始之前就结束了）",
     "step {}: total {} is impossible (a negative or infinite step time)": "迭代 {0}：total 值 {1} 不可能出现（迭代时间为负或无穷大）",
+    "the [memory] events record no Total Allocated: the memory live when recording began is unknown, so no memory timeline is built": "[memory] 事件没有记录 Total Allocated：采集开始时已占用的内存未知，因此不构建内存时间线",
     "the marked ops have different numbers of steps ({})": "各标记算子的迭代数不同（{0}）",
     "trace has no complete events of known categories (cpu_op/Operator/kernel/... ) to analyse": "trace 中没有可分析的已知类别（cpu_op/Operator/kernel/... ）的完整事件",
     "truncated CSV: the file ends inside a quoted field": "CSV 被截断：文件在带引号的字段内结束",

@@ -187,6 +187,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from advisor.collectors import vocab
@@ -443,6 +444,10 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         raise InputError(path, "trace has no complete events of known categories "
                                "(cpu_op/Operator/kernel/... ) to analyse")
     tables = _tables(trace, rank)
+    notes = list(tables.notes)
+    memory = _memory_table(trace, rank)
+    if memory is not None and (memory["action"] != "preexisting").all():
+        notes.append(MEMORY_FROM_ZERO)
     meta = RunMeta(
         framework="pytorch",
         device=tables.device,
@@ -456,17 +461,21 @@ def read(unit: Path, helpers: int = 0) -> Profile:
         ranks_inferred=inferred,
         world_size=trace.world_size,
         hosts=_host(path, rank) if not inferred else {},
-        notes=tables.notes,
+        notes=notes,
     )
     profile = Profile(meta=meta, steps=tables.steps, ops=tables.ops, comm=tables.comm, warmup=tables.warmup,
                       idle_causes=tables.idle_causes, host_calls=tables.host_calls,
                       kernel_sequences=tables.kernel_sequences, annotations=tables.annotations,
                       cp_edges=tables.cp_edges, memory_summary=_memory_summary(trace, rank),
+                      memory=memory,
                       free_gaps=tables.free_gaps, flops=tables.flops, op_trend=tables.op_trend)
     if cupti_counters.CATEGORY in trace.categories:
         profile.cupti_counters, why = cupti_counters.table(path, rank)
         if why:
             profile.skip(f"{path.name}: cupti_counters", why)
+    if trace.memory_timeline is not None and profile.memory is None:
+        profile.skip(f"{path.name}: memory", "the [memory] events record no Total Allocated: the memory live "
+                     "when recording began is unknown, so no memory timeline is built")
     if trace.dropped:
         profile.skip(str(path), f"{trace.dropped} events with unusable ts/dur or fields ignored")
     unrecorded = tables.ops is None and tables.device == "gpu"
@@ -492,6 +501,39 @@ def _memory_summary(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
     return pd.DataFrame({"rank": [rank], "capacity_gib": [capacity],
                          "peak_gib": [reserved / GIB if reserved >= 0 else float("nan")],
                          "peak_allocated_gib": [allocated / GIB if allocated >= 0 else float("nan")]})
+
+
+#: The run's note when the ``memory`` table's levels count from zero.
+MEMORY_FROM_ZERO = ("memory levels count from the start of recording: the [memory] events do not say what was "
+                    "allocated before (the CPU allocator's totals start at zero), so a peak or a level leaves it out")
+
+
+def _memory_table(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
+    """The ``memory`` table of a trace recorded with ``profile_memory=True``:
+    each ``[memory]`` event of its device (``decode.memory_timeline``) an
+    allocation (``create``) or a free (``destroy``) of its signed ``Bytes``,
+    category ``unknown`` (the events do not say what a tensor holds), and
+    the memory live before the first event (its ``Total Allocated`` less its
+    own bytes) one ``preexisting`` row -- on a device: the CPU allocator's
+    totals count from the start of recording, so a CPU timeline's levels
+    count from zero (``MEMORY_FROM_ZERO``). None without memory events, and
+    where they do not record ``Total Allocated`` (a device's levels would
+    then count from zero unannounced)."""
+    ev = trace.memory_timeline
+    if ev is None or not np.isfinite(ev[2][0]):
+        return None
+    ts, nbytes, total = ev[0], ev[1].astype(np.int64), ev[2]
+    keep = nbytes != 0
+    before = total[0] - nbytes[0] if ev[3][0] != 0 else 0.0
+    pre = [int(before)] if before > 0 else []
+    return pd.DataFrame({
+        "rank": rank,
+        "time_us": np.concatenate([[np.nan] * len(pre), ts[keep]]),
+        "action": pd.array(["preexisting"] * len(pre) + np.where(nbytes[keep] > 0, "create", "destroy").tolist(),
+                           dtype="string"),
+        "bytes": np.concatenate([np.array(pre, dtype=np.int64), nbytes[keep]]),
+        "category": pd.array(["unknown"] * (len(pre) + int(keep.sum())), dtype="string"),
+    })
 
 
 def read_alone(unit: Path, jobs: int) -> Profile:

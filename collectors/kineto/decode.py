@@ -138,6 +138,8 @@ class Args(msgspec.Struct, gc=False):
     total_reserved: int | float | str | None = msgspec.field(default=None, name="Total Reserved")
     total_allocated: int | float | str | None = msgspec.field(default=None, name="Total Allocated")
     device_type: int | str | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | str | None = msgspec.field(default=None, name="Device Id")
+    nbytes: int | float | str | None = msgspec.field(default=None, name="Bytes")  # signed: + allocated, - freed
 
 
 class Event(msgspec.Struct, gc=False):
@@ -423,6 +425,8 @@ class Trace:
     #: the highest ``Total Reserved`` and ``Total Allocated`` (bytes) of the ``[memory]`` events of a
     #: device (not the CPU's), None where the trace has none (recorded without ``profile_memory=True``)
     device_memory_peak: tuple[float, float] | None = None
+    #: the ``[memory]`` events of one device in time order (``memory_timeline``), None without any
+    memory_timeline: np.ndarray | None = None
 
 
 def _open(path: Path):
@@ -586,6 +590,32 @@ def _as_int(value) -> int | None:
         return None
 
 
+#: Rows of a ``[memory]`` event array: time (us), signed bytes (+ allocated,
+#: - freed), the allocator's total allocated after it, Device Type (c10:
+#: 0 CPU, 1 CUDA, ...), Device Id.
+MEMORY_ROWS = ("ts", "bytes", "total_allocated", "device_type", "device_id")
+
+
+def memory_timeline(batches: list[np.ndarray]) -> np.ndarray | None:
+    """The ``[memory]`` events (``MEMORY_ROWS`` x events) of one device, in
+    time order: of the accelerator with the most events where the trace has
+    any (a GPU run's host allocations are not its device memory), else of
+    the CPU; events without a time or a size left out. None without any."""
+    if not batches:
+        return None
+    ev = np.concatenate(batches, axis=1)
+    ev = ev[:, np.isfinite(ev[0]) & np.isfinite(ev[1]) & np.isfinite(ev[3])]
+    if not ev.shape[1]:
+        return None
+    kind, ident = ev[3], np.nan_to_num(ev[4], nan=-1.0)
+    accel = kind != 0
+    pool = accel if accel.any() else ~accel
+    keys, counts = np.unique(np.stack([kind[pool], ident[pool]]), axis=1, return_counts=True)
+    chosen_kind, chosen_id = keys[:, int(np.argmax(counts))]
+    ev = ev[:, (kind == chosen_kind) & (ident == chosen_id)]
+    return ev[:, np.argsort(ev[0], kind="stable")]
+
+
 def _numeric(values: list) -> np.ndarray:
     """Numbers or numeric strings -> float64 (NaN when not numeric)."""
     try:
@@ -733,6 +763,7 @@ class _Builder:
     program: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # per name: a program frame
     size_of: dict = field(default_factory=dict)  # raw (types, shapes) texts -> bytes or None
     memory_peak: list = field(default_factory=lambda: [-np.inf, -np.inf])  # device Total Reserved, Allocated
+    memory_events: list = field(default_factory=list)  # per batch, MEMORY_ROWS x events of its [memory] events
     work: list = field(default_factory=list)  # the work_* columns of counted ops (Events), per batch
     flops_of: dict = field(default_factory=dict)  # (name code, raw shapes, concrete inputs, types) -> op_work
     shaped: list = field(default_factory=list)  # (start, duration, role, shapes) per batch (kineto.shaped_events)
@@ -743,7 +774,7 @@ class _Builder:
         """Reduce one batch of decoded events to columns of the needed ones."""
         self.all_cats.update({e.cat for e in events})
         self.phases.update({e.ph for e in events})
-        self._memory([e.args for e in events if e.name == MEMORY_EVENT and e.args is not None])
+        self._memory([e for e in events if e.name == MEMORY_EVENT and e.args is not None])
         cols = _complete(events)
         if cols is None:
             return
@@ -836,12 +867,17 @@ class _Builder:
             found[j] = self.shapes_of[raw]
         self.shaped.append((ts[idx], dur[idx], role, found))
 
-    def _memory(self, args: list[Args]) -> None:
+    def _memory(self, events: list[Event]) -> None:
         """Raise ``memory_peak`` by the ``[memory]`` events of a device
-        (Device Type other than the CPU's 0)."""
-        if not args:
+        (Device Type other than the CPU's 0), and keep every ``[memory]``
+        event's ``MEMORY_ROWS`` (``memory_events``)."""
+        if not events:
             return
+        args = [e.args for e in events]
         kind = _numeric([a.device_type for a in args])
+        self.memory_events.append(np.stack([_numeric([e.ts for e in events]), _numeric([a.nbytes for a in args]),
+                                            _numeric([a.total_allocated for a in args]), kind,
+                                            _numeric([a.device_id for a in args])]))
         on_device = np.isfinite(kind) & (kind != 0)
         if not on_device.any():
             return
@@ -1080,7 +1116,8 @@ class _Builder:
                 "span": self.span, "op_time": self.op_time, "op_seen": self.op_seen,
                 "cats_seen": self.cats_seen, "device_seen": self.device_seen,
                 "all_cats": self.all_cats, "phases": self.phases, "activity": self.activity,
-                "op_stats": self.op_stats, "memory_peak": self.memory_peak, "work": self.work,
+                "op_stats": self.op_stats, "memory_peak": self.memory_peak,
+                "memory_events": self.memory_events, "work": self.work,
                 "shaped": self.shaped}
 
     def absorb(self, other: dict) -> None:
@@ -1114,6 +1151,7 @@ class _Builder:
         self.activity = (min(self.activity[0], other["activity"][0]), max(self.activity[1], other["activity"][1]))
         self.op_stats.merge(other["op_stats"], maps["names"], len(self.names.values))
         self.memory_peak = [max(a, b) for a, b in zip(self.memory_peak, other["memory_peak"])]
+        self.memory_events.extend(other["memory_events"])
         self.work.extend(other["work"])
         self.shaped.extend(other["shaped"])
         if other["device_seen"] or self.device_seen:
@@ -1437,6 +1475,7 @@ def load_trace(path: Path, reduce: bool = True, helpers: int = 0) -> Trace:
         categories=frozenset(builder.all_cats),
         counters="C" in builder.phases,
         device_memory_peak=(tuple(builder.memory_peak) if np.isfinite(builder.memory_peak).any() else None),
+        memory_timeline=memory_timeline(builder.memory_events),
     )
 
 
