@@ -407,6 +407,31 @@ def optimizer_ops(p: Profile) -> float:
     return _per_step(p, ("optimizer_op", "optimizer_foreach", "optimizer_fused"), "count")
 
 
+@metric("host.optimizer_passes", unit="count", needs=[*_NEEDS, "steps.param_tensors"])
+def optimizer_passes(p: Profile) -> Value:
+    """Passes the optimizer's ``step()`` makes over the parameters per
+    steady step, each reading and writing them (and their state) in memory:
+    its elementwise ops per parameter tensor in the single-tensor loop
+    (``host.optimizer_ops`` over ``steps.param_tensors``, the step's
+    gradient accumulations: SGD without momentum 1, with momentum 3-4,
+    Adam about 10); its multi-tensor ops with foreach, each a pass over a
+    parameter group (more than one group counts each group's); 1 fused.
+    Not evaluated where the trace does not count the parameter tensors."""
+    impl = optimizer_impl(p).value
+    if impl == "fused":
+        return Value(1.0, {"impl": impl})
+    ops = optimizer_ops(p)
+    if impl == "foreach":
+        return Value(float(_per_step(p, "optimizer_foreach", "count")), {"impl": impl, "ops": ops})
+    steps = steady_steps(p)
+    tensors = steps["param_tensors"].dropna() if "param_tensors" in steps.columns else steps.iloc[0:0]
+    tensors = tensors[tensors > 0]
+    if tensors.empty:
+        raise NotEvaluated("the trace does not count the parameter tensors a step updates (gradient accumulations)")
+    count = float(tensors.median())
+    return Value(round(ops / count, 3), {"impl": impl, "ops": ops, "parameter_tensors": count})
+
+
 @metric("host.optimizer_classes", unit="list", needs=_NEEDS)
 def optimizer_classes(p: Profile) -> list[str]:
     """The optimizer classes whose ``step()`` the profile records
