@@ -23,12 +23,14 @@ ENV = {"OMP_NUM_THREADS": "1", "ADVISOR_STRICT": "1"}
 
 
 def profiled(tmp_path: Path, script: str, *args, steps: int, warmup: int, env: dict | None = None,
-             name: str = "train_loop.py", timeout: int = 300, ranks: int = 1) -> tuple[dict, Path]:
+             name: str = "train_loop.py", timeout: int = 300, ranks: int = 1,
+             options: tuple[str, ...] = ()) -> tuple[dict, Path]:
     """Write ``script`` to ``tmp_path / name``, run it with ``args`` under
     ``advisor run --steps steps --warmup warmup`` and return (report.json,
     the output folder); fails unless the run succeeds with ``steps`` steps.
     ``ranks`` above 1: the script runs under ``torch.distributed.run`` with
-    that many processes (a gloo job on this host)."""
+    that many processes (a gloo job on this host). ``options``: more
+    ``advisor run`` options (``--stacks``, ``--memory``)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / name
     path.write_text(script)
@@ -36,7 +38,7 @@ def profiled(tmp_path: Path, script: str, *args, steps: int, warmup: int, env: d
     launch = [sys.executable, str(path)] if ranks == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks), str(path)]
     argv = [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup), "-o", str(out),
-            "--no-color", "--", *launch, *map(str, args)]
+            "--no-color", *options, "--", *launch, *map(str, args)]
     return advisor_run_report(argv, out, steps, cwd=tmp_path, env={**ENV, **(env or {})}, timeout=timeout), out
 
 

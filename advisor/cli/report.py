@@ -64,10 +64,16 @@ def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_pat
 @click.option("--timeout", type=float, default=None, help="Kill the job after this many seconds.")
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=Path("advisor_run"),
               show_default=True, help="Folder for the traces (trace/) and the report.")
+@click.option("--stacks", is_flag=True,
+              help="Also record Python stacks and garbage collections (PyTorch): names the code between operators, "
+                   "the call sites of syncs and allocations, GC pauses. Adds overhead to the profiled steps.")
+@click.option("--memory", is_flag=True,
+              help="Also record memory allocations and frees (PyTorch): memory growth between steps, the device's "
+                   "peak against its capacity. Adds overhead to the profiled steps.")
 @report_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_color, verbose, config_path,
-        strict_config, max_decompressed, max_expansion, command) -> None:
+def run(steps, warmup, timeout, out_dir: Path, stacks, memory, rule_paths, overrides, lang, no_color, verbose,
+        config_path, strict_config, max_decompressed, max_expansion, command) -> None:
     """Run a training script under the profiler and report on it.
 
     \b
@@ -79,7 +85,8 @@ def run(steps, warmup, timeout, out_dir: Path, rule_paths, overrides, lang, no_c
 
     rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides,
                                           max_decompressed, max_expansion)
-    result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout)
+    result = run_profiled(list(command), out_dir, steps=steps, warmup=warmup, timeout=timeout, stacks=stacks,
+                          memory=memory)
     from advisor.reports.sanitize import clean
 
     for note in result.notes:  # they name files of the job's output

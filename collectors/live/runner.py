@@ -133,6 +133,8 @@ def run_profiled(
     python: str = sys.executable,
     framework: str | None = None,
     kill_grace: float = KILL_GRACE,
+    stacks: bool = False,
+    memory: bool = False,
 ) -> RunResult:
     """Run ``command`` with the profiler injected; return where the trace is.
 
@@ -140,7 +142,10 @@ def run_profiled(
     (the very first step of the run is never profiled). ``framework``
     forces the backend (default: decided from what the script imports).
     ``timeout`` (seconds) stops the whole job -- SIGTERM, then SIGKILL after
-    ``kill_grace`` -- and still returns what was captured. Raises
+    ``kill_grace`` -- and still returns what was captured. ``stacks`` /
+    ``memory`` record Python stacks and garbage collections / memory
+    events (``ADVISOR_WITH_STACK`` / ``ADVISOR_PROFILE_MEMORY``; either
+    set to "1" in the environment does the same). Raises
     ``InputError`` / ``ConfigError`` for an unusable command or option;
     a failing script is not an error: its exit code is in the result.
     """
@@ -165,6 +170,10 @@ def run_profiled(
         notes.append(f"removed {removed} trace(s) of a previous run from {trace_dir}")
 
     env = _child_env(trace_dir, status_dir, steps, warmup, framework, guess)
+    if stacks:
+        env["ADVISOR_WITH_STACK"] = "1"
+    if memory:
+        env["ADVISOR_PROFILE_MEMORY"] = "1"
     first, last = warmup + 1, warmup + steps
     _say(f"profiling {launch.label} ({guess}): warm-up {warmup} step(s), then steps "
          f"{first}-{last} -> {trace_dir}")

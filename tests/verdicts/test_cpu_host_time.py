@@ -128,7 +128,7 @@ def test_with_python_stacks_the_finding_names_the_function_that_runs_there(tmp_p
     assert f["direct_evidence"] is True and "(inferred)" not in f["title"]
     frames = report["metrics"]["step.recurring_free_frames"]["evidence"]["frames"]
     top = next(iter(frames))
-    assert top.endswith(": ranked_pairs") and top in f["message"] and "ADVISOR_WITH_STACK" not in f["message"]
+    assert top.endswith(": ranked_pairs") and top in f["message"] and "advisor run --stacks" not in f["message"]
     assert frames[top] >= 0.5 * value(report, "step.recurring_free_ms")
 
 
@@ -136,7 +136,7 @@ def test_without_python_stacks_the_finding_is_inferred_and_says_how_to_see_the_f
     report = _run(tmp_path, "metric")
     f = {f["rule"]: f for f in report["findings"]}[RULE]
     assert f["direct_evidence"] is False and f["title"].endswith("(inferred)")
-    assert "ADVISOR_WITH_STACK=1" in f["message"] and "step.recurring_free_frames" not in report["metrics"]
+    assert "advisor run --stacks" in f["message"] and "step.recurring_free_frames" not in report["metrics"]
 
 
 def test_a_batch_run_row_by_row_spends_its_step_in_thin_products(tmp_path):
