@@ -6,8 +6,11 @@ in time order, memory that existed before recording began included, taken
 after every allocation and free (a version increment moves bytes from one
 category to another and leaves it unchanged).
 
-**Iterations.** A training iteration runs the same operators on batches
-of the same shape, so its allocations and frees repeat: the timeline's
+**Iterations.** Where the profile times its steps on the memory events'
+clock (a PyTorch trace recorded with ``profile_memory=True``), the troughs
+are the lowest point within each step. Else: a training iteration runs
+the same operators on batches of the same shape, so its allocations and
+frees repeat: the timeline's
 events (action, category, bytes; version increments left out, they move
 bytes between categories) repeat with a period of one iteration. The period
 is the smallest number of events after which at least :data:`REPEAT_SHARE`
@@ -165,7 +168,27 @@ def _period(tokens: np.ndarray, live: np.ndarray, swing: float) -> int | None:
     return None
 
 
-def _curve(rank: int, df: pd.DataFrame) -> Curve:
+def _step_troughs(live: np.ndarray, times: np.ndarray, windows: np.ndarray) -> list[int] | None:
+    """Per step window (``[start, end)`` rows, us) that holds points of the
+    curve, the index of its lowest point; None unless most of the points
+    fall in the windows and at least three windows hold some (the memory
+    events and the steps then share a clock: one trace's)."""
+    if windows.size == 0:
+        return None
+    inside = np.zeros(len(times), dtype=bool)
+    troughs = []
+    for start, end in windows[np.argsort(windows[:, 0])]:
+        idx = np.flatnonzero((times >= start) & (times < end))
+        if idx.size:
+            inside[idx] = True
+            troughs.append(int(idx[np.argmin(live[idx])]))
+    timed = np.isfinite(times)
+    if len(troughs) < 3 or inside.sum() < 0.5 * max(int(timed.sum()), 1):
+        return None
+    return troughs
+
+
+def _curve(rank: int, df: pd.DataFrame, windows: np.ndarray | None = None) -> Curve:
     times = df["time_us"].to_numpy(dtype="float64") if "time_us" in df.columns else np.full(len(df), np.nan)
     order = np.argsort(np.where(np.isnan(times), -np.inf, times), kind="stable")
     times = times[order]
@@ -187,8 +210,12 @@ def _curve(rank: int, df: pd.DataFrame) -> Curve:
     sums = pd.Series(sizes[upto]).groupby(category[upto]).sum()
     composition = {str(k): int(v) for k, v in sums.items() if v > 0}
     swing = SWING_SHARE * float(live[peak] - live.min())
-    lag = _period(_tokens(action[moves], category[moves], e_sizes), live, swing)
-    if lag is not None:
+    by_step = _step_troughs(live, point_times, windows) if windows is not None else None
+    lag = None if by_step is not None else _period(_tokens(action[moves], category[moves], e_sizes), live, swing)
+    if by_step is not None:
+        troughs = settled = by_step
+        peaks = [a + int(np.argmax(live[a: b + 1])) for a, b in zip(troughs, troughs[1:])]
+    elif lag is not None:
         phase = int(np.argmin(live[: lag + 1]))
         troughs = list(range(phase, len(live), lag))
         settled = list(troughs)
@@ -207,8 +234,18 @@ def curves(p: Profile) -> list[Curve]:
     """Each rank's curve (memoised on the profile)."""
     def compute() -> list[Curve]:
         table = p.table("memory")
-        return [_curve(int(rank), part) for rank, part in table.groupby("rank", sort=True)]
+        return [_curve(int(rank), part, _windows(p, int(rank))) for rank, part in table.groupby("rank", sort=True)]
     return p.memo("memory.curves", compute)
+
+
+def _windows(p: Profile, rank: int) -> np.ndarray | None:
+    """``[start, end)`` (us) of each step of ``rank`` the profile times, or
+    None where it times none (a memory timeline read alone)."""
+    if not (p.has("steps", "start_us") and p.has("steps", "duration_us")):
+        return None
+    steps = p.table("steps")
+    mine = steps[steps["rank"] == rank][["start_us", "duration_us"]].dropna().to_numpy(dtype="float64")
+    return np.column_stack([mine[:, 0], mine[:, 0] + mine[:, 1]]) if len(mine) else None
 
 
 def _highest(p: Profile) -> Curve:
