@@ -1,7 +1,7 @@
 """Acceptance: host-side habits of a real CPU training loop under ``advisor run``.
 
 ``examples/train_habits.py`` runs a small MLP under the real PyTorch
-profiler with Python stacks and GC records (``ADVISOR_WITH_STACK=1``).
+profiler with Python stacks and GC records (``advisor run --stacks``).
 Two runs have habits: ``gc.collect()`` over a 100k-object heap,
 ``empty_cache()`` and ``loss.item()`` each step; AdamW's single-tensor
 loop over 20 parameter tensors (apart: a full collection costs hundreds of
@@ -39,12 +39,12 @@ FIXED = ["--gc-every", "1", "--heap", "100000", "--freeze", "--optimizer", "fuse
 def _run(examples, tmp_path, args: list[str], stacks: bool = True, steps: int = 4) -> dict:
     tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / "out"
-    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_WITH_STACK="1" if stacks else "0")
+    env = dict(os.environ, OMP_NUM_THREADS="1", ADVISOR_WITH_STACK="0")
     command = [sys.executable, str(examples / "train_habits.py"), "--steps", str(steps + 6), *args]
     result = run_twice_on_teardown_abort(
         lambda: subprocess.run(
             [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", "2", "-o", str(out),
-             "--no-color", "--", *command],
+             "--no-color", *(["--stacks"] if stacks else []), "--", *command],
             capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env),
         lambda r: r.returncode, lambda r: r.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
