@@ -4,6 +4,7 @@ problems of skipped files (``advisor.reports.skip_problems``)."""
 
 RUN_NOTES_ZH: dict[str, str] = {
     "memory levels count from the start of recording: the [memory] events do not say what was allocated before (the CPU allocator's totals start at zero), so a peak or a level leaves it out": "内存水位从开始采集时算起：[memory] 事件没有说明采集前已分配的内存（CPU 分配器的统计从零开始），因此峰值和水位都不含这部分",
+    "no ProfilerStep#N step markers found: {} steps cut where the optimizer's step() ends, the first from the start of the trace (prof.step() each iteration marks them)": "没有找到 ProfilerStep#N 迭代标记：按优化器 step() 的结束位置切分出 {0} 个迭代，第一个从 trace 开始算起（每个迭代调用 prof.step() 即可标记迭代）",
     "trace_view.json has no Overlap Analysis lanes: per-step times are not available and no steps were invented": "trace_view.json 中没有 Overlap Analysis 泳道：无法获得每步时间，也未虚构任何迭代",
     "trace_view.json has no step markers and no Overlap Analysis lanes: per-step times are not available and no steps were invented": "trace_view.json 中既没有迭代标记，也没有 Overlap Analysis 泳道：无法获得每步时间，也未虚构任何迭代",
     "MindSpore is profiled through MS_PROFILER_OPTIONS for the whole run (--steps/--warmup do not apply)": "MindSpore 通过 MS_PROFILER_OPTIONS 采集整个运行的 profile（--steps/--warmup 不适用）",

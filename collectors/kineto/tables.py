@@ -16,7 +16,7 @@ from advisor.collectors import kernel_sequences, vocab
 from advisor.collectors.kineto import free_gaps, idle
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import window as kw
-from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
+from advisor.collectors.kineto.calls import DATALOADER_RE, OPTIMIZER_STEP_RE, SYNC_CALLS
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
 from advisor.collectors.kineto.host_calls import frames_holding
 
@@ -108,6 +108,14 @@ def _windows(ev: Events, notes: list[str]) -> pd.DataFrame:
         nxt = np.r_[steps["start"][1:], np.inf]
         return kw.clip(pd.DataFrame({"step": pd.array(steps["step"], dtype="Int64"), "start": steps["start"],
                                      "end": np.minimum(steps["end"], nxt), "thread": steps["thread"]}), ev)
+    cuts = _optimizer_step_ends(ev)
+    if cuts is not None:
+        ends, thread = cuts
+        notes.append(f"no ProfilerStep#N step markers found: {ends.size} steps cut where the optimizer's step() "
+                     "ends, the first from the start of the trace (prof.step() each iteration marks them)")
+        return kw.clip(pd.DataFrame({"step": pd.array(np.arange(1, ends.size + 1), dtype="Int64"),
+                                     "start": np.r_[float(ev.span[0]), ends[:-1]], "end": ends,
+                                     "thread": thread}), ev)
     notes.append("no ProfilerStep#N step markers found: the whole trace is reported "
                  "as one window with step NA (use torch.profiler.profile with "
                  "schedule and call prof.step() each iteration)")
@@ -117,6 +125,40 @@ def _windows(ev: Events, notes: list[str]) -> pd.DataFrame:
         "end": [float(ev.span[1])],
         "thread": [-1],
     }), ev)
+
+
+#: Fewest optimizer steps that make steps of a trace without step markers.
+MIN_OPTIMIZER_STEPS = 2
+#: Share of optimizer steps whose inner event count equals the one k steps
+#: later for k to be the optimizers per iteration: the first iteration's
+#: differ (each optimizer creates its state then), the others repeat.
+PERIOD_MATCH = 0.75
+
+
+def _optimizer_step_ends(ev: Events) -> tuple[np.ndarray, int] | None:
+    """Where each iteration ends in a trace without step markers: the ends
+    of the ``Optimizer.step#<class>.step`` annotations on the thread of the
+    trace's last one, outermost ones only; with the thread. A loop with
+    several optimizers (a GAN's) steps each once per iteration: where the
+    number of events inside each step() repeats with a period of k > 1
+    steps (``PERIOD_MATCH``), every k-th end closes an iteration. None with fewer than
+    ``MIN_OPTIMIZER_STEPS`` iterations."""
+    idx = np.flatnonzero(ev.named(OPTIMIZER_STEP_RE) & (ev.kind == HOST))
+    if idx.size < MIN_OPTIMIZER_STEPS:
+        return None
+    thread = ev.thread[idx[np.argmax(ev.end_at(idx))]]
+    idx = idx[ev.thread[idx] == thread]
+    idx = idx[np.argsort(ev.ts[idx], kind="stable")]
+    starts, ends = ev.ts[idx], ev.end_at(idx)
+    outer = np.r_[True, starts[1:] >= np.maximum.accumulate(ends)[:-1]]  # a wrapper's step() holds the same step
+    starts, ends = starts[outer], ends[outer]
+    host = np.sort(ev.ts[(ev.kind == HOST) & (ev.thread == thread)])
+    inside = np.searchsorted(host, ends, side="left") - np.searchsorted(host, starts, side="right")
+    k = next((k for k in range(1, inside.size // 2 + 1) if np.mean(inside[k:] == inside[:-k]) >= PERIOD_MATCH), 1)
+    ends = ends[k - 1::k]
+    if ends.size < MIN_OPTIMIZER_STEPS:
+        return None
+    return ends, int(thread)
 
 
 def _select(ev: Events, mask: np.ndarray) -> iv.Intervals:
