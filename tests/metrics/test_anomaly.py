@@ -110,9 +110,9 @@ def test_a_job_every_fourth_step_keeps_its_period_beside_a_one_off():
     loaded host (ms, measured): the checkpoint steps take 75-88 ms against
     14-22, and one other step 30.6 ms (load). The checkpoints are a period
     of 4, the one-off left out of it: the recurring cost is their excess
-    over the typical step, a quarter of it per step. Before, the one-off
-    broke the period and only the 90% lower bound of 5 in 19 was counted
-    (6.8 ms against 15.2)."""
+    over the typical step, a quarter of it per step (15.2 ms; the 90%
+    lower bound of 5 outliers in 19 steps, were the one-off to break the
+    period, would count 6.8)."""
     measured = [80.33, 19.18, 15.67, 15.14, 88.28, 19.08, 17.58, 18.52, 76.4, 16.5, 16.19, 30.55, 80.01,
                 15.72, 20.19, 18.21, 75.33, 22.31, 13.9, 16.72]
     metrics, _ = evaluate(_durations(measured))

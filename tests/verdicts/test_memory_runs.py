@@ -3,8 +3,7 @@
 events (each allocation and free, and the allocator's total after it)
 make the ``memory`` table, so a loop that keeps every step's loss and an
 activation alive is named, and the same loop keeping ``loss.item()`` is
-not. Before, only a memory timeline exported separately
-(``export_memory_timeline``) was read, and the leak went unseen."""
+not."""
 
 from __future__ import annotations
 

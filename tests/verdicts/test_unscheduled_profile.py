@@ -2,9 +2,9 @@
 prof:`` around a few iterations, no ``prof.step()``) has no
 ``ProfilerStep#N`` markers. Each iteration still ends with the optimizer's
 ``step()`` (``Optimizer.step#<class>.step``), so the steps are cut there
-and every per-step check runs; before, the whole trace was one window with
-step NA. A loop with two optimizers (a GAN's) is cut at the later one,
-once per iteration."""
+and every per-step check runs (not one window with step NA). A loop
+with two optimizers (a GAN's) is cut at the later one, once per
+iteration."""
 
 from __future__ import annotations
 
