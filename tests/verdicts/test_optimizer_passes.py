@@ -41,3 +41,23 @@ def test_an_optimizer_that_makes_one_pass_has_nothing_to_fuse(tmp_path, momentum
         assert 3.0 <= passes <= 4.0
         assert fired == (value(report, "host.fusable_optimizer_ms") >= 1.0
                          and value(report, "host.optimizer_ratio") >= 0.05)
+
+
+@pytest.mark.parametrize("impl, alternative", [("per-parameter", True), ("foreach", False)])
+def test_the_fix_names_the_optimizer_class_and_no_implementation_already_used(impl, alternative):
+    """The fix's code uses the class the trace names (SGD here, not a fixed
+    AdamW), and offers foreach as the fallback only where the optimizer is
+    not foreach already."""
+    from advisor.engine.evaluation import compile_rule, evaluate_rule, run_context
+    from advisor.engine.loader import load_rules
+
+    compiled = compile_rule(next(r for r in load_rules([]) if r.name == "unfused-optimizer"))
+    metrics = {"step.time_ms": 20.0, "host.cpu_only": True, "host.optimizer_impl": impl, "host.optimizer_ms": 3.0,
+               "host.fusable_optimizer_ms": 3.0, "host.optimizer_ratio": 0.15, "host.optimizer_ops": 24.0,
+               "host.optimizer_passes": 4.0, "host.optimizer_classes": ["SGD"]}
+    finding, skip = evaluate_rule(compiled, metrics, framework="pytorch", device="cpu",
+                                  run=run_context(framework="pytorch", device="cpu"))
+    assert skip is None and finding is not None
+    assert "torch.optim.SGD(model.parameters(), lr=lr, fused=True)" in finding.fix.code
+    assert "AdamW" not in finding.fix.code
+    assert ("foreach=True" in finding.fix.code) == alternative
