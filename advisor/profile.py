@@ -538,6 +538,8 @@ def _is_kind(values: pd.Series, kind: Kind) -> bool:
 
 #: The first NVIDIA compute capability with bfloat16 tensor cores (Ampere).
 BF16_TENSOR_CORES_SINCE = 8.0
+#: Compute capability since which NVIDIA GPUs have tensor cores (Volta).
+TENSOR_CORES_SINCE = 7.0
 
 Framework = Literal["mindspore", "pytorch", "torch_npu", "unknown"]
 Device = Literal["ascend", "gpu", "cpu", "unknown"]
@@ -632,6 +634,17 @@ class RunMeta(BaseModel):
         "where the layout has levels (Ascend: 'level1_communication_json', 'level0_kernels', "
         "'level0_trace_view', ...; their words: metric comm.source); absent where the collector does not say",
     )
+
+    @property
+    def tensor_cores(self) -> bool | None:
+        """Whether the GPU has tensor cores (compute capability 7.0 and
+        newer: Volta); None where the capability is not recorded."""
+        if self.compute_capability is None:
+            return None
+        try:
+            return float(self.compute_capability) >= TENSOR_CORES_SINCE
+        except ValueError:
+            return None
 
     @property
     def bf16_tensor_cores(self) -> bool | None:

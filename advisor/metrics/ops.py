@@ -249,7 +249,10 @@ def short_kernel_ratio(p: Profile) -> Value:
 
 def _fp32_no_tc(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
     """Compute kernels, and the mask of float32 matrix kernels without a
-    tensor-core marker in their name."""
+    tensor-core marker in their name; not evaluated on a GPU that has no
+    tensor cores (compute capability below 7.0: nothing to move there)."""
+    if p.meta.tensor_cores is False:
+        raise NotEvaluated(f"the GPU (compute capability {p.meta.compute_capability}) has no tensor cores")
     k = _kernels(p)
     if "type" in k.columns:
         k = k[k["type"] == "compute"]

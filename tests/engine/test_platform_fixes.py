@@ -198,3 +198,21 @@ def test_ascend_run_without_framework_never_gets_a_pytorch_fix_as_the_mindspore_
     finding = _fired("memory-growth", "", device="ascend")
     assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: Keep only detached values")
     assert "MindSpore" not in finding.fix.text and "# MindSpore" not in finding.fix.code
+
+
+def test_a_gpu_without_tensor_cores_is_not_told_it_has_them(corpus):
+    """Compute capability below 7.0 (Pascal) has no tensor cores: the
+    no-tensor-cores measure is not evaluated (nothing to move there), and
+    fp32-compute's fix says float16 must be measured, not that the GPU has
+    float16 tensor cores. The V100 trace's kernels read as a P100's."""
+    from advisor.metrics.ops import fp32_no_tensor_core_ratio
+    from advisor.metrics.registry import NotEvaluated
+
+    profile = load_profile(corpus / V100_RUN)
+    assert fp32_no_tensor_core_ratio(profile).value > 0  # on the V100 it is measured
+    profile.meta.compute_capability = "6.0"
+    with pytest.raises(NotEvaluated, match="has no tensor cores"):
+        fp32_no_tensor_core_ratio(profile)
+    pascal = _fired("fp32-compute", "MindSpore VGG16", framework="pytorch", device="gpu",
+                    device_model="Tesla P100-PCIE-16GB", compute_capability="6.0", bf16_tensor_cores=False)
+    assert "has no tensor cores" in pascal.fix.text and "has float16 tensor cores" not in pascal.fix.text
