@@ -38,3 +38,19 @@ def test_a_rank_slower_in_every_step_is_said_to_be_so_only_with_a_measured_scatt
     unmeasured = _message("slow-rank", **{"cluster.rank_count": 2, "cluster.slow_rank_step_share": 1.0})
     assert "by about as much in each" in steady
     assert "by about as much in each" not in unmeasured
+
+
+def test_idle_time_without_a_cause_is_not_said_to_be_unrecorded():
+    """device-idle fires where the idle time is not attributed to a host
+    cause; an Ascend profile with trace_view.json does record the host, so
+    the message says the profile does not attribute the time, not that it
+    does not record the host."""
+    message = _message("device-idle")
+    assert "does not attribute those stretches" in message
+    assert "does not record what the host was doing" not in message
+
+
+def test_links_slow_through_one_rank_name_that_rank_s_side_not_a_nic_alone():
+    message = _message("slow-link", example=1)  # both RDMA links of rank 1 at 28% of their peers
+    assert "run through rank 1" in message
+    assert "its NIC or port for RDMA, its device's link for HCCS or PCIe" in message
