@@ -80,7 +80,7 @@ def test_launch_bound_without_launch_times_is_inferred_and_says_from_what():
     assert "the step is launch-bound" not in f.message
     direct, _ = evaluate_rule(rule, {**values, "step.launch_queue_ms": 0.004})
     assert direct.direct_evidence is True and direct.confidence == 0.8
-    assert "Kernels start a median 4 us after their launch" in direct.message
+    assert "Kernels start 4 us after their launch (per step the median, over steps the mean)" in direct.message
     assert "the step is launch-bound" in direct.message and "inferred" not in direct.title
 
 
