@@ -54,3 +54,15 @@ def test_links_slow_through_one_rank_name_that_rank_s_side_not_a_nic_alone():
     message = _message("slow-link", example=1)  # both RDMA links of rank 1 at 28% of their peers
     assert "run through rank 1" in message
     assert "its NIC or port for RDMA, its device's link for HCCS or PCIe" in message
+
+
+def test_a_slow_link_saves_at_most_the_exposed_communication():
+    """Its transfers' excess is what repairing the link saves where the
+    collective is exposed: with 2 ms of exposed communication a step, no
+    more than that."""
+    compiled = compile_rule(next(r for r in load_rules([]) if r.name == "slow-link"))
+    values = {**[e for e in compiled.rule.examples if e.expect == "fire"][0].metrics, "step.exposed_comm_ms": 2.0}
+    assert values["cluster.slowest_link_excess_ms"] > 2.0
+    finding, _ = evaluate_rule(compiled, values, framework="pytorch", device="ascend",
+                               run=run_context(framework="pytorch", device="ascend"))
+    assert finding.time_at_stake_ms == pytest.approx(2.0) and finding.estimated_gain_ms <= 2.0
