@@ -109,7 +109,8 @@ def test_a_slow_port_is_named_not_one_link(tmp_path):
     host = f"node{nic // labels['ranks_per_host']}"
     assert report.metrics["cluster.slow_link_host"].value == host
     assert finding.message.startswith(f"Both links below half of their peers' bandwidth run through rank {nic} "
-                                      f"(host {host}): its network port")
+                                      f"(host {host}): what they share is that rank's side of them (its NIC or port "
+                                      "for RDMA")
     assert f"network port of rank {nic} on host {host}" in finding.fix.text
 
 
