@@ -639,12 +639,7 @@ class RunMeta(BaseModel):
     def tensor_cores(self) -> bool | None:
         """Whether the GPU has tensor cores (compute capability 7.0 and
         newer: Volta); None where the capability is not recorded."""
-        if self.compute_capability is None:
-            return None
-        try:
-            return float(self.compute_capability) >= TENSOR_CORES_SINCE
-        except ValueError:
-            return None
+        return self._capability_at_least(TENSOR_CORES_SINCE)
 
     @property
     def bf16_tensor_cores(self) -> bool | None:
@@ -652,10 +647,15 @@ class RunMeta(BaseModel):
         added them with compute capability 8.0 (Ampere); a V100 (7.0) or T4
         (7.5) has float16 tensor cores only. None where the capability is
         not recorded."""
+        return self._capability_at_least(BF16_TENSOR_CORES_SINCE)
+
+    def _capability_at_least(self, since: float) -> bool | None:
+        """The recorded compute capability is ``since`` or newer; None where
+        it is not recorded (or not a number)."""
         if self.compute_capability is None:
             return None
         try:
-            return float(self.compute_capability) >= BF16_TENSOR_CORES_SINCE
+            return float(self.compute_capability) >= since
         except ValueError:
             return None
 
