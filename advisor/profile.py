@@ -301,7 +301,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         # collectors/ascend/host_calls.py
         "rank": _rank(),
         "step": _step("the step the events start in (NA outside every step or without step markers)"),
-        "cls": Column("text", "gc (Python garbage collection), sync (host waits for the device: aten::item, "
+        "cls": Column("text", "gc (Python garbage collection), gc_call (the program's own gc.collect(), with "
+                      "stacks), sync (host waits for the device: aten::item, "
                       "cudaStreamSynchronize, aclrtSynchronizeStream ...), alloc (device memory allocation or "
                       "release by the driver), empty_cache (the caching allocator's empty_cache() frame), "
                       "optimizer (an optimizer's step, Optimizer.step#AdamW.step), optimizer_fused / "

@@ -130,6 +130,26 @@ def gc_max_ms(p: Profile) -> Value:
     return _longest(p, "gc", "pauses")
 
 
+@metric("host.gc_call_ms", unit="ms", needs=_NEEDS)
+def gc_call_ms(p: Profile) -> Value:
+    """Time per step in the program's own ``gc.collect()`` calls (traces
+    with Python stacks; the ``gc_call`` rows), the collections they run
+    included: the part of ``host.gc_ms`` that no collection threshold
+    changes (``host.gc_call_sites``: where the program makes them)."""
+    _recorded(p, "gc_call", "no gc.collect() call of the program is recorded (it needs Python stacks: "
+                            "with_stack=True)")
+    return Value(_per_step(p, "gc_call") / US_PER_MS)
+
+
+@metric("host.gc_call_sites", unit="list", needs=_NEEDS)
+def gc_call_sites(p: Profile) -> list[dict]:
+    """The program's frames that call ``gc.collect()`` in the steady steps,
+    most time first (``host.gc_call_ms``)."""
+    _recorded(p, "gc_call", "no gc.collect() call of the program is recorded (it needs Python stacks: "
+                            "with_stack=True)")
+    return _top(p, "gc_call")
+
+
 #: Steady steps a rank needs before its median step without gaps is a
 #: baseline a slow step can be told from (the median of three is the
 #: middle one: one slow step cannot move it).

@@ -178,6 +178,7 @@ REASONS_ZH: dict[str, str] = {
     "the profile does not record the CPU's bfloat16 instructions (advisor run records them)": "该 profile 未记录 CPU 的 bfloat16 指令（advisor run 会记录）",
     "the trace does not count the parameter tensors a step updates (gradient accumulations)": "该 trace 没有统计一步更新的参数张量数（梯度累加）",
     "the GPU (compute capability {}) has no tensor cores": "该 GPU（计算能力 {0}）没有 tensor core",
+    "no gc.collect() call of the program is recorded (it needs Python stacks: with_stack=True)": "没有记录到程序调用的 gc.collect()（需要 Python 调用栈：with_stack=True）",
     "the slow links do not all run through one rank": "慢链路并非都经过同一张卡",
     "the slow ranks are one rank, on several hosts, or on hosts the output does not name": "慢卡只有一张、分布在多个 Host 上，或所在 Host 未在输出中注明",
     "the steady steps do not rise (Theil-Sen slope 0 or below)": "稳定阶段的迭代时间没有上升（Theil-Sen 斜率不大于 0）",

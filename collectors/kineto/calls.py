@@ -123,6 +123,10 @@ STREAM_WAIT_RECORD = "Stream Wait Event"
 #: ``_ExperimentalConfig(record_python_gc_info=True)``, torch >= 2.6) writes
 #: each collection as a ``python_function`` event of this name.
 GC_EVENTS = frozenset({"Python GC"})
+#: The program's own ``gc.collect()`` call, as the Python tracer records it
+#: (``with_stack=True``): the collections under it are explicit, which no
+#: collection threshold changes.
+GC_CALLS = frozenset({"<built-in function collect>"})
 #: ``empty_cache()`` of the CUDA or NPU caching allocator, as a Python frame
 #: (``torch/cuda/memory.py(224): empty_cache``): only traces with stacks show it.
 EMPTY_CACHE_RE = re.compile(r"(?:^|/)(?:cuda|npu)/memory\.py\(\d+\): empty_cache$")
@@ -179,7 +183,7 @@ RECOMPUTE_OPS = frozenset({
     "aten::silu_", "aten::softmax", "aten::log_softmax", "aten::dropout",
 })
 #: The classes of ``host_call_class``, in order of precedence.
-HOST_CALL_CLASSES = ("gc", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
+HOST_CALL_CLASSES = ("gc", "gc_call", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
                      "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check", "recompute",
                      "data_loader")
 #: The classes that count only inside an optimizer step.
@@ -193,6 +197,8 @@ def host_call_class(name: str) -> str | None:
     inside a backward node (``host_calls.nested_classes``)."""
     if name in GC_EVENTS:
         return "gc"
+    if name in GC_CALLS:
+        return "gc_call"
     if name in SYNC_CALLS or name in SYNC_OPS or name in ACL_SYNC_CALLS:
         return "sync"
     if name in ALLOC_CALLS or name in ACL_ALLOC_CALLS:

@@ -24,7 +24,7 @@ from advisor.collectors.kineto.calls import OPTIMIZER_INNER, host_call_class, pr
 from advisor.collectors.kineto.decode import HOST, KERNEL, PYTHON, RUNTIME, Events
 
 #: Classes whose rows name the program's frame they ran in.
-_FRAMED = frozenset({"sync", "empty_cache"})
+_FRAMED = frozenset({"sync", "empty_cache", "gc_call"})
 
 
 def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:

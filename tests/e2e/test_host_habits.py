@@ -75,6 +75,11 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     # the loop calls gc.collect() itself, which no threshold stops: the message and the fix say to take it out
     assert "gc.collect() call out of the step" in fired["gc-pause"]["message"]
     assert "take gc.collect() calls out of the step" in fired["gc-pause"]["fix"]["text"]
+    # the stacks show the program's own gc.collect() around the collections: the message names its call site
+    assert _value(bad, "host.gc_call_ms") >= 0.5 * _value(bad, "host.gc_ms")
+    site = _value(bad, "host.gc_call_sites")[0]["frame"]
+    assert site.startswith("train_habits.py(") and site in fired["gc-pause"]["message"]
+    assert "The program calls gc.collect() itself" in fired["gc-pause"]["message"]
     # the collections are also time outside the operators: one cause, one finding, the other measure contributing
     assert "host-time-outside-ops" not in fired
     assert "host-time-outside-ops" in {c["rule"] for c in fired["gc-pause"]["contributing"]}
