@@ -211,6 +211,8 @@ CAPABILITIES = Capabilities(label="Kineto trace(s)", splits_unit=True, shared_ra
 
 _ASCEND_DIR_RE = re.compile(r"(^ASCEND_PROFILER_OUTPUT$|_ascend_pt$|_ascend_ms$)")
 _RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])rank[-_]?(\d+)")
+#: The name ``torch.profiler`` gives a trace file.
+_TRACE_NAME = re.compile(r"\.pt\.trace\.json(?:\.gz)?$")
 #: ``{worker}.{ms}.pt.trace.json[.gz]`` as ``tensorboard_trace_handler`` names
 #: a trace, the worker being ``{host}_{pid}`` unless the user named it.
 _HOST_IN_NAME = re.compile(r"^(?P<host>.+?)_\d+\.\d+\.pt\.trace\.json(?:\.gz)?$")
@@ -283,8 +285,8 @@ def discover(root: Path) -> list[Path]:
     """Kineto trace files at or under ``root``; [] when the layout is not ours."""
     root = Path(root)
     try:
-        if root.is_file():
-            return [root] if looks_like_kineto(root) else []
+        if root.is_file():  # a file named as a trace is one: its own problem, if any, is the error
+            return [root] if looks_like_kineto(root) or _TRACE_NAME.search(root.name) else []
         if not root.is_dir() or _has_ascend_output(root):
             return []
         return [p for p in _candidates(root) if looks_like_kineto(p) or _empty_trace(p)]

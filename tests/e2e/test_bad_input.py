@@ -62,6 +62,12 @@ CASES = {
         ) and tmp / "in",
         "w.pt.trace.json.gz",
     ),
+    # a file named as a PyTorch trace and given alone is read as one, so its own problem is the error
+    # (it was "no profiler output found (expected ... *.pt.trace.json[.gz] traces ...)")
+    "a named trace whose start is not a trace": (
+        lambda tmp: (tmp / "rank0.pt.trace.json").write_text('{"bad": ') and tmp / "rank0.pt.trace.json",
+        "rank0.pt.trace.json: malformed or truncated JSON",
+    ),
 }
 
 
