@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from advisor.collectors.kineto.intervals import window_index
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import rank_evidence
 from advisor.profile import Profile
@@ -169,23 +170,22 @@ def _period(tokens: np.ndarray, live: np.ndarray, swing: float) -> int | None:
 
 
 def _step_troughs(live: np.ndarray, times: np.ndarray, windows: np.ndarray) -> list[int] | None:
-    """Per step window (``[start, end)`` rows, us) that holds points of the
-    curve, the index of its lowest point; None unless most of the points
-    fall in the windows and at least three windows hold some (the memory
-    events and the steps then share a clock: one trace's)."""
+    """Per step window (``[start, end]`` rows, us, disjoint) that holds
+    points of the curve, the index of its lowest point, in window order;
+    None unless most of the points fall in the windows and at least three
+    windows hold some (the memory events and the steps then share a clock:
+    one trace's)."""
     if windows.size == 0:
         return None
-    inside = np.zeros(len(times), dtype=bool)
-    troughs = []
-    for start, end in windows[np.argsort(windows[:, 0])]:
-        idx = np.flatnonzero((times >= start) & (times < end))
-        if idx.size:
-            inside[idx] = True
-            troughs.append(int(idx[np.argmin(live[idx])]))
-    timed = np.isfinite(times)
-    if len(troughs) < 3 or inside.sum() < 0.5 * max(int(timed.sum()), 1):
+    windows = windows[np.argsort(windows[:, 0], kind="stable")]
+    at = window_index(windows[:, 0], windows[:, 1], times)  # NaN times (pre-existing memory) fall in none
+    inside = np.flatnonzero(at >= 0)
+    if inside.size < 0.5 * max(int(np.isfinite(times).sum()), 1):
         return None
-    return troughs
+    # the lowest point of each window: order by (window, live), take each window's first
+    order = inside[np.lexsort((live[inside], at[inside]))]
+    troughs = order[np.r_[True, at[order][1:] != at[order][:-1]]]
+    return [int(i) for i in troughs] if troughs.size >= 3 else None
 
 
 def _curve(rank: int, df: pd.DataFrame, windows: np.ndarray | None = None) -> Curve:
