@@ -303,8 +303,8 @@ def step_outlier_recurring_ms(p: Profile) -> Value:
         return Value(0.0, {"flagged": 0, "steps": n})
     mean_excess = step_outlier_excess_ms(p).value * n / k
     try:
-        period, members = _periodic(m["outliers"], m["frame"]["duration_us"])
         duration = m["frame"]["duration_us"]
+        period, members = _periodic(m["outliers"], duration)
         mean_excess = float((duration.loc[members] - _typical_ms(m)).clip(lower=0).mean())
         rate, basis = 1.0 / period, "period"
     except NotEvaluated:
@@ -342,8 +342,7 @@ def step_outlier_period(p: Profile) -> Value:
 def step_outlier_periodic_steps(p: Profile) -> Value:
     """The outlier steps on ``anomaly.step_outlier_period`` (the others are
     one-offs); not evaluated without a period."""
-    m = _model(p)
-    return Value(_periodic(m["outliers"], m["frame"]["duration_us"])[1])
+    return Value(step_outlier_period(p).evidence["steps"])
 
 
 #: A rank carries the outlier steps alone (``anomaly.step_outlier_rank``)
