@@ -169,11 +169,7 @@ def run_profiled(
     if removed:
         notes.append(f"removed {removed} trace(s) of a previous run from {trace_dir}")
 
-    env = _child_env(trace_dir, status_dir, steps, warmup, framework, guess)
-    if stacks:
-        env["ADVISOR_WITH_STACK"] = "1"
-    if memory:
-        env["ADVISOR_PROFILE_MEMORY"] = "1"
+    env = _child_env(trace_dir, status_dir, steps, warmup, framework, guess, stacks=stacks, memory=memory)
     first, last = warmup + 1, warmup + steps
     _say(f"profiling {launch.label} ({guess}): warm-up {warmup} step(s), then steps "
          f"{first}-{last} -> {trace_dir}")
@@ -231,7 +227,7 @@ def run_profiled(
 
 
 def _child_env(trace_dir: Path, status_dir: Path, steps: int, warmup: int,
-               framework: str | None, guess: str) -> dict[str, str]:
+               framework: str | None, guess: str, *, stacks: bool = False, memory: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + old if old else "")
@@ -239,6 +235,10 @@ def _child_env(trace_dir: Path, status_dir: Path, steps: int, warmup: int,
     env["ADVISOR_STATUS_DIR"] = str(status_dir)
     env["ADVISOR_STEPS"] = str(steps)
     env["ADVISOR_WARMUP"] = str(warmup)
+    if stacks:
+        env["ADVISOR_WITH_STACK"] = "1"
+    if memory:
+        env["ADVISOR_PROFILE_MEMORY"] = "1"
     if framework:
         env["ADVISOR_FRAMEWORK"] = select_backend((), lambda _: False, framework)
     else:
