@@ -130,14 +130,16 @@ def gc_max_ms(p: Profile) -> Value:
     return _longest(p, "gc", "pauses")
 
 
+_NO_GC_CALL = "no gc.collect() call of the program is recorded (it needs Python stacks: with_stack=True)"
+
+
 @metric("host.gc_call_ms", unit="ms", needs=_NEEDS)
 def gc_call_ms(p: Profile) -> Value:
     """Time per step in the program's own ``gc.collect()`` calls (traces
     with Python stacks; the ``gc_call`` rows), the collections they run
     included: the part of ``host.gc_ms`` that no collection threshold
     changes (``host.gc_call_sites``: where the program makes them)."""
-    _recorded(p, "gc_call", "no gc.collect() call of the program is recorded (it needs Python stacks: "
-                            "with_stack=True)")
+    _recorded(p, "gc_call", _NO_GC_CALL)
     return Value(_per_step(p, "gc_call") / US_PER_MS)
 
 
@@ -145,8 +147,7 @@ def gc_call_ms(p: Profile) -> Value:
 def gc_call_sites(p: Profile) -> list[dict]:
     """The program's frames that call ``gc.collect()`` in the steady steps,
     most time first (``host.gc_call_ms``)."""
-    _recorded(p, "gc_call", "no gc.collect() call of the program is recorded (it needs Python stacks: "
-                            "with_stack=True)")
+    _recorded(p, "gc_call", _NO_GC_CALL)
     return _top(p, "gc_call")
 
 
@@ -443,8 +444,7 @@ def optimizer_passes(p: Profile) -> Value:
     ops = optimizer_ops(p)
     if impl == "foreach":
         return Value(float(_per_step(p, "optimizer_foreach", "count")), {"impl": impl, "ops": ops})
-    steps = steady_steps(p)
-    tensors = steps["param_tensors"].dropna() if "param_tensors" in steps.columns else steps.iloc[0:0]
+    tensors = steady_steps(p)["param_tensors"].dropna()
     tensors = tensors[tensors > 0]
     if tensors.empty:
         raise NotEvaluated("the trace does not count the parameter tensors a step updates (gradient accumulations)")
