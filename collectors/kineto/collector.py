@@ -447,8 +447,8 @@ def read(unit: Path, helpers: int = 0) -> Profile:
                                "(cpu_op/Operator/kernel/... ) to analyse")
     tables = _tables(trace, rank)
     notes = list(tables.notes)
-    memory = _memory_table(trace, rank)
-    if memory is not None and (memory["action"] != "preexisting").all():
+    memory, from_zero = _memory_table(trace, rank)
+    if from_zero:
         notes.append(MEMORY_FROM_ZERO)
     meta = RunMeta(
         framework="pytorch",
@@ -510,23 +510,25 @@ MEMORY_FROM_ZERO = ("memory levels count from the start of recording: the [memor
                     "allocated before (the CPU allocator's totals start at zero), so a peak or a level leaves it out")
 
 
-def _memory_table(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
-    """The ``memory`` table of a trace recorded with ``profile_memory=True``:
+def _memory_table(trace: dec.Trace, rank: int) -> tuple[pd.DataFrame | None, bool]:
+    """(the ``memory`` table, whether its levels count from zero) of a trace
+    recorded with ``profile_memory=True``:
     each ``[memory]`` event of its device (``decode.memory_timeline``) an
     allocation (``create``) or a free (``destroy``) of its signed ``Bytes``,
     category ``unknown`` (the events do not say what a tensor holds), and
     the memory live before the first event (its ``Total Allocated`` less its
     own bytes) one ``preexisting`` row -- on a device: the CPU allocator's
     totals count from the start of recording, so a CPU timeline's levels
-    count from zero (``MEMORY_FROM_ZERO``). None without memory events, and
-    where they do not record ``Total Allocated`` (a device's levels would
-    then count from zero unannounced)."""
+    count from zero (``MEMORY_FROM_ZERO``). No table without memory events,
+    nor where they do not record ``Total Allocated`` (a device's levels
+    would then count from zero unannounced)."""
     ev = trace.memory_timeline
     if ev is None or not np.isfinite(ev[2][0]):
-        return None
+        return None, False
     ts, nbytes, total = ev[0], ev[1].astype(np.int64), ev[2]
     keep = nbytes != 0
-    before = total[0] - nbytes[0] if ev[3][0] != 0 else 0.0
+    from_zero = bool(ev[3][0] == 0)  # the CPU's
+    before = 0.0 if from_zero else total[0] - nbytes[0]
     pre = [int(before)] if before > 0 else []
     return pd.DataFrame({
         "rank": rank,
@@ -535,7 +537,7 @@ def _memory_table(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
                            dtype="string"),
         "bytes": np.concatenate([np.array(pre, dtype=np.int64), nbytes[keep]]),
         "category": pd.array(["unknown"] * (len(pre) + int(keep.sum())), dtype="string"),
-    })
+    }), from_zero
 
 
 def read_alone(unit: Path, jobs: int) -> Profile:
