@@ -138,9 +138,9 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
     settled ("" for an event not counted): the ``calls.OPTIMIZER_INNER``
     classes count only when they start inside an ``optimizer`` event of the
     same thread, and not inside a multi-tensor or fused op (on a CPU a
-    ``_foreach`` op runs one elementwise op per tensor under it), ``nan_check`` and ``recompute`` only inside a ``backward``
-    node (and ``recompute`` only where no other ``recompute`` op encloses
-    it); inside a backward node a ``sync`` ``aten::item`` is the NaN check
+    ``_foreach`` op runs one elementwise op per tensor under it),
+    ``nan_check`` and ``recompute`` only inside a ``backward`` node (and
+    ``recompute`` only where no other ``recompute`` op encloses it); inside a backward node a ``sync`` ``aten::item`` is the NaN check
     reading its answer (``nan_check``) and its ``aten::_local_scalar_dense``
     is not counted again."""
     cls = cls.copy()

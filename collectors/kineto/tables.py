@@ -141,8 +141,8 @@ def _optimizer_step_ends(ev: Events) -> tuple[np.ndarray, int] | None:
     trace's last one, outermost ones only; with the thread. A loop with
     several optimizers (a GAN's) steps each once per iteration: where the
     number of events inside each step() repeats with a period of k > 1
-    steps (``PERIOD_MATCH``), every k-th end closes an iteration. None with fewer than
-    ``MIN_OPTIMIZER_STEPS`` iterations."""
+    steps (``PERIOD_MATCH``), every k-th end closes an iteration. None
+    with fewer than ``MIN_OPTIMIZER_STEPS`` iterations."""
     idx = np.flatnonzero(ev.named(OPTIMIZER_STEP_RE) & (ev.kind == HOST))
     if idx.size < MIN_OPTIMIZER_STEPS:
         return None
