@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import _machine
 import _netguard
 from _strict import strict
 
@@ -44,6 +45,14 @@ def _config_not_strict_by_environment():
     saved = {k: os.environ.pop(k) for k in ("CI", "ADVISOR_STRICT_CONFIG") if k in os.environ}
     yield
     os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _machine_shared():
+    """Every test holds the machine shared; a multi-rank run takes it alone
+    (tests/_machine.py)."""
+    with _machine.shared():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from contextlib import nullcontext
+
+from _machine import whole_machine
 
 SIGNATURE = "terminate called without an active exception"
 #: The last lines of a test's multi-process script (module doc).
@@ -50,11 +53,13 @@ def run_twice_on_teardown_abort(run, exit_code, stderr):
 def advisor_run_report(argv: list[str], out, steps: int, cwd, env: dict | None = None, timeout: int = 300) -> dict:
     """Run ``argv`` (an ``advisor run ... -o out`` command line) to success,
     re-running once on the exit-time abort, and return its report.json
-    after checking that it profiled ``steps`` steps."""
-    result = run_twice_on_teardown_abort(
-        lambda: subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                               env=dict(os.environ, **(env or {}))),
-        lambda r: r.returncode, lambda r: r.stderr)
+    after checking that it profiled ``steps`` steps. A multi-rank run
+    (``--nproc_per_node``) has the machine to itself (tests/_machine.py)."""
+    with whole_machine() if "--nproc_per_node" in argv else nullcontext():
+        result = run_twice_on_teardown_abort(
+            lambda: subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                                   env=dict(os.environ, **(env or {}))),
+            lambda r: r.returncode, lambda r: r.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["run"]["steps_found"] == steps
