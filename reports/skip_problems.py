@@ -6,8 +6,9 @@ English problem, the one its ``InputError`` states; the skipped table of the
 HTML and Markdown reports shows it through ``localized``, from a catalogue
 per language keyed by the English text (``advisor.i18n.Catalogue``). A
 problem without an entry is shown as written; the test suite checks that
-every problem a collector states has one. ``report.json`` and advisor's
-one-line errors on the terminal keep the English text.
+every problem a collector states has one. ``report.json`` keeps the
+English text; advisor's one-line error for an unusable input uses the same
+catalogue (``advisor.cli.app.error_line``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ run), ``reference`` (rules, metrics, schema) and ``regression`` (compare,
 gate, history); shared options in ``options``, the console in ``console``.
 
 Exit codes: 0 success, 1 a gate found a regression, 2 unusable input or
-configuration (one line on stderr naming the file and the problem).
+configuration (one line on stderr naming the file and the problem; under
+``--lang zh`` the problem of an unusable input in Chinese, see
+:func:`error_line`).
 
 Exit code 1 means "regression" to the gate's users, so nothing else may
 end with it: an unexpected exception (a bug, or input no check foresaw)
@@ -30,7 +32,8 @@ from advisor.cli.console import EXIT_BAD_INPUT
 from advisor.cli.reference import metrics, rules, schema
 from advisor.cli.regression import compare, gate, history
 from advisor.cli.report import report, run
-from advisor.errors import AdvisorError
+from advisor.i18n import DEFAULT_LANG
+from advisor.errors import AdvisorError, InputError
 from advisor.runtime.stream_guard import guarded_output
 
 
@@ -56,9 +59,9 @@ def _rest(ctx: click.Context) -> list[str]:
     return [*protected, *ctx.args]
 
 
-def _invocation(argv: list[str]) -> tuple[bool, str, list[str]]:
-    """(--debug given, command name, its arguments' values) of ``argv``,
-    parsed again without side effects (``resilient_parsing``)."""
+def _invocation(argv: list[str]) -> tuple[bool, str, list[str], str]:
+    """(--debug given, command name, its arguments' values, its ``--lang``)
+    of ``argv``, parsed again without side effects (``resilient_parsing``)."""
     try:
         ctx = cli.make_context("advisor", list(argv), resilient_parsing=True)
         debug = bool(ctx.params.get("debug"))
@@ -70,9 +73,24 @@ def _invocation(argv: list[str]) -> tuple[bool, str, list[str]]:
             args = _rest(ctx) if isinstance(command, click.Group) else []
         values = [ctx.params.get(p.name) for p in command.params if isinstance(p, click.Argument)]
         flat = [str(x) for v in values for x in (v if isinstance(v, (list, tuple)) else [v]) if x is not None]
-        return debug, " ".join(names), flat
+        return debug, " ".join(names), flat, str(ctx.params.get("lang") or DEFAULT_LANG)
     except Exception:  # noqa: BLE001 -- naming the input must not fail the error path
-        return "--debug" in argv, "", []
+        return "--debug" in argv, "", [], DEFAULT_LANG
+
+
+def error_line(exc: AdvisorError, lang: str) -> str:
+    """The one line of an expected failure: ``advisor: error: <message>``,
+    an unusable input's problem in ``lang`` where the catalogue of skip
+    problems has it (``advisor.reports.skip_problems``: the same English
+    texts), anything else as written."""
+    from advisor.reports.sanitize import clean  # the message may name a file of the profile
+
+    text = str(exc)
+    if isinstance(exc, InputError) and lang != DEFAULT_LANG:
+        from advisor.reports.skip_problems import localized
+
+        text = f"{exc.path}: {localized(exc.problem, lang)}"
+    return f"advisor: error: {clean(text)}"
 
 
 def crash_line(exc: BaseException, command: str, inputs: list[str]) -> str:
@@ -114,16 +132,15 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(EXIT_BAD_INPUT)
         except AdvisorError as exc:
-            from advisor.reports.sanitize import clean  # the message may name a file of the profile
-
-            click.echo(f"advisor: error: {clean(exc)}", err=True)
+            lang = _invocation(sys.argv[1:] if argv is None else argv)[3]
+            click.echo(error_line(exc, lang), err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("advisor: interrupted", err=True)
             sys.exit(130)
         except Exception as exc:  # noqa: BLE001 -- the safety net: never exit 1 on a crash
             args = sys.argv[1:] if argv is None else argv
-            debug, command, inputs = _invocation(args)
+            debug, command, inputs, _ = _invocation(args)
             if debug:
                 traceback.print_exc()
             click.echo(crash_line(exc, command, inputs), err=True)

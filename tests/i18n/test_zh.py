@@ -162,3 +162,25 @@ def test_cli_report_zh(tmp_path: Path, capsys):
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert '<html lang="zh">' in html and "矩阵计算以 float32 精度运行" in html
     shutil.rmtree(tmp_path / "out")
+
+
+def test_cli_one_line_errors_zh(tmp_path: Path, capsys):
+    """An unusable input's one-line error states its problem in the report's
+    language (the catalogue of skip problems), with exit code 2; the
+    English line is unchanged without --lang."""
+    cut = tmp_path / "cut.pt.trace.json"
+    cut.write_text('{"traceEvents": [{"ph": "X", ')  # a trace whose writer was killed
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    (plain / "readme.txt").write_text("not a profile")
+    cases = [(tmp_path / "missing", "文件或文件夹不存在", "no such file or folder"),
+             (cut, "JSON 格式错误或被截断", "truncated"),
+             (plain, "未找到 profile", "no profiler output found")]
+    for path, zh, en in cases:
+        for lang, expected in (("zh", zh), ("en", en)):
+            with pytest.raises(SystemExit) as exit_:
+                main(["report", str(path), "-o", str(tmp_path / "out"), "--lang", lang, "--no-color", "-j", "1"])
+            err = capsys.readouterr().err
+            assert exit_.value.code == 2 and err.count("\n") == 1, err
+            assert err.startswith(f"advisor: error: {path}: ") and expected in err, err
+    assert not (tmp_path / "out").exists()
