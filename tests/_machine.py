@@ -22,10 +22,14 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+#: A test's user property: seconds its setup waited for the machine (conftest;
+#: tests/_slow.py leaves the wait out of the test's time).
+MACHINE_WAIT = "machine_wait_s"
 #: The lock file this worker holds shared during a test, None between tests.
 _held: int | None = None
 
@@ -54,17 +58,19 @@ def _take_shared(room: int) -> None:
 
 
 @contextmanager
-def shared() -> Iterator[None]:
-    """Hold the machine shared for one test."""
+def shared() -> Iterator[float]:
+    """Hold the machine shared for one test; gives the seconds it waited
+    for a multi-rank run to end."""
     global _held
     room = _open("room")
     if room is None:
-        yield
+        yield 0.0
         return
+    start = time.monotonic()
     _take_shared(room)
     previous, _held = _held, room
     try:
-        yield
+        yield time.monotonic() - start
     finally:
         _held = previous
         _release(room)

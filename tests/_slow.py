@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from _machine import MACHINE_WAIT
+
 TESTS = Path(__file__).resolve().parent
 E2E = TESTS / "e2e"
 
@@ -215,13 +217,15 @@ def _in_tests(func: types.FunctionType) -> bool:
     return Path(source).resolve().is_relative_to(TESTS)
 
 
-#: seconds each test outside the slow set took (setup, call and teardown)
+#: seconds each test outside the slow set took (setup, call and teardown),
+#: without the wait for another worker's multi-rank run (tests/_machine.py)
 _quick_times: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "slow" not in report.keywords:
-        _quick_times[report.nodeid] = _quick_times.get(report.nodeid, 0.0) + report.duration
+        waited = dict(report.user_properties).get(MACHINE_WAIT, 0.0) if report.when == "setup" else 0.0
+        _quick_times[report.nodeid] = _quick_times.get(report.nodeid, 0.0) + report.duration - waited
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -48,10 +48,11 @@ def _config_not_strict_by_environment():
 
 
 @pytest.fixture(autouse=True)
-def _machine_shared():
+def _machine_shared(request):
     """Every test holds the machine shared; a multi-rank run takes it alone
-    (tests/_machine.py)."""
-    with _machine.shared():
+    (tests/_machine.py). The wait is not the test's time (tests/_slow.py)."""
+    with _machine.shared() as waited:
+        request.node.user_properties.append((_machine.MACHINE_WAIT, waited))
         yield
 
 

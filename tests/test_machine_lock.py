@@ -51,9 +51,11 @@ def test_an_exclusive_run_waits_for_a_shared_test_and_the_next_test_waits_for_it
     try:
         assert _wait_for(flag)  # the test ended: the run has the machine
         started = threading.Event()
+        waits = []
 
         def next_test():
-            with _machine.shared():
+            with _machine.shared() as waited:
+                waits.append(waited)
                 started.set()
 
         waiting = threading.Thread(target=next_test, daemon=True)
@@ -61,6 +63,7 @@ def test_an_exclusive_run_waits_for_a_shared_test_and_the_next_test_waits_for_it
         assert not started.wait(1.0)  # the next test waits for the run
         (tmp_path / "release").write_text("")
         assert started.wait(60)  # and starts once it has ended
+        assert waits[0] >= 1.0  # the wait it reports, which is not the test's own time (tests/_slow.py)
         assert other.wait(timeout=60) == 0
     finally:
         other.kill()
@@ -69,5 +72,5 @@ def test_an_exclusive_run_waits_for_a_shared_test_and_the_next_test_waits_for_it
 
 def test_without_xdist_the_locks_do_nothing(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
-    with _machine.shared(), _machine.whole_machine():
-        pass
+    with _machine.shared() as waited, _machine.whole_machine():
+        assert waited == 0.0
