@@ -697,6 +697,53 @@ def recompute_ratio(p: Profile) -> float:
     return _recompute_us(p) / _step_us(p)
 
 
+def _rnn_cell_column(p: Profile) -> str:
+    """The ``host_calls`` column holding the recurrent cells' time: the
+    device time they launched where measured, their own time on a CPU-only
+    trace (``_recompute_column``'s choice)."""
+    rows = p.table("host_calls")
+    rows = rows[rows["cls"] == "rnn_cell"]
+    if "device_us" in rows.columns and rows["device_us"].notna().any():
+        return "device_us"
+    if p.meta.device != "cpu" and not rows.empty:
+        raise NotEvaluated("the recurrent cells' device time is not in the profile (their host spans are only the "
+                           "launching; the Kineto reader measures it from the kernels they launch)")
+    return "total_us"
+
+
+@metric("host.rnn_cell_calls", unit="count", needs=_NEEDS)
+def rnn_cell_calls(p: Profile) -> float:
+    """Recurrent cell ops run in forward per steady step
+    (``collectors/kineto/calls.py`` ``RNN_CELL_OPS``: ``aten::lstm_cell``,
+    ``aten::gru_cell``, ``aten::rnn_tanh_cell``, ``aten::rnn_relu_cell``,
+    one per call of ``nn.LSTMCell``, ``nn.GRUCell`` or ``nn.RNNCell``). More
+    than one is a loop over time steps in Python; ``nn.LSTM`` and the other
+    sequence modules run none (their op is ``aten::lstm`` ...)."""
+    return _per_step(p, "rnn_cell", "count")
+
+
+@metric("host.rnn_cell_ms", unit="ms", needs=_NEEDS)
+def rnn_cell_ms(p: Profile) -> float:
+    """Forward time per steady step of the recurrent cell ops
+    (``host.rnn_cell_calls``): the device time they launch on a device
+    trace, their own time on a CPU-only one. Their backward is not counted."""
+    return _per_step(p, "rnn_cell", _rnn_cell_column(p)) / US_PER_MS
+
+
+@metric("host.rnn_cell_ops", unit="list", needs=_NEEDS)
+def rnn_cell_ops(p: Profile) -> list[dict]:
+    """The recurrent cell ops (``host.rnn_cell_ms``), the most time first:
+    ``{"name", "per_step", "ms"}``."""
+    return _top(p, "rnn_cell", _rnn_cell_column(p))
+
+
+@metric("host.rnn_cell_ratio", unit="ratio", needs=_NEEDS)
+def rnn_cell_ratio(p: Profile) -> float:
+    """Share of the step in the recurrent cells' forward (``host.rnn_cell_ms``
+    over the mean step time)."""
+    return _per_step(p, "rnn_cell", _rnn_cell_column(p)) / _step_us(p)
+
+
 #: Fewer parameter tensors than this and a node type run as many times per
 #: step may be a coincidence (an unrolled recurrent cell over a few weights).
 MIN_PER_PARAM_TENSORS = 8

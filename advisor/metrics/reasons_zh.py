@@ -173,6 +173,7 @@ REASONS_ZH: dict[str, str] = {
     "the profile records no optimizer step (Optimizer.step#... annotation)": "profile 没有记录优化器的 step（Optimizer.step#... 标注）",
     "the profile records the peak device memory but not the device's capacity (torch_npu's memory_record.csv and operator_memory.csv do not; a Kineto trace lists it in deviceProperties totalGlobalMem)": "profile 记录了设备内存峰值，但没有记录设备容量（torch_npu 的 memory_record.csv 和 operator_memory.csv 不含容量；Kineto trace 在 deviceProperties 的 totalGlobalMem 中给出）",
     "the recomputed forward ops' device time is not in the profile (their host spans are only the launching; the Kineto reader measures it from the kernels they launch)": "profile 中没有重计算的前向算子的设备时间（它们的 Host 时间段只是下发；Kineto 读取器根据它们下发的 kernel 测量该时间）",
+    "the recurrent cells' device time is not in the profile (their host spans are only the launching; the Kineto reader measures it from the kernels they launch)": "profile 中没有循环单元的设备时间（它们的 Host 时间段只是下发；Kineto 读取器根据它们下发的 kernel 测量该时间）",
     "the robust covariance fit rejects these {} rows of {} feature(s): {}": "鲁棒协方差拟合无法处理这 {0} 行、{1} 个特征的数据：{2}",
     "the run has {} matrix products, and the profile does not record whether its CPU has {} instructions (advisor run records them: cpuProperties)": "本次运行有 {0} 矩阵乘，但该 profile 未记录其 CPU 是否支持 {1} 指令（advisor run 会记录：cpuProperties）",
     "the profile does not record the CPU's bfloat16 instructions (advisor run records them)": "该 profile 未记录 CPU 的 bfloat16 指令（advisor run 会记录）",

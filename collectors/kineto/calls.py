@@ -49,7 +49,7 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
     allocator calls, ``empty_cache()``, optimizer steps and the fused,
     multi-tensor or per-parameter ops inside them, SyncBatchNorm, autograd's
     backward nodes and the NaN checks and recomputed forward ops inside
-    them; None for the rest.
+    them, recurrent cells run in forward; None for the rest.
 :func:`program_frame`
     A Python frame of the profiled program (``with_stack=True`` writes one
     ``python_function`` event per frame, ``train.py(57): train_step``), not
@@ -182,10 +182,16 @@ RECOMPUTE_OPS = frozenset({
     "aten::scaled_dot_product_attention", "aten::gelu", "aten::relu", "aten::relu_", "aten::silu",
     "aten::silu_", "aten::softmax", "aten::log_softmax", "aten::dropout",
 })
+#: The op of one time step of a recurrent cell module: ``nn.LSTMCell``,
+#: ``nn.GRUCell`` and ``nn.RNNCell`` (tanh or relu) call these once per
+#: forward (torch/nn/modules/rnn.py, ``_VF.lstm_cell`` ...), where the
+#: sequence modules (``nn.LSTM`` ...) run a whole sequence in one op
+#: (``aten::lstm``). Counted only outside a backward node (forward).
+RNN_CELL_OPS = frozenset({"aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell"})
 #: The classes of ``host_call_class``, in order of precedence.
 HOST_CALL_CLASSES = ("gc", "gc_call", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
                      "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check", "recompute",
-                     "data_loader")
+                     "data_loader", "rnn_cell")
 #: The classes that count only inside an optimizer step.
 OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
 
@@ -223,6 +229,8 @@ def host_call_class(name: str) -> str | None:
         return "recompute"
     if DATALOADER_RE.match(name):
         return "data_loader"
+    if name in RNN_CELL_OPS:
+        return "rnn_cell"
     return None
 
 

@@ -9,9 +9,9 @@ checks and recomputed forward ops only inside a backward node
 (``nested_classes``). ``frame`` is the innermost Python
 frame of the profiled program around the event, where the trace has
 stacks (``with_stack=True``): the call site a user can change.
-``device_us``: for the recomputed forward ops of a trace with device
-events, the device time they launched (``launched_time``): their host
-span is only the launching there.
+``device_us``: for the recomputed forward ops and the recurrent cells of
+a trace with device events, the device time they launched
+(``launched_time``): their host span is only the launching there.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
         "cls": cls.astype(str),
         "name": ev.names[ev.name[idx]].astype(str),
         "dur": ev.dur[idx],
-        "device": _device_time(ev, idx, cls == "recompute"),
+        "device": _device_time(ev, idx, (cls == "recompute") | (cls == "rnn_cell")),
     })
     frames = _frames(ev, idx, np.isin(cls, list(_FRAMED)))
     by = ["step", "cls", "name"]
@@ -142,7 +142,8 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
     ``nan_check`` and ``recompute`` only inside a ``backward`` node (and
     ``recompute`` only where no other ``recompute`` op encloses it); inside a backward node a ``sync`` ``aten::item`` is the NaN check
     reading its answer (``nan_check``) and its ``aten::_local_scalar_dense``
-    is not counted again."""
+    is not counted again, and an ``rnn_cell`` is a checkpointed forward run
+    again (not counted)."""
     cls = cls.copy()
     _keep_inside(cls, np.isin(cls, list(OPTIMIZER_INNER)), cls == "optimizer", start, end, thread)
     multi = (cls == "optimizer_foreach") | (cls == "optimizer_fused")
@@ -156,6 +157,8 @@ def nested_classes(cls: np.ndarray, names: np.ndarray, start: np.ndarray, end: n
         inside = _inside(reads | (cls == "nan_check"), backward, start, end, thread)
         cls[reads & inside & (names == "aten::item")] = "nan_check"
         cls[reads & inside & (names != "aten::item")] = ""
+        cells = cls == "rnn_cell"
+        cls[cells & _inside(cells, backward, start, end, thread)] = ""
     _keep_inside(cls, cls == "nan_check", backward, start, end, thread)
     _keep_inside(cls, cls == "recompute", backward, start, end, thread)
     recompute = cls == "recompute"
