@@ -80,7 +80,7 @@ def run(steps, warmup, timeout, out_dir: Path, stacks, memory, rule_paths, overr
     advisor run train.py --lr 0.1
     advisor run --steps 20 -o out -- torchrun --nproc_per_node 4 train.py
     """
-    from advisor.collectors.live.runner import run_profiled
+    from advisor.collectors.live.runner import profiler_cost_note, run_profiled
     from advisor.pipeline import analyze
 
     rule_paths, parsed, used = user_rules(settings_for(config_path, strict_config), rule_paths, overrides,
@@ -100,6 +100,10 @@ def run(steps, warmup, timeout, out_dir: Path, stacks, memory, rule_paths, overr
         click.echo("advisor: error: nothing to report: the command wrote no trace (see the note above)", err=True)
         sys.exit(2)
     report_obj = analyze(result.trace_dir, rule_paths=rule_paths, overrides=parsed, lang=lang)
+    step = report_obj.metrics.get("step.time_ms")
+    cost = profiler_cost_note(result, step.value if step is not None and isinstance(step.value, float) else None)
+    if cost is not None:
+        report_obj.run.notes.append(cost)
     _emit(report_obj, out_dir, lang, no_color, used, verbose)
     if result.exit_code != 0:
         click.echo(f"advisor: the training command exited with code {result.exit_code}", err=True)

@@ -79,6 +79,9 @@ class RunResult:
     timed_out: bool = False
     trace_files: list[Path] = field(default_factory=list)
     ranks: list[int] = field(default_factory=list)
+    #: worker -> its step times (ms) after the window, timed without the
+    #: profiler (the bootstrap's ``unprofiled_step_ms``; see ``profiler_cost_note``)
+    unprofiled_step_ms: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -320,6 +323,10 @@ def _collect(trace_dir: Path, status_dir: Path, guess: str, steps: int, warmup: 
 
     profiled = [s for s in statuses if s.get("phase") != "idle" and s.get("framework") != "mindspore"]
     for s in profiled:
+        times = s.get("unprofiled_step_ms")
+        if isinstance(times, list) and times and all(isinstance(t, (int, float)) and t > 0 for t in times):
+            result.unprofiled_step_ms[str(s.get("worker") or s.get("pid"))] = [float(t) for t in times]
+    for s in profiled:
         who = s.get("worker") or f"pid {s.get('pid')}"
         phase = s.get("phase")
         if phase == "failed":
@@ -359,6 +366,31 @@ def _collect(trace_dir: Path, status_dir: Path, guess: str, steps: int, warmup: 
     elif result.steps_captured < steps and captured:
         notes.append(f"captured {result.steps_captured} of {steps} requested step(s)")
     return result
+
+
+#: Profiled over unprofiled step time from which the note calls the
+#: profiler's cost out: below it, step-to-step variation (a few percent
+#: on a quiet host) is as large.
+PROFILER_COST_RATIO = 1.1
+
+
+def profiler_cost_note(result: RunResult, profiled_ms: float | None) -> str | None:
+    """The run note comparing the steps after the window, timed without the
+    profiler, with the recorded steps' mean (``profiled_ms``, the report's
+    ``step.time_ms``): both are means over steps, then over ranks. None
+    when either is missing. On an op-heavy loop the profiler's cost per
+    operator (recording each event) adds to every recorded time."""
+    if not result.unprofiled_step_ms or not profiled_ms or profiled_ms <= 0:
+        return None
+    per_rank = [sum(t) / len(t) for t in result.unprofiled_step_ms.values()]
+    plain = sum(per_rank) / len(per_rank)
+    steps = min(len(t) for t in result.unprofiled_step_ms.values())
+    said = (f"the {steps} step(s) after the recorded window, timed without the profiler, took {plain:.2f} ms on "
+            f"average against {profiled_ms:.2f} ms in the window")
+    if profiled_ms >= PROFILER_COST_RATIO * plain:
+        return (f"{said}: the profiler's own cost adds about {100 * (profiled_ms / plain - 1):.0f}% to the recorded "
+                "steps, and every time in this report includes it")
+    return f"{said}: the profiler adds little to these steps"
 
 
 def _mindspore_steps(units: list[Path]) -> int:

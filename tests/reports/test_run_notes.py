@@ -20,6 +20,7 @@ from markupsafe import escape
 from rich.console import Console
 
 from advisor.collectors.kineto import critical_path, presence
+from advisor.collectors.live.runner import RunResult, profiler_cost_note
 from advisor.collectors.parallel import kernel_sample
 from advisor.pipeline import analyze
 from advisor.reports import print_summary, run_notes
@@ -43,8 +44,11 @@ def _written_notes() -> dict[str, str]:
     return texts_written(COLLECTORS.rglob("*.py"), _note_expressions)
 
 
+#: ``advisor run``'s steps after the window, timed without the profiler (``profiler_cost_note``).
+_TIMED = RunResult(trace_dir=Path("trace"), framework="pytorch", exit_code=0, steps_captured=5,
+                   unprofiled_step_ms={"rank0": [7.5, 7.9], "rank1": [7.7, 7.8]})
 #: Notes built by helpers, as they read.
-BUILT = [kernel_sample.note(128, 1024, 128),
+BUILT = [kernel_sample.note(128, 1024, 128), profiler_cost_note(_TIMED, 20.47), profiler_cost_note(_TIMED, 7.9),
          presence.missing_device_note(["device properties of a GPU", "cudaLaunchKernel calls"]),
          f"critical path not computed: {critical_path.NO_LAUNCH_LINKS}"]
 

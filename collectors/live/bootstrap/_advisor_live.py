@@ -38,6 +38,12 @@ from the end of one ``optimizer.step()`` to the end of the next, so it holds
 optimizer update. Where that wrapper cannot be installed the post-hook
 steps the profiler directly (still correct step counts, looser nesting).
 
+After the window. The driver's next ``S + 1`` step ends are timed with the
+profiler off (``time.perf_counter``, nothing else): the ``S`` step times
+go to the status file as ``unprofiled_step_ms`` (fewer when the script
+ends sooner), so the report can say how much the profiler's own cost adds
+to the steps it recorded.
+
 Exit. An ``atexit`` hook (and, while a window is open, a SIGTERM handler when
 the process had none) stops the profiler; a window that reached its active
 steps is exported, so a crash or a timeout after some steps still leaves a
@@ -251,6 +257,7 @@ class _State:
         self.exit_reason = None
         self.step_ids = True        # ProfilerStep#N == iteration index
         self.announced = False
+        self.after = None           # perf_counter at the driver's step ends after the window, while timing
 
 
 _state = _State()
@@ -445,6 +452,10 @@ def _on_torch_import(torch_module=None):
 
 def _post_hook(optimizer, args, kwargs):
     st = _state
+    if st.after is not None and os.getpid() == st.pid:
+        if st.driver is not None and st.driver() is optimizer:
+            _time_step()
+        return
     if st.phase in _DONE or os.getpid() != st.pid:
         return
     key = id(optimizer)
@@ -686,10 +697,30 @@ def _step():
         prof.__exit__(None, None, None)   # window already exported by step()
         st.phase = "complete"
         _find_npu_outputs()
-        if st.post_handle is not None:
-            st.post_handle.remove()
-            st.post_handle = None
+        st.after = []                     # time the next steps without the profiler
         _write_status()
+
+
+def _time_step():
+    """One driver step end after the window (module doc): timed until
+    ``steps + 1`` ends are in, then the hook is removed."""
+    st = _state
+    st.after.append(time.perf_counter())
+    if len(st.after) > st.cfg.steps:
+        _end_timing()
+
+
+def _end_timing():
+    st = _state
+    stamps, st.after = st.after, None
+    if st.post_handle is not None:
+        try:
+            st.post_handle.remove()
+        except Exception:
+            pass
+        st.post_handle = None
+    if stamps and len(stamps) > 1:
+        _write_status(unprofiled_step_ms=[round((b - a) * 1e3, 4) for a, b in zip(stamps, stamps[1:])])
 
 
 # --------------------------------------------------------------------------
@@ -715,6 +746,8 @@ def _install_exit_handlers():
 
 def _flush(reason):
     st = _state
+    if os.getpid() == st.pid and st.after is not None:
+        _end_timing()                     # the script ended before all the steps after the window
     if os.getpid() != st.pid or st.prof is None:
         return
     prof, st.prof = st.prof, None
