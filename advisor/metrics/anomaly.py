@@ -179,8 +179,7 @@ def _periodic(outliers: list[int], duration: pd.Series) -> tuple[int, list[int]]
     outliers = sorted(outliers)
     if len(outliers) < 3:
         raise NotEvaluated("fewer than three outlier steps")
-    rest = duration.drop(index=outliers)
-    typical = float(rest.median()) if len(rest) else None
+    typical = _typical(duration, outliers)
     found, unlike = None, False
     for period in range(2, (outliers[-1] - outliers[0]) // 2 + 1):
         for phase in sorted({o % period for o in outliers}):
@@ -190,7 +189,7 @@ def _periodic(outliers: list[int], duration: pd.Series) -> tuple[int, list[int]]
             gaps = np.diff(members)
             if reduce(gcd, (int(g) for g in gaps)) != period or gaps.max() > 2 * period:
                 continue
-            if typical is not None and not _alike(duration.loc[members].to_numpy(dtype=float) - typical):
+            if not _alike(duration.loc[members].to_numpy(dtype=float) - typical):
                 unlike = True
                 continue
             if found is None or len(members) > len(found[1]):
@@ -245,10 +244,14 @@ def _with_their_phase(duration: pd.Series, flagged: list[int]) -> list[int]:
 
 
 def _typical_ms(m: dict) -> float:
-    """The typical step's duration: the median of the steps not flagged
-    (of all steps when every one is)."""
-    duration = m["frame"]["duration_us"]
-    rest = duration.drop(index=m["outliers"])
+    """The typical step's duration of the model ``m`` (``_typical``)."""
+    return _typical(m["frame"]["duration_us"], m["outliers"])
+
+
+def _typical(duration: pd.Series, outliers: list[int]) -> float:
+    """The typical step's duration: the median of the steps not among
+    ``outliers`` (of all steps when every one is)."""
+    rest = duration.drop(index=outliers)
     return float((rest if len(rest) else duration).median())
 
 
