@@ -25,10 +25,22 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto.host_calls import nested_classes, step_of
 from advisor.collectors.kineto.host_gaps import silent_rows
+from advisor.collectors.kineto.shaped_events import update_starts
 
 
 #: Prefix of the CANN layer's host calls (``AscendCL@aclrtSynchronizeStream``).
 ACL_PREFIX = "AscendCL@"
+
+
+def _cut_closures(df: pd.DataFrame) -> None:
+    """The optimizer steps of ``df`` cut to their own update where they ran
+    a closure (``shaped_events.update_starts``), in place."""
+    opt, back = (df["cls"] == "optimizer").to_numpy(), (df["cls"] == "backward").to_numpy()
+    if not opt.any() or not back.any():
+        return
+    ts, end = df["ts"].to_numpy(float), (df["ts"] + df["dur"]).to_numpy(float)
+    starts = update_starts(ts[opt], end[opt], ts[back], end[back])
+    df.loc[opt, "ts"], df.loc[opt, "dur"] = starts, end[opt] - starts
 
 
 def read(trace: Trace, rank: int) -> pd.DataFrame | None:
@@ -58,6 +70,7 @@ def read(trace: Trace, rank: int) -> pd.DataFrame | None:
     if not rows:
         return gaps
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
+    _cut_closures(df)
     ts, dur = df["ts"].to_numpy(float), df["dur"].to_numpy(float)
     df["cls"] = nested_classes(df["cls"].to_numpy(object), df["name"].to_numpy(object), ts, ts + dur,
                                df["thread"].to_numpy(object))

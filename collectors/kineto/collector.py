@@ -195,7 +195,7 @@ from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
 from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, param_copies
-from advisor.collectors.kineto import work
+from advisor.collectors.kineto import shaped_events, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -506,6 +506,9 @@ def _memory_summary(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
 
 
 #: The run's note when the ``memory`` table's levels count from zero.
+CLOSURE_NOTE = ("the optimizer's step() runs a closure (forward and backward inside Optimizer.step, as "
+                "optimizer.step(closure) and PyTorch Lightning do): the optimizer's time is counted from the end of "
+                "the closure's backward")
 MEMORY_FROM_ZERO = ("memory levels count from the start of recording: the [memory] events do not say what was "
                     "allocated before (the CPU allocator's totals start at zero), so a peak or a level leaves it out")
 
@@ -552,6 +555,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     """The GPU or CPU-only tables of a decoded trace. Takes the event
     columns off ``trace`` and frees them once the tables are built."""
     ev, trace.events = trace.events, None
+    closures = shaped_events.cut_closures(ev)
     if (ev.kind >= dec.KERNEL).any():
         tables = gpu_tables(ev, rank)
     elif evidence := presence.gpu_evidence(trace):
@@ -562,6 +566,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
     calls = [t for t in (host_calls.table(ev, tables.steps, rank), host_gaps.table(ev, tables.steps, rank))
              if t is not None]
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
+    if closures:
+        tables.notes.append(CLOSURE_NOTE)
     tables.annotations = annotations.table(ev, tables.steps, rank)
     tables.op_trend = op_trend.table(ev, tables.steps, rank)
     tables.flops = work.table(ev.work_ts, ev.work_flops, tables.steps, rank)

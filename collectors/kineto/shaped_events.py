@@ -60,6 +60,41 @@ def optimizer_steps(ev: Events) -> np.ndarray:
     return np.flatnonzero(ranges & ev.named(OPTIMIZER_STEP_RE))
 
 
+def cut_closures(ev: Events) -> bool:
+    """Cut every optimizer step that ran a closure to the optimizer's own
+    update (``update_starts``), in place; True when one was cut. Every
+    reader of the optimizer's range (its time, the operators inside it)
+    then sees the update alone."""
+    opt = optimizer_steps(ev)
+    if opt.size == 0:
+        return False
+    back = np.flatnonzero(ev.named(lambda n: n.startswith(BACKWARD_NODE)))
+    starts = update_starts(ev.ts[opt], ev.end_at(opt), ev.ts[back], ev.end_at(back))
+    cut = starts > ev.ts[opt]
+    ev.dur[opt] = ev.end_at(opt) - starts
+    ev.ts[opt] = starts
+    return bool(cut.any())
+
+
+def update_starts(begin: np.ndarray, end: np.ndarray, back_begin: np.ndarray, back_end: np.ndarray) -> np.ndarray:
+    """Where each optimizer step's own update starts: an ``Optimizer.step``
+    range [``begin``, ``end``) that ran a closure (``optimizer.step(closure)``:
+    PyTorch Lightning's automatic optimization, LBFGS) holds the closure's
+    forward and backward first, so its update starts where the last
+    backward node (``back_begin``, ``back_end``) that starts inside it
+    ends; a range without one starts at ``begin``."""
+    out = np.asarray(begin, dtype=np.float64).copy()
+    if back_begin.size == 0:
+        return out
+    order = np.argsort(back_begin, kind="stable")
+    starts, ends = back_begin[order], back_end[order]
+    lo = np.searchsorted(starts, begin, "left")
+    hi = np.searchsorted(starts, end, "left")
+    for i in np.flatnonzero(hi > lo):
+        out[i] = min(float(ends[lo[i]:hi[i]].max()), float(end[i]))
+    return out
+
+
 def shapes(raw: bytes) -> tuple:
     """The tensor shapes of a raw ``Input Dims`` JSON text, in order, a
     tensor list's shapes in its place (``[[512, 512], [512]]`` for a

@@ -142,3 +142,24 @@ def test_a_rank_trace_is_decoded_once_for_all_its_readers(tmp_path, monkeypatch)
     assert [p.name for p in decoded] == ["trace_view.json"]
     assert profile.steps is not None and len(profile.steps) == 4
     assert profile.host_calls is not None and "gc" in set(profile.host_calls["cls"])
+
+
+def test_an_optimizer_step_running_a_closure_counts_only_its_update(tmp_path):
+    """optimizer.step(closure) (PyTorch Lightning on torch_npu): the closure's
+    backward nodes run inside Optimizer.step; the optimizer's time starts
+    where the last of them ends, and its ops before that are the model's."""
+    events = [_meta(PY, "Python")]
+    for i in range(4):
+        t0 = 1_700_000_000_000.0 + i * STEP_US
+        events += [_x(PY, f"ProfilerStep#{i + 1}", t0, STEP_US, "cpu_op"),
+                   _x(PY, "Optimizer.step#AdamW.step", t0 + 1000, 40_000.0, "cpu_op"),
+                   _x(PY, "aten::mul_", t0 + 2000, 500.0, "cpu_op"),  # the closure's forward
+                   _x(PY, "autograd::engine::evaluate_function: MulBackward0", t0 + 10_000, 20_000.0, "cpu_op"),
+                   *(_x(PY, "aten::add_", t0 + 31_000 + 100 * k, 50.0, "cpu_op") for k in range(30))]
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps(events))
+    table = host_calls.read(decode_trace(path), 0)
+    opt = table[table["cls"] == "optimizer"]
+    assert opt["count"].sum() == 4 and opt["total_us"].sum() == pytest.approx(4 * 11_000.0)
+    ops = table[table["cls"] == "optimizer_op"]
+    assert set(ops["name"]) == {"aten::add_"} and ops["count"].sum() == 4 * 30
