@@ -50,12 +50,14 @@ def run_twice_on_teardown_abort(run, exit_code, stderr):
     return result
 
 
-def advisor_run_report(argv: list[str], out, steps: int, cwd, env: dict | None = None, timeout: int = 300) -> dict:
+def advisor_run_report(argv: list[str], out, steps: int, cwd, env: dict | None = None, timeout: int = 300,
+                       alone: bool = False) -> dict:
     """Run ``argv`` (an ``advisor run ... -o out`` command line) to success,
     re-running once on the exit-time abort, and return its report.json
     after checking that it profiled ``steps`` steps. A multi-rank run
-    (``--nproc_per_node``) has the machine to itself (tests/_machine.py)."""
-    with whole_machine() if "--nproc_per_node" in argv else nullcontext():
+    (``--nproc_per_node``), or one the test says needs the machine
+    (``alone``), has it to itself (tests/_machine.py)."""
+    with whole_machine() if alone or "--nproc_per_node" in argv else nullcontext():
         result = run_twice_on_teardown_abort(
             lambda: subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                                    env=dict(os.environ, **(env or {}))),

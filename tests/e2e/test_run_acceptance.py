@@ -41,12 +41,12 @@ DP_MODEL = ["--hidden", "128", "--layers", "8", "--conv-channels", "32", "--imag
 DP_STEPS, DP_TRAIN_STEPS = 10, "14"
 
 
-def _advisor_run(tmp_path, steps: int, command: list[str], warmup: int = 1) -> dict:
+def _advisor_run(tmp_path, steps: int, command: list[str], warmup: int = 1, alone: bool = False) -> dict:
     tmp_path.mkdir(parents=True, exist_ok=True)
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup),
             "-o", str(out), "--no-color", "--", *command]
-    return advisor_run_report(argv, out, steps, cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
+    return advisor_run_report(argv, out, steps, cwd=tmp_path, env={"OMP_NUM_THREADS": "1"}, alone=alone)
 
 
 def _findings(report: dict) -> dict[str, dict]:
@@ -79,7 +79,10 @@ def test_cnn_with_slow_dataset_is_input_bound(examples, tmp_path):
 
 
 def test_cnn_with_fast_dataset_has_no_serious_finding(examples, tmp_path):
-    report = _advisor_run(tmp_path, 4, _cnn(examples), warmup=2)
+    # healthy on a host with a core to spare: beside another test's processes on the 2 cores, the loop was
+    # descheduled inside its batch fetches often enough that 4 steps measured a tenth of them waiting (once in
+    # two full-suite runs); alone it passed 3 of 3
+    report = _advisor_run(tmp_path, 4, _cnn(examples), warmup=2, alone=True)
     serious = [(f["rule"], f["severity"]) for f in report["findings"] if f["severity"] in SERIOUS]
     assert serious == []
     assert _value(report, "step.data_wait_ratio") < 0.1
