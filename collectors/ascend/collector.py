@@ -372,7 +372,7 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         trace = reader.trace(trace_path)
         if trace is not None:
             _add_dispatch(profile, dispatch.read(trace, rank))
-            profile.host_calls = host_calls.read(trace, rank)
+            profile.host_calls = host_calls.read(trace, rank, profile.meta.notes)
             profile.hccl_tasks = hccl_tasks.read(trace, rank)
     if not reader.has_ops() and not reader.skips_kernels() and root is not None:
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)

@@ -25,27 +25,30 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import host_call_class
 from advisor.collectors.kineto.host_calls import nested_classes, step_of
 from advisor.collectors.kineto.host_gaps import silent_rows
-from advisor.collectors.kineto.shaped_events import update_starts
+from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE, update_starts
 
 
 #: Prefix of the CANN layer's host calls (``AscendCL@aclrtSynchronizeStream``).
 ACL_PREFIX = "AscendCL@"
 
 
-def _cut_closures(df: pd.DataFrame) -> None:
+def _cut_closures(df: pd.DataFrame) -> bool:
     """The optimizer steps of ``df`` cut to their own update where they ran
-    a closure (``shaped_events.update_starts``), in place."""
+    a closure (``shaped_events.update_starts``), in place; True when one was."""
     opt, back = (df["cls"] == "optimizer").to_numpy(), (df["cls"] == "backward").to_numpy()
     if not opt.any() or not back.any():
-        return
+        return False
     ts, end = df["ts"].to_numpy(float), (df["ts"] + df["dur"]).to_numpy(float)
     starts = update_starts(ts[opt], end[opt], ts[back], end[back])
+    cut = bool((starts > ts[opt]).any())
     df.loc[opt, "ts"], df.loc[opt, "dur"] = starts, end[opt] - starts
+    return cut
 
 
-def read(trace: Trace, rank: int) -> pd.DataFrame | None:
+def read(trace: Trace, rank: int, notes: list[str] | None = None) -> pd.DataFrame | None:
     """The ``host_calls`` rows of one decoded ``trace_view.json``
-    (``trace_view.decode_trace``); None when it has none."""
+    (``trace_view.decode_trace``); None when it has none. ``notes``: where
+    the run note of optimizer steps cut to their update goes."""
     classes: dict[str, str | None] = {}
     rows, spans = [], []
     host_pids: set = set()
@@ -70,7 +73,8 @@ def read(trace: Trace, rank: int) -> pd.DataFrame | None:
     if not rows:
         return gaps
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
-    _cut_closures(df)
+    if _cut_closures(df) and notes is not None:
+        notes.append(CLOSURE_NOTE)
     ts, dur = df["ts"].to_numpy(float), df["dur"].to_numpy(float)
     df["cls"] = nested_classes(df["cls"].to_numpy(object), df["name"].to_numpy(object), ts, ts + dur,
                                df["thread"].to_numpy(object))

@@ -506,9 +506,6 @@ def _memory_summary(trace: dec.Trace, rank: int) -> pd.DataFrame | None:
 
 
 #: The run's note when the ``memory`` table's levels count from zero.
-CLOSURE_NOTE = ("the optimizer's step() runs a closure (forward and backward inside Optimizer.step, as "
-                "optimizer.step(closure) and PyTorch Lightning do): the optimizer's time is counted from the end of "
-                "the closure's backward")
 MEMORY_FROM_ZERO = ("memory levels count from the start of recording: the [memory] events do not say what was "
                     "allocated before (the CPU allocator's totals start at zero), so a peak or a level leaves it out")
 
@@ -567,7 +564,7 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
              if t is not None]
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     if closures:
-        tables.notes.append(CLOSURE_NOTE)
+        tables.notes.append(shaped_events.CLOSURE_NOTE)
     tables.annotations = annotations.table(ev, tables.steps, rank)
     tables.op_trend = op_trend.table(ev, tables.steps, rank)
     tables.flops = work.table(ev.work_ts, ev.work_flops, tables.steps, rank)

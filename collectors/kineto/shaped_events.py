@@ -60,6 +60,12 @@ def optimizer_steps(ev: Events) -> np.ndarray:
     return np.flatnonzero(ranges & ev.named(OPTIMIZER_STEP_RE))
 
 
+#: The run note of a trace whose optimizer steps were cut (``cut_closures``).
+CLOSURE_NOTE = ("the optimizer's step() runs a closure (forward and backward inside Optimizer.step, as "
+                "optimizer.step(closure) and PyTorch Lightning do): the optimizer's time is counted from the end of "
+                "the closure's backward")
+
+
 def cut_closures(ev: Events) -> bool:
     """Cut every optimizer step that ran a closure to the optimizer's own
     update (``update_starts``), in place; True when one was cut. Every

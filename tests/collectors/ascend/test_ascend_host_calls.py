@@ -25,6 +25,7 @@ import pytest
 import advisor
 from advisor.collectors.ascend import host_calls
 from advisor.collectors.ascend.trace_view import decode_trace
+from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE
 
 PY, GC, CANN, OVERLAP = 1, 2, 5, 9
 STEP_US = 50_000.0
@@ -158,7 +159,9 @@ def test_an_optimizer_step_running_a_closure_counts_only_its_update(tmp_path):
                    *(_x(PY, "aten::add_", t0 + 31_000 + 100 * k, 50.0, "cpu_op") for k in range(30))]
     path = tmp_path / "trace_view.json"
     path.write_text(json.dumps(events))
-    table = host_calls.read(decode_trace(path), 0)
+    notes = []
+    table = host_calls.read(decode_trace(path), 0, notes)
+    assert notes == [CLOSURE_NOTE]
     opt = table[table["cls"] == "optimizer"]
     assert opt["count"].sum() == 4 and opt["total_us"].sum() == pytest.approx(4 * 11_000.0)
     ops = table[table["cls"] == "optimizer_op"]
