@@ -22,7 +22,7 @@ import pandas as pd
 
 from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _num, step_spans
 from advisor.collectors.kineto import intervals as iv
-from advisor.collectors.kineto.calls import host_call_class
+from advisor.collectors.kineto.calls import BACKWARD_WORK, host_call_class
 from advisor.collectors.kineto.host_calls import nested_classes, step_of
 from advisor.collectors.kineto.host_gaps import silent_rows
 from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE, update_starts
@@ -35,7 +35,7 @@ ACL_PREFIX = "AscendCL@"
 def _cut_closures(df: pd.DataFrame) -> bool:
     """The optimizer steps of ``df`` cut to their own update where they ran
     a closure (``shaped_events.update_starts``), in place; True when one was."""
-    opt, back = (df["cls"] == "optimizer").to_numpy(), (df["cls"] == "backward").to_numpy()
+    opt, back = (df["cls"] == "optimizer").to_numpy(), df["cls"].isin(BACKWARD_WORK).to_numpy()
     if not opt.any() or not back.any():
         return False
     ts, end = df["ts"].to_numpy(float), (df["ts"] + df["dur"]).to_numpy(float)

@@ -49,7 +49,8 @@ ROCm) and PyTorch host ops (``cpu_op``, ``user_annotation``).
     allocator calls, ``empty_cache()``, optimizer steps and the fused,
     multi-tensor or per-parameter ops inside them, SyncBatchNorm, autograd's
     backward nodes and the NaN checks and recomputed forward ops inside
-    them, recurrent cells run in forward; None for the rest.
+    them, recurrent cells run in forward, DDP's reducer finishing a
+    backward; None for the rest.
 :func:`program_frame`
     A Python frame of the profiled program (``with_stack=True`` writes one
     ``python_function`` event per frame, ``train.py(57): train_step``), not
@@ -188,10 +189,17 @@ RECOMPUTE_OPS = frozenset({
 #: sequence modules (``nn.LSTM`` ...) run a whole sequence in one op
 #: (``aten::lstm``). Counted only outside a backward node (forward).
 RNN_CELL_OPS = frozenset({"aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell"})
+#: DistributedDataParallel's reducer finishing a backward: copying each
+#: reduced bucket back into the gradients once its all-reduce is done
+#: (``torch.distributed.ddp.reducer::copy_bucket_to_grad``), the last work of
+#: a backward pass under DDP.
+DDP_REDUCER_PREFIX = "torch.distributed.ddp.reducer::"
 #: The classes of ``host_call_class``, in order of precedence.
 HOST_CALL_CLASSES = ("gc", "gc_call", "sync", "alloc", "empty_cache", "optimizer", "optimizer_fused",
                      "optimizer_foreach", "optimizer_op", "syncbn", "backward", "nan_check", "recompute",
-                     "data_loader", "rnn_cell")
+                     "data_loader", "rnn_cell", "ddp_reducer")
+#: The classes of a backward pass's own work (an optimizer closure's, ``shaped_events.update_starts``).
+BACKWARD_WORK = frozenset({"backward", "ddp_reducer"})
 #: The classes that count only inside an optimizer step.
 OPTIMIZER_INNER = frozenset({"optimizer_fused", "optimizer_foreach", "optimizer_op"})
 
@@ -231,6 +239,8 @@ def host_call_class(name: str) -> str | None:
         return "data_loader"
     if name in RNN_CELL_OPS:
         return "rnn_cell"
+    if name.startswith(DDP_REDUCER_PREFIX):
+        return "ddp_reducer"
     return None
 
 

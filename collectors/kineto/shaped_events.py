@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from advisor.collectors.kineto.calls import OPTIMIZER_INNER, OPTIMIZER_STEP_RE, host_call_class
+from advisor.collectors.kineto.calls import BACKWARD_WORK, OPTIMIZER_INNER, OPTIMIZER_STEP_RE, host_call_class
 from advisor.collectors.kineto.decode import HOST, Events
 
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
@@ -74,7 +74,7 @@ def cut_closures(ev: Events) -> bool:
     opt = optimizer_steps(ev)
     if opt.size == 0:
         return False
-    back = np.flatnonzero(ev.named(lambda n: n.startswith(BACKWARD_NODE)))
+    back = np.flatnonzero(ev.named(lambda n: host_call_class(n) in BACKWARD_WORK))
     starts = update_starts(ev.ts[opt], ev.end_at(opt), ev.ts[back], ev.end_at(back))
     cut = starts > ev.ts[opt]
     ev.dur[opt] = ev.end_at(opt) - starts
@@ -86,9 +86,11 @@ def update_starts(begin: np.ndarray, end: np.ndarray, back_begin: np.ndarray, ba
     """Where each optimizer step's own update starts: an ``Optimizer.step``
     range [``begin``, ``end``) that ran a closure (``optimizer.step(closure)``:
     PyTorch Lightning's automatic optimization, LBFGS) holds the closure's
-    forward and backward first, so its update starts where the last
-    backward node (``back_begin``, ``back_end``) that starts inside it
-    ends; a range without one starts at ``begin``."""
+    forward and backward first, so its update starts where the last event
+    of backward work (``back_begin``, ``back_end``: backward nodes, and
+    under DDP the reducer copying the reduced buckets into the gradients,
+    ``calls.BACKWARD_WORK``) that starts inside it ends; a range without
+    one starts at ``begin``."""
     out = np.asarray(begin, dtype=np.float64).copy()
     if back_begin.size == 0:
         return out
