@@ -16,6 +16,8 @@ recorded by every PyTorch trace; their metrics count what is there.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -751,6 +753,17 @@ MIN_PER_PARAM_TENSORS = 8
 #: within this share of the tensors' (``AccumulateGrad``'s count).
 PER_PARAM_TOLERANCE = 0.02
 ACCUMULATE_NODE = "torch::autograd::AccumulateGrad"
+#: Backward node types of elementwise math and reductions (autograd's
+#: generated names, ``PowBackward0``): what an expression over each tensor
+#: builds. A layer's own nodes (matrix products, convolutions, transposes,
+#: views and splits, activations, normalizations) are none of them, and
+#: also run once per parameter tensor where each layer has one (bias-free
+#: linear layers, FSDP's one flat parameter per wrapped layer).
+EXPRESSION_NODE = re.compile(r"(?:Pow|Mul|Add|Sub|Div|Abs|Neg|Sqrt|Rsqrt|Exp|Log|Clamp|Maximum|Minimum|Sum|Mean|Norm"
+                             r"|LinalgVectorNorm|Amax|Max|Prod|Std|Var)Backward\d*")
+#: The reductions among them: an expression added to a loss reduces each
+#: tensor to a number, so one of its node types is a reduction.
+REDUCTION_NODE = re.compile(r"(?:Sum|Mean|Norm|LinalgVectorNorm|Amax|Max|Prod|Std|Var)Backward\d*")
 
 
 def _per_param_nodes(p: Profile) -> tuple[pd.DataFrame, float]:
@@ -775,6 +788,10 @@ def _once_per_tensor(p: Profile) -> tuple[pd.DataFrame, float]:
                            f"per-parameter expression needs {MIN_PER_PARAM_TENSORS}")
     per = per[~accumulate]
     once = per[(per["count"] - tensors).abs() <= PER_PARAM_TOLERANCE * tensors]
+    kinds = [str(n).removeprefix(BACKWARD_NODE_PREFIX) for n in once.index]
+    once = once.loc[np.array([EXPRESSION_NODE.fullmatch(k) is not None for k in kinds], dtype=bool)]
+    if not any(REDUCTION_NODE.fullmatch(str(n).removeprefix(BACKWARD_NODE_PREFIX)) for n in once.index):
+        once = once.iloc[0:0]  # elementwise nodes alone, once per tensor, are layers' (a residual add per layer)
     return once.assign(per_step=once["count"], ms=once["total_us"] / US_PER_MS), tensors
 
 
@@ -802,12 +819,13 @@ def per_param_backward_ms(p: Profile) -> float:
     """Backward time per steady step in node types that run once per
     parameter tensor (as many times per step as ``AccumulateGrad``, give or
     take ``PER_PARAM_TOLERANCE``; not evaluated under
-    ``MIN_PER_PARAM_TENSORS`` tensors): the backward of an expression
-    computed over every parameter one tensor at a time, such as a weight
-    penalty added to the loss (``sum(p.pow(2).sum() for p in
-    model.parameters())``). A layer's own nodes run once per layer, fewer
-    times than its weights and biases. The forward of the expression is not
-    counted."""
+    ``MIN_PER_PARAM_TENSORS`` tensors) and are elementwise math or
+    reductions (``EXPRESSION_NODE``), one of them a reduction
+    (``REDUCTION_NODE``): the backward of an expression computed over every
+    parameter one tensor at a time, such as a weight penalty added to the
+    loss (``sum(p.pow(2).sum() for p in model.parameters())``). A layer's
+    own nodes are matrix products, activations and the like, and run once
+    per layer. The forward of the expression is not counted."""
     return float(_per_param_nodes(p)[0]["ms"].sum())
 
 
