@@ -426,7 +426,8 @@ def frozen_grads(p: Profile) -> Value:
     ranks of each rank's mean over steady steps with an optimizer step."""
     ranks = per_rank_mean(p, "frozen_grads")
     if ranks.empty:
-        raise NotEvaluated("no frozen_grads values (no optimizer step or no recorded gradient shapes)")
+        raise NotEvaluated("no frozen_grads values (no optimizer step, no recorded gradient shapes, or a fused "
+                           "optimizer, whose tensor lists the profiler records without shapes)")
     return Value(float(ranks.mean()), rank_evidence(ranks))
 
 

@@ -69,7 +69,7 @@ REASONS_ZH: dict[str, str] = {
     "no exposed share of the all-reduces": "all-reduce 没有未掩盖的部分",
     "no finite step time and data wait": "没有有限值的迭代时间和数据等待",
     "no free gaps per step (CPU-only PyTorch traces with step markers)": "没有每步的空闲间隙（需为带迭代标记的纯 CPU PyTorch trace）",
-    "no frozen_grads values (no optimizer step or no recorded gradient shapes)": "没有 frozen_grads 值（没有优化器更新，或没有记录梯度 shape）",
+    "no frozen_grads values (no optimizer step, no recorded gradient shapes, or a fused optimizer, whose tensor lists the profiler records without shapes)": "没有 frozen_grads 值（没有优化器更新、没有记录梯度 shape，或优化器为融合实现，profiler 记录其张量列表时不带 shape）",
     "no gradient all-reduce with a size in the steady steps": "稳定阶段的迭代中没有带大小的梯度 all-reduce",
     "no gradient bytes to split": "没有可拆分的梯度字节",
     "no host record was read (torch_npu writes it to trace_view.json)": "未读取到 Host 侧记录（torch_npu 将其写入 trace_view.json）",

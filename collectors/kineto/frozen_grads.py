@@ -15,7 +15,9 @@ with at least one optimizer step:
 * ``frozen_grads``: gradient accumulations whose shape is none of the
   shapes the step's optimizer operators take -- gradients no optimizer
   reads. A frozen parameter shaped like a trained one is not counted, so
-  the count is a lower bound.
+  the count is a lower bound. A step whose optimizer operators are
+  recorded without any shape (a fused kernel over many tensors: the
+  profiler writes its tensor-list inputs as empty) is not judged.
 * ``frozen_grad_us``: the time of those accumulations and of the backward
   matrix products (``aten::mm`` between the step's first and last backward
   node) whose result has a frozen gradient's 2-D shape -- the weight
@@ -69,6 +71,8 @@ def columns(ev: Events, steps: pd.DataFrame | None) -> dict[str, np.ndarray] | N
         mine = per_step[r]
         role = ev.shaped_role[mine]
         read = set().union(*ev.shaped_shapes[mine[(role == OPTIMIZER) & in_step[mine]]])
+        if not read:
+            continue  # no shape of what the optimizer reads is recorded (a fused kernel's tensor lists): unknown
         accumulated = mine[acc[mine]]
         frozen = accumulated[np.array([first_shape[i] not in read for i in accumulated], dtype=bool)]
         frozen_shapes = set(first_shape[frozen])

@@ -23,11 +23,12 @@ from torch import nn
 
 kind = sys.argv[1]
 torch.manual_seed(0)
-backbone = nn.Sequential(*[nn.Sequential(nn.Linear(384, 384), nn.ReLU()) for _ in range(4)])
+depth = 20 if kind == "full-deep" else 4
+backbone = nn.Sequential(*[nn.Sequential(nn.Linear(384, 384), nn.ReLU()) for _ in range(depth)])
 head = nn.Linear(384, 10)
 if kind == "no-grad":  # frozen the right way
     backbone.requires_grad_(False)
-if kind == "full":  # every parameter trained, by fused AdamW
+if kind in ("full", "full-deep"):  # every parameter trained, by fused AdamW
     opt = torch.optim.AdamW(list(backbone.parameters()) + list(head.parameters()), lr=1e-3, fused=True)
 else:  # only the head is trained
     opt = torch.optim.SGD(head.parameters(), lr=0.01)
@@ -75,3 +76,14 @@ def test_an_optimizer_that_takes_every_gradient_keeps_it_quiet(tmp_path, kind):
     assert RULE not in {f["rule"] for f in report["findings"]}
     assert value(report, "ops.frozen_grads") == 0
     assert value(report, "ops.frozen_grad_ms") == 0.0
+
+
+@needs_torch
+def test_a_fused_optimizer_recorded_without_shapes_is_not_judged(tmp_path):
+    """Over 42 tensors the profiler wrote fused AdamW's tensor lists without
+    shapes ([] for each): every gradient then looked unread, and a model
+    trained whole was called high (173 ms, 40% of the step). What such an
+    optimizer reads is unknown, so the check is not made."""
+    report = profiled(tmp_path, SCRIPT, "full-deep", steps=5, warmup=3, name="train_frozen.py")[0]
+    assert RULE not in {f["rule"] for f in report["findings"]}
+    assert "ops.frozen_grads" not in report["metrics"]
