@@ -711,6 +711,8 @@ def _time_step():
 
 
 def _end_timing():
+    """Stop timing the steps after the window: remove the hook, and write
+    the step times (two step ends or more) to the status file."""
     st = _state
     stamps, st.after = st.after, None
     if st.post_handle is not None:
