@@ -32,8 +32,8 @@ from advisor.cli.console import EXIT_BAD_INPUT
 from advisor.cli.reference import metrics, rules, schema
 from advisor.cli.regression import compare, gate, history
 from advisor.cli.report import report, run
-from advisor.i18n import DEFAULT_LANG
 from advisor.errors import AdvisorError, InputError
+from advisor.i18n import DEFAULT_LANG
 from advisor.runtime.stream_guard import guarded_output
 
 

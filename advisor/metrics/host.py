@@ -655,18 +655,25 @@ def _recompute_us(p: Profile) -> float:
 
 
 def _recompute_column(p: Profile) -> str | None:
-    """The ``host_calls`` column holding the recomputed ops' time: the device
-    time they launched where measured, their own time on a CPU-only trace;
-    None when no backward node ran one."""
+    """The ``host_calls`` column holding the recomputed ops' time
+    (``_time_column``); None when no backward node ran one."""
     _recorded(p, "backward", _NO_BACKWARD)
+    return _time_column(p, "recompute", _NO_RECOMPUTE_TIME)
+
+
+def _time_column(p: Profile, cls: str, unmeasured: str) -> str | None:
+    """The ``host_calls`` column holding the time of the ops of ``cls``: the
+    device time they launched where measured, their own time on a CPU-only
+    trace (NotEvaluated(``unmeasured``) on a device trace without it); None
+    when the steps ran none."""
     rows = p.table("host_calls")
-    rows = rows[rows["cls"] == "recompute"]
+    rows = rows[rows["cls"] == cls]
     if rows.empty:
         return None
     if "device_us" in rows.columns and rows["device_us"].notna().any():
         return "device_us"
     if p.meta.device != "cpu":
-        raise NotEvaluated(_NO_RECOMPUTE_TIME)
+        raise NotEvaluated(unmeasured)
     return "total_us"
 
 
@@ -700,17 +707,10 @@ def recompute_ratio(p: Profile) -> float:
 
 
 def _rnn_cell_column(p: Profile) -> str:
-    """The ``host_calls`` column holding the recurrent cells' time: the
-    device time they launched where measured, their own time on a CPU-only
-    trace (``_recompute_column``'s choice)."""
-    rows = p.table("host_calls")
-    rows = rows[rows["cls"] == "rnn_cell"]
-    if "device_us" in rows.columns and rows["device_us"].notna().any():
-        return "device_us"
-    if p.meta.device != "cpu" and not rows.empty:
-        raise NotEvaluated("the recurrent cells' device time is not in the profile (their host spans are only the "
-                           "launching; the Kineto reader measures it from the kernels they launch)")
-    return "total_us"
+    """The ``host_calls`` column holding the recurrent cells' time
+    (``_time_column``; the ops' own time when no cell ran: 0 either way)."""
+    return _time_column(p, "rnn_cell", "the recurrent cells' device time is not in the profile (their host spans are "
+                        "only the launching; the Kineto reader measures it from the kernels they launch)") or "total_us"
 
 
 @metric("host.rnn_cell_calls", unit="count", needs=_NEEDS)
@@ -789,9 +789,10 @@ def _once_per_tensor(p: Profile) -> tuple[pd.DataFrame, float]:
     per = per[~accumulate]
     once = per[(per["count"] - tensors).abs() <= PER_PARAM_TOLERANCE * tensors]
     kinds = [str(n).removeprefix(BACKWARD_NODE_PREFIX) for n in once.index]
-    once = once.loc[np.array([EXPRESSION_NODE.fullmatch(k) is not None for k in kinds], dtype=bool)]
-    if not any(REDUCTION_NODE.fullmatch(str(n).removeprefix(BACKWARD_NODE_PREFIX)) for n in once.index):
-        once = once.iloc[0:0]  # elementwise nodes alone, once per tensor, are layers' (a residual add per layer)
+    expression = np.array([EXPRESSION_NODE.fullmatch(k) is not None for k in kinds], dtype=bool)
+    reduced = any(REDUCTION_NODE.fullmatch(k) for k, e in zip(kinds, expression) if e)
+    # elementwise nodes alone, once per tensor, are layers' (a residual add per layer)
+    once = once.loc[expression] if reduced else once.iloc[0:0]
     return once.assign(per_step=once["count"], ms=once["total_us"] / US_PER_MS), tensors
 
 

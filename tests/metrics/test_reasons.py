@@ -31,7 +31,7 @@ def _reason_expressions(node: ast.AST, src: str, path: Path) -> list[ast.expr]:
         name = getattr(node.func, "id", getattr(node.func, "attr", ""))
         if name == "NotEvaluated" and node.args:
             return [node.args[0]]
-        if name == "_recorded" and len(node.args) == 3:  # host: NotEvaluated(why) without the events
+        if name in ("_recorded", "_time_column") and len(node.args) == 3:  # host: NotEvaluated(arg 3) in them
             return [node.args[2]]
     if path.name == "registry.py" and isinstance(node, (ast.Return, ast.Assign)) and node.value is not None:
         if isinstance(node, ast.Return) or any(getattr(t, "id", "") == "reason" for t in node.targets):
