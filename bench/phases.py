@@ -51,9 +51,9 @@ def _phases(path: Path, jobs: int, out: Path) -> dict[str, float]:
     tick("reading and merging the ranks")
     real_evaluate = analysis.evaluate_metrics
 
-    def timed_evaluate(p):
+    def timed_evaluate(p, jobs=1):
         tick("engine, summary tables")
-        result = real_evaluate(p)
+        result = real_evaluate(p, jobs=jobs)
         tick("metrics")
         return result
 
