@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.host_calls import step_rows, step_windows
+from advisor.collectors.kineto.shaped_events import optimizer_steps
 from advisor.collectors.vocab import ALLREDUCE
 from advisor.collectors.kineto.decode import HOST, Events
 
 DDP_FORWARD = "DistributedDataParallel.forward"
-OPTIMIZER_STEP = "Optimizer.step#"
 
 
 def columns(ev: Events, steps: pd.DataFrame, comm: pd.DataFrame | None) -> dict[str, np.ndarray] | None:
@@ -39,7 +39,7 @@ def columns(ev: Events, steps: pd.DataFrame, comm: pd.DataFrame | None) -> dict[
     forward = np.flatnonzero(ranges & (names == DDP_FORWARD)[ev.name])
     if forward.size == 0 or steps is None or steps.empty or "start_us" not in steps.columns:
         return None
-    optimizer = np.flatnonzero(ranges & np.char.startswith(names, OPTIMIZER_STEP)[ev.name])
+    optimizer = optimizer_steps(ev)
     windows = step_windows(steps)
     end_of = steps["start_us"].to_numpy(float) + steps["duration_us"].to_numpy(float)
     starts = np.sort(ev.ts[forward])

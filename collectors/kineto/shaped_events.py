@@ -53,11 +53,12 @@ def role_of(name: str) -> int | None:
 
 
 def optimizer_steps(ev: Events) -> np.ndarray:
-    """Positions of the trace's optimizer steps: the ``Optimizer.step#...``
-    ranges (``calls.OPTIMIZER_STEP_RE``) the profiler records as host user
-    annotations."""
-    ranges = (ev.kind == HOST) & ev.cat_is("user_annotation")
-    return np.flatnonzero(ranges & ev.named(OPTIMIZER_STEP_RE))
+    """Positions of the trace's optimizer steps: the host ranges named
+    ``Optimizer.step#<class>.step`` (``calls.OPTIMIZER_STEP_RE``) that
+    PyTorch's optimizers record, whatever their category (user_annotation
+    in current traces, Operator in PyTorch 1.8's, cpu_op in torch_npu's
+    trace_view.json)."""
+    return np.flatnonzero((ev.kind == HOST) & ev.named(OPTIMIZER_STEP_RE))
 
 
 #: The run note of a trace whose optimizer steps were cut (``cut_closures``).

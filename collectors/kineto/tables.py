@@ -16,9 +16,10 @@ from advisor.collectors import kernel_sequences, vocab
 from advisor.collectors.kineto import free_gaps, idle
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import window as kw
-from advisor.collectors.kineto.calls import DATALOADER_RE, OPTIMIZER_STEP_RE, SYNC_CALLS
+from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
 from advisor.collectors.kineto.host_calls import frames_holding
+from advisor.collectors.kineto.shaped_events import optimizer_steps
 
 # At most 18 digits: every such id fits the int64 step column; a longer one
 # is no profiler's step counter, and the span is not taken for a step.
@@ -143,7 +144,7 @@ def _optimizer_step_ends(ev: Events) -> tuple[np.ndarray, int] | None:
     number of events inside each step() repeats with a period of k > 1
     steps (``PERIOD_MATCH``), every k-th end closes an iteration. None
     with fewer than ``MIN_OPTIMIZER_STEPS`` iterations."""
-    idx = np.flatnonzero(ev.named(OPTIMIZER_STEP_RE) & (ev.kind == HOST))
+    idx = optimizer_steps(ev)
     if idx.size < MIN_OPTIMIZER_STEPS:
         return None
     thread = ev.thread[idx[np.argmax(ev.end_at(idx))]]
