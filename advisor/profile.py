@@ -316,14 +316,17 @@ SCHEMA: dict[str, dict[str, Column]] = {
                       "RECOMPUTE_OPS), data_loader (a PyTorch DataLoader's __next__: "
                       "enumerate(DataLoader)#..., its iterator's name saying whether worker processes build the "
                       "batches), silent_gap (stretches of at least 1 ms in a step "
-                      "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py)",
+                      "with no host op or runtime call on any thread: collectors/kineto/host_gaps.py), op_chain "
+                      "(chains of forward ops a fused kernel replaces, named by pattern, one count per chain: "
+                      "collectors/kineto/op_chains.py), op_chain_floor (the same chains' longest pass each)",
                       required=True),
         "name": Column("text", "the event's name as the profiler wrote it", required=True),
         "count": Column("int", "events", required=True),
         "total_us": Column("float", "their summed duration", required=True),
         "max_us": Column("float", "the longest one"),
-        "device_us": Column("float", "recompute rows of a trace with device events: the summed duration of the "
-                            "device work they launched (their host time is only the launching); NaN elsewhere"),
+        "device_us": Column("float", "recompute, rnn_cell and op_chain rows of a trace with device events: the "
+                            "summed duration of the device work they launched (their host time is only the "
+                            "launching); NaN elsewhere"),
         "frame": Column("text", "the innermost Python frame of the profiled program around them (sync and "
                         "empty_cache events, when the trace has Python stacks)"),
     },

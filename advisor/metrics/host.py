@@ -24,6 +24,7 @@ import pandas as pd
 from advisor.collectors.kineto.calls import BACKWARD_NODE_PREFIX, OPTIMIZER_STEP_RE
 from advisor.metrics.data import epoch_end_keys
 from advisor.metrics.registry import NotEvaluated, Value, metric
+from advisor.metrics.sequences import AFFINITY_API, api_family
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
 
@@ -744,6 +745,58 @@ def rnn_cell_ratio(p: Profile) -> float:
     """Share of the step in the recurrent cells' forward (``host.rnn_cell_ms``
     over the mean step time)."""
     return _per_step(p, "rnn_cell", _rnn_cell_column(p)) / _step_us(p)
+
+
+def _chain_column(p: Profile) -> str:
+    """The ``host_calls`` column holding the fusable chains' time
+    (``_time_column``; their own time when no chain ran: 0 either way)."""
+    return _time_column(p, "op_chain", "the operator chains' device time is not in the profile (their host spans are "
+                        "only the launching; the Kineto reader measures it from the kernels they launch)") or "total_us"
+
+
+@metric("host.op_chain_calls", unit="count", needs=_NEEDS)
+def op_chain_calls(p: Profile) -> float:
+    """Operator chains per steady step that a fused kernel replaces
+    (``collectors/kineto/op_chains.py`` ``PATTERNS``: attention written as
+    matmul, scale, mask, softmax, dropout, matmul; RMSNorm as pow, mean,
+    add, rsqrt, mul; SwiGLU as silu and mul; rotary embedding as neg, cat,
+    mul, add), found in the order the forward calls its top-level ops."""
+    return _per_step(p, "op_chain", "count")
+
+
+@metric("host.op_chain_ms", unit="ms", needs=_NEEDS)
+def op_chain_ms(p: Profile) -> float:
+    """Forward time per steady step of those chains' memory passes (every
+    op of a chain but the matrix products at the ends of attention): the
+    device time they launch on a device trace, their own time on a CPU-only
+    one. Their backward is not counted."""
+    return _per_step(p, "op_chain", _chain_column(p)) / US_PER_MS
+
+
+@metric("host.op_chain_saving_ms", unit="ms", needs=_NEEDS)
+def op_chain_saving_ms(p: Profile) -> float:
+    """What fusing the chains saves in forward per steady step:
+    ``host.op_chain_ms`` less each chain's longest pass (a fused kernel
+    still reads the chain's inputs and writes its output, at least what its
+    longest pass moves)."""
+    column = _chain_column(p)
+    return max(_per_step(p, "op_chain", column) - _per_step(p, "op_chain_floor", column), 0.0) / US_PER_MS
+
+
+@metric("host.op_chain_ratio", unit="ratio", needs=_NEEDS)
+def op_chain_ratio(p: Profile) -> float:
+    """Share of the step in the chains' forward passes (``host.op_chain_ms``
+    over the mean step time)."""
+    return _per_step(p, "op_chain", _chain_column(p)) / _step_us(p)
+
+
+@metric("host.op_chains", unit="list", needs=_NEEDS)
+def op_chains(p: Profile) -> list[dict]:
+    """The chains by pattern, the most time first: ``{"name", "per_step",
+    "ms", "api"}``, ``api`` the fused operator that replaces the pattern on
+    the run's framework (``sequences.AFFINITY_API``)."""
+    family = api_family(p)
+    return [{**entry, "api": AFFINITY_API[entry["name"]][family]} for entry in _top(p, "op_chain", _chain_column(p))]
 
 
 #: Fewer parameter tensors than this and a node type run as many times per

@@ -91,7 +91,8 @@ def pattern_of(kernels: str) -> str | None:
     return None
 
 
-def _family(p: Profile) -> str:
+def api_family(p: Profile) -> str:
+    """The ``AFFINITY_API`` column of a run: torch_npu, mindspore or pytorch."""
     if p.meta.framework == "mindspore":
         return "mindspore"
     return "torch_npu" if p.meta.device == "ascend" else "pytorch"
@@ -126,7 +127,7 @@ def _evidence(p: Profile, column: str, scale: float = 1 / US_PER_MS) -> dict:
           "repeats_per_step": round(float(row["repeats"]), 1)}
     if pattern:
         ev["pattern"] = pattern
-        ev["affinity_api"] = AFFINITY_API[pattern][_family(p)]
+        ev["affinity_api"] = AFFINITY_API[pattern][api_family(p)]
     ev.update(rank_evidence(top[column], scale))
     return ev
 

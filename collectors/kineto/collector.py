@@ -194,8 +194,8 @@ from advisor.collectors import vocab
 from advisor.collectors.io.files import check_regular
 from advisor.collectors.kineto import decode as dec
 from advisor.collectors.kineto import annotations, critical_path, cupti_counters, host_calls, host_gaps, presence
-from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_trend, param_copies
-from advisor.collectors.kineto import shaped_events, work
+from advisor.collectors.kineto import dense_embedding, frozen_grads, grad_sync, loader_passes, op_chains, op_trend
+from advisor.collectors.kineto import param_copies, shaped_events, work
 from advisor.collectors.kineto.tables import Tables, cpu_tables, gpu_tables, host_only_tables
 from advisor.collectors.protocol import Capabilities
 from advisor.errors import InputError
@@ -560,8 +560,8 @@ def _tables(trace: dec.Trace, rank: int) -> Tables:
         tables.notes.append(presence.missing_device_note(evidence))
     else:
         tables = cpu_tables(ev, rank)
-    calls = [t for t in (host_calls.table(ev, tables.steps, rank), host_gaps.table(ev, tables.steps, rank))
-             if t is not None]
+    calls = [t for t in (host_calls.table(ev, tables.steps, rank), host_gaps.table(ev, tables.steps, rank),
+                         op_chains.table(ev, tables.steps, rank)) if t is not None]
     tables.host_calls = pd.concat(calls, ignore_index=True) if len(calls) > 1 else (calls[0] if calls else None)
     if closures:
         tables.notes.append(shaped_events.CLOSURE_NOTE)
