@@ -52,6 +52,7 @@ import tomllib
 
 from advisor.collectors.io import limits as input_limits
 from advisor.errors import ConfigError
+from advisor.reports.i18n import Message
 
 #: Config file names, in the order they are looked for in each folder.
 CONFIG_FILES = ("advisor.toml", "pyproject.toml")
@@ -262,29 +263,32 @@ def is_default(used: dict[str, Any] | None) -> bool:
     return used is not None and not (used.get("file") or used.get("overrides") or used.get("rules"))
 
 
-def describe(used: dict[str, Any] | None, *, strict: bool = True) -> str:
+def describe(used: dict[str, Any] | None, *, strict: bool = True) -> Message:
     """One line naming what a ``Settings.used`` record applied (``strict``:
-    and whether strict config was on)."""
+    and whether strict config was on); a Message, English as a ``str``."""
     if used is None:
-        return "not recorded (a report.json written before advisor recorded its config)"
-    parts = []
+        return Message("cfg_not_recorded")
+    parts: list[str] = []
     if used.get("file"):
-        where = "in the working tree under test" if used.get("in_working_tree") else "outside the working tree"
-        how = "found" if used.get("origin") == "found" else "--config"
-        parts.append(f"{used['file']} ({how}, {where})")
+        where = Message("cfg_in_tree" if used.get("in_working_tree") else "cfg_outside_tree")
+        how = Message("cfg_found" if used.get("origin") == "found" else "cfg_given")
+        parts.append(Message("cfg_file", file=str(used["file"]), how=how, where=where))
     else:
-        parts.append("no config file (built-in defaults)")
+        parts.append(Message("cfg_defaults"))
     if used.get("gate"):
         parts.append("[gate] " + ", ".join(f"{k} = {_toml(v)}" for k, v in used["gate"].items()))
     if used.get("thresholds"):
-        parts.append("thresholds " + ", ".join(f"{k}={v:g}" for k, v in used["thresholds"].items()))
+        parts.append(Message("cfg_thresholds", items=", ".join(f"{k}={v:g}" for k, v in used["thresholds"].items())))
     if used.get("overrides"):
         parts.append("--set " + ", ".join(f"{k}={v:g}" for k, v in used["overrides"].items()))
     if used.get("rules"):
-        parts.append("extra rules " + ", ".join(used["rules"]))
+        parts.append(Message("cfg_extra_rules", items=", ".join(used["rules"])))
     if strict:
-        parts.append("strict config " + ("on" if used.get("strict") else "off"))
-    return "; ".join(parts)
+        parts.append(Message("cfg_strict_on" if used.get("strict") else "cfg_strict_off"))
+    line = parts[-1]
+    for part in reversed(parts[:-1]):
+        line = Message("cfg_and", first=part, rest=line)
+    return line
 
 
 def _toml(value: Any) -> str:

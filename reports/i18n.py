@@ -60,7 +60,8 @@ EN: dict[str, str] = {
     "bound_fp_bp": "compute-bound: forward and backward take {pct} of step time",
     "bound_tail": "tail-bound: gradient all-reduce and optimizer take {pct} of step time",
     "step_mean": "mean step {ms}",
-    "step_mean_def": "Mean over ranks of each rank's mean over steady-state steps; every share of step in this report is of this time.",
+    "step_mean_def": "Mean over ranks of each rank's mean over steady-state steps; every share of step in this report "
+                     "is of this time.",
     "findings_count_one": "1 finding",
     "findings_count": "{n} findings",
     "gain_up_to": "up to {ms} ms per step to gain ({pct} of step)",
@@ -120,8 +121,10 @@ EN: dict[str, str] = {
     "chart_series": "Step time per step",
     "chart_series_note": "ms; anomalous steps flagged by the anomaly model: {n}. Drag to zoom.",
     "chart_heatmap": "Per-rank heatmap",
-    "chart_heatmap_note": "Mean over steps, ms; colour: deviation from the median rank, in %. Hover a cell for its value.",
-    "chart_heatmap_note_grouped": "Mean over steps, ms, the slowest rank of each group of ranks; colour: deviation from the median, in %. Hover a cell for its value.",
+    "chart_heatmap_note": "Mean over steps, ms; colour: deviation from the median rank, in %. Hover a cell for its "
+                          "value.",
+    "chart_heatmap_note_grouped": "Mean over steps, ms, the slowest rank of each group of ranks; colour: deviation from "
+                                  "the median, in %. Hover a cell for its value.",
     "heatmap_vs_median": "vs. median rank",
     "heatmap_median": "(white: at the median rank; blue: less time, red: more)",
     "heatmap_legend": "Deviation from the median rank (% of its value; widest here {widest})",
@@ -210,7 +213,8 @@ EN: dict[str, str] = {
     "md_col_message": "message",
     "md_col_gain": "est. gain",
     "md_run_line": "{framework} on {device}, {format}, {ranks} rank(s), {steps} step(s)",
-    "md_truncated": "{n} more {noun} not shown: a comment is capped at {cap} characters; see report.html or report.json.",
+    "md_truncated": "{n} more {noun} not shown: a comment is capped at {cap} characters; see report.html or "
+                    "report.json.",
     "md_noun_findings": "findings",
     "md_noun_fixes": "fixes",
     "md_noun_metrics": "metrics",
@@ -231,6 +235,170 @@ EN: dict[str, str] = {
     "term_fix": "fix {label}: {text}",
     "term_fix_more": "... {n} more line(s) in the report",
     "term_fix_hint": "(the fixes of {n} more finding(s): --verbose, or the report)",
+    # compare and gate (advisor compare, advisor gate)
+    "list_sep": ", ",
+    "cmp_title": "advisor compare: {current} vs {baseline}",
+    "cmp_heading": "advisor compare",
+    "cmp_baseline": "baseline",
+    "cmp_current": "current",
+    "cmp_row_framework": "framework",
+    "cmp_row_device": "device",
+    "cmp_row_world_size": "world size",
+    "cmp_row_ranks": "ranks analyzed",
+    "cmp_row_steps": "steps",
+    "cmp_row_runs": "runs",
+    "cmp_col_label": "label",
+    "cmp_col_source": "source",
+    "cmp_col_analyzed": "analyzed",
+    "cmp_col_metric": "metric",
+    "cmp_col_change": "change",
+    "cmp_col_beyond_noise": "beyond noise",
+    "cmp_col_kind": "kind",
+    "cmp_col_share": "share of the step",
+    "cmp_col_what": "what",
+    "cmp_col_baseline_ms": "baseline ms/step",
+    "cmp_col_current_ms": "current ms/step",
+    "cmp_col_status": "status",
+    "cmp_yes": "yes",
+    "cmp_no": "no",
+    "cmp_md_noise_def": "Beyond noise: two-sided Mann-Whitney U on per-step samples, p < {alpha}, and a median change "
+                        "of at least {effect}.",
+    "cmp_html_noise_def": "Beyond noise: two-sided Mann-Whitney U test on per-step samples, p < {alpha}, and a median "
+                          "change of at least {effect}%; \"-\" when the metric has no per-step samples.",
+    "cmp_html_match_note": "Operators, collectives and dataset ops matched by name and type across the runs (template "
+                           "arguments ignored); dataset ops in mean ms per call. A bar is the change's share of the "
+                           "step time.",
+    "cmp_grew_heading": "Where the time grew",
+    "cmp_shrank_heading": "Where the time shrank",
+    "cmp_ms_per_step": "(ms per step)",
+    "cmp_nothing_grew": "Nothing grew.",
+    "cmp_nothing_shrank": "Nothing shrank.",
+    "cmp_no_findings": "No findings on either side.",
+    "cmp_kind_step_component": "step component",
+    "cmp_kind_operator": "operator",
+    "cmp_kind_collective": "collective",
+    "cmp_kind_dataset_op": "dataset op",
+    "cmp_component_data_wait": "data wait (DataLoader / input pipeline)",
+    "cmp_status_new": "new",
+    "cmp_status_resolved": "resolved",
+    "cmp_status_worse": "worse",
+    "cmp_status_better": "better",
+    "cmp_status_same": "same",
+    "cmp_how_gone": "gone",
+    "cmp_where": "{what}, {ranks}",
+    "cmp_step_unmeasured": "step time: not measured on both sides",
+    "cmp_faster": "{ratio}x faster",
+    "cmp_slower": "{ratio}x slower",
+    "cmp_beyond_noise": "beyond noise",
+    "cmp_within_noise": "within noise",
+    "cmp_step_line": "step time {baseline} -> {current} ms ({parts})",
+    "cmp_note_no_samples": "no per-step samples on both sides: no change is tested against noise, \"beyond noise\" is "
+                           "unknown",
+    "cmp_note_few_steps": "too few steps to test against noise: baseline {baseline}, current {current}; the test needs "
+                          "at least {need} on each side, so \"beyond noise\" is unknown, not \"no\"",
+    "cmp_note_no_op_names": "operator names unavailable on one side: the same-model check was not made",
+    "cmp_note_median_runs": "baseline is the median of {runs} runs; its findings are those of any of them",
+    "cmp_note_platforms": "the runs differ in hardware or job size: baseline {baseline}, current {current}; operators "
+                          "present on one side only may be the platform's, not a change of the model",
+    "cmp_term_run": "{side}: {framework} on {where}, {steps} steps",
+    "cmp_grew": "grew",
+    "cmp_shrank": "shrank",
+    "cmp_term_change": "{direction}: {kind} {name}: {ms} ms/step ({how})",
+    "cmp_term_finding": "{status}: {rule} [{severity}]",
+    "cmp_term_path": "comparison: {path}",
+    "gate_title": "advisor gate: {verdict}",
+    "gate_verdict_pass": "pass",
+    "gate_verdict_regression": "regression",
+    "gate_verdict_unmeasurable": "unmeasurable",
+    "gate_cannot_measure": "cannot measure",
+    "gate_exit_2": "(exit 2)",
+    "gate_md_versus": "{current} vs baseline {baseline}",
+    "gate_md_unmeasured": "What could not be measured",
+    "gate_md_never_pass": "(never a pass)",
+    "gate_md_slower": "What got slower",
+    "gate_md_reported": "Reported, not failed",
+    "gate_md_config": "Config",
+    "gate_md_test": "Test: {method}.",
+    "gate_md_cut": "(summary cut)",
+    "gate_grew_item": "{kind} {name}: +{ms} ms/step",
+    "gate_term_grew": "grew: {item}",
+    "gate_col_check": "check",
+    "gate_col_result": "result",
+    "gate_col_limit": "limit",
+    "gate_col_detail": "detail",
+    "gate_status_pass": "pass",
+    "gate_status_fail": "fail",
+    "gate_status_skip": "skip",
+    "gate_status_error": "error",
+    "gate_config_line": "gate config: {what}",
+    "cfg_not_recorded": "not recorded (a report.json written before advisor recorded its config)",
+    "cfg_defaults": "no config file (built-in defaults)",
+    "cfg_file": "{file} ({how}, {where})",
+    "cfg_found": "found",
+    "cfg_given": "--config",
+    "cfg_in_tree": "in the working tree under test",
+    "cfg_outside_tree": "outside the working tree",
+    "cfg_thresholds": "thresholds {items}",
+    "cfg_extra_rules": "extra rules {items}",
+    "cfg_strict_on": "strict config on",
+    "cfg_strict_off": "strict config off",
+    "cfg_and": "{first}; {rest}",
+    "gate_config_input": "{side} {input}{runs} analyzed with: {what}",
+    "gate_config_runs": " ({runs} runs)",
+    "gate_term_files": "summary: {markdown}  junit: {junit}",
+    "gate_unmeasured_item": "{name}: {why}",
+    "gate_cannot_measure_error": "{current}: cannot measure, so the gate does not pass: {what}",
+    "gate_check_budget": "budget {metric} {budget}",
+    "gate_check_finding": "finding {rule}",
+    "gate_check_findings": "findings",
+    "gate_check_anomaly": "history anomaly",
+    "gate_unmeasurable": "{metric}: cannot be evaluated -- {why}",
+    "gate_caveat_counted_failure": "counted as a failure (on_unmeasurable = \"fail\")",
+    "gate_no_value": "no value",
+    "gate_not_in_baseline": "not measured in the baseline {label} ({reason})",
+    "gate_not_in_current": "not measured in the current run {label} ({reason})",
+    "gate_zero_baseline": "the baseline is 0 {unit}, and a relative budget of zero is zero (give an absolute budget, "
+                          "e.g. '+2ms')",
+    "gate_test_out_of_reach": "with {baseline} vs {current} steps the rank test cannot reach p < alpha = {alpha} (its "
+                              "smallest p is {least}); record more steps or raise alpha",
+    "gate_caveat_spread": "limit widened to {limit}: steps spread widely in these runs (a busy machine?), so a smaller "
+                          "shift would not be evidence ({z} pooled robust standard deviations of the per-step log "
+                          "times)",
+    "gate_caveat_runs": "limit widened to {limit}: the baseline runs themselves vary that much ({z} standard deviations "
+                        "of {runs} runs)",
+    "gate_caveat_runs_robust": "limit widened to {limit}: the baseline runs themselves vary that much ({z} robust "
+                               "standard deviations of {runs} runs)",
+    "gate_caveat_declared": "limit widened to the declared run_noise {limit}",
+    "gate_caveat_no_test": "rank test not applicable ({baseline} vs {current} per-step samples, needs {need}): decided "
+                           "on the effect size alone, which cannot tell a regression from noise",
+    "gate_caveat_anomaly_reported": "reported only: set fail_on_anomaly = true to fail on it",
+    "gate_why_test": "p={p} {op} {alpha}, per-step median {baseline} -> {current}; {mean}",
+    "gate_why_mean": "report mean {baseline} -> {current}",
+    "gate_budget_fail": "{metric} regressed {change} (limit {limit}; {why})",
+    "gate_budget_pass": "{metric} {change}, within limit {limit} ({why})",
+    "gate_finding_new": "new finding {rule} [{severity}]: {message}",
+    "gate_finding_worse": "worse finding {rule} [{severity} (was {was})]: {message}",
+    "gate_finding_in_noise": "{finding} -- not failed: its {stake} ms/step at stake is within the step-time noise of "
+                             "{band} ms",
+    "gate_severity_or_above": "severity {severity} or above",
+    "gate_findings_pass": "no new finding of {what} beyond noise",
+    "gate_a_failing_rule": "a failing rule",
+    "gate_note_own_runs": "{own} of the {runs} baseline runs are the current run itself (the same per-step times): "
+                          "record a run after gating it",
+    "gate_own_baseline": "the baseline is the current run itself (the same per-step times), and a run cannot be its own "
+                         "baseline",
+    "gate_one_baseline": "single baseline run",
+    "gate_n_baselines": "{runs} baseline runs",
+    "gate_note_run_noise": "{which}: the rank test controls step-to-step noise only; run-to-run noise (a busier "
+                           "machine) is measured from {runs} runs on -- gate against the history or several baseline "
+                           "runs, or declare run_noise, on shared runners",
+    "gate_method": "one-sided Mann-Whitney U test on per-step times against the baseline scaled by (1 + limit), p < "
+                   "{alpha}, and median ratio > 1 + limit; limit = max(budget, 2 pooled robust SDs of per-step log "
+                   "times, run-to-run noise of a several-run baseline)",
+    "gate_anomaly_outside": "run is outside what the last {runs} runs have seen (robust distance {distance} > {limit}): "
+                            "{drivers}",
+    "gate_anomaly_within": "run is within what the last {runs} runs have seen (robust distance {distance}, limit "
+                           "{limit}; no metric beyond z={z})",
 }
 
 ZH: dict[str, str] = {
@@ -445,6 +613,150 @@ ZH: dict[str, str] = {
     "term_fix_hint": "（另有 {n} 个问题的优化建议：使用 --verbose，或见报告）",
     "term_report": "报告：{path}",
     "term_reading": "读取 profile",
+    # compare and gate (advisor compare, advisor gate)
+    "list_sep": "，",
+    "cmp_title": "advisor 对比：{current} 与基线 {baseline}",
+    "cmp_heading": "advisor 对比",
+    "cmp_baseline": "基线",
+    "cmp_current": "当前",
+    "cmp_row_framework": "框架",
+    "cmp_row_device": "设备",
+    "cmp_row_world_size": "总卡数",
+    "cmp_row_ranks": "已分析卡数",
+    "cmp_row_steps": "迭代数",
+    "cmp_row_runs": "运行次数",
+    "cmp_col_label": "标识",
+    "cmp_col_source": "数据来源",
+    "cmp_col_analyzed": "分析时间",
+    "cmp_col_metric": "指标",
+    "cmp_col_change": "变化",
+    "cmp_col_beyond_noise": "超出噪声",
+    "cmp_col_kind": "类别",
+    "cmp_col_share": "占迭代时间",
+    "cmp_col_what": "对象",
+    "cmp_col_baseline_ms": "基线 ms/步",
+    "cmp_col_current_ms": "当前 ms/步",
+    "cmp_col_status": "状态",
+    "cmp_yes": "是",
+    "cmp_no": "否",
+    "cmp_md_noise_def": "超出噪声：对每步样本做双侧 Mann-Whitney U 检验，p < {alpha}，且中位数变化至少 {effect}。",
+    "cmp_html_noise_def": "超出噪声：对每步样本做双侧 Mann-Whitney U 检验，p < {alpha}，且中位数变化至少 {effect}%；指标没有每步样本时为“-”。",
+    "cmp_html_match_note": "算子、集合通信和数据集算子按名称和类型在两次运行之间匹配（忽略模板参数）；数据集算子为每次调用的平均 ms。条形表示变化量占迭代时间的比例。",
+    "cmp_grew_heading": "耗时增加的部分",
+    "cmp_shrank_heading": "耗时减少的部分",
+    "cmp_ms_per_step": "（每步 ms）",
+    "cmp_nothing_grew": "没有耗时增加的部分。",
+    "cmp_nothing_shrank": "没有耗时减少的部分。",
+    "cmp_no_findings": "两次运行都没有问题。",
+    "cmp_kind_step_component": "迭代组成部分",
+    "cmp_kind_operator": "算子",
+    "cmp_kind_collective": "集合通信",
+    "cmp_kind_dataset_op": "数据集算子",
+    "cmp_component_data_wait": "数据等待（DataLoader / 数据输入流水线）",
+    "cmp_status_new": "新增",
+    "cmp_status_resolved": "已解决",
+    "cmp_status_worse": "加重",
+    "cmp_status_better": "减轻",
+    "cmp_status_same": "不变",
+    "cmp_how_gone": "已消失",
+    "cmp_where": "{what}，{ranks}",
+    "cmp_step_unmeasured": "迭代时间：两侧未都测得",
+    "cmp_faster": "快 {ratio} 倍",
+    "cmp_slower": "慢 {ratio} 倍",
+    "cmp_beyond_noise": "超出噪声",
+    "cmp_within_noise": "在噪声范围内",
+    "cmp_step_line": "迭代时间 {baseline} -> {current} ms（{parts}）",
+    "cmp_note_no_samples": "两侧都没有每步样本：任何变化都未做噪声检验，“超出噪声”未知",
+    "cmp_note_few_steps": "步数太少，无法做噪声检验：基线 {baseline} 步，当前 {current} 步；检验每侧至少需要 {need} 步，因此“超出噪声”是未知，而不是“否”",
+    "cmp_note_no_op_names": "有一侧缺少算子名称：未检查两次运行是否为同一模型",
+    "cmp_note_median_runs": "基线取 {runs} 次运行的中位数；其问题为其中任意一次运行出现的问题",
+    "cmp_note_platforms": "两次运行的硬件或作业规模不同：基线 {baseline}，当前 {current}；只在一侧出现的算子可能来自平台差异，而不是模型的改动",
+    "cmp_term_run": "{side}：{framework}，{where}，{steps} 步",
+    "cmp_grew": "增长",
+    "cmp_shrank": "减少",
+    "cmp_term_change": "{direction}：{kind} {name}：每步 {ms} ms（{how}）",
+    "cmp_term_finding": "{status}：{rule} [{severity}]",
+    "cmp_term_path": "对比报告：{path}",
+    "gate_title": "advisor 门禁：{verdict}",
+    "gate_verdict_pass": "通过",
+    "gate_verdict_regression": "回归",
+    "gate_verdict_unmeasurable": "无法测量",
+    "gate_cannot_measure": "无法测量",
+    "gate_exit_2": "（退出码 2）",
+    "gate_md_versus": "{current} 对比基线 {baseline}",
+    "gate_md_unmeasured": "无法测量的检查",
+    "gate_md_never_pass": "（不会判为通过）",
+    "gate_md_slower": "变慢的部分",
+    "gate_md_reported": "仅报告，未判失败",
+    "gate_md_config": "配置",
+    "gate_md_test": "检验方法：{method}。",
+    "gate_md_cut": "（摘要已截断）",
+    "gate_grew_item": "{kind} {name}：每步 +{ms} ms",
+    "gate_term_grew": "增长：{item}",
+    "gate_col_check": "检查项",
+    "gate_col_result": "结果",
+    "gate_col_limit": "阈值",
+    "gate_col_detail": "详情",
+    "gate_status_pass": "通过",
+    "gate_status_fail": "失败",
+    "gate_status_skip": "跳过",
+    "gate_status_error": "错误",
+    "gate_config_line": "门禁配置：{what}",
+    "cfg_not_recorded": "未记录（该 report.json 写于 advisor 开始记录配置之前）",
+    "cfg_defaults": "无配置文件（内置默认值）",
+    "cfg_file": "{file}（{how}，{where}）",
+    "cfg_found": "自动查找到",
+    "cfg_given": "由 --config 指定",
+    "cfg_in_tree": "位于被测的工作树中",
+    "cfg_outside_tree": "位于工作树之外",
+    "cfg_thresholds": "阈值 {items}",
+    "cfg_extra_rules": "额外规则 {items}",
+    "cfg_strict_on": "严格配置：开",
+    "cfg_strict_off": "严格配置：关",
+    "cfg_and": "{first}；{rest}",
+    "gate_config_input": "{side} {input}{runs} 的分析配置：{what}",
+    "gate_config_runs": "（{runs} 次运行）",
+    "gate_term_files": "摘要：{markdown}  junit：{junit}",
+    "gate_unmeasured_item": "{name}：{why}",
+    "gate_cannot_measure_error": "{current}：无法测量，门禁不通过：{what}",
+    "gate_check_budget": "预算 {metric} {budget}",
+    "gate_check_finding": "问题 {rule}",
+    "gate_check_findings": "问题",
+    "gate_check_anomaly": "历史异常",
+    "gate_unmeasurable": "{metric}：无法评估 -- {why}",
+    "gate_caveat_counted_failure": "按失败处理（on_unmeasurable = \"fail\"）",
+    "gate_no_value": "无数值",
+    "gate_not_in_baseline": "基线 {label} 中未测得（{reason}）",
+    "gate_not_in_current": "当前运行 {label} 中未测得（{reason}）",
+    "gate_zero_baseline": "基线为 0 {unit}，相对于零的预算仍为零（请给出绝对预算，例如 '+2ms'）",
+    "gate_test_out_of_reach": "基线 {baseline} 步、当前 {current} 步时，秩检验无法达到 p < alpha = {alpha}（可能的最小 p 为 {least}）；请记录更多步或调高 "
+                              "alpha",
+    "gate_caveat_spread": "阈值放宽到 {limit}：这些运行的每步耗时波动很大（机器繁忙？），更小的偏移不足以作为证据（每步对数耗时的 {z} 个合并稳健标准差）",
+    "gate_caveat_runs": "阈值放宽到 {limit}：基线各次运行之间本身就有这么大的波动（{runs} 次运行的 {z} 个标准差）",
+    "gate_caveat_runs_robust": "阈值放宽到 {limit}：基线各次运行之间本身就有这么大的波动（{runs} 次运行的 {z} 个稳健标准差）",
+    "gate_caveat_declared": "阈值放宽到声明的 run_noise {limit}",
+    "gate_caveat_no_test": "秩检验不适用（每步样本基线 {baseline} 个、当前 {current} 个，至少需要 {need} 个）：仅依据效应量判定，无法区分回归与噪声",
+    "gate_caveat_anomaly_reported": "仅报告：设置 fail_on_anomaly = true 才会因此判为失败",
+    "gate_why_test": "p={p} {op} {alpha}，每步中位数 {baseline} -> {current}；{mean}",
+    "gate_why_mean": "报告均值 {baseline} -> {current}",
+    "gate_budget_fail": "{metric} 回归 {change}（阈值 {limit}；{why}）",
+    "gate_budget_pass": "{metric} {change}，在阈值 {limit} 以内（{why}）",
+    "gate_finding_new": "新增问题 {rule} [{severity}]：{message}",
+    "gate_finding_worse": "加重的问题 {rule} [{severity}（原为 {was}）]：{message}",
+    "gate_finding_in_noise": "{finding} -- 未判失败：其每步涉及耗时 {stake} ms，在迭代时间噪声 {band} ms 以内",
+    "gate_severity_or_above": "严重程度{severity}及以上",
+    "gate_findings_pass": "没有超出噪声的新增问题（{what}）",
+    "gate_a_failing_rule": "会判为失败的规则",
+    "gate_note_own_runs": "{runs} 次基线运行中有 {own} 次就是当前运行本身（每步耗时完全相同）：请在门禁检查之后再记录运行",
+    "gate_own_baseline": "基线就是当前运行本身（每步耗时完全相同），一次运行不能作为自己的基线",
+    "gate_one_baseline": "单次基线运行",
+    "gate_n_baselines": "{runs} 次基线运行",
+    "gate_note_run_noise": "{which}：秩检验只控制步与步之间的噪声；运行之间的噪声（机器更繁忙）要有 {runs} 次及以上运行才能测得 -- 在共享 runner "
+                           "上，请对照历史记录或多次基线运行做门禁检查，或声明 run_noise",
+    "gate_method": "对每步耗时做单侧 Mann-Whitney U 检验，对照按 (1 + limit) 缩放的基线，p < {alpha}，且中位数比值 > 1 + limit；limit = max(预算, "
+                   "每步对数耗时的 2 个合并稳健标准差, 多次基线运行的运行间噪声)",
+    "gate_anomaly_outside": "本次运行超出了最近 {runs} 次运行的范围（稳健距离 {distance} > {limit}）：{drivers}",
+    "gate_anomaly_within": "本次运行在最近 {runs} 次运行的范围内（稳健距离 {distance}，阈值 {limit}；没有指标超过 z={z}）",
 }
 
 EN["term_report"] = "report: {path}"
@@ -489,6 +801,43 @@ def skip_texts(lang: str, what: str, reason: str) -> tuple[str, str]:
     if not m:
         return what, skip_problems.localized(reason, lang)
     return t(lang, "skip_what_metric", **m.groupdict()), localized(reason, lang)
+
+
+class Message(str):
+    """A text of the message tables made in English -- what it is as a
+    ``str``, and what machine formats (gate.json, junit.xml) hold -- that
+    keeps its key and values, so a renderer can say it in another language
+    (:func:`say`). A value is a string (numbers formatted by the caller), a
+    Message, or a list of them (joined with the language's ``list_sep``)."""
+
+    key: str
+    values: dict[str, object]
+
+    def __new__(cls, key: str, **values: object) -> Message:
+        self = super().__new__(cls, _fill(DEFAULT_LANG, key, values))
+        self.key, self.values = key, values
+        return self
+
+    def __getnewargs_ex__(self) -> tuple[tuple[str], dict[str, object]]:
+        return (self.key,), self.values
+
+    def said(self, lang: str) -> str:
+        """The text in ``lang``."""
+        return _fill(lang, self.key, self.values)
+
+
+def _fill(lang: str, key: str, values: dict[str, object]) -> str:
+    return t(lang, key, **{k: say(lang, v) for k, v in values.items()})
+
+
+def say(lang: str, text: object) -> str:
+    """``text`` in ``lang``: a :class:`Message` (or a list of them) said in
+    it; any other text as it is."""
+    if isinstance(text, Message):
+        return text.said(lang)
+    if isinstance(text, (list, tuple)):
+        return t(lang, "list_sep").join(say(lang, x) for x in text)
+    return str(text)
 
 
 def unit_text(lang: str, unit: str) -> str:

@@ -42,14 +42,21 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WrapValidator
 from scipy.stats import mannwhitneyu
 
 from advisor.errors import ConfigError, InputError
+from advisor.i18n import DEFAULT_LANG
 from advisor.model import SEVERITY_ORDER, ConfigUsed, Finding, Report
+from advisor.reports.i18n import Message, t
+
+#: A model field holding a :class:`advisor.reports.i18n.Message`: kept as
+#: made, so a renderer can say it in any language (a plain string, e.g. read
+#: from JSON, is validated as one); serialized as its English text.
+MessageText = Annotated[str, WrapValidator(lambda v, handler: v if isinstance(v, Message) else handler(v))]
 
 WARMUP_MIN_STEPS = 4
 MAX_STEPS_PER_RUN = 64
@@ -73,14 +80,16 @@ SAMPLE_COLUMNS = {
     "step.fp_bp_ms": ("fp_bp_ms",),
     "step.tail_ms": ("tail_ms",),
 }
-#: step components shown in the growth list: metric id -> label.
+#: step components shown in the growth list: metric id -> the key of its
+#: label (``advisor.reports.i18n``); compare.json names them in English.
 COMPONENTS = {
-    "step.data_wait_ms": "data wait (DataLoader / input pipeline)",
-    "step.iteration_interval_ms": "iteration interval (host / data wait)",
-    "step.computing_ms": "computing",
-    "step.exposed_comm_ms": "exposed communication",
-    "step.tail_ms": "tail (all-reduce + optimizer)",
+    "step.data_wait_ms": "cmp_component_data_wait",
+    "step.iteration_interval_ms": "series_interval",
+    "step.computing_ms": "series_computing_all",
+    "step.exposed_comm_ms": "series_exposed_comm",
+    "step.tail_ms": "series_tail",
 }
+_COMPONENT_KEYS = {t(DEFAULT_LANG, key): key for key in COMPONENTS.values()}
 _ID_SUFFIX = re.compile(r"(-op\d+|_\d+)+$")
 
 
@@ -113,11 +122,12 @@ def operator_key(name: str) -> str:
 
 
 def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), overrides=None,
-                config: dict | None = None) -> Report:
+                config: dict | None = None, lang: str = DEFAULT_LANG) -> Report:
     """A Report from a ``report.json`` file, a folder holding one (an
     ``advisor report``/``run`` output), or profiler output (analyzed with
-    ``rule_paths`` / ``overrides``, and ``config`` -- what they came from,
-    ``advisor.settings.Settings.used`` -- recorded as ``run.config``)."""
+    ``rule_paths`` / ``overrides``, its findings written in ``lang``, and
+    ``config`` -- what they came from, ``advisor.settings.Settings.used`` --
+    recorded as ``run.config``)."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or folder")
@@ -139,7 +149,7 @@ def load_report(path: str | Path, *, jobs: int | None = None, rule_paths=(), ove
         return report
     from advisor.pipeline import analyze
 
-    report = analyze(path, jobs=jobs, rule_paths=list(rule_paths), overrides=overrides)
+    report = analyze(path, jobs=jobs, rule_paths=list(rule_paths), overrides=overrides, lang=lang)
     if config is not None:
         report.run.config = ConfigUsed.model_validate(config)
     check_values(report, path)
@@ -321,10 +331,10 @@ def side_from_reports(reports: list[Report], label: str) -> Side:
     contrib: dict[tuple[str, str, str], list[float]] = {}
     for rep in reports:
         per_run: dict[tuple[str, str, str], float] = {}
-        for mid, label_ in COMPONENTS.items():
+        for mid, key in COMPONENTS.items():
             v = _num(rep.metrics.get(mid))
             if v is not None:
-                per_run[("step component", label_, "")] = v
+                per_run[("step component", t(DEFAULT_LANG, key), "")] = v
         for kind, name, typ, v in _op_rows(rep):
             key = (kind, name, typ)
             per_run[key] = per_run.get(key, 0.0) + v
@@ -357,7 +367,10 @@ class RunRef(BaseModel):
         """Device model (or kind) and job size: "Tesla V100-SXM2-16GB, 2 ranks"."""
         size = self.world_size or self.ranks
         what = self.device_model or self.device
-        return f"{what}, {size} rank{'s' if size != 1 else ''}" if size else what
+        if not size:
+            return what
+        return Message("cmp_where", what=what, ranks=Message("n_ranks_one") if size == 1 else
+                       Message("n_ranks", n=str(size)))
 
 
 class SampleTest(BaseModel):
@@ -418,7 +431,7 @@ class Comparison(BaseModel):
     growth: list[Contributor] = Field(description="largest growth first (ms per step)")
     shrink: list[Contributor] = Field(default_factory=list, description="largest reduction first")
     common_ops: int | None = None
-    notes: list[str] = Field(default_factory=list)
+    notes: list[MessageText] = Field(default_factory=list)
 
     @property
     def step(self) -> MetricChange | None:
@@ -431,19 +444,20 @@ class Comparison(BaseModel):
         """Growth and reduction together, largest absolute ms per step first."""
         return sorted(self.growth + self.shrink, key=lambda x: -abs(x.change_ms))
 
-    def step_line(self) -> str:
+    def step_line(self) -> Message:
         """The step time before -> after, its change and the speed ratio:
         "step time 91.19 -> 18.03 ms (-80.2%, 5.06x faster, beyond noise)"."""
         m = self.step
         if m is None:
-            return "step time: not measured on both sides"
-        parts = [change_text(m.baseline, m.current, m.unit)]
+            return Message("cmp_step_unmeasured")
+        parts: list[str] = [change_text(m.baseline, m.current, m.unit)]
         if m.baseline > 0 and m.current > 0 and m.baseline != m.current:
             ratio = m.baseline / m.current
-            parts.append(f"{ratio:.3g}x faster" if ratio > 1 else f"{1 / ratio:.3g}x slower")
+            parts.append(Message("cmp_faster", ratio=f"{ratio:.3g}") if ratio > 1 else
+                         Message("cmp_slower", ratio=f"{1 / ratio:.3g}"))
         if m.beyond_noise is not None:
-            parts.append("beyond noise" if m.beyond_noise else "within noise")
-        return f"step time {m.baseline:.4g} -> {m.current:.4g} ms ({', '.join(parts)})"
+            parts.append(Message("cmp_beyond_noise" if m.beyond_noise else "cmp_within_noise"))
+        return Message("cmp_step_line", baseline=f"{m.baseline:.4g}", current=f"{m.current:.4g}", parts=parts)
 
     def __repr__(self) -> str:
         """One line: the two runs, the step time before and after, and the
@@ -578,11 +592,9 @@ def few_steps(baseline: Side, current: Side) -> str | None:
     if any(min(n) >= MIN_SAMPLES for n in counts):
         return None
     if not counts:
-        return ("no per-step samples on both sides: no change is tested against noise, "
-                "\"beyond noise\" is unknown")
+        return Message("cmp_note_no_samples")
     b, c = max(n[0] for n in counts), max(n[1] for n in counts)
-    return (f"too few steps to test against noise: baseline {b}, current {c}; "
-            f"the test needs at least {MIN_SAMPLES} on each side, so \"beyond noise\" is unknown, not \"no\"")
+    return Message("cmp_note_few_steps", baseline=str(b), current=str(c), need=str(MIN_SAMPLES))
 
 
 def check_alpha(alpha: float | None) -> None:
@@ -601,16 +613,15 @@ def compare(baseline: Side, current: Side, *, alpha: float = DEFAULT_ALPHA) -> C
     contribs = _contributors(baseline, current)
     notes = []
     if common is None:
-        notes.append("operator names unavailable on one side: the same-model check was not made")
+        notes.append(Message("cmp_note_no_op_names"))
     if baseline.runs > 1:
-        notes.append(f"baseline is the median of {baseline.runs} runs; its findings are those of any of them")
+        notes.append(Message("cmp_note_median_runs", runs=str(baseline.runs)))
     short = few_steps(baseline, current)
     if short:
         notes.append(short)
     b_ref, c_ref = _ref(baseline), _ref(current)
     if b_ref.where != c_ref.where:
-        notes.append(f"the runs differ in hardware or job size: baseline {b_ref.where}, current {c_ref.where}; "
-                     "operators present on one side only may be the platform's, not a change of the model")
+        notes.append(Message("cmp_note_platforms", baseline=b_ref.where, current=c_ref.where))
     return Comparison(
         baseline=b_ref, current=c_ref, alpha=alpha,
         metrics=_metric_changes(baseline, current, alpha),

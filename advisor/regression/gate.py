@@ -87,12 +87,14 @@ from advisor.regression.compare import (
     STEP_METRIC,
     Comparison,
     Contributor,
+    MessageText,
     Side,
     change_text,
     compare,
     dispersion_floor,
     step_samples,
 )
+from advisor.reports.i18n import Message
 
 NOISE_Z = 3.0
 MIN_NOISE_RUNS = 3
@@ -108,9 +110,9 @@ class Check(BaseModel):
     """One gate check: a budget, a finding, or the history anomaly model."""
 
     kind: Literal["budget", "finding", "anomaly"]
-    name: str
+    name: MessageText
     status: Status
-    message: str
+    message: MessageText
     metric: str | None = None
     budget: str | None = None
     limit: float | None = Field(None, description="effective limit: fraction (relative) or metric unit")
@@ -126,7 +128,7 @@ class Check(BaseModel):
     n_baseline: int | None = None
     n_current: int | None = None
     severity: str | None = None
-    caveats: list[str] = Field(default_factory=list)
+    caveats: list[MessageText] = Field(default_factory=list)
 
 
 class InputConfig(BaseModel):
@@ -146,13 +148,13 @@ class GateResult(BaseModel):
     exit_code: int
     baseline: str
     current: str
-    method: str
+    method: MessageText
     config_source: str
     config: ConfigUsed | None = Field(None, description="the gate's own config file and settings")
     inputs: list[InputConfig] = Field(default_factory=list, description="the config each input was analyzed with")
     checks: list[Check]
     growth: list[Contributor] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[MessageText] = Field(default_factory=list)
 
     @property
     def failed(self) -> list[Check]:
@@ -162,11 +164,6 @@ class GateResult(BaseModel):
     def unmeasured(self) -> list[Check]:
         """Checks that could not be evaluated (and count as errors)."""
         return [c for c in self.checks if c.status == "error"]
-
-
-METHOD = ("one-sided Mann-Whitney U test on per-step times against the baseline scaled by "
-          "(1 + limit), p < {alpha}, and median ratio > 1 + limit; limit = max(budget, "
-          "2 pooled robust SDs of per-step log times, run-to-run noise of a several-run baseline)")
 
 
 def noise_floor(side: Side, metric: str) -> float | None:
@@ -201,28 +198,32 @@ def smallest_p(n_baseline: int, n_current: int, alternative: str = "greater") ->
 def _unmeasurable(check: Check, config: GateConfig, why: str) -> Check:
     """``check`` as one that could not be evaluated (see module doc)."""
     check.status = "fail" if config.on_unmeasurable == "fail" else "error"
-    check.message = f"{check.metric}: cannot be evaluated -- {why}"
+    check.message = Message("gate_unmeasurable", metric=check.metric, why=why)
     if config.on_unmeasurable == "fail":
-        check.caveats.append('counted as a failure (on_unmeasurable = "fail")')
+        check.caveats.append(Message("gate_caveat_counted_failure"))
     return check
 
 
 def _not_evaluated(side: Side, metric: str) -> str:
     """Why ``metric`` has no value on ``side`` (the report's skip reason when it gives one)."""
     reasons = [s.reason for r in side.reports for s in r.skipped if s.what in (metric, f"metric {metric}")]
-    return reasons[-1] if reasons else "no value"
+    return reasons[-1] if reasons else Message("gate_no_value")
+
+
+def budget_name(b: Budget) -> Message:
+    """A budget check's name: "budget step.time_ms +5%"."""
+    return Message("gate_check_budget", metric=b.metric, budget=b.text)
 
 
 def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
     """One budget (see module doc)."""
     unit = base.units.get(b.metric) or cur.units.get(b.metric) or ""
-    check = Check(kind="budget", name=f"budget {b.metric} {b.text}", status="error", message="",
+    check = Check(kind="budget", name=budget_name(b), status="error", message="",
                   metric=b.metric, budget=b.text, relative=b.relative)
     bv, cv = base.metrics.get(b.metric), cur.metrics.get(b.metric)
     if bv is None or cv is None:
-        side, which = (base, "baseline") if bv is None else (cur, "current run")
-        return _unmeasurable(check, config, f"not measured in the {which} {side.label} "
-                                            f"({_not_evaluated(side, b.metric)})")
+        side, key = (base, "gate_not_in_baseline") if bv is None else (cur, "gate_not_in_current")
+        return _unmeasurable(check, config, Message(key, label=side.label, reason=_not_evaluated(side, b.metric)))
     floor = noise_floor(base, b.metric)
     declared = config.run_noise_fraction
     bs, cs = base.samples.get(b.metric), cur.samples.get(b.metric)
@@ -234,14 +235,13 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
     cm = float(np.median(cs)) if have_test else cv
     check.baseline, check.current = bm, cm
     if b.relative and bm == 0:
-        return _unmeasurable(check, config, f"the baseline is 0 {unit}, and a relative budget of zero is "
-                                            "zero (give an absolute budget, e.g. '+2ms')")
+        return _unmeasurable(check, config, Message("gate_zero_baseline", unit=unit))
     least = smallest_p(len(bs), len(cs), "greater" if b.direction > 0 else "less") if have_test else 0.0
     if least >= config.alpha:
         check.n_baseline, check.n_current = len(bs), len(cs)
-        return _unmeasurable(check, config, f"with {len(bs)} vs {len(cs)} steps the rank test cannot reach "
-                                            f"p < alpha = {config.alpha:g} (its smallest p is {least:.2g}); "
-                                            "record more steps or raise alpha")
+        return _unmeasurable(check, config, Message("gate_test_out_of_reach", baseline=str(len(bs)),
+                                                    current=str(len(cs)), alpha=f"{config.alpha:g}",
+                                                    least=f"{least:.2g}"))
     if b.relative:
         limit = rel_limit
         scaled = (lambda x: x * (1 + b.direction * limit))
@@ -257,15 +257,12 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
     check.limit, check.baseline, check.current = limit, bm, cm
     check.change_pct = 100.0 * (cm - bm) / abs(bm) if bm else None
     if spread > max(b.amount if b.relative else 0, floor or 0, declared):
-        check.caveats.append(f"limit widened to {spread:.1%}: steps spread widely in these runs (a busy "
-                             f"machine?), so a smaller shift would not be evidence ({EFFECT_Z:g} pooled "
-                             "robust standard deviations of the per-step log times)")
+        check.caveats.append(Message("gate_caveat_spread", limit=f"{spread:.1%}", z=f"{EFFECT_Z:g}"))
     if floor is not None and floor > max(b.amount if b.relative else 0, spread):
-        check.caveats.append(f"limit widened to {floor:.1%}: the baseline runs themselves vary that much "
-                             f"({NOISE_Z:g} {'robust ' if base.runs >= ROBUST_RUNS else ''}standard deviations of "
-                             f"{base.runs} runs)")
+        check.caveats.append(Message("gate_caveat_runs_robust" if base.runs >= ROBUST_RUNS else "gate_caveat_runs",
+                                     limit=f"{floor:.1%}", z=f"{NOISE_Z:g}", runs=str(base.runs)))
     if declared > (b.amount if b.relative else 0) and declared >= (floor or 0):
-        check.caveats.append(f"limit widened to the declared run_noise {declared:.1%}")
+        check.caveats.append(Message("gate_caveat_declared", limit=f"{declared:.1%}"))
     if have_test:
         alt = "greater" if b.direction > 0 else "less"
         pooled = np.concatenate([scaled(bs), cs])
@@ -274,24 +271,23 @@ def check_budget(b: Budget, base: Side, cur: Side, config: GateConfig) -> Check:
         check.test = "Mann-Whitney U (one-sided, per-step)"
         significant = p < config.alpha
         regress = significant and over
-        why = (f"p={p:.2g} {'<' if significant else '>='} {config.alpha:g}, "
-               f"per-step median {_fmt(bm, unit)} -> {_fmt(cm, unit)}; "
-               f"report mean {_fmt(bv, unit)} -> {_fmt(cv, unit)}")
+        why = Message("gate_why_test", p=f"{p:.2g}", op="<" if significant else ">=", alpha=f"{config.alpha:g}",
+                      baseline=_fmt(bm, unit), current=_fmt(cm, unit),
+                      mean=Message("gate_why_mean", baseline=_fmt(bv, unit), current=_fmt(cv, unit)))
     else:
         check.test = "effect size only"
         n = (0 if bs is None else len(bs), 0 if cs is None else len(cs))
-        check.caveats.append(f"rank test not applicable ({n[0]} vs {n[1]} per-step samples, needs "
-                             f"{MIN_SAMPLES}): decided on the effect size alone, which cannot tell a "
-                             "regression from noise")
+        check.caveats.append(Message("gate_caveat_no_test", baseline=str(n[0]), current=str(n[1]),
+                                     need=str(MIN_SAMPLES)))
         regress = over
-        why = f"report mean {_fmt(bm, unit)} -> {_fmt(cm, unit)}"
+        why = Message("gate_why_mean", baseline=_fmt(bm, unit), current=_fmt(cm, unit))
     change = change_text(bm, cm, unit)
     if regress:
         check.status = "fail"
-        check.message = f"{b.metric} regressed {change} (limit {limit_text}; {why})"
+        check.message = Message("gate_budget_fail", metric=b.metric, change=change, limit=limit_text, why=why)
     else:
         check.status = "pass"
-        check.message = f"{b.metric} {change}, within limit {limit_text} ({why})"
+        check.message = Message("gate_budget_pass", metric=b.metric, change=change, limit=limit_text, why=why)
     return check
 
 
@@ -319,17 +315,20 @@ def check_findings(comparison: Comparison, base: Side, current: Side, config: Ga
         severe = floor is not None and SEVERITY_ORDER[fc.current_severity] >= SEVERITY_ORDER[floor]
         if not (named or severe):
             continue
-        was = f" (was {fc.baseline_severity})" if fc.status == "worse" else ""
-        text = f"{fc.status} finding {fc.rule} [{fc.current_severity}{was}]: {fc.message}"
+        severity = Message(f"sev_{fc.current_severity}")
+        if fc.status == "worse":
+            text = Message("gate_finding_worse", rule=fc.rule, severity=severity, message=fc.message,
+                           was=Message(f"sev_{fc.baseline_severity}"))
+        else:
+            text = Message("gate_finding_new", rule=fc.rule, severity=severity, message=fc.message)
         stake = fc.current_stake_ms
+        name = Message("gate_check_finding", rule=fc.rule)
         if stake is not None and band > 0 and stake <= band:
-            checks.append(Check(kind="finding", name=f"finding {fc.rule}", status="pass",
-                                severity=fc.current_severity,
-                                message=f"{text} -- not failed: its {stake:.3g} ms/step at stake is within the "
-                                        f"step-time noise of {band:.3g} ms"))
+            checks.append(Check(kind="finding", name=name, status="pass", severity=fc.current_severity,
+                                message=Message("gate_finding_in_noise", finding=text, stake=f"{stake:.3g}",
+                                                band=f"{band:.3g}")))
             continue
-        checks.append(Check(kind="finding", name=f"finding {fc.rule}", status="fail",
-                            severity=fc.current_severity, message=text))
+        checks.append(Check(kind="finding", name=name, status="fail", severity=fc.current_severity, message=text))
     return checks
 
 
@@ -370,43 +369,41 @@ def run_gate(baseline: Side, current: Side, config: GateConfig, *, anomaly: Chec
     own = own_runs(baseline, current)
     comparison = compare(baseline, current, alpha=config.alpha)
     if own and len(own) < baseline.runs:
-        comparison.notes.append(f"{len(own)} of the {baseline.runs} baseline runs are the current run itself "
-                                "(the same per-step times): record a run after gating it")
+        comparison.notes.append(Message("gate_note_own_runs", own=str(len(own)), runs=str(baseline.runs)))
     if own and len(own) == baseline.runs:
-        checks = [_unmeasurable(Check(kind="budget", name=f"budget {b.metric} {b.text}", status="error", message="",
+        checks = [_unmeasurable(Check(kind="budget", name=budget_name(b), status="error", message="",
                                       metric=b.metric, budget=b.text, relative=b.relative), config,
-                                "the baseline is the current run itself (the same per-step times), and a run "
-                                "cannot be its own baseline")
+                                Message("gate_own_baseline"))
                   for b in config.parsed_budgets()]
     else:
         checks = [check_budget(b, baseline, current, config) for b in config.parsed_budgets()]
     finding_checks = check_findings(comparison, baseline, current, config)
     if not any(c.status == "fail" for c in finding_checks):
         sev = config.fail_severity
-        what = ", ".join(filter(None, [f"severity {sev} or above" if sev else None,
-                                        ", ".join(sorted(config.fail_rules)) or None]))
-        finding_checks.insert(0, Check(kind="finding", name="findings", status="pass",
-                                       message=f"no new finding of {what or 'a failing rule'} beyond noise"))
+        what = [Message("gate_severity_or_above", severity=Message(f"sev_{sev}"))] if sev else []
+        what += sorted(config.fail_rules)
+        finding_checks.insert(0, Check(kind="finding", name=Message("gate_check_findings"), status="pass",
+                                       message=Message("gate_findings_pass",
+                                                       what=what or Message("gate_a_failing_rule"))))
     checks += finding_checks
     if anomaly is not None:
         if anomaly.status == "fail" and not config.fail_on_anomaly:
             anomaly = anomaly.model_copy(update={"status": "pass", "caveats": anomaly.caveats + [
-                "reported only: set fail_on_anomaly = true to fail on it"]})
+                Message("gate_caveat_anomaly_reported")]})
         checks.append(anomaly)
     failed = any(c.status == "fail" for c in checks)
     unmeasured = any(c.status == "error" for c in checks)
     notes = list(comparison.notes)
     if baseline.runs < MIN_NOISE_RUNS:
-        which = "single baseline run" if baseline.runs == 1 else f"{baseline.runs} baseline runs"
-        notes.append(f"{which}: the rank test controls step-to-step noise only; run-to-run noise (a busier "
-                     f"machine) is measured from {MIN_NOISE_RUNS} runs on -- gate against the history or "
-                     "several baseline runs, or declare run_noise, on shared runners")
+        which = (Message("gate_one_baseline") if baseline.runs == 1 else
+                 Message("gate_n_baselines", runs=str(baseline.runs)))
+        notes.append(Message("gate_note_run_noise", which=which, runs=str(MIN_NOISE_RUNS)))
     verdict, code = (("regression", EXIT_REGRESSION) if failed else
                      ("unmeasurable", EXIT_UNMEASURABLE) if unmeasured else ("pass", EXIT_PASS))
     return GateResult(
         verdict=verdict, exit_code=code,
         baseline=baseline.label, current=current.label,
-        method=METHOD.format(alpha=config.alpha), config_source=config.source,
+        method=Message("gate_method", alpha=str(config.alpha)), config_source=config.source,
         config=used, inputs=input_configs(baseline, current),
         checks=checks, growth=comparison.growth[:SUMMARY_GROWTH], notes=notes,
     ), comparison

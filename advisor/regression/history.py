@@ -338,6 +338,7 @@ def history_anomaly(baseline: Side, current: Report):
     from advisor.metrics import robust_fit
     from advisor.metrics.anomaly import ALPHA, DRIVER_Z, _robust_z
     from advisor.regression.gate import Check
+    from advisor.reports.i18n import Message
 
     if baseline.runs < MIN_ANOMALY_RUNS:
         return None
@@ -357,10 +358,9 @@ def history_anomaly(baseline: Side, current: Report):
     z = _robust_z(frame[varying]).iloc[-1]
     drivers = [f"{c} (z={z[c]:+.1f})" for c in varying if abs(z[c]) >= DRIVER_Z]
     flagged = distance > limit and bool(drivers)
-    msg = (f"run is outside what the last {len(hist)} runs have seen (robust distance {distance:.1f} > "
-           f"{limit:.1f}): {', '.join(drivers)}" if flagged else
-           f"run is within what the last {len(hist)} runs have seen (robust distance {distance:.1f}, "
-           f"limit {limit:.1f}; no metric beyond z={DRIVER_Z:g})")
-    return Check(kind="anomaly", name="history anomaly", status="fail" if flagged else "pass",
+    seen = {"runs": str(len(hist)), "distance": f"{distance:.1f}", "limit": f"{limit:.1f}"}
+    msg = (Message("gate_anomaly_outside", drivers=drivers, **seen) if flagged else
+           Message("gate_anomaly_within", z=f"{DRIVER_Z:g}", **seen))
+    return Check(kind="anomaly", name=Message("gate_check_anomaly"), status="fail" if flagged else "pass",
                  message=msg, test="robust (MCD) Mahalanobis distance over " + ", ".join(varying))
 
