@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape as html_escape
 
-from advisor.regression.compare import Comparison, Contributor, change_text, percent_change
+from advisor.i18n import DEFAULT_LANG
+from advisor.regression.compare import COMPONENTS, Comparison, Contributor, change_text, percent_change
 from advisor.reports._view import fmt_num
+from advisor.reports.i18n import EN, say, t
 from advisor.reports.markdown import code_span, escape
 from advisor.runtime.files import write_set
 
@@ -65,6 +68,27 @@ def bar_scale(c: Comparison) -> float:
     return max((abs(g.change_ms) for g in c.changes), default=0.0) or 1.0
 
 
+_COMPONENT_KEYS = {EN[key]: key for key in COMPONENTS.values()}
+
+
+def kind_text(lang: str, kind: str) -> str:
+    """A contributor's kind (step component, operator, ...) in ``lang``."""
+    key = "cmp_kind_" + kind.replace(" ", "_")
+    return t(lang, key) if key in EN else kind
+
+
+def name_text(lang: str, g: Contributor) -> str:
+    """A contributor's name in ``lang``: a step component's label translated,
+    an operator's name as the profile gives it."""
+    key = _COMPONENT_KEYS.get(g.name) if g.kind == "step component" else None
+    return t(lang, key) if key else g.name
+
+
+def severity_text(lang: str, severity: str | None) -> str:
+    """A severity in ``lang`` ("-" for none)."""
+    return t(lang, f"sev_{severity}") if severity else "-"
+
+
 def sections(c: Comparison) -> list[tuple[str, list[Contributor]]]:
     """("grew", rows) and ("shrank", rows), the one with the largest
     absolute change first; each ordered by absolute ms per step."""
@@ -72,17 +96,17 @@ def sections(c: Comparison) -> list[tuple[str, list[Contributor]]]:
     return sorted(out, key=lambda s: -max((abs(g.change_ms) for g in s[1]), default=0.0))
 
 
-def runs_rows(c: Comparison) -> list[tuple[str, str, str]]:
+def runs_rows(c: Comparison, lang: str = DEFAULT_LANG) -> list[tuple[str, str, str]]:
     """(what, baseline, current) rows describing the two runs."""
     b, cur = c.baseline, c.current
-    return [
+    return [(t(lang, f"cmp_row_{key}"), bv, cv) for key, bv, cv in (
         ("framework", b.framework, cur.framework),
         ("device", b.device_model or b.device, cur.device_model or cur.device),
-        ("world size", str(b.world_size or "-"), str(cur.world_size or "-")),
-        ("ranks analyzed", str(b.ranks), str(cur.ranks)),
+        ("world_size", str(b.world_size or "-"), str(cur.world_size or "-")),
+        ("ranks", str(b.ranks), str(cur.ranks)),
         ("steps", str(b.steps), str(cur.steps)),
         ("runs", str(b.runs), str(cur.runs)),
-    ]
+    )]
 
 
 def key_metrics(c: Comparison) -> list:
@@ -92,12 +116,13 @@ def key_metrics(c: Comparison) -> list:
     return first + rest
 
 
-def view(c: Comparison) -> dict[str, Any]:
+def view(c: Comparison, lang: str = DEFAULT_LANG) -> dict[str, Any]:
     """Everything the HTML template shows, formatted (templates never compute)."""
     scale = bar_scale(c)
 
     def row(g: Contributor) -> dict[str, str]:
-        return {"kind": g.kind, "name": g.name, "type": g.type, "before": _num(g.baseline_ms),
+        return {"kind": kind_text(lang, g.kind), "name": name_text(lang, g), "type": g.type,
+                "before": _num(g.baseline_ms),
                 "after": _num(g.current_ms), "change": f"{'+' if g.change_ms > 0 else ''}{fmt_num(g.change_ms)}",
                 "pct": _pct(percent_change(g.baseline_ms, g.current_ms)),
                 "frac": f"{min(1.0, abs(g.change_ms) / scale):.3f}"}
@@ -106,20 +131,35 @@ def view(c: Comparison) -> dict[str, Any]:
         "id": m.id, "unit": m.unit, "baseline": _num(m.baseline), "current": _num(m.current),
         "change": change_text_of(m), "dir": "up" if (m.change or 0) > 0 else "down" if (m.change or 0) < 0 else "",
         "noise": "-" if m.beyond_noise is None else ("yes" if m.beyond_noise else "no"),
+        "noise_text": "-" if m.beyond_noise is None else t(lang, "cmp_yes" if m.beyond_noise else "cmp_no"),
         "p": "-" if m.test is None else f"{m.test.p_value:.2g}",
         "key": m in key_metrics(c),
     } for m in c.metrics]
     metrics.sort(key=lambda m: not m["key"])
     return {
         "c": c,
+        "lang": lang,
+        "_": lambda key, **values: _element_text(t(lang, key, **values)),
         "metrics": metrics,
-        "findings": [{"rule": f.rule, "status": f.status, "title": f.title, "message": f.message,
-                      "before": f.baseline_severity or "-", "after": f.current_severity or "-"} for f in c.findings],
-        "step_line": c.step_line(),
-        "runs": runs_rows(c),
+        "findings": [{"rule": f.rule, "status": f.status, "status_text": t(lang, f"cmp_status_{f.status}"),
+                      "title": f.title, "message": f.message, "before": severity_text(lang, f.baseline_severity),
+                      "after": severity_text(lang, f.current_severity)} for f in c.findings],
+        "step_line": say(lang, c.step_line()),
+        "title": t(lang, "cmp_title", current=c.current.label, baseline=c.baseline.label),
+        "sides": [(t(lang, "cmp_baseline"), c.baseline), (t(lang, "cmp_current"), c.current)],
+        "notes": [say(lang, n) for n in c.notes],
+        "runs": runs_rows(c, lang),
         "sections": [(name, [row(g) for g in rows[:MD_GROWTH if name == "shrank" else None]])
                      for name, rows in sections(c)],
+        "noise_def": _element_text(t(lang, "cmp_html_noise_def", alpha=str(c.alpha),
+                                     effect=str(round(c.min_effect * 100, 1)))),
     }
+
+
+def _element_text(text: str) -> Markup:
+    """A UI text as element content: escaped, its quotes kept as typed
+    (only attribute values need them escaped)."""
+    return Markup(str(html_escape(text)).replace("&#34;", '"').replace("&#39;", "'"))
 
 
 @lru_cache(maxsize=1)
@@ -128,62 +168,66 @@ def _env() -> Environment:
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def render_compare_html(c: Comparison) -> str:
+def render_compare_html(c: Comparison, lang: str = DEFAULT_LANG) -> str:
     digest = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
     csp = f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
-    return _env().get_template("compare.html.j2").render(css=CSS, csp=csp, **view(c))
+    return _env().get_template("compare.html.j2").render(css=CSS, csp=csp, **view(c, lang))
 
 
 def render_compare_json(c: Comparison) -> str:
     return c.model_dump_json(indent=2)
 
 
-def change_lines(rows: list[Contributor], limit: int = MD_GROWTH) -> list[str]:
+def change_lines(rows: list[Contributor], limit: int = MD_GROWTH, lang: str = DEFAULT_LANG) -> list[str]:
     """Markdown table rows of the largest changes in ``rows``."""
-    lines = ["| | what | baseline ms/step | current ms/step | change |", "|---|---|--:|--:|--:|"]
+    cols = (t(lang, k) for k in ("cmp_col_what", "cmp_col_baseline_ms", "cmp_col_current_ms", "cmp_col_change"))
+    lines = ["| | {} | {} | {} | {} |".format(*cols), "|---|---|--:|--:|--:|"]
     for i, g in enumerate(rows[:limit], 1):
         typ = f" ({escape(g.type, 40)})" if g.type else ""
         pct = percent_change(g.baseline_ms, g.current_ms)  # none on a near-zero baseline
         sign = "+" if g.change_ms > 0 else ""
-        lines.append(f"| {i} | {escape(g.kind)}: {escape(g.name, 120)}{typ} | {_num(g.baseline_ms)} | "
-                     f"{_num(g.current_ms)} | {sign}{fmt_num(g.change_ms)}{'' if pct is None else f' ({pct:+.1f}%)'} |")
+        lines.append(f"| {i} | {escape(kind_text(lang, g.kind))}: {escape(name_text(lang, g), 120)}{typ} | "
+                     f"{_num(g.baseline_ms)} | {_num(g.current_ms)} | "
+                     f"{sign}{fmt_num(g.change_ms)}{'' if pct is None else f' ({pct:+.1f}%)'} |")
     return lines
 
 
-def growth_lines(c: Comparison, limit: int = MD_GROWTH) -> list[str]:
+def growth_lines(c: Comparison, limit: int = MD_GROWTH, lang: str = DEFAULT_LANG) -> list[str]:
     """Markdown table rows of the largest growth."""
-    return change_lines(c.growth, limit)
+    return change_lines(c.growth, limit, lang)
 
 
-_MD_HEADINGS = {"grew": "Where the time grew", "shrank": "Where the time shrank"}
-
-
-def render_compare_markdown(c: Comparison) -> str:
-    out = [f"## advisor compare: {escape(c.current.label)} vs {escape(c.baseline.label)}", "",
-           f"**{c.step_line()}**", ""]  # numbers and fixed words only
-    out += ["| | baseline | current |", "|---|---|---|"]
-    out += [f"| {what} | {escape(b, 80)} | {escape(cur, 80)} |" for what, b, cur in runs_rows(c)]
+def render_compare_markdown(c: Comparison, lang: str = DEFAULT_LANG) -> str:
+    out = [f"## {t(lang, 'cmp_title', current=escape(c.current.label), baseline=escape(c.baseline.label))}", "",
+           f"**{say(lang, c.step_line())}**", ""]  # numbers and fixed words only
+    base, cur_ = t(lang, "cmp_baseline"), t(lang, "cmp_current")
+    out += [f"| | {base} | {cur_} |", "|---|---|---|"]
+    out += [f"| {what} | {escape(b, 80)} | {escape(cur, 80)} |" for what, b, cur in runs_rows(c, lang)]
     out.append("")
-    out += ["| metric | baseline | current | change | beyond noise | p |", "|---|--:|--:|--:|:-:|--:|"]
+    out += [f"| {t(lang, 'cmp_col_metric')} | {base} | {cur_} | {t(lang, 'cmp_col_change')} | "
+            f"{t(lang, 'cmp_col_beyond_noise')} | p |", "|---|--:|--:|--:|:-:|--:|"]
     for m in key_metrics(c):
-        noise = "-" if m.beyond_noise is None else ("**yes**" if m.beyond_noise else "no")
+        noise = "-" if m.beyond_noise is None else (f"**{t(lang, 'cmp_yes')}**" if m.beyond_noise else
+                                                     t(lang, "cmp_no"))
         p = "-" if m.test is None else f"{m.test.p_value:.2g}"
         out.append(f"| {code_span(m.id)} ({escape(m.unit)}) | {_num(m.baseline)} | {_num(m.current)} | "
                    f"{escape(change_text_of(m))} | {noise} | {p} |")
-    out += ["", f"*Beyond noise: two-sided Mann-Whitney U on per-step samples, p < {c.alpha:g}, and a "
-            f"median change of at least {c.min_effect:.0%}.*", ""]
+    out += ["", f"*{t(lang, 'cmp_md_noise_def', alpha=f'{c.alpha:g}', effect=f'{c.min_effect:.0%}')}*", ""]
     for name, rows in sections(c):
         if rows:
-            out += [f"### {_MD_HEADINGS[name]}", ""] + change_lines(rows) + [""]
+            out += [f"### {t(lang, f'cmp_{name}_heading')}", ""] + change_lines(rows, lang=lang) + [""]
     changed = [f for f in c.findings if f.status != "same"]
     if changed:
-        out += ["### Findings", "", "| status | rule | baseline | current | message |", "|---|---|---|---|---|"]
+        cols = (t(lang, k) for k in ("cmp_col_status", "md_col_rule", "cmp_baseline", "cmp_current", "md_col_message"))
+        out += [f"### {t(lang, 'findings_heading')}", "", "| {} | {} | {} | {} | {} |".format(*cols),
+                "|---|---|---|---|---|"]
         for f in changed:
-            out.append(f"| {f.status} | {code_span(f.rule)} | {f.baseline_severity or '-'} | "
-                       f"{f.current_severity or '-'} | {escape(f.message, 300)} |")
+            out.append(f"| {t(lang, f'cmp_status_{f.status}')} | {code_span(f.rule)} | "
+                       f"{severity_text(lang, f.baseline_severity)} | {severity_text(lang, f.current_severity)} | "
+                       f"{escape(f.message, 300)} |")
         out.append("")
     for note in c.notes:  # a blank line between notes keeps each its own quote
-        out += [f"> {escape(note, None)}", ""]
+        out += [f"> {escape(say(lang, note), None)}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -192,8 +236,9 @@ def change_text_of(m) -> str:
     return change_text(m.baseline, m.current, m.unit)
 
 
-def write_compare(c: Comparison, out_dir: Path) -> dict[str, Path]:
-    """compare.html, compare.md and compare.json in ``out_dir``."""
-    texts = {"html": render_compare_html(c), "markdown": render_compare_markdown(c), "json": render_compare_json(c)}
+def write_compare(c: Comparison, out_dir: Path, lang: str = DEFAULT_LANG) -> dict[str, Path]:
+    """compare.html and compare.md (in ``lang``) and compare.json in ``out_dir``."""
+    texts = {"html": render_compare_html(c, lang), "markdown": render_compare_markdown(c, lang),
+             "json": render_compare_json(c)}
     paths = write_set(out_dir, {FILES[k]: t for k, t in texts.items()})
     return {k: paths[FILES[k]] for k in texts}

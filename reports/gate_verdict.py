@@ -27,10 +27,12 @@ from xml.sax.saxutils import escape as xml_escape
 
 import pandas as pd
 
+from advisor.i18n import DEFAULT_LANG
 from advisor.regression.compare import Comparison, change_text
 from advisor.regression.gate import GateResult
 from advisor.reports._view import fmt_num
-from advisor.reports.comparison import growth_lines, render_compare_html
+from advisor.reports.comparison import growth_lines, kind_text, name_text, render_compare_html
+from advisor.reports.i18n import Message, say, t
 from advisor.reports.markdown import code_span, escape
 from advisor.reports.sanitize import clean
 from advisor.runtime.files import write_text
@@ -38,8 +40,7 @@ from advisor.settings import describe, is_default
 
 MAX_CHARS = 60_000
 ICON = {"pass": "\u2705", "fail": "\u274c", "skip": "\u2796", "error": "\u26a0\ufe0f"}
-HEADLINE = {"pass": "\u2705 **advisor gate: pass**", "regression": "\u274c **advisor gate: regression**",
-            "unmeasurable": "\u26a0\ufe0f **advisor gate: cannot measure** (exit 2)"}
+VERDICT_ICON = {"pass": ICON["pass"], "regression": ICON["fail"], "unmeasurable": ICON["error"]}
 #: What XML 1.0 does not allow in a document (its ``Char`` production).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SVG_W, SVG_H, SVG_PAD = 760, 300, 48
@@ -50,58 +51,76 @@ COMMIT_CHARS = 10
 FILES = {"markdown": "gate.md", "junit": "junit.xml", "json": "gate.json", "html": "compare.html"}
 
 
-def render_gate_markdown(result: GateResult, comparison: Comparison | None = None) -> str:
-    """The PR-comment summary (see module doc)."""
+def headline(verdict: str, lang: str = DEFAULT_LANG) -> str:
+    """The summary's first line: "✅ **advisor gate: pass**"."""
+    word = t(lang, "gate_cannot_measure" if verdict == "unmeasurable" else f"gate_verdict_{verdict}")
+    exit_code = f" {t(lang, 'gate_exit_2')}" if verdict == "unmeasurable" else ""
+    return f"{VERDICT_ICON[verdict]} **{t(lang, 'gate_title', verdict=word)}**{exit_code}"
+
+
+def render_gate_markdown(result: GateResult, comparison: Comparison | None = None, lang: str = DEFAULT_LANG) -> str:
+    """The PR-comment summary (see module doc), in ``lang``."""
     failed = result.failed
-    out = [f"### {HEADLINE[result.verdict]}", "",
-           f"{code_span(result.current, 200)} vs baseline {code_span(result.baseline, 200)}", ""]
+
+    def items(checks) -> list[str]:
+        return [f"- {escape(say(lang, c.message), 600)}" for c in checks] + [""]
+
+    out = [f"### {headline(result.verdict, lang)}", "",
+           t(lang, "gate_md_versus", current=code_span(result.current, 200), baseline=code_span(result.baseline, 200)),
+           ""]
     if result.unmeasured:
-        out.append("**What could not be measured** (never a pass)")
-        out += [f"- {escape(c.message, 600)}" for c in result.unmeasured] + [""]
+        out.append(f"**{t(lang, 'gate_md_unmeasured')}** {t(lang, 'gate_md_never_pass')}")
+        out += items(result.unmeasured)
     if failed:
-        out.append("**What got slower**")
-        out += [f"- {escape(c.message, 600)}" for c in failed] + [""]
+        out.append(f"**{t(lang, 'gate_md_slower')}**")
+        out += items(failed)
     if result.growth and (failed or comparison is not None):
-        out += ["**Where the time grew**", ""]
-        out += growth_lines(comparison, 5) if comparison is not None else [
-            f"- {escape(g.kind)} {escape(g.name, 120)}: +{fmt_num(g.change_ms)} ms/step" for g in result.growth]
+        out += [f"**{t(lang, 'cmp_grew_heading')}**", ""]
+        out += growth_lines(comparison, 5, lang) if comparison is not None else [
+            "- " + t(lang, "gate_grew_item", kind=escape(kind_text(lang, g.kind)), name=escape(name_text(lang, g), 120),
+                     ms=fmt_num(g.change_ms)) for g in result.growth]
         out.append("")
-    out += ["| check | result | baseline | current | change | limit | p |", "|---|:-:|--:|--:|--:|--:|--:|"]
+    cols = [t(lang, k) for k in ("gate_col_check", "gate_col_result", "cmp_baseline", "cmp_current", "cmp_col_change",
+                                 "gate_col_limit")]
+    out += ["| {} | {} | {} | {} | {} | {} | p |".format(*cols), "|---|:-:|--:|--:|--:|--:|--:|"]
     for c in result.checks:
         limit = "-"
         if c.limit is not None:
             limit = f"{c.limit:+.1%}" if c.relative else f"{fmt_num(c.limit)}"
         p = "-" if c.p_value is None else f"{c.p_value:.2g}"
         change = "-" if c.baseline is None or c.current is None else change_text(c.baseline, c.current)
-        out.append(f"| {escape(c.name, 120)} | {ICON[c.status]} {c.status} | {fmt_num(c.baseline) if c.baseline is not None else '-'} | "
+        out.append(f"| {escape(say(lang, c.name), 120)} | {ICON[c.status]} {t(lang, f'gate_status_{c.status}')} | "
+                   f"{fmt_num(c.baseline) if c.baseline is not None else '-'} | "
                    f"{fmt_num(c.current) if c.current is not None else '-'} | {change} | {limit} | {p} |")
     out.append("")
     reported = [c for c in result.checks if c.status == "pass" and c.kind in ("finding", "anomaly")
                 and c.name != "findings"]
     if reported:
-        out.append("**Reported, not failed**")
-        out += [f"- {escape(c.message, 600)}" for c in reported] + [""]
+        out.append(f"**{t(lang, 'gate_md_reported')}**")
+        out += items(reported)
     caveats = [cv for c in result.checks for cv in c.caveats]
-    for text in dict.fromkeys(caveats + result.notes):  # a blank line after each, or they merge into one quote
-        out += [f"> {escape(text, None)}", ""]
-    out += ["**Config**", ""] + [f"- {escape(line, None)}" for line in config_lines(result)]
-    out += ["", f"<sub>Test: {escape(result.method, None)}.</sub>"]
+    for text in dict.fromkeys(say(lang, x) for x in caveats + result.notes):  # a blank line after each, or
+        out += [f"> {escape(text, None)}", ""]  # they merge into one quote
+    out += [f"**{t(lang, 'gate_md_config')}**", ""]
+    out += [f"- {escape(say(lang, line), None)}" for line in config_lines(result)]
+    out += ["", f"<sub>{t(lang, 'gate_md_test', method=escape(say(lang, result.method), None))}</sub>"]
     text = "\n".join(out) + "\n"
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 40] + "\n\n\u2026 (summary cut)\n"
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 40] + f"\n\n\u2026 {t(lang, 'gate_md_cut')}\n"
 
 
-def config_lines(result: GateResult) -> list[str]:
+def config_lines(result: GateResult) -> list[Message]:
     """What the verdict rests on besides the runs: the gate's config, and
     the config each input report records where it applied anything or was
     not recorded (``advisor.settings.describe``)."""
     gate = result.config.model_dump() if result.config is not None else (
         None if result.config_source == "defaults" else {"file": result.config_source})
-    lines = [f"gate config: {describe(gate) if gate else 'no config file (built-in defaults)'}"]
+    lines = [Message("gate_config_line", what=describe(gate) if gate else Message("cfg_defaults"))]
     for i in result.inputs:
         used = None if i.config is None else i.config.model_dump()
         if not is_default(used):
-            runs = f" ({i.runs} runs)" if i.runs > 1 else ""
-            lines.append(f"{i.side} {i.input}{runs} analyzed with: {describe(used, strict=False)}")
+            runs = Message("gate_config_runs", runs=str(i.runs)) if i.runs > 1 else ""
+            lines.append(Message("gate_config_input", side=Message(f"cmp_{i.side}"), input=i.input, runs=runs,
+                                 what=describe(used, strict=False)))
     return lines
 
 
@@ -138,29 +157,34 @@ def render_junit(result: GateResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
-def print_gate(result: GateResult, console) -> None:
+def print_gate(result: GateResult, console, lang: str = DEFAULT_LANG) -> None:
     from rich.table import Table
     from rich.text import Text
 
     style = {"pass": "green", "fail": "bold red", "skip": "yellow", "error": "bold yellow"}
     title = {"pass": "pass", "regression": "fail", "unmeasurable": "error"}[result.verdict]
-    table = Table(title=f"advisor gate: {result.verdict}", title_style=style[title])
-    for col in ("check", "result", "detail"):
-        table.add_column(col, overflow="fold")
+    table = Table(title=t(lang, "gate_title", verdict=t(lang, f"gate_verdict_{result.verdict}")),
+                  title_style=style[title])
+    for col in ("gate_col_check", "gate_col_result", "gate_col_detail"):
+        table.add_column(t(lang, col), overflow="fold")
     for c in result.checks:
-        table.add_row(Text(clean(c.name)), Text(c.status, style=style[c.status]), Text(clean(c.message)))
+        table.add_row(Text(clean(say(lang, c.name))), Text(t(lang, f"gate_status_{c.status}"), style=style[c.status]),
+                      Text(clean(say(lang, c.message))))
     console.print(table)
     for g in result.growth[:3]:
-        console.print(f"  grew: {clean(g.kind)} {clean(g.name)}: +{fmt_num(g.change_ms)} ms/step", markup=False)
+        item = t(lang, "gate_grew_item", kind=clean(kind_text(lang, g.kind)), name=clean(name_text(lang, g)),
+                 ms=fmt_num(g.change_ms))
+        console.print("  " + t(lang, "gate_term_grew", item=item), markup=False)
     for line in config_lines(result):  # paths and thresholds an input report records: its text
-        console.print(clean(line), markup=False, soft_wrap=True)
+        console.print(clean(say(lang, line)), markup=False, soft_wrap=True)
 
 
-def write_gate(result: GateResult, comparison: Comparison, out_dir: Path) -> dict[str, Path]:
-    """The gate's files in ``out_dir``: the summary, JUnit XML, the result
-    as JSON and the comparison it used as HTML."""
-    texts = {"markdown": render_gate_markdown(result, comparison), "junit": render_junit(result),
-             "json": result.model_dump_json(indent=2), "html": render_compare_html(comparison)}
+def write_gate(result: GateResult, comparison: Comparison, out_dir: Path, lang: str = DEFAULT_LANG) -> dict[str, Path]:
+    """The gate's files in ``out_dir``: the summary (in ``lang``), JUnit XML
+    and the result as JSON (English: machine formats), and the comparison it
+    used as HTML (in ``lang``)."""
+    texts = {"markdown": render_gate_markdown(result, comparison, lang), "junit": render_junit(result),
+             "json": result.model_dump_json(indent=2), "html": render_compare_html(comparison, lang)}
     return {k: write_text(Path(out_dir) / FILES[k], t) for k, t in texts.items()}
 
 
