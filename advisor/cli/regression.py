@@ -13,23 +13,25 @@ from pathlib import Path
 import click
 
 from advisor.cli.console import console
-from advisor.cli.options import config_options, refuse_inside, settings_for
+from advisor.cli.options import config_options, lang_option, refuse_inside, settings_for
 from advisor.errors import ConfigError
+from advisor.i18n import DEFAULT_LANG
 from advisor.settings import Settings, describe, dotted
 
 DEFAULT_GATE_DIR = Path("advisor_gate")
 TREND_METRIC = "step.time_ms"
 
 
-def _load(path: Path, settings: Settings):
+def _load(path: Path, settings: Settings, lang: str = DEFAULT_LANG):
     """A Report; profile folders are analyzed with the rule files,
     thresholds and input bounds of ``settings`` (as ``advisor report``
-    does), which the report then records (``run.config``)."""
+    does), which the report then records (``run.config``), and their
+    findings written in ``lang``."""
     from advisor.regression.compare import load_report
 
     settings.apply_limits()
     rule_paths, overrides = settings.with_command_line()
-    return load_report(path, rule_paths=rule_paths, overrides=overrides, config=settings.used())
+    return load_report(path, rule_paths=rule_paths, overrides=overrides, config=settings.used(), lang=lang)
 
 
 def _refuse_other_thresholds(reports, labels, settings: Settings) -> None:
@@ -47,21 +49,25 @@ def _refuse_other_thresholds(reports, labels, settings: Settings) -> None:
                               "--config")
 
 
-def _side(path: Path, settings: Settings):
+def _side(path: Path, settings: Settings, lang: str):
     from advisor.regression.compare import side_from_reports
 
-    return side_from_reports([_load(path, settings)], str(path))
+    return side_from_reports([_load(path, settings, lang)], str(path))
 
 
-def _how(g) -> str:
+def _how(g, lang: str) -> str:
     """A contributor's change: "new", "gone", or as ``change_text`` gives it."""
     from advisor.regression.compare import change_text
+    from advisor.reports.i18n import t
 
     if g.baseline_ms is None:
-        return "new"
+        return t(lang, "cmp_status_new")
     if g.current_ms is None:
-        return "gone"
+        return t(lang, "cmp_how_gone")
     return change_text(g.baseline_ms, g.current_ms, "ms")
+
+
+_LANG_HELP = "Language of the terminal output, {files} and the findings of profile folders: en, or zh (Chinese)."
 
 
 @click.command()
@@ -71,32 +77,38 @@ def _how(g) -> str:
               show_default=True, help="Folder for compare.html, compare.md and compare.json.")
 @click.option("--alpha", type=float, default=None, help="Significance level (default: 0.01).")
 @config_options
+@lang_option(_LANG_HELP.format(files="compare.html, compare.md"))
 @click.option("--no-color", is_flag=True)
-def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, strict_config, no_color: bool) -> None:
+def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, strict_config, lang: str,
+            no_color: bool) -> None:
     """Compare two runs (profile folders, report folders or report.json files)."""
     from advisor.regression.compare import DEFAULT_ALPHA, check_alpha
     from advisor.regression.compare import compare as do_compare
-    from advisor.reports.comparison import write_compare
+    from advisor.reports.comparison import kind_text, name_text, severity_text, write_compare
+    from advisor.reports.i18n import say, t
     from advisor.reports.sanitize import clean
 
     check_alpha(alpha)
     refuse_inside(out_dir, baseline, current)
     settings = settings_for(config_path, strict_config)
-    result = do_compare(_side(baseline, settings), _side(current, settings), alpha=alpha or DEFAULT_ALPHA)
-    paths = write_compare(result, out_dir)
+    result = do_compare(_side(baseline, settings, lang), _side(current, settings, lang), alpha=alpha or DEFAULT_ALPHA)
+    paths = write_compare(result, out_dir, lang)
     out = console(no_color)
-    out.print(result.step_line(), markup=False)
+    out.print(say(lang, result.step_line()), markup=False)
     for name, ref in (("baseline", result.baseline), ("current", result.current)):
-        out.print(f"{name}: {clean(ref.framework)} on {clean(ref.where)}, {ref.steps} steps", markup=False)
+        out.print(t(lang, "cmp_term_run", side=t(lang, f"cmp_{name}"), framework=clean(ref.framework),
+                    where=clean(say(lang, ref.where)), steps=str(ref.steps)), markup=False)
     for g in result.changes[:5]:  # operator names from the profiles: printed without control characters
-        out.print(f"{'grew' if g.change_ms > 0 else 'shrank'}: {clean(g.kind)} {clean(g.name)}: "
-                  f"{g.change_ms:+.4g} ms/step ({_how(g)})", markup=False)
+        out.print(t(lang, "cmp_term_change", direction=t(lang, "cmp_grew" if g.change_ms > 0 else "cmp_shrank"),
+                    kind=clean(kind_text(lang, g.kind)), name=clean(name_text(lang, g)), ms=f"{g.change_ms:+.4g}",
+                    how=_how(g, lang)), markup=False)
     for f in result.findings:
         if f.status in ("new", "resolved", "worse"):
-            out.print(f"{f.status}: {clean(f.rule)} [{f.current_severity or f.baseline_severity}]", markup=False)
+            out.print(t(lang, "cmp_term_finding", status=t(lang, f"cmp_status_{f.status}"), rule=clean(f.rule),
+                        severity=severity_text(lang, f.current_severity or f.baseline_severity)), markup=False)
     for note in result.notes:
-        out.print(f"note: {clean(note)}", markup=False)
-    out.print(f"comparison: {paths['html']}", markup=False)
+        out.print(t(lang, "term_note", text=clean(say(lang, note))), markup=False)
+    out.print(t(lang, "cmp_term_path", path=str(paths["html"])), markup=False)
 
 
 @click.command()
@@ -111,9 +123,10 @@ def compare(baseline: Path, current: Path, out_dir: Path, alpha, config_path, st
 @config_options
 @click.option("-o", "--output", "out_dir", type=click.Path(path_type=Path), default=DEFAULT_GATE_DIR,
               show_default=True, help="Folder for gate.md, junit.xml, gate.json and compare.html.")
+@lang_option(_LANG_HELP.format(files="gate.md, compare.html") + " junit.xml and gate.json stay English.")
 @click.option("--no-color", is_flag=True)
 def gate(current: Path, baselines, history_db, branch, last, config_path, strict_config, out_dir: Path,
-         no_color) -> None:
+         lang: str, no_color) -> None:
     """Fail (exit 1) when CURRENT regressed against the baseline; exit 2
     when a budget cannot be evaluated (``on_unmeasurable = "fail"``: exit 1).
 
@@ -127,6 +140,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, strict
     from advisor.regression.compare import side_from_reports
     from advisor.regression.gate import run_gate
     from advisor.reports.gate_verdict import print_gate, write_gate
+    from advisor.reports.i18n import say, t
 
     if bool(baselines) == (history_db is not None):
         raise ConfigError("give one kind of baseline: --baseline PATH (repeatable) or --history FILE [--branch NAME]")
@@ -136,7 +150,7 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, strict
     config = gate_config(settings)
     refuse_inside(out_dir, current, *baselines, *([history_db] if history_db is not None else []))
     anomaly = None
-    cur_report = _load(current, settings)
+    cur_report = _load(current, settings, lang)
     cur = side_from_reports([cur_report], str(current))
     if history_db is not None:
         from advisor.regression.history import History, history_anomaly
@@ -146,20 +160,22 @@ def gate(current: Path, baselines, history_db, branch, last, config_path, strict
         anomaly = history_anomaly(base, cur_report)
         labels = [f"{history_db} (branch {branch})"] * base.runs
     else:
-        base = side_from_reports([_load(b, settings) for b in baselines], " + ".join(map(str, baselines)))
+        base = side_from_reports([_load(b, settings, lang) for b in baselines], " + ".join(map(str, baselines)))
         labels = [str(b) for b in baselines]
     if settings.strict:
         _refuse_other_thresholds([cur_report, *base.reports], [str(current), *labels], settings)
     used = ConfigUsed.model_validate(settings.used(gate=True))
     result, comparison = run_gate(base, cur, config, anomaly=anomaly, used=used)
-    paths = write_gate(result, comparison, out_dir)
-    print_gate(result, console(no_color))
-    click.echo(f"summary: {paths['markdown']}  junit: {paths['junit']}")
+    paths = write_gate(result, comparison, out_dir, lang)
+    print_gate(result, console(no_color), lang)
+    click.echo(t(lang, "gate_term_files", markdown=str(paths["markdown"]), junit=str(paths["junit"])))
     if result.unmeasured and not result.failed:  # the reasons quote the runs' skip notes: their text
         from advisor.reports.sanitize import clean
 
-        what = "; ".join(f"{c.name}: {c.message.split(' -- ', 1)[-1]}" for c in result.unmeasured)
-        click.echo(clean(f"advisor: error: {current}: cannot measure, so the gate does not pass: {what}"), err=True)
+        what = "; ".join(t(lang, "gate_unmeasured_item", name=say(lang, c.name), why=say(lang, c.message.values["why"]))
+                         for c in result.unmeasured)
+        click.echo(clean("advisor: error: " + t(lang, "gate_cannot_measure_error", current=str(current), what=what)),
+                   err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 
