@@ -1,4 +1,5 @@
-"""The repository's own text: no file holds an unresolved merge."""
+"""The repository's own text: no file holds an unresolved merge, and the
+README's table of rules lists every rule."""
 
 from __future__ import annotations
 
@@ -25,3 +26,11 @@ def test_no_tracked_file_holds_conflict_markers():
     marked = [str(p.relative_to(ROOT)) for p in _tracked()
               if p.is_file() and CONFLICT_LINE.search(p.read_bytes())]
     assert marked == []
+
+
+def test_the_readme_lists_every_rule():
+    from advisor.engine.loader import load_rules
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", readme, re.MULTILINE))
+    assert {r.name for r in load_rules()} - listed == set()
