@@ -747,6 +747,11 @@ def rnn_cell_ratio(p: Profile) -> float:
     return _per_step(p, "rnn_cell", _rnn_cell_column(p)) / _step_us(p)
 
 
+#: The chains' time is the device time they launch: a device trace without
+#: device operators (no ``ops`` table) cannot size them.
+_CHAIN_NEEDS = [*_NEEDS, "ops.total_us"]
+
+
 def _chain_column(p: Profile) -> str:
     """The ``host_calls`` column holding the fusable chains' time
     (``_time_column``; their own time when no chain ran: 0 either way)."""
@@ -754,7 +759,7 @@ def _chain_column(p: Profile) -> str:
                         "only the launching; the Kineto reader measures it from the kernels they launch)") or "total_us"
 
 
-@metric("host.op_chain_calls", unit="count", needs=_NEEDS)
+@metric("host.op_chain_calls", unit="count", needs=_CHAIN_NEEDS)
 def op_chain_calls(p: Profile) -> float:
     """Operator chains per steady step that a fused kernel replaces
     (``collectors/kineto/op_chains.py`` ``PATTERNS``: attention written as
@@ -764,7 +769,7 @@ def op_chain_calls(p: Profile) -> float:
     return _per_step(p, "op_chain", "count")
 
 
-@metric("host.op_chain_ms", unit="ms", needs=_NEEDS)
+@metric("host.op_chain_ms", unit="ms", needs=_CHAIN_NEEDS)
 def op_chain_ms(p: Profile) -> float:
     """Forward time per steady step of those chains' memory passes (every
     op of a chain but the matrix products at the ends of attention): the
@@ -773,7 +778,7 @@ def op_chain_ms(p: Profile) -> float:
     return _per_step(p, "op_chain", _chain_column(p)) / US_PER_MS
 
 
-@metric("host.op_chain_saving_ms", unit="ms", needs=_NEEDS)
+@metric("host.op_chain_saving_ms", unit="ms", needs=_CHAIN_NEEDS)
 def op_chain_saving_ms(p: Profile) -> float:
     """What fusing the chains saves in forward per steady step:
     ``host.op_chain_ms`` less each chain's longest pass (a fused kernel
@@ -783,14 +788,14 @@ def op_chain_saving_ms(p: Profile) -> float:
     return max(_per_step(p, "op_chain", column) - _per_step(p, "op_chain_floor", column), 0.0) / US_PER_MS
 
 
-@metric("host.op_chain_ratio", unit="ratio", needs=_NEEDS)
+@metric("host.op_chain_ratio", unit="ratio", needs=_CHAIN_NEEDS)
 def op_chain_ratio(p: Profile) -> float:
     """Share of the step in the chains' forward passes (``host.op_chain_ms``
     over the mean step time)."""
     return _per_step(p, "op_chain", _chain_column(p)) / _step_us(p)
 
 
-@metric("host.op_chains", unit="list", needs=_NEEDS)
+@metric("host.op_chains", unit="list", needs=_CHAIN_NEEDS)
 def op_chains(p: Profile) -> list[dict]:
     """The chains by pattern, the most time first: ``{"name", "per_step",
     "ms", "api"}``, ``api`` the fused operator that replaces the pattern on
