@@ -200,26 +200,28 @@ def metric_label(metric: str, unit: str = "") -> str:
 
 
 def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str] | None = None,
-                  unit: str = "") -> None:
+                  unit: str = "", lang: str = DEFAULT_LANG) -> None:
     """The trend table: one row per run, oldest first, laid out for an
     80-column terminal (times to the minute, short commits, rule names whole);
     runs the anomaly model flags have ``FLAG_MARK`` after their number, and
     the model's reasons follow the table under a line saying what the mark
-    means."""
+    means. Texts in ``lang``; a flag's reason said in it where it is a
+    message of the tables (``i18n.say``)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     flags = flags or {}
     unit = clean(unit)  # the history file's text: as plain text (Text, never markup), without controls
-    table = Table(title=Text(f"history: {len(runs)} run(s) of {metric_label(clean(metric), unit)}"),
+    table = Table(title=Text(t(lang, "hist_title", n=str(len(runs)), metric=metric_label(clean(metric), unit))),
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("recorded", no_wrap=True)
-    table.add_column("commit", no_wrap=True)
-    table.add_column(Text(f"value ({unit})" if unit else "value"), justify="right", no_wrap=True)
-    table.add_column("vs median", justify="right", no_wrap=True)
-    table.add_column("findings", overflow="fold", ratio=1, min_width=12)
+    table.add_column(t(lang, "hist_col_recorded"), no_wrap=True)
+    table.add_column(t(lang, "hist_col_commit"), no_wrap=True)
+    table.add_column(Text(t(lang, "hist_col_value_unit", unit=unit) if unit else t(lang, "hist_col_value")),
+                     justify="right", no_wrap=True)
+    table.add_column(t(lang, "hist_col_vs_median"), justify="right", no_wrap=True)
+    table.add_column(t(lang, "hist_col_findings"), overflow="fold", ratio=1, min_width=12)
     values = runs[metric] if metric in runs.columns else pd.Series([None] * len(runs))
     median = values.dropna().median() if values.notna().any() else None
     for i, (_, row) in enumerate(runs.iterrows()):
@@ -233,9 +235,9 @@ def print_history(runs: pd.DataFrame, metric: str, console, flags: dict[int, str
                       "-" if v is None or pd.isna(v) else fmt_num(float(v)), vs, Text(clean(rules) or "-"))
     console.print(table)
     if flags:
-        console.print(f"{FLAG_MARK} flagged by the anomaly model (against the runs before it):", markup=False)
+        console.print(t(lang, "hist_flag_legend", mark=FLAG_MARK), markup=False)
     for run_id, reason in flags.items():
-        console.print(Text(f"run {run_id}: {clean(reason)}", style="red"))
+        console.print(Text(t(lang, "hist_flag_run", run=str(run_id), reason=clean(say(lang, reason))), style="red"))
 
 
 def _svg(text: object) -> str:
@@ -245,20 +247,22 @@ def _svg(text: object) -> str:
     return xml_escape(xml_text(text))
 
 
-def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dict[int, str] | None = None) -> str:
+def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dict[int, str] | None = None,
+                     lang: str = DEFAULT_LANG) -> str:
     """A line chart of ``metric`` over the runs with the median drawn dashed;
     flagged runs (id -> reason) are red. The ``unit`` is named in the title
-    and over the value axis."""
+    and over the value axis; texts in ``lang``."""
     flags = flags or {}
     pts = [(int(r["id"]), str(r["commit"] or r["id"])[:8], float(r[metric]))
            for _, r in runs.iterrows() if metric in runs.columns and pd.notna(r.get(metric))]
     w, h, pad = SVG_W, SVG_H, SVG_PAD
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
              'font-family="sans-serif" font-size="11">',
-             f'<title>{_svg(metric)} over {len(pts)} run(s)</title>',
+             f'<title>{_svg(t(lang, "hist_svg_title", metric=metric, n=str(len(pts))))}</title>',
              f'<rect width="{w}" height="{h}" fill="white"/>',
-             f'<text x="{pad}" y="20" font-size="14">{_svg(metric)}{" (" + _svg(unit) + ")" if unit else ""}'
-             f' over the last {len(pts)} run(s)</text>']
+             f'<text x="{pad}" y="20" font-size="14">'
+             f'{_svg(t(lang, "hist_svg_heading", metric=f"{metric} ({unit})" if unit else metric, n=str(len(pts))))}'
+             '</text>']
     if pts:
         vals = [p[2] for p in pts]
         lo, hi = min(vals + [0.0]), max(vals) * 1.1 or 1.0
@@ -273,19 +277,20 @@ def render_trend_svg(runs: pd.DataFrame, metric: str, unit: str = "", flags: dic
             parts.append(f'<text x="{pad - 6}" y="{pad - 10}" text-anchor="end" fill="#555">{_svg(unit)}</text>')
         parts.append(f'<line x1="{pad}" x2="{w - pad}" y1="{y(med):.1f}" y2="{y(med):.1f}" stroke="#888" '
                      f'stroke-dasharray="4 3"/><text x="{pad + 4}" y="{y(med) - 4:.1f}" '
-                     f'fill="#555">median {fmt_num(med)}</text>')
+                     f'fill="#555">{_svg(t(lang, "hist_svg_median", value=fmt_num(med)))}</text>')
         line = " ".join(f"{x(i):.1f},{y(p[2]):.1f}" for i, p in enumerate(pts))
         parts.append(f'<polyline points="{line}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
         for i, (run_id, label, v) in enumerate(pts):
             flag = flags.get(run_id)
             colour = "#d62728" if flag else "#1f77b4"
-            tip = f"run {run_id} {label}: {fmt_num(v)}" + (f" -- {flag}" if flag else "")
+            tip = t(lang, "hist_svg_point", run=str(run_id), commit=label, value=fmt_num(v)) + (
+                f" -- {say(lang, flag)}" if flag else "")
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{5 if flag else 3.5}" fill="{colour}">'
                          f'<title>{_svg(tip)}</title></circle>')
             if len(pts) <= 30:
                 parts.append(f'<text x="{x(i):.1f}" y="{h - pad + 16}" text-anchor="middle" fill="#555">'
                              f'{_svg(label)}</text>')
     else:
-        parts.append(f'<text x="{pad}" y="{h / 2}">no run has {_svg(metric)}</text>')
+        parts.append(f'<text x="{pad}" y="{h / 2}">{_svg(t(lang, "hist_svg_none", metric=metric))}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -399,6 +399,23 @@ EN: dict[str, str] = {
                             "{drivers}",
     "gate_anomaly_within": "run is within what the last {runs} runs have seen (robust distance {distance}, limit "
                            "{limit}; no metric beyond z={z})",
+    # advisor history show
+    "hist_title": "history: {n} run(s) of {metric}",
+    "hist_col_recorded": "recorded",
+    "hist_col_commit": "commit",
+    "hist_col_value": "value",
+    "hist_col_value_unit": "value ({unit})",
+    "hist_col_vs_median": "vs median",
+    "hist_col_findings": "findings",
+    "hist_flag_legend": "{mark} flagged by the anomaly model (against the runs before it):",
+    "hist_flag_run": "run {run}: {reason}",
+    "hist_flag_reason": "anomaly: {reason}",
+    "hist_chart": "trend chart: {path}",
+    "hist_svg_title": "{metric} over {n} run(s)",
+    "hist_svg_heading": "{metric} over the last {n} run(s)",
+    "hist_svg_median": "median {value}",
+    "hist_svg_point": "run {run} {commit}: {value}",
+    "hist_svg_none": "no run has {metric}",
 }
 
 ZH: dict[str, str] = {
@@ -757,6 +774,22 @@ ZH: dict[str, str] = {
                    "每步对数耗时的 2 个合并稳健标准差, 多次基线运行的运行间噪声)",
     "gate_anomaly_outside": "本次运行超出了最近 {runs} 次运行的范围（稳健距离 {distance} > {limit}）：{drivers}",
     "gate_anomaly_within": "本次运行在最近 {runs} 次运行的范围内（稳健距离 {distance}，阈值 {limit}；没有指标超过 z={z}）",
+    "hist_title": "历史：{metric} 的 {n} 次运行",
+    "hist_col_recorded": "记录时间",
+    "hist_col_commit": "提交",
+    "hist_col_value": "数值",
+    "hist_col_value_unit": "数值（{unit}）",
+    "hist_col_vs_median": "相对中位数",
+    "hist_col_findings": "发现的问题",
+    "hist_flag_legend": "{mark} 为异常模型标记的运行（对照它之前的运行）：",
+    "hist_flag_run": "运行 {run}：{reason}",
+    "hist_flag_reason": "异常：{reason}",
+    "hist_chart": "趋势图：{path}",
+    "hist_svg_title": "{metric}：{n} 次运行",
+    "hist_svg_heading": "{metric}：最近 {n} 次运行",
+    "hist_svg_median": "中位数 {value}",
+    "hist_svg_point": "运行 {run} {commit}：{value}",
+    "hist_svg_none": "没有运行记录 {metric}",
 }
 
 EN["term_report"] = "report: {path}"

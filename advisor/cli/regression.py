@@ -225,13 +225,15 @@ def history_add(current: Path, branch, commit, when, db, config_path, strict_con
 @click.option("-o", "--chart", type=click.Path(path_type=Path), default=None,
               help="Write an SVG trend chart of the metric to this file (default: no chart).")
 @_db_option
+@lang_option("Language of the table and the chart: en, or zh (Chinese).")
 @click.option("--no-color", is_flag=True)
-def history_show(branch, last, metric, chart: Path | None, db, no_color) -> None:
+def history_show(branch, last, metric, chart: Path | None, db, lang: str, no_color) -> None:
     """Trend table of the last runs on a branch (and, with --chart FILE, an
     SVG chart); runs the anomaly model flags (against the runs before them)
     are marked."""
     from advisor.regression.history import DEFAULT_DB, MIN_ANOMALY_RUNS, History, anomaly_flags
     from advisor.reports.gate_verdict import print_history, render_trend_svg
+    from advisor.reports.i18n import t
     from advisor.runtime.files import write_text
 
     if last < 1:
@@ -246,7 +248,7 @@ def history_show(branch, last, metric, chart: Path | None, db, no_color) -> None
         raise ConfigError(f"no run on {branch!r} has the metric {metric!r}")
     flags = anomaly_flags(runs, reports)
     out = console(no_color)
-    print_history(runs, metric, out, flags, unit)
+    print_history(runs, metric, out, flags, unit, lang)
     if chart is not None:
-        write_text(chart, render_trend_svg(runs, metric, unit, flags))
-        out.print(f"trend chart: {chart}", markup=False, soft_wrap=True)
+        write_text(chart, render_trend_svg(runs, metric, unit, flags, lang))
+        out.print(t(lang, "hist_chart", path=chart), markup=False, soft_wrap=True)

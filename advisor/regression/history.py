@@ -323,12 +323,15 @@ class History:
 
 def anomaly_flags(runs: pd.DataFrame, reports: list[Report]) -> dict[int, str]:
     """The runs of ``History.runs`` (with their ``reports``, oldest first)
-    that the anomaly model flags against the runs before them: id -> reason."""
+    that the anomaly model flags against the runs before them: id -> reason
+    (a message of the tables, ``advisor.reports.i18n.Message``)."""
+    from advisor.reports.i18n import Message
+
     flags: dict[int, str] = {}
     for i in range(MIN_ANOMALY_RUNS, len(reports)):
         check = history_anomaly(side_from_reports(reports[:i], "history"), reports[i])
         if check is not None and check.status == "fail":
-            flags[int(runs["id"].iloc[i])] = "anomaly: " + check.message
+            flags[int(runs["id"].iloc[i])] = Message("hist_flag_reason", reason=check.message)
     return flags
 
 

@@ -73,5 +73,5 @@ def test_every_lang_option_offers_the_languages():
 
     offered = {" ".join(path): tuple(p.type.choices) for path, cmd in commands(cli)
                for p in cmd.params if p.name == "lang"}
-    assert set(offered) == {"report", "run", "rules list", "rules explain", "rules docs", "compare", "gate"}
+    assert set(offered) == {"report", "run", "rules list", "rules explain", "rules docs", "compare", "gate", "history show"}
     assert set(offered.values()) == {LANGS}

@@ -167,6 +167,11 @@ def test_history_gate_and_trend(live_runs, tmp_path):
     ET.fromstring(svg)  # well-formed
     assert svg.count("<circle") == HISTORY_RUNS + 1 and "<polyline" in svg and "#d62728" in svg
     assert "<script" not in svg
+    # in Chinese, the flagged run's reason too (the anomaly model's message, said in the language)
+    code, stdout, stderr = advisor("history", "show", "--db", db, "--branch", "main", "--no-color", "--lang", "zh")
+    assert code == 0, stderr
+    said = "".join(stdout.split())  # wrapped at the terminal width
+    assert "为异常模型标记的运行" in said and "异常：本次运行超出了最近" in said and "anomaly:" not in said
 
 
 def test_baseline_of_another_model_is_refused(live_runs, tmp_path):

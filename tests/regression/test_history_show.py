@@ -92,3 +92,19 @@ def test_flagged_runs_are_marked_and_their_reason_follows(db):
     assert any(x.startswith(f"run {flagged}: anomaly: step time outside") for x in lines)
     assert set(RULES) <= set(re.findall(r"[\w-]+", out))  # rule names still whole
     assert all(len(x) <= 80 for x in lines)
+
+
+def test_in_chinese_the_table_the_flags_and_the_chart_are_chinese(db, tmp_path, monkeypatch):
+    from advisor.reports.i18n import EN
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = advisor("history", "show", "--db", db, "--no-color", "--lang", "zh", "-o", "trend.svg")
+    assert code == 0, err
+    assert out.splitlines()[0].strip() == "历史：step.time_ms 的 4 次运行"
+    assert "记录时间" in out and "相对中位数" in out and "趋势图：trend.svg" in out
+    svg = (tmp_path / "trend.svg").read_text()
+    texts = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+    assert "step.time_ms (ms)：最近 4 次运行" in texts
+    english = [EN[k] for k in ("hist_col_recorded", "hist_col_vs_median", "hist_col_findings")]
+    assert not [w for w in english if w in out] and "over the last" not in svg and "median " not in svg
