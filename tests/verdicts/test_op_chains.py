@@ -13,6 +13,8 @@ are metrics only (its ``min_ratio`` description has the measurements).
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from tests._profiled import needs_torch, profiled, value
@@ -133,3 +135,34 @@ def test_fused_operators_leave_no_chain(tmp_path):
     report = _run(tmp_path, "fused")
     assert value(report, "host.op_chain_calls") == 0
     assert value(report, "host.op_chains") == []
+
+
+HF_SCRIPT = """
+import sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+torch.manual_seed(0)
+cfg = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=344, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=4, max_position_embeddings=256)
+model = LlamaForCausalLM(cfg)
+model.config._attn_implementation = sys.argv[1]
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+ids = torch.randint(0, 512, (4, 128))
+for step in range(10):
+    loss = model(input_ids=ids, labels=ids).loss
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+"""
+
+
+@needs_torch
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                    reason="transformers is not installed (pip install transformers): Hugging Face's LLaMA is not run")
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_hugging_face_llama_chains_follow_its_attention_implementation(tmp_path, impl):
+    report = profiled(tmp_path, HF_SCRIPT, impl, steps=5, warmup=3, name="train_llama.py")[0]
+    chains = {c["name"]: c["per_step"] for c in value(report, "host.op_chains")}
+    # two decoder layers: RMSNorm twice each and once at the end, rotary on queries and keys, one MLP each
+    expected = {"RMSNorm": 5, "rotary embedding": 4, "SwiGLU": 2}
+    assert chains == ({**expected, "softmax attention": 2} if impl == "eager" else expected)
