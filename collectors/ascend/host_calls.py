@@ -20,16 +20,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _num, step_spans
+from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _meta_name, _num, step_spans
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import BACKWARD_WORK, host_call_class
 from advisor.collectors.kineto.host_calls import nested_classes, step_of
 from advisor.collectors.kineto.host_gaps import silent_rows
+from advisor.collectors.kineto.op_chains import has_key_ops, match, short_name
+from advisor.collectors.kineto.op_chains import rows as chain_table
 from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE, update_starts
 
 
 #: Prefix of the CANN layer's host calls (``AscendCL@aclrtSynchronizeStream``).
 ACL_PREFIX = "AscendCL@"
+#: The process of the device's tasks, and the flow that links a framework
+#: op's ``aclnn*`` launch on the Python process to the task it launched.
+DEVICE_PROCESS, LAUNCH_FLOW = "Ascend Hardware", "async_npu"
 
 
 def _cut_closures(df: pd.DataFrame) -> bool:
@@ -70,6 +75,8 @@ def read(trace: Trace, rank: int, notes: list[str] | None = None) -> pd.DataFram
         if cls is not None:
             rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur), f"{ev.pid}/{ev.tid}"))
     gaps = _silent_gaps(spans, host_pids, trace.markers, rank)
+    chains = op_chain_rows(trace, rank)
+    gaps = gaps if chains is None else chains if gaps is None else pd.concat([gaps, chains], ignore_index=True)
     if not rows:
         return gaps
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
@@ -108,3 +115,59 @@ def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:
     marks = pd.DataFrame(markers, columns=["step", "ts", "dur"], dtype=float).dropna()
     start = marks["ts"].to_numpy(float)
     return step_of(ts, start, start + marks["dur"].to_numpy(float), marks["step"].to_numpy())
+
+
+def op_chain_rows(trace: Trace, rank: int) -> pd.DataFrame | None:
+    """The ``op_chain`` and ``op_chain_floor`` rows (``kineto.op_chains``)
+    of one ``trace_view.json``: the chains among the framework ops in each
+    thread's order, each op's device time the tasks its launches started
+    (``op_device_time``); None without a chain. The framework ops are the
+    ``cpu_op`` events with a namespace (``aten::``, ``autograd::``): the
+    step markers, ``Optimizer.step#...`` and ``record_function`` ranges
+    share their category, and would hide the ops they enclose."""
+    ops = [e for e in trace.events if e.ph == "X" and e.cat == "cpu_op" and "::" in e.name]
+    names = np.array([short_name(e.name) for e in ops], dtype=object)
+    if not ops or not has_key_ops(set(names)):
+        return None
+    thread = pd.factorize(np.array([f"{e.pid}/{e.tid}" for e in ops], dtype=object))[0]
+    start, dur = (np.array([_num(getattr(e, k)) for e in ops]) for k in ("ts", "dur"))
+    ok = np.isfinite(start) & np.isfinite(dur)
+    chains = match(names[ok], thread[ok], start[ok], start[ok] + dur[ok])
+    if not chains:
+        return None
+    start, dur, thread = start[ok], dur[ok], thread[ok]
+    device = op_device_time(trace, [e for e, good in zip(ops, ok) if good], thread, start, start + dur)
+    steps = _steps_of(start, trace.markers) if trace.markers else pd.array([pd.NA] * start.size, dtype="Int64")
+    return chain_table(chains, start, dur, device, steps, rank)
+
+
+def op_device_time(trace: Trace, ops: list, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per op of ``ops`` (``cpu_op`` events, with their thread codes, starts
+    and ends): the summed duration of the device tasks launched inside it
+    -- an ``async_npu`` flow starting within it on its thread, finishing
+    where a task of the "Ascend Hardware" process starts -- counted for the
+    outermost op around the launch; NaN for every op when the trace links
+    no task."""
+    names = {str(e.pid): _meta_name(e, "name") for e in trace.events if e.ph == "M" and e.name == "process_name"}
+    device = {pid for pid, name in names.items() if name == DEVICE_PROCESS}
+    codes = {f"{e.pid}/{e.tid}": c for e, c in zip(ops, thread)}
+    tasks, begins, ends = {}, {}, {}
+    for e in trace.events:
+        if e.ph == "X" and str(e.pid) in device:
+            tasks[_num(e.ts)] = _num(e.dur)
+        elif e.cat == LAUNCH_FLOW and e.id is not None and e.ph in ("s", "f"):
+            (begins if e.ph == "s" else ends)[str(e.id)] = e
+    linked = [(codes.get(f"{b.pid}/{b.tid}", -1), _num(b.ts), tasks.get(_num(ends[i].ts), np.nan))
+              for i, b in begins.items() if i in ends]
+    out = np.full(start.size, np.nan)
+    linked = [x for x in linked if x[0] >= 0 and np.isfinite(x[2])]
+    if not linked:
+        return out
+    out[:] = 0.0
+    top = iv.depth(thread, start, end) == 0
+    pos = np.flatnonzero(top)
+    at, when, took = (np.array(c) for c in zip(*linked))
+    owner = iv.Nesting(thread[pos], start[pos], end[pos]).enclosing(at, when, when, tol=0.0)
+    got = owner >= 0
+    np.add.at(out, pos[owner[got]], took[got])
+    return out

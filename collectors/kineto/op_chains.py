@@ -96,52 +96,72 @@ def find(tokens: list[str]) -> list[tuple[str, list[int]]]:
     return chains
 
 
-def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
-    """The ``op_chain`` and ``op_chain_floor`` rows of one trace (module
-    doc), None without a chain. ``steps``: the trace's steps table; a chain
-    outside every step gets step NA."""
-    short = np.array([short_name(str(n)) for n in ev.names], dtype=object)
-    if _KEY_OPS.isdisjoint(short):
-        return None
-    op = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")))
-    if op.size == 0:
-        return None
-    op = op[iv.depth(ev.thread[op], ev.ts[op], ev.end_at(op)) == 0]
-    op = op[np.lexsort((ev.ts[op], ev.thread[op]))]
-    tokens = short[ev.name[op]]
+def match(names: np.ndarray, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The chains among host ops given as short names (``short_name``),
+    integer thread codes, starts and ends: per chain its pattern and the
+    positions (into these arrays) of its counted ops, every op but the
+    matrix products at the ends of attention. Only each thread's top-level
+    ops are read, in time order."""
+    top = np.flatnonzero(iv.depth(thread, start, end) == 0)
+    top = top[np.lexsort((start[top], thread[top]))]
     chains = []
-    for thread in np.unique(ev.thread[op]):
-        at = np.flatnonzero(ev.thread[op] == thread)
-        for name, positions in find(list(tokens[at])):
-            counted = [p for p in positions if tokens[at[p]] not in _NOT_COUNTED]
-            chains.append((name, op[at[counted]]))
-    if not chains:
-        return None
-    members = np.concatenate([idx for _, idx in chains])
-    device = _launched(ev, members)
-    own = dict(zip(members.tolist(), ev.dur[members].tolist()))
-    launched = dict(zip(members.tolist(), device.tolist()))
+    for th in np.unique(thread[top]):
+        at = top[thread[top] == th]
+        tokens = names[at]
+        for name, positions in find(list(tokens)):
+            chains.append((name, at[[p for p in positions if tokens[p] not in _NOT_COUNTED]]))
+    return chains
+
+
+def has_key_ops(names) -> bool:
+    """Whether any of ``names`` (short names) is an op every chain of some
+    pattern holds: without one there is no chain to look for."""
+    return not _KEY_OPS.isdisjoint(names)
+
+
+def rows(chains: list[tuple[str, np.ndarray]], start: np.ndarray, own: np.ndarray, device: np.ndarray,
+         steps: np.ndarray | pd.array, rank: int) -> pd.DataFrame:
+    """The ``op_chain`` and ``op_chain_floor`` rows (module doc) of
+    ``chains`` (``match``) over ops with these starts, own times, device
+    times (NaN where not measured) and ``steps`` (the step each op starts
+    in, NA outside every step)."""
     out = []
     for name, idx in chains:
-        times = [own[i] for i in idx.tolist()]
-        dev = [launched[i] for i in idx.tolist()]
+        times, dev = own[idx], device[idx]
         longest = int(np.argmax(dev)) if np.isfinite(dev).all() else int(np.argmax(times))
-        start = float(ev.ts[idx].min())
-        out.append((start, "op_chain", name, sum(times), sum(dev)))
-        out.append((start, "op_chain_floor", name, times[longest], dev[longest]))
-    df = pd.DataFrame(out, columns=["ts", "cls", "name", "dur", "device"])
-    df["step"] = _step_of(df["ts"].to_numpy(float), steps)
+        first = idx[np.argmin(start[idx])]
+        out.append((steps[first], "op_chain", name, float(times.sum()), float(dev.sum())))
+        out.append((steps[first], "op_chain_floor", name, float(times[longest]), float(dev[longest])))
+    df = pd.DataFrame(out, columns=["step", "cls", "name", "dur", "device"])
+    df["step"] = df["step"].astype("Int64")
     grouped = df.groupby(["step", "cls", "name"], dropna=False, sort=True)
-    out = grouped["dur"].agg(count="size", total_us="sum", max_us="max").reset_index()
-    out["device_us"] = grouped["device"].sum(min_count=1).to_numpy()
-    out["step"] = out["step"].astype("Int64")
-    out["count"] = out["count"].astype(np.int64)
-    out.insert(0, "rank", rank)
-    return out
+    table = grouped["dur"].agg(count="size", total_us="sum", max_us="max").reset_index()
+    table["device_us"] = grouped["device"].sum(min_count=1).to_numpy()
+    table["step"] = table["step"].astype("Int64")
+    table["count"] = table["count"].astype(np.int64)
+    table.insert(0, "rank", rank)
+    return table
 
 
-def _launched(ev: Events, idx: np.ndarray) -> np.ndarray:
-    """Device time each op of ``idx`` launched; NaN on a CPU-only trace."""
-    if not (ev.kind >= KERNEL).any():
-        return np.full(idx.size, np.nan)
-    return launched_time(ev, idx)
+def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
+    """The ``op_chain`` and ``op_chain_floor`` rows of one Kineto trace
+    (module doc), None without a chain. ``steps``: the trace's steps table;
+    a chain outside every step gets step NA. Device time: the kernels each
+    op launched (``host_calls.launched_time``)."""
+    short = np.array([short_name(str(n)) for n in ev.names], dtype=object)
+    if not has_key_ops(short):
+        return None
+    op = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")))
+    chains = match(short[ev.name[op]], ev.thread[op], ev.ts[op], ev.end_at(op)) if op.size else []
+    if not chains:
+        return None
+    members = np.unique(np.concatenate([idx for _, idx in chains]))
+    device = np.full(op.size, np.nan)
+    if (ev.kind >= KERNEL).any():
+        device[members] = launched_time(ev, op[members])
+    start = ev.ts[op]
+    at = np.zeros(op.size, dtype=bool)
+    at[[idx[np.argmin(start[idx])] for _, idx in chains]] = True
+    steps_of = pd.array([pd.NA] * op.size, dtype="Int64")
+    steps_of[at] = _step_of(start[at], steps)
+    return rows(chains, start, ev.dur[op], device, steps_of, rank)

@@ -7,8 +7,8 @@ matmul, scale, mask, softmax, matmul; RMSNorm; SwiGLU; rotary embedding)
 runs each as a chain of kernels on a GPU where a fused kernel runs one. The
 same model with scaled_dot_product_attention, F.rms_norm and a GELU MLP has
 none; under activation checkpointing the chains run again inside backward
-nodes and are counted once. The rule is for GPU traces: on a CPU the chains
-are metrics only (its ``min_ratio`` description has the measurements).
+nodes and are counted once. The rule is for GPU and NPU traces: on a CPU the
+chains are metrics only (its ``min_ratio`` description has the measurements).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_written_out_chains_are_counted_once_per_call(tmp_path, kind):
     # fusing saves the chain less its longest pass: something, never all of it
     assert 0 < value(report, "host.op_chain_saving_ms") < total < value(report, "step.time_ms")
     assert chains["softmax attention"]["api"] == "torch.nn.functional.scaled_dot_product_attention"
-    # a CPU run: the chains are measured, the rule (for GPU traces) is not applied
+    # a CPU run: the chains are measured, the rule (for device traces) is not applied
     assert RULE not in {f["rule"] for f in report["findings"]}
     assert any(s["what"] == f"rule {RULE}" and "does not apply" in s["reason"] for s in report["skipped"])
 
