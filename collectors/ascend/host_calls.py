@@ -25,7 +25,7 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import BACKWARD_WORK, host_call_class
 from advisor.collectors.kineto.host_calls import nested_classes, step_of
 from advisor.collectors.kineto.host_gaps import silent_rows
-from advisor.collectors.kineto.op_chains import has_key_ops, match, short_name
+from advisor.collectors.kineto.op_chains import FRAMEWORK_OP, has_key_ops, match, short_name
 from advisor.collectors.kineto.op_chains import rows as chain_table
 from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE, update_starts
 
@@ -122,10 +122,8 @@ def op_chain_rows(trace: Trace, rank: int) -> pd.DataFrame | None:
     of one ``trace_view.json``: the chains among the framework ops in each
     thread's order, each op's device time the tasks its launches started
     (``op_device_time``); None without a chain. The framework ops are the
-    ``cpu_op`` events with a namespace (``aten::``, ``autograd::``): the
-    step markers, ``Optimizer.step#...`` and ``record_function`` ranges
-    share their category, and would hide the ops they enclose."""
-    ops = [e for e in trace.events if e.ph == "X" and e.cat == "cpu_op" and "::" in e.name]
+    ``cpu_op`` events with a namespace (``op_chains.FRAMEWORK_OP``)."""
+    ops = [e for e in trace.events if e.ph == "X" and e.cat == "cpu_op" and FRAMEWORK_OP in e.name]
     names = np.array([short_name(e.name) for e in ops], dtype=object)
     if not ops or not has_key_ops(set(names)):
         return None

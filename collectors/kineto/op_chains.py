@@ -71,6 +71,12 @@ _NOT_COUNTED = MATMUL | {"linear"}
 #: An op of every pattern: a trace that calls none of them has no chain to look for.
 _KEY_OPS = frozenset({"softmax", "_softmax", "_safe_softmax", "rsqrt", "silu", "neg"})
 _PREFIX = "aten::"
+#: What a framework op's name holds (``aten::softmax``, ``autograd::engine::...``):
+#: the step markers, ``Optimizer.step#...`` and ``record_function`` ranges,
+#: which some profilers file under the ops' category (PyTorch 1.8's
+#: ``Operator``, torch_npu's ``cpu_op``), have none and would hide the ops
+#: they enclose.
+FRAMEWORK_OP = "::"
 
 
 def short_name(name: str) -> str:
@@ -146,12 +152,14 @@ def rows(chains: list[tuple[str, np.ndarray]], start: np.ndarray, own: np.ndarra
 def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | None:
     """The ``op_chain`` and ``op_chain_floor`` rows of one Kineto trace
     (module doc), None without a chain. ``steps``: the trace's steps table;
-    a chain outside every step gets step NA. Device time: the kernels each
-    op launched (``host_calls.launched_time``)."""
+    a chain outside every step gets step NA. The ops are the host ops with
+    a namespace (``FRAMEWORK_OP``); device time: the kernels each op
+    launched (``host_calls.launched_time``)."""
     short = np.array([short_name(str(n)) for n in ev.names], dtype=object)
     if not has_key_ops(short):
         return None
-    op = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")))
+    framework = np.fromiter((FRAMEWORK_OP in str(n) for n in ev.names), dtype=bool, count=len(ev.names))
+    op = np.flatnonzero((ev.kind == HOST) & (ev.cat_is("cpu_op") | ev.cat_is("Operator")) & framework[ev.name])
     chains = match(short[ev.name[op]], ev.thread[op], ev.ts[op], ev.end_at(op)) if op.size else []
     if not chains:
         return None

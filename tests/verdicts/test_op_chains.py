@@ -14,8 +14,11 @@ chains are metrics only (its ``min_ratio`` description has the measurements).
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
+
+import advisor
 
 from tests._profiled import needs_torch, profiled, value
 from advisor.collectors.kineto.op_chains import find
@@ -128,6 +131,25 @@ def test_written_out_chains_are_counted_once_per_call(tmp_path, kind):
     # a CPU run: the chains are measured, the rule (for device traces) is not applied
     assert RULE not in {f["rule"] for f in report["findings"]}
     assert any(s["what"] == f"rule {RULE}" and "does not apply" in s["reason"] for s in report["skipped"])
+
+
+@needs_torch
+def test_chains_are_found_under_the_step_markers_of_a_2021_trace(tmp_path):
+    """PyTorch 1.8 filed the step markers, the optimizer's step and the
+    operators alike under the ``Operator`` category (the corpus's
+    tb-plugin traces): a ``ProfilerStep#N`` range then encloses every op of
+    the step, and only the namespaced ops are read as the forward's."""
+    report, out = profiled(tmp_path, SCRIPT, "manual", steps=5, warmup=3, name="train_chains.py")
+    trace = next((out / "trace").glob("*.pt.trace.json"))
+    data = json.loads(trace.read_text())
+    for ev in data["traceEvents"]:
+        if ev.get("cat") in ("cpu_op", "user_annotation"):
+            ev["cat"] = "Operator"
+    old = tmp_path / "operator" / trace.name
+    old.parent.mkdir()
+    old.write_text(json.dumps(data))
+    chains = {c["name"]: c["per_step"] for c in advisor.analyze(old).metrics["host.op_chains"].value}
+    assert chains == {c["name"]: c["per_step"] for c in value(report, "host.op_chains")} == PER_STEP
 
 
 @needs_torch
