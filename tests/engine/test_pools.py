@@ -16,7 +16,7 @@ from advisor.pipeline import analyze
 #: rules about the same time share a pool
 SHARED = ({"input-bound", "slow-dataset-op"}, {"fp32-compute", "no-tensor-cores"}, {"host-bound", "launch-bound", "device-idle", "fusable-sequence",
                                                                              "host-time-outside-ops", "gc-pause"},
-          {"memory-bound-ops", "memory-bound-sequence"}, {"exposed-allreduce", "grad-sync-per-microbatch"},
+          {"memory-bound-ops", "memory-bound-sequence", "unfused-op-chain"}, {"exposed-allreduce", "grad-sync-per-microbatch"},
           {"slow-rank", "uneven-step-work"}, {"step-outlier", "loader-worker-restart"})
 
 
