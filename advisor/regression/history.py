@@ -50,7 +50,8 @@ import pandas as pd
 from advisor.collectors.io.limits import inflate
 from advisor.errors import InputError
 from advisor.model import Report
-from advisor.regression.compare import Side, side_from_reports
+from advisor.regression.compare import Side, check_values, side_from_reports
+from advisor.reports.i18n import Message
 
 SCHEMA_VERSION = 1
 DEFAULT_DB = Path(".advisor/history.db")
@@ -292,8 +293,6 @@ class History:
         """The stored reports of the last ``last`` runs of ``branch``, oldest
         first; InputError naming the run whose report does not decode or
         holds impossible step times."""
-        from advisor.regression.compare import check_values
-
         limit = f" LIMIT {int(last)}" if last else ""
         try:
             rows = self.db.execute(
@@ -325,8 +324,6 @@ def anomaly_flags(runs: pd.DataFrame, reports: list[Report]) -> dict[int, str]:
     """The runs of ``History.runs`` (with their ``reports``, oldest first)
     that the anomaly model flags against the runs before them: id -> reason
     (a message of the tables, ``advisor.reports.i18n.Message``)."""
-    from advisor.reports.i18n import Message
-
     flags: dict[int, str] = {}
     for i in range(MIN_ANOMALY_RUNS, len(reports)):
         check = history_anomaly(side_from_reports(reports[:i], "history"), reports[i])
@@ -341,7 +338,6 @@ def history_anomaly(baseline: Side, current: Report):
     from advisor.metrics import robust_fit
     from advisor.metrics.anomaly import ALPHA, DRIVER_Z, _robust_z
     from advisor.regression.gate import Check
-    from advisor.reports.i18n import Message
 
     if baseline.runs < MIN_ANOMALY_RUNS:
         return None

@@ -39,11 +39,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, HCCL_PROCESSES, Trace, _meta_name, step_spans
+from advisor.collectors.ascend.trace_view import (_STEP_NAME, DEVICE_PROCESS, HCCL_PROCESSES, Trace, process_pids,
+                                                  step_spans)
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.tables import kernel_gaps
 
-DEVICE_PROCESS = "Ascend Hardware"
 #: Flow categories linking a host launch to its device task: for the launch
 #: rate, the runtime's launches first (the rate tasks reach the device); for
 #: the queue, the framework op first (how far the Python thread runs ahead;
@@ -62,9 +62,8 @@ def read(trace: Trace, rank: int) -> pd.DataFrame | None:
     """Per step of one decoded ``trace_view.json`` (``trace_view.decode_trace``):
     ``rank``, ``step`` and :data:`COLUMNS` (None without step markers or device tasks)."""
     events = trace.events
-    names = {str(e.pid): _meta_name(e, "name") for e in events if e.ph == "M" and e.name == "process_name"}
-    device = {pid for pid, name in names.items() if name == DEVICE_PROCESS}
-    collective = {pid for pid, name in names.items() if name in HCCL_PROCESSES}
+    device = {str(pid) for pid in process_pids(events, (DEVICE_PROCESS,))}
+    collective = {str(pid) for pid in process_pids(events, HCCL_PROCESSES)}
     tasks, other = [], []
     flows: dict[str, dict[str, dict]] = {c: {"s": {}, "f": {}} for c in INTERVAL_FLOWS}
     for e in events:

@@ -28,10 +28,8 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.ascend.host_calls import _steps_of
-from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _args, _num
+from advisor.collectors.ascend.trace_view import HCCL_PROCESSES, _STEP_NAME, Trace, _args, _num, process_pids
 
-#: Process names of the communication lanes (msprof-analyze's ``_get_hccl_pid``).
-HCCL_PROCESSES = ("HCCL", "Communication")
 #: Task-name prefixes (before the first ``_``) of the transfer tasks
 #: (``Memcpy``, ``Reduce_Inline``), as ``HcclDetailDataset._process`` splits them.
 TRANSFER_TASKS = ("Memcpy", "Reduce")
@@ -44,8 +42,7 @@ def read(trace: Trace, rank: int) -> pd.DataFrame | None:
     (``trace_view.decode_trace``); None when it has no transfer task with
     a size: Level0, or no communication."""
     events = trace.events
-    hccl_pids = {ev.pid for ev in events
-                 if ev.ph == "M" and ev.name == "process_name" and _args(ev).get("name") in HCCL_PROCESSES}
+    hccl_pids = process_pids(events, HCCL_PROCESSES)
     if not hccl_pids:
         return None
     rows = []

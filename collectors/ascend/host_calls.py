@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.ascend.trace_view import _STEP_NAME, Trace, _meta_name, _num, step_spans
+from advisor.collectors.ascend.trace_view import _STEP_NAME, DEVICE_PROCESS, Trace, _num, process_pids, step_spans
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.calls import BACKWARD_WORK, host_call_class
 from advisor.collectors.kineto.host_calls import nested_classes, step_of
@@ -32,9 +32,9 @@ from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE, update_starts
 
 #: Prefix of the CANN layer's host calls (``AscendCL@aclrtSynchronizeStream``).
 ACL_PREFIX = "AscendCL@"
-#: The process of the device's tasks, and the flow that links a framework
-#: op's ``aclnn*`` launch on the Python process to the task it launched.
-DEVICE_PROCESS, LAUNCH_FLOW = "Ascend Hardware", "async_npu"
+#: The flow that links a framework op's ``aclnn*`` launch on the Python
+#: process to the task it launched.
+LAUNCH_FLOW = "async_npu"
 
 
 def _cut_closures(df: pd.DataFrame) -> bool:
@@ -55,7 +55,7 @@ def read(trace: Trace, rank: int, notes: list[str] | None = None) -> pd.DataFram
     (``trace_view.decode_trace``); None when it has none. ``notes``: where
     the run note of optimizer steps cut to their update goes."""
     classes: dict[str, str | None] = {}
-    rows, spans = [], []
+    rows, spans, ops = [], [], []
     host_pids: set = set()
     for ev in trace.events:
         if ev.ph != "X":
@@ -72,13 +72,15 @@ def read(trace: Trace, rank: int, notes: list[str] | None = None) -> pd.DataFram
             spans.append((ev.pid, _num(ev.ts), _num(ev.dur)))
             if ev.name.startswith(ACL_PREFIX):
                 host_pids.add(ev.pid)
+            elif ev.cat == "cpu_op" and FRAMEWORK_OP in ev.name:
+                ops.append(ev)
         if cls is not None:
             rows.append((cls, ev.name, _num(ev.ts), _num(ev.dur), f"{ev.pid}/{ev.tid}"))
-    gaps = _silent_gaps(spans, host_pids, trace.markers, rank)
-    chains = op_chain_rows(trace, rank)
-    gaps = gaps if chains is None else chains if gaps is None else pd.concat([gaps, chains], ignore_index=True)
+    others = [t for t in (_silent_gaps(spans, host_pids, trace.markers, rank), op_chain_rows(trace, ops, rank))
+              if t is not None]
+    others = pd.concat(others, ignore_index=True) if others else None
     if not rows:
-        return gaps
+        return others
     df = pd.DataFrame(rows, columns=["cls", "name", "ts", "dur", "thread"]).dropna()
     if _cut_closures(df) and notes is not None:
         notes.append(CLOSURE_NOTE)
@@ -87,14 +89,14 @@ def read(trace: Trace, rank: int, notes: list[str] | None = None) -> pd.DataFram
                                df["thread"].to_numpy(object))
     df = df[df["cls"] != ""]
     if df.empty:
-        return gaps
+        return others
     df["step"] = _steps_of(df["ts"].to_numpy(), trace.markers)
     out = (df.groupby(["step", "cls", "name"], dropna=False, sort=True)["dur"]
            .agg(count="size", total_us="sum", max_us="max").reset_index())
     out["step"] = out["step"].astype("Int64")
     out["count"] = out["count"].astype(np.int64)
     out.insert(0, "rank", rank)
-    return out if gaps is None else pd.concat([out, gaps], ignore_index=True)
+    return out if others is None else pd.concat([out, others], ignore_index=True)
 
 
 def _silent_gaps(spans: list[tuple], host_pids: set, markers: list[tuple], rank: int) -> pd.DataFrame | None:
@@ -117,13 +119,12 @@ def _steps_of(ts: np.ndarray, markers: list[tuple]) -> pd.array:
     return step_of(ts, start, start + marks["dur"].to_numpy(float), marks["step"].to_numpy())
 
 
-def op_chain_rows(trace: Trace, rank: int) -> pd.DataFrame | None:
+def op_chain_rows(trace: Trace, ops: list, rank: int) -> pd.DataFrame | None:
     """The ``op_chain`` and ``op_chain_floor`` rows (``kineto.op_chains``)
-    of one ``trace_view.json``: the chains among the framework ops in each
-    thread's order, each op's device time the tasks its launches started
-    (``op_device_time``); None without a chain. The framework ops are the
-    ``cpu_op`` events with a namespace (``op_chains.FRAMEWORK_OP``)."""
-    ops = [e for e in trace.events if e.ph == "X" and e.cat == "cpu_op" and FRAMEWORK_OP in e.name]
+    of one ``trace_view.json``: the chains among its framework ops ``ops``
+    (the ``cpu_op`` events with a namespace, ``op_chains.FRAMEWORK_OP``) in
+    each thread's order, each op's device time the tasks its launches
+    started (``op_device_time``); None without a chain."""
     names = np.array([short_name(e.name) for e in ops], dtype=object)
     if not ops or not has_key_ops(set(names)):
         return None
@@ -135,8 +136,7 @@ def op_chain_rows(trace: Trace, rank: int) -> pd.DataFrame | None:
         return None
     start, dur, thread = start[ok], dur[ok], thread[ok]
     device = op_device_time(trace, [e for e, good in zip(ops, ok) if good], thread, start, start + dur)
-    steps = _steps_of(start, trace.markers) if trace.markers else pd.array([pd.NA] * start.size, dtype="Int64")
-    return chain_table(chains, start, dur, device, steps, rank)
+    return chain_table(chains, start, dur, device, lambda ts: _steps_of(ts, trace.markers), rank)
 
 
 def op_device_time(trace: Trace, ops: list, thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -146,8 +146,7 @@ def op_device_time(trace: Trace, ops: list, thread: np.ndarray, start: np.ndarra
     where a task of the "Ascend Hardware" process starts -- counted for the
     outermost op around the launch; NaN for every op when the trace links
     no task."""
-    names = {str(e.pid): _meta_name(e, "name") for e in trace.events if e.ph == "M" and e.name == "process_name"}
-    device = {pid for pid, name in names.items() if name == DEVICE_PROCESS}
+    device = {str(pid) for pid in process_pids(trace.events, (DEVICE_PROCESS,))}
     codes = {f"{e.pid}/{e.tid}": c for e, c in zip(ops, thread)}
     tasks, begins, ends = {}, {}, {}
     for e in trace.events:

@@ -49,7 +49,9 @@ FREQ_COUNTER = "AI Core Freq"
 #: their operator threads ("Group hccl_world_group Communication"); other threads hold tasks.
 HCCL_PROCESSES = ("HCCL", "Communication")
 HCCL_OP_THREAD = "Communication"
-_NPU_PROCESSES = ("Ascend Hardware", OVERLAP_PROCESS, "HCCL", "Communication", FREQ_COUNTER)
+#: Process of the device's tasks (the kernels and copies each launch starts).
+DEVICE_PROCESS = "Ascend Hardware"
+_NPU_PROCESSES = (DEVICE_PROCESS, OVERLAP_PROCESS, "HCCL", "Communication", FREQ_COUNTER)
 
 
 class _Event(msgspec.Struct):
@@ -155,6 +157,11 @@ def _meta_name(ev: _Event, key: str) -> str | None:
     return str(value) if value is not None else None
 
 
+def process_pids(events: list[_Event], names) -> set:
+    """The pids of the processes whose ``process_name`` metadata is one of ``names``."""
+    return {ev.pid for ev in events if ev.ph == "M" and ev.name == "process_name" and _meta_name(ev, "name") in names}
+
+
 def _counter(ev: _Event, key: str) -> float | None:
     """A counter event's ``args[key]`` as a number, or None."""
     value = _num(_args(ev).get(key))
@@ -190,8 +197,7 @@ def hccl_operators(trace: Trace) -> pa.Table | None:
     (the last ``ProfilerStep#N`` marker starting at or before the event;
     null without markers). None when the trace has no such event."""
     events = trace.events
-    hccl_pids = {ev.pid for ev in events
-                 if ev.ph == "M" and ev.name == "process_name" and _meta_name(ev, "name") in HCCL_PROCESSES}
+    hccl_pids = process_pids(events, HCCL_PROCESSES)
     if not hccl_pids:
         return None
     op_lanes = {(ev.pid, ev.tid) for ev in events

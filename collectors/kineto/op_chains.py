@@ -29,13 +29,14 @@ computes. Rows, per (step, pattern):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto import intervals as iv
-from advisor.collectors.kineto.decode import HOST, KERNEL, Events
-from advisor.collectors.kineto.host_calls import _step_of, launched_time
+from advisor.collectors.kineto.decode import HOST, Events
+from advisor.collectors.kineto.host_calls import _device_time, _step_of
 
 #: Ops that only view, reshape or cast a tensor, or build a mask: skipped when matching.
 TRANSPARENT = frozenset({
@@ -60,7 +61,7 @@ PATTERNS: dict[str, str] = {
     "rotary embedding": r"(?:mul )?neg cat mul add ",
 }
 _WORD = re.compile(r"[a-z_]+ ")
-#: The op names the patterns use, each coded as one character (``_coded``).
+#: The op names the patterns use, each coded as one character.
 _CODES = {w[:-1]: chr(0x100 + i) for i, w in enumerate(sorted({w for p in PATTERNS.values() for w in _WORD.findall(p)}))}
 #: The patterns over coded names: one character per op, so a match's span is its ops' positions.
 _COMPILED = {name: re.compile(_WORD.sub(lambda m: re.escape(_CODES[m.group()[:-1]]), p)) for name, p in PATTERNS.items()}
@@ -126,18 +127,18 @@ def has_key_ops(names) -> bool:
 
 
 def rows(chains: list[tuple[str, np.ndarray]], start: np.ndarray, own: np.ndarray, device: np.ndarray,
-         steps: np.ndarray | pd.array, rank: int) -> pd.DataFrame:
+         step_of: Callable[[np.ndarray], pd.array], rank: int) -> pd.DataFrame:
     """The ``op_chain`` and ``op_chain_floor`` rows (module doc) of
-    ``chains`` (``match``) over ops with these starts, own times, device
-    times (NaN where not measured) and ``steps`` (the step each op starts
-    in, NA outside every step)."""
+    ``chains`` (``match``) over ops with these starts, own times and device
+    times (NaN where not measured); a chain's step is ``step_of`` its
+    first op's start (NA outside every step)."""
+    steps = step_of(np.array([start[idx].min() for _, idx in chains], dtype=np.float64))
     out = []
-    for name, idx in chains:
+    for (name, idx), step in zip(chains, steps):
         times, dev = own[idx], device[idx]
         longest = int(np.argmax(dev)) if np.isfinite(dev).all() else int(np.argmax(times))
-        first = idx[np.argmin(start[idx])]
-        out.append((steps[first], "op_chain", name, float(times.sum()), float(dev.sum())))
-        out.append((steps[first], "op_chain_floor", name, float(times[longest]), float(dev[longest])))
+        out.append((step, "op_chain", name, float(times.sum()), float(dev.sum())))
+        out.append((step, "op_chain_floor", name, float(times[longest]), float(dev[longest])))
     df = pd.DataFrame(out, columns=["step", "cls", "name", "dur", "device"])
     df["step"] = df["step"].astype("Int64")
     grouped = df.groupby(["step", "cls", "name"], dropna=False, sort=True)
@@ -154,7 +155,7 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     (module doc), None without a chain. ``steps``: the trace's steps table;
     a chain outside every step gets step NA. The ops are the host ops with
     a namespace (``FRAMEWORK_OP``); device time: the kernels each op
-    launched (``host_calls.launched_time``)."""
+    launched (``host_calls._device_time``)."""
     short = np.array([short_name(str(n)) for n in ev.names], dtype=object)
     if not has_key_ops(short):
         return None
@@ -163,13 +164,7 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     chains = match(short[ev.name[op]], ev.thread[op], ev.ts[op], ev.end_at(op)) if op.size else []
     if not chains:
         return None
-    members = np.unique(np.concatenate([idx for _, idx in chains]))
-    device = np.full(op.size, np.nan)
-    if (ev.kind >= KERNEL).any():
-        device[members] = launched_time(ev, op[members])
-    start = ev.ts[op]
-    at = np.zeros(op.size, dtype=bool)
-    at[[idx[np.argmin(start[idx])] for _, idx in chains]] = True
-    steps_of = pd.array([pd.NA] * op.size, dtype="Int64")
-    steps_of[at] = _step_of(start[at], steps)
-    return rows(chains, start, ev.dur[op], device, steps_of, rank)
+    members = np.zeros(op.size, dtype=bool)
+    members[np.concatenate([idx for _, idx in chains])] = True
+    device = _device_time(ev, op, members)
+    return rows(chains, ev.ts[op], ev.dur[op], device, lambda ts: _step_of(ts, steps), rank)

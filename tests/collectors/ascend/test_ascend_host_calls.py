@@ -24,7 +24,8 @@ import pytest
 
 import advisor
 from advisor.collectors.ascend import host_calls
-from advisor.collectors.ascend.trace_view import _meta_name, decode_trace
+from advisor.collectors.ascend.trace_view import DEVICE_PROCESS, decode_trace, process_pids
+from advisor.collectors.kineto.op_chains import FRAMEWORK_OP
 from advisor.collectors.kineto.shaped_events import CLOSURE_NOTE
 
 PY, GC, CANN, OVERLAP = 1, 2, 5, 9
@@ -136,13 +137,12 @@ def test_real_timeline_ops_get_the_device_time_they_launched(corpus):
     import numpy as np
 
     trace = decode_trace(corpus / TIMELINE)
-    ops = [e for e in trace.events if e.ph == "X" and e.cat == "cpu_op" and "::" in e.name]
+    ops = [e for e in trace.events if e.ph == "X" and e.cat == "cpu_op" and FRAMEWORK_OP in e.name]
     thread = np.unique([f"{e.pid}/{e.tid}" for e in ops], return_inverse=True)[1]
     start = np.array([float(e.ts) for e in ops])
     end = start + np.array([float(e.dur) for e in ops])
     device = host_calls.op_device_time(trace, ops, thread, start, end)
-    hardware = {e.pid for e in trace.events if e.ph == "M" and e.name == "process_name"
-                and _meta_name(e, "name") == host_calls.DEVICE_PROCESS}
+    hardware = process_pids(trace.events, (DEVICE_PROCESS,))
     tasks = sum(float(e.dur) for e in trace.events if e.ph == "X" and e.pid in hardware)
     assert tasks > 0
     assert np.nansum(device) == pytest.approx(tasks, rel=0.01)
@@ -151,7 +151,7 @@ def test_real_timeline_ops_get_the_device_time_they_launched(corpus):
         by_name[e.name] = by_name.get(e.name, 0.0) + d
     assert by_name["aten::conv2d"] > 0 and by_name["aten::linear"] > 0
     assert by_name["aten::relu"] + by_name["aten::conv2d"] <= tasks
-    assert host_calls.op_chain_rows(trace, 0) is None
+    assert host_calls.op_chain_rows(trace, ops, 0) is None
 
 
 def test_a_rank_trace_is_decoded_once_for_all_its_readers(tmp_path, monkeypatch):
