@@ -756,7 +756,8 @@ def _chain_column(p: Profile) -> str:
     """The ``host_calls`` column holding the fusable chains' time
     (``_time_column``; their own time when no chain ran: 0 either way)."""
     return _time_column(p, "op_chain", "the operator chains' device time is not in the profile (their host spans are "
-                        "only the launching; the Kineto reader measures it from the kernels they launch)") or "total_us"
+                        "only the launching; the readers measure it from the kernels they launch, or on torch_npu "
+                        "from the tasks their async_npu flows start)") or "total_us"
 
 
 @metric("host.op_chain_calls", unit="count", needs=_CHAIN_NEEDS)
