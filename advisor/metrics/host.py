@@ -39,7 +39,12 @@ FUSABLE_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "Adagrad"})
 
 
 def _steady(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(steady steps, host_calls rows in them); NotEvaluated without steps."""
+    """(steady steps, host_calls rows in them); NotEvaluated without steps.
+    Built once per profile: the host metrics all start from it."""
+    return p.memo("host.steady", lambda: _steady_of(p))
+
+
+def _steady_of(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
     steady = steady_steps(p)
     if steady.empty or "step" not in steady.columns or steady["step"].isna().all():
         raise NotEvaluated("no step markers: per-step host figures need steps")
@@ -171,6 +176,10 @@ def _gap_steps(p: Profile) -> pd.DataFrame:
     silent gaps' time, 0 without any) and ``stall_us``: the part of the gaps
     that lengthened the step -- min(gap, step minus the rank's median step
     without its gaps), 0 when the step is no longer than that median."""
+    return p.memo("host.gap_steps", lambda: _gap_steps_of(p))
+
+
+def _gap_steps_of(p: Profile) -> pd.DataFrame:
     if p.meta.source_format not in SILENT_GAP_SOURCES:
         raise NotEvaluated(_NO_GAPS)
     steady, rows = _steady_gaps(p)
