@@ -60,7 +60,9 @@ descheduling on a shared host) the excess is capped by that corroborating
 wait, ``others_wait``: time nobody waits for does not hold the cluster back.
 In free time the cap is at least the rank's own recurring host code
 (``cluster.slow_rank_own_host_ms``, measured by place in the step, where
-descheduling keeps no median): four gloo ranks on two cores, one spinning
+descheduling keeps no median, and net of the rank's pace: a rank whose
+operators also run slower is on a slower or busier core, which stretches
+its Python alike): four gloo ranks on two cores, one spinning
 20 ms per step, are all starved of CPU, the others' waits scattered so
 widely that ``others_wait`` came out 0 in one of three runs.
 
@@ -351,9 +353,15 @@ def _component_spreads(p: Profile) -> list[dict]:
 
 def _own_host_us(p: Profile, rank: int, ranks) -> float | None:
     """``rank``'s recurring free time (``step.recurring_free_ms`` per rank)
-    minus the median of the other ``ranks``', in us, at least 0: host code
-    it alone runs at the same place in every step (module doc); None where
-    the recurring free time is not evaluated on all of them."""
+    minus the median of the other ``ranks``' scaled by ``rank``'s pace, in
+    us, at least 0: host code it alone runs at the same place in every step
+    (module doc); None where the recurring free time is not evaluated on
+    all of them. The pace is its operator time (``computing_us``, per-rank
+    medians) over the others' median, when above 1: a rank on a busier or
+    slower core runs its operators and the Python between them slower
+    alike (two healthy gloo ranks: rank 1 computing 1.58 times as long as
+    rank 0 had 1.40 times its recurring free time, 6% of the step), while
+    code of its own adds free time alone."""
     try:
         free = p.memo("cluster.recurring_free", lambda: recurring_free_per_rank(p))
     except NotEvaluated:
@@ -361,7 +369,19 @@ def _own_host_us(p: Profile, rank: int, ranks) -> float | None:
     others = free.reindex([r for r in ranks if r != rank])
     if rank not in free.index or others.isna().any() or others.empty:
         return None
-    return max(float(free[rank] - others.median()), 0.0)
+    return max(float(free[rank] - _pace(p, rank, others.index) * others.median()), 0.0)
+
+
+def _pace(p: Profile, rank: int, others) -> float:
+    """``rank``'s operator time over the median of ``others``' (per-rank
+    medians of ``computing_us``), at least 1; 1 where it is not recorded."""
+    if not p.has("steps", "computing_us"):
+        return 1.0
+    computing = per_rank_median(p, "computing_us")
+    base = computing.reindex(others).dropna()
+    if rank not in computing.index or len(base) != len(others) or not base.median() > 0:
+        return 1.0
+    return max(float(computing[rank] / base.median()), 1.0)
 
 
 def _paired_gap(p: Profile, column: str, values: pd.Series, worst: int,
@@ -541,8 +561,9 @@ def slow_rank_step_share(p: Profile) -> Value:
 def slow_rank_own_host_ms(p: Profile) -> Value:
     """Where the slowest component is free time: how much more recurring free time
     (``step.recurring_free_ms`` per rank, the free time at the same places
-    in every step) ``cluster.slow_rank`` has than the others' median, per
-    step: host code that rank alone runs in every step (module doc). Not
+    in every step) ``cluster.slow_rank`` has than the others' median scaled
+    by its pace (``_own_host_us``), per step: host code that rank alone
+    runs in every step (module doc). Not
     evaluated when it is under ``OWN_HOST_SHARE`` of
     ``cluster.slow_rank_excess_ms``: most of the excess is not its code."""
     s = _slowest(p)
