@@ -46,8 +46,13 @@ def _value(report: dict, metric: str):
 
 def test_an_all_to_all_exchange_is_not_called_gradient_all_reduce(tmp_path):
     report = _report("alltoall", tmp_path)
-    assert "exposed-allreduce" not in _serious(report), report["metrics"]["comm.exposed_ms_by_kind"]
     by_kind = _value(report, "comm.exposed_ms_by_kind")
+    # the MLP's one gradient bucket is reduced after backward, so its all-reduce is exposed too: 0-0.6 ms of a
+    # 4-16 ms step in 18 runs (one full-suite run made it medium); what may be called gradient all-reduce is
+    # that time, none of the exchange's
+    found = {f["rule"]: f for f in report["findings"]}
+    if "exposed-allreduce" in found:
+        assert found["exposed-allreduce"]["time_at_stake_ms"] <= by_kind["allreduce"] + 1e-3, by_kind
     # the exchange (the all-to-alls of its ids and of its rows, forward and
     # back) exposes more than the gradient all-reduce of the small MLP
     assert by_kind["alltoall"] > by_kind["allreduce"], by_kind
