@@ -31,7 +31,9 @@ sessions) are separate capture windows of one rank, each step keeping its
 own number; each other process gets its own rank (after the largest
 explicit one, in file-name order), so two files of two workers are never
 silently merged into one rank. Several files that *declare* the same rank
-are kept as separate capture windows of that rank. ``rank_notes`` says
+are kept as separate capture windows of that rank, unless they number the
+same steps: then they are two runs of it, and the engine keeps the first
+(``collectors.parallel.rank_reader``). ``rank_notes`` says
 which of these applied to the files read together; a trace read alone is
 one rank and names no other file.
 

@@ -18,7 +18,10 @@ Decisions, applied the same way whichever way the units are read:
   and the other is left out, with a skip naming both paths -- merging them
   would double-count the rank's steps. A collector whose units may share a
   rank (``shared_ranks``: several Kineto traces of one rank are separate
-  capture windows of it) keeps them all and says which (``rank_notes``).
+  capture windows of it) keeps them all and says which (``rank_notes``),
+  except a unit that numbers a step its rank already has: capture windows
+  of one process never do, so it is another run of that rank (an A/B pair
+  below one folder, a copied trace), left out with a skip and a note.
 * Other formats in the same folder are not read (one format per run); the
   report says what they were, e.g. "also found 3 Kineto traces".
 * Kernel files: above ``kernel_ranks`` units, a collector that can
@@ -291,7 +294,7 @@ def _rank_key(item: tuple[int, str, Profile]) -> tuple:
 def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]]):
     """(kept parts, skips) -- see the module docstring."""
     if protocol.load(module_name)[1].shared_ranks:
-        return parts, []
+        return _drop_repeated_steps(parts)
     owner: dict[int, str] = {}
     kept, skips = [], []
     for item in parts:
@@ -305,6 +308,49 @@ def _drop_duplicate_ranks(module_name: str, parts: list[tuple[int, str, Profile]
             owner[r] = unit
         kept.append(item)
     return kept, skips
+
+
+#: The run note for the units ``_drop_repeated_steps`` leaves out (the skips name them).
+REPEATED_STEPS_NOTE = ("{} trace file(s) repeat steps of a rank already read from another file: other runs of "
+                       "that rank, left out (the report's skipped list names them)")
+
+
+def _drop_repeated_steps(parts: list[tuple[int, str, Profile]]):
+    """(kept parts, skips) of a collector whose units may share a rank:
+    capture windows of one rank never number a step twice, so a unit that
+    repeats a step already read for its rank is another run of that rank
+    (an A/B pair of one job's rank 1 below one folder, a copied trace) and
+    is left out, with a skip naming both paths; merged, the two runs'
+    steps would be counted twice."""
+    owner: dict[tuple[int, int], str] = {}
+    kept, skips = [], []
+    for item in parts:
+        _, unit, profile = item
+        keys = _step_keys(profile)
+        clash = sorted(k for k in keys if k in owner)
+        if clash:
+            rank, steps = clash[0][0], sorted({s for r, s in clash if r == clash[0][0]})
+            shown = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]}-{steps[-1]}"
+            skips.append((unit, f"repeats step(s) {shown} of rank {rank} already read from {owner[clash[0]]}: "
+                                "another run of that rank, not a capture window of it, so it is left out "
+                                "(advisor compare sets two runs side by side)"))
+            continue
+        owner.update((k, unit) for k in keys)
+        kept.append(item)
+    return kept, skips
+
+
+def _step_keys(profile: Profile) -> set[tuple[int, int]]:
+    """The (rank, step) pairs of a unit's numbered steps (pandas or Arrow)."""
+    steps = profile.steps
+    if steps is None or len(steps) == 0:
+        return set()
+    if arrow_frames.is_arrow(steps):
+        steps = arrow_frames.to_pandas("steps", steps)
+    if "step" not in steps.columns or "rank" not in steps.columns:
+        return set()
+    numbered = steps.dropna(subset=["rank", "step"])
+    return set(zip(numbered["rank"].astype("int64"), numbered["step"].astype("int64")))
 
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
@@ -346,6 +392,8 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     module, caps = protocol.load(module_name)
     if caps.shared_ranks:
         profile.meta.notes.extend(n for n in module.rank_notes(kept) if n not in profile.meta.notes)
+        if dup_skips:
+            profile.meta.notes.append(REPEATED_STEPS_NOTE.format(len(dup_skips)))
     if no_kernels:
         ops = profile.table("ops")
         read = 0 if ops is None else int(ops["rank"].nunique())

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from rb_damage import (
-    binary_junk, cut, cut_gzip, data_bound, drop_columns, edit_trace, empty, error, gunzip,
+    binary_junk, copy_tree, cut, cut_gzip, data_bound, drop_columns, edit_trace, empty, error, gunzip,
     hta2, header_only, inject_bytes, keep_rows, mindinsight8, ms_cpu, msprof_cluster, npu_cluster,
     ok, only, partial, rename_column, scale_durations, set_column, symlink, tb_plugin,
 )
@@ -185,6 +185,19 @@ def _kineto_empty_extra(tmp: Path, corpus: Path) -> Path:
     return root
 
 
+def _ab_pair(tmp: Path, corpus: Path) -> Path:
+    """Two runs of rank 1 (HTA's A/B pair), a folder each, under one folder."""
+    return copy_tree(corpus / "hta" / "trace_compare", tmp / "in")
+
+
+def _rank_copied(tmp: Path, corpus: Path) -> Path:
+    """Rank 1's trace copied beside itself under another name: the same steps twice."""
+    root = hta2(corpus, tmp / "in")
+    trace = sorted(root.glob("*.json.gz"))[1]
+    (root / "sampled_rank-1-again.json.gz").write_bytes(trace.read_bytes())
+    return root
+
+
 def _trace(fn):
     def damage(root: Path):
         edit_trace(sorted(root.glob("*.json.gz"))[1], scale_durations(fn))
@@ -291,6 +304,8 @@ CASES = {
     "kineto: JSON cut mid-way (rank 1)": (_kineto_json_cut, partial("sampled_rank-1.json")),
     "kineto: non-UTF-8 bytes (rank 1)": (_kineto_non_utf8, partial("sampled_rank-1.json")),
     "kineto: empty trace file beside good ones": (_kineto_empty_extra, partial("worker2.pt.trace.json")),
+    "kineto: two runs of rank 1 in two folders": (_ab_pair, partial("test.json.gz", "repeats step(s) 1009-1010")),
+    "kineto: a rank's trace copied beside it": (_rank_copied, partial("repeats step(s)")),
     "kineto: plain JSON under a .gz name": (_not_gzip, ok()),
     "kineto: NaN literals in dur": (_nan_trace, ok()),
     "kineto: negative durations (rank 1)": (_trace(lambda d: -abs(d) - 1), ok()),
