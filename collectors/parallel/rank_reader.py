@@ -322,11 +322,16 @@ def _drop_repeated_steps(parts: list[tuple[int, str, Profile]]):
     (an A/B pair of one job's rank 1 below one folder, a copied trace) and
     is left out, with a skip naming both paths; merged, the two runs'
     steps would be counted twice."""
+    units_of: dict[int, int] = {}
+    for _, _, profile in parts:
+        for r in profile.meta.ranks:
+            units_of[r] = units_of.get(r, 0) + 1
     owner: dict[tuple[int, int], str] = {}
     kept, skips = [], []
     for item in parts:
         _, unit, profile = item
-        keys = _step_keys(profile)
+        shared = any(units_of[r] > 1 for r in profile.meta.ranks)
+        keys = _step_keys(profile) if shared else set()  # a rank read from one unit alone repeats nothing
         clash = sorted(k for k in keys if k in owner)
         if clash:
             rank, steps = clash[0][0], sorted({s for r, s in clash if r == clash[0][0]})
@@ -346,11 +351,16 @@ def _step_keys(profile: Profile) -> set[tuple[int, int]]:
     if steps is None or len(steps) == 0:
         return set()
     if arrow_frames.is_arrow(steps):
-        steps = arrow_frames.to_pandas("steps", steps)
-    if "step" not in steps.columns or "rank" not in steps.columns:
+        table = steps.resolve() if isinstance(steps, arrow_frames.Rows) else steps
+        if not {"rank", "step"} <= set(table.column_names):
+            return set()
+        pairs = zip(table.column("rank").to_pylist(), table.column("step").to_pylist())
+    elif {"rank", "step"} <= set(steps.columns):
+        numbered = steps.dropna(subset=["rank", "step"])
+        pairs = zip(numbered["rank"].tolist(), numbered["step"].tolist())
+    else:
         return set()
-    numbered = steps.dropna(subset=["rank", "step"])
-    return set(zip(numbered["rank"].astype("int64"), numbered["step"].astype("int64")))
+    return {(int(r), int(s)) for r, s in pairs if r is not None and s is not None}
 
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
