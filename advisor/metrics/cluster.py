@@ -124,8 +124,8 @@ from advisor.metrics.comm import peer_waits
 from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.step import recurring_free_per_rank
-from advisor.metrics.steps_view import (US_PER_MS, common_steady_steps, per_rank_mean, per_rank_median, steady_steps,
-                                        steps_per_rank)
+from advisor.metrics.steps_view import (US_PER_MS, common_steady_steps, lower_median, per_rank_mean, per_rank_median,
+                                        steady_steps, steps_per_rank)
 from advisor.profile import Profile
 
 #: Step components a rank can be slow in (the column, and what it means).
@@ -446,9 +446,8 @@ def _held_back(p: Profile) -> pd.Series | None:
     lo = np.where(x == order[:, :1], order[:, 1:2], order[:, :1])
     hi = np.where(x == order[:, -1:], order[:, -2:-1], order[:, -1:])
     lead = lo - x
-    counted = np.sort(np.where(lead > hi - lo, lead, 0.0), axis=0)
-    # lower median over steps: reached by more than half of them
-    out = dict(zip(w.columns.astype(int), counted[(len(counted) - 1) // 2]))
+    # over steps: the lead more than half of them reach
+    out = dict(zip(w.columns.astype(int), lower_median(np.where(lead > hi - lo, lead, 0.0), axis=0)))
     return pd.Series(out, dtype=float)
 
 

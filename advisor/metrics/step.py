@@ -9,13 +9,13 @@ start-up (``window.device_record_gap`` / ``startup_gap``).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.host_gaps import MIN_GAP_US
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import (
     US_PER_MS,
+    lower_median,
     per_rank_mean,
     rank_evidence,
     run_mean_ms,
@@ -181,10 +181,10 @@ def _per_place(rows: pd.DataFrame, ids, column: str) -> pd.Series:
     cores: 2 ms in 2 of 4 steps, 0.1 ms in the others) would keep half of
     that wait there."""
     per_key = rows.pivot_table(index="key", columns="step", values=column, aggfunc="sum", fill_value=0.0)
-    values = np.sort(per_key.reindex(columns=ids, fill_value=0.0).to_numpy(dtype=float), axis=1)
+    values = per_key.reindex(columns=ids, fill_value=0.0).to_numpy(dtype=float)
     if not values.shape[1]:
         return pd.Series(0.0, index=per_key.index)
-    return pd.Series(values[:, (values.shape[1] - 1) // 2], index=per_key.index)
+    return pd.Series(lower_median(values, axis=1), index=per_key.index)
 
 
 def _by_place(rows: pd.DataFrame, ids, column: str) -> float:

@@ -14,6 +14,7 @@ rank weighs the same.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from advisor.metrics.registry import NotEvaluated, Value
@@ -67,6 +68,15 @@ def _per_rank(profile: Profile, column: str, how: str) -> pd.Series:
     if column not in steps.columns:
         return pd.Series(dtype=float)
     return steps.groupby("rank")[column].agg(how).dropna()
+
+
+def lower_median(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """The lower median of ``values`` along ``axis`` (not empty): the value
+    more than half of them reach. With an even count it is the lower of the
+    middle two, where the median would be their mean: a cost that recurs in
+    every step keeps it, one that comes in only half of the steps does not."""
+    ordered = np.sort(values, axis=axis)
+    return np.take(ordered, (ordered.shape[axis] - 1) // 2, axis=axis)
 
 
 def per_rank_median(profile: Profile, column: str) -> pd.Series:

@@ -39,6 +39,7 @@ import math
 import multiprocessing
 import os
 import sys
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -322,10 +323,7 @@ def _drop_repeated_steps(parts: list[tuple[int, str, Profile]]):
     (an A/B pair of one job's rank 1 below one folder, a copied trace) and
     is left out, with a skip naming both paths; merged, the two runs'
     steps would be counted twice."""
-    units_of: dict[int, int] = {}
-    for _, _, profile in parts:
-        for r in profile.meta.ranks:
-            units_of[r] = units_of.get(r, 0) + 1
+    units_of = Counter(r for _, _, profile in parts for r in profile.meta.ranks)
     owner: dict[tuple[int, int], str] = {}
     kept, skips = [], []
     for item in parts:
