@@ -3,24 +3,23 @@ tensor-core paths and float32 inputs, told from an operator's name, type,
 core and input dtypes (the ``ops`` table). The operator metrics
 (:mod:`advisor.metrics.ops`) read these and nothing else.
 
-Matrix work is named at two grains, and the two patterns differ on purpose:
+Matrix work is told at two grains, one pattern each, and an ``ops`` row
+is read with the one that fits what it names (``matrix_rows``):
 
-* ``MATRIX_OPERATOR`` reads an operator's type or name as the profilers
-  write them -- framework operators (MatMul, BatchMatMul, Conv2D, Dense,
-  ``aten::linear``/``addmm``/``bmm``/``mm``) and, on GPUs, kernel names. Every
-  cuDNN kernel counts (``cudnn``): cuDNN's convolution engines
-  (``volta_scudnn_128x64_relu_*``) do not say "conv" in their names.
-  ``ops.matrix_ratio`` and ``ops.fp32_matrix_*`` use it.
-* ``MATRIX_KERNEL`` reads GPU kernel names only, for the tensor-core check
-  (``ops.fp32_no_tensor_core_*``): GEMM, implicit GEMM, cuDNN's
-  data/weight-gradient and forward engines, Winograd, cuBLAS; not FBGEMM's
-  embedding kernels (``fbgemm_gpu::...``) nor ``updateGradInput``, and not
-  every cuDNN kernel (batch-norm and layout kernels are no matrix work).
+* ``MATRIX_KERNEL`` reads the names of GPU kernels (rows of core ``GPU``
+  and a kernel type): GEMM, implicit GEMM, cuDNN's data/weight-gradient and
+  forward engines (``volta_scudnn_128x64_relu_*``, ``turing_fp16_s1688cudnn_*``:
+  they do not say "conv"), Winograd, cuBLAS and its split-K reductions. Not
+  every cuDNN kernel (``cudnn::bn_*`` batch norm and ``cudnn::ops::*`` layout
+  kernels are no matrix work), nor FBGEMM's embedding kernels
+  (``split_embedding_*``, whose template arguments say ``fbgemm_gpu``).
+* ``MATRIX_OPERATOR`` reads framework operators' types and names (MatMul,
+  BatchMatMul, Conv2D, Dense, ``aten::linear``/``addmm``/``bmm``/``mm``):
+  Ascend kernel types, MindSpore operators, PyTorch CPU operators; not
+  ``fbgemm::*``, ``*convert*``, ``upsample_bilinear2d`` nor ``to_dense``.
 
-On the same kernels the two disagree: FBGEMM embedding kernels and cuDNN's
-batch-norm and layout kernels are matrix operators but not matrix kernels;
-cuBLAS split-K reductions (``cublasLt::splitKreduce_kernel``) are matrix
-kernels but not matrix operators.
+``ops.matrix_ratio``, ``ops.fp32_matrix_*``, ``ops.fp32_tensor_core_ms``
+and ``ops.fp32_no_tensor_core_*`` all count matrix work this way.
 
 Other vendors and libraries count at both grains: ROCm's Tensile and
 hipBLASLt GEMMs (named by their index order, ``Cijk_Ailk_Bljk_...``),
@@ -47,17 +46,17 @@ COMM_CORES = {"HCCL", "COMMUNICATION", "NCCL"}
 COMM_NAME = r"hcom|nccl|allreduce"
 #: Operator types / names doing matrix multiply or convolution (see the module doc).
 MATRIX_OPERATOR = re.compile(
-    r"matmul|batchmatmul|gemm|gemv|conv|dense|linear|addmm|baddbmm|\bbmm\b|\bmm\b|cutlass|xmma|cudnn"
-    r"|(?<![a-z])cijk_",
+    r"matmul|(?<!fb)gemm|gemv|conv(?!ert)|(?<![a-z_])dense|(?<!bi)linear(?!ize)|addmm|baddbmm|\bbmm\b|\bmm\b",
     re.IGNORECASE,
 )
 #: GPU kernel names doing matrix multiply or convolution (GEMM, implicit
-#: GEMM, cuDNN data/weight-gradient and forward-propagation engines, Winograd,
+#: GEMM, cuDNN data/weight-gradient and forward-propagation engines and its
+#: convolution engines named ``{arch}_{type}cudnn_{tile}``, Winograd,
 #: ROCm Tensile / hipBLASLt ``Cijk_*``, Composable Kernel and MIOpen gemm and
 #: conv kernels); not FBGEMM's embedding kernels (``fbgemm_gpu::...``) nor
 #: ``updateGradInput``.
 MATRIX_KERNEL = re.compile(
-    r"(?i:(?<!fb)gemm|gemv|matmul|conv(?!ert)|fprop|winograd|cutlass|xmma|cublas)|(?<![A-Za-z])[dw]grad"
+    r"(?i:(?<!fb)gemm|gemv|matmul|conv(?!ert)|fprop|winograd|cutlass|xmma|cublas|[a-z0-9]cudnn_)|(?<![A-Za-z])[dw]grad"
     r"|(?<![A-Za-z])Cijk_"
 )
 #: Markers of a tensor-core path in a kernel name: cuBLAS/cuDNN/CUTLASS name
@@ -86,6 +85,25 @@ def per_value(values: pd.Series, test) -> pd.Series:
     codes, distinct = values.factorize(use_na_sentinel=False)
     found = test(pd.Series(distinct)).to_numpy()
     return pd.Series(found[codes], index=values.index)
+
+
+def matrix_rows(ops: pd.DataFrame) -> pd.Series:
+    """Rows of an ``ops`` table that are matrix work: GPU kernels by
+    ``MATRIX_KERNEL`` on their name, other operators by ``MATRIX_OPERATOR``
+    on their type or name (see the module doc)."""
+    names = per_value(ops["name"], lambda v: v.str.contains(MATRIX_KERNEL))
+    operator = per_value(ops["name"], lambda v: v.str.contains(MATRIX_OPERATOR))
+    if "type" in ops.columns:
+        operator |= per_value(ops["type"], lambda v: v.str.contains(MATRIX_OPERATOR))
+    return names.where(gpu_kernel_rows(ops), operator)
+
+
+def gpu_kernel_rows(ops: pd.DataFrame) -> pd.Series:
+    """Rows of an ``ops`` table that are GPU kernels (core ``GPU``, a
+    ``KERNEL_TYPES`` type): their names are kernel names."""
+    if "core" not in ops.columns or "type" not in ops.columns:
+        return pd.Series(False, index=ops.index)
+    return (ops["core"].astype(str).str.upper() == "GPU") & ops["type"].isin(KERNEL_TYPES)
 
 
 def first_input_fp32(dtypes: pd.Series) -> pd.Series:

@@ -20,9 +20,10 @@ from advisor.metrics.op_classes import (
     FP32_NAME,
     KERNEL_TYPES,
     MATRIX_KERNEL,
-    MATRIX_OPERATOR,
     TENSOR_CORE,
     first_input_fp32,
+    gpu_kernel_rows,
+    matrix_rows,
     per_value,
 )
 from advisor.metrics.registry import NotEvaluated, Value, metric
@@ -64,14 +65,7 @@ def _non_comm_ops(p: Profile) -> pd.DataFrame:
 
 def _is_matrix(p: Profile, ops: pd.DataFrame) -> pd.Series:
     """Matrix operators among ``ops`` (the profile's ``_compute_ops``)."""
-    return p.memo("compute_ops_matrix", lambda: _matrix(ops))
-
-
-def _matrix(ops: pd.DataFrame) -> pd.Series:
-    kind = ops["type"] if "type" in ops.columns else ops["name"]
-    return per_value(kind, lambda v: v.str.contains(MATRIX_OPERATOR)) | per_value(
-        ops["name"], lambda v: v.str.contains(MATRIX_OPERATOR)
-    )
+    return p.memo("compute_ops_matrix", lambda: matrix_rows(ops))
 
 
 def _is_fp32(p: Profile, ops: pd.DataFrame) -> pd.Series:
@@ -127,9 +121,8 @@ def fp32_matrix_ratio(p: Profile) -> Value:
     records operator input dtypes."""
     ops = _compute_ops(p)
     mask = _is_matrix(p, ops) & _is_fp32(p, ops)
-    names = (
-        ops[mask].groupby("type" if "type" in ops.columns else "name")["total_us"].sum().nlargest(TOP_NAMES)
-    )
+    kind = ops["type"].where(~gpu_kernel_rows(ops), ops["name"]) if "type" in ops.columns else ops["name"]
+    names = ops[mask].groupby(kind[mask])["total_us"].sum().nlargest(TOP_NAMES)
     return Value(
         float(ops.loc[mask, "total_us"].sum() / ops["total_us"].sum()),
         {"ops": [str(n) for n in names.index]},
@@ -141,11 +134,37 @@ def fp32_matrix_ms(p: Profile) -> Value:
     """Float32 matrix-operator time per step: their total time over the
     window divided by the number of steps in it (per rank, mean over ranks)."""
     ops = _compute_ops(p)
-    mask = _is_matrix(p, ops) & _is_fp32(p, ops)
-    per_rank = ops[mask].groupby("rank")["total_us"].sum()
+    return Value(_ms_per_step(p, ops[_is_matrix(p, ops) & _is_fp32(p, ops)]))
+
+
+@metric("ops.fp32_tensor_core_ms", unit="ms", needs=["ops.total_us", "ops.input_dtypes"])
+def fp32_tensor_core_ms(p: Profile) -> Value:
+    """The part of ``ops.fp32_matrix_ms`` that already runs on tensor cores:
+    GPU kernels of float32 matrix work whose name carries a ``TENSOR_CORE``
+    marker (TF32 on NVIDIA since Ampere, ``cutlass_80_tensorop_s1688gemm``,
+    ``sm80_xmma_..._tf32f32``; float32 MFMA on AMD). 0 where no such kernel
+    ran, or where the operators are not GPU kernels (Ascend, CPU)."""
+    ops = _compute_ops(p)
+    fp32 = ops[_is_matrix(p, ops) & _is_fp32(p, ops)]
+    tc = fp32[gpu_kernel_rows(fp32) & per_value(fp32["name"], lambda v: v.str.contains(TENSOR_CORE))]
+    return Value(_ms_per_step(p, tc, ranks=fp32["rank"].unique()), {"kernels": _top_names(tc)})
+
+
+def _ms_per_step(p: Profile, ops: pd.DataFrame, ranks=None) -> float:
+    """The total time of ``ops`` over the window divided by the number of
+    steps in it, per rank, mean over ``ranks`` (default: the ranks that
+    have any)."""
+    per_rank = ops.groupby("rank")["total_us"].sum()
+    if ranks is not None:
+        per_rank = per_rank.reindex(ranks, fill_value=0.0)
     if per_rank.empty:
-        return Value(0.0)
-    return Value(float(per_rank.mean()) / _steps_in_window(p) / US_PER_MS)
+        return 0.0
+    return float(per_rank.mean()) / _steps_in_window(p) / US_PER_MS
+
+
+def _top_names(ops: pd.DataFrame) -> list[str]:
+    """The ``TOP_NAMES`` names of ``ops`` with the most time."""
+    return [str(n) for n in ops.groupby("name")["total_us"].sum().nlargest(TOP_NAMES).index]
 
 
 @metric("ops.aicpu_ratio", unit="ratio", needs=["ops.total_us", "ops.core"])

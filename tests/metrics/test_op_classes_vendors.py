@@ -1,7 +1,9 @@
-"""Matrix kernels of other vendors and libraries are matrix work
-(``advisor.metrics.op_classes``): real kernel names from ROCm traces
-(Tensile and hipBLASLt GEMMs, Composable Kernel, MIOpen) and from NVIDIA's
-CUTLASS and xmma, and AMD's matrix cores (MFMA) as a tensor-core path."""
+"""Which kernels and operators are matrix work (``advisor.metrics.op_classes``):
+real kernel names from ROCm traces (Tensile and hipBLASLt GEMMs, Composable
+Kernel, MIOpen), from NVIDIA's CUTLASS, xmma and cuDNN, and AMD's matrix
+cores (MFMA) as a tensor-core path; the batch-norm, layout and embedding
+kernels of the corpus's GPU traces are not, nor operators whose names only
+contain a matrix word."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pandas as pd
 import pytest
 
 from advisor.metrics import evaluate
-from advisor.metrics.op_classes import MATRIX_KERNEL, MATRIX_OPERATOR, TENSOR_CORE
+from advisor.metrics.op_classes import MATRIX_KERNEL, MATRIX_OPERATOR, TENSOR_CORE, matrix_rows
 from advisor.profile import Profile, RunMeta
 
 #: name -> uses a tensor-core (MFMA / MMA) path; names as real traces and
@@ -34,6 +36,10 @@ MATRIX_KERNELS = {
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
     "__5x_cublas": True,
     "ampere_sgemm_128x64_nn": False,
+    # cuDNN's convolution engines: {arch}_{type}cudnn_{tile} (the corpus's V100 ResNet50, a Turing fp16 engine)
+    "volta_scudnn_128x128_stridedB_splitK_small_nn_v1": False,
+    "cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1": False,
+    "turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1": True,
 }
 #: kernels of the corpus's hta traces that are no matrix work
 NOT_MATRIX = [
@@ -43,18 +49,48 @@ NOT_MATRIX = [
     "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)",
     "void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long, 2ul, 32ul>"
     "(at::GenericPackedTensorAccessor<c10::Half, 1ul, at::RestrictPtrTraits, long>)",
+    "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<c10::Half, float, "
+    "c10::Half, 2ul, 32>(fbgemm_gpu::FixedDivisor)",
+    "void linearize_index_kernel<long>(at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>)",
+    # cuDNN's batch-norm and layout kernels (the corpus's V100 ResNet50)
+    "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float, float, float, "
+    "cudnnTensorStruct, float const*)",
+    "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*)",
+    "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"
+    "(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
 ]
+#: framework operator names and types (Ascend, MindSpore, PyTorch CPU) -> matrix work
+OPERATORS = {
+    "aten::linear": True, "aten::addmm": True, "aten::mm": True, "aten::bmm": True, "aten::convolution": True,
+    "MatMulV2": True, "BatchMatMul": True, "Conv2D": True, "Default/network/Dense-op12": True,
+    "LinearBackward0": True,
+    "aten::upsample_bilinear2d": False, "aten::to_dense": False, "aten::_convert_indices_from_coo_to_csr": False,
+    "fbgemm::asynchronous_complete_cumsum": False, "aten::add_": False, "TransData": False,
+}
+
+
+def _gpu_rows(names: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"name": names, "type": ["compute"] * len(names), "core": ["GPU"] * len(names)})
 
 
 @pytest.mark.parametrize("name", list(MATRIX_KERNELS))
 def test_matrix_kernels_of_every_vendor(name):
-    assert MATRIX_KERNEL.search(name) and MATRIX_OPERATOR.search(name)
+    assert MATRIX_KERNEL.search(name)
+    assert matrix_rows(_gpu_rows([name])).all()
     assert bool(TENSOR_CORE.search(name)) is MATRIX_KERNELS[name]
 
 
 @pytest.mark.parametrize("name", NOT_MATRIX)
 def test_other_kernels_are_not_matrix_kernels(name):
     assert not MATRIX_KERNEL.search(name)
+    assert not matrix_rows(_gpu_rows([name])).any()
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_framework_operators_are_matrix_work_by_their_name(name):
+    ops = pd.DataFrame({"name": [name], "type": [name.split("/")[-1]], "core": ["AI_CORE"]})
+    assert bool(matrix_rows(ops).iloc[0]) is OPERATORS[name]
+    assert bool(MATRIX_OPERATOR.search(name)) is OPERATORS[name]
 
 
 def test_rocm_float32_gemms_without_mfma_are_the_no_tensor_core_share():
