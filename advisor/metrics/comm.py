@@ -186,6 +186,7 @@ def _exposure_frame(p: Profile) -> pd.DataFrame:
     frame.attrs["from"] = source
     frame.attrs["less"] = receive is not None and source == "sole kind"
     frame.attrs["matched"] = waits.attrs.get("matched", False)
+    frame.attrs["recorded"] = waits.attrs.get("recorded", False)
     frame.attrs["groups"] = groups
     frame.attrs["unsplit"] = unsplit
     return frame
@@ -223,6 +224,11 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
         if group not in by_rank.setdefault(rank, []):
             by_rank[rank].append(group)
     exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
+    if "elapse_us" in busy.columns:  # a kind exposes at most the time its collectives take in the step
+        in_step = busy.groupby(["rank", "step"])["elapse_us"].sum()
+        cap = np.array([in_step.get((r, s), in_step.get((r, -1), np.inf))
+                        for r, s in zip(frame["rank"].tolist(), frame["step"].tolist())], dtype=float)
+        exposed = np.minimum(exposed, cap)
     column = {g: j for j, g in enumerate(groups)}
     p2p = column.get("p2p") if receive is not None else None
     present = [by_step.get(key) for key in zip(frame["rank"].to_numpy(), frame["step"].to_numpy())]
@@ -245,10 +251,22 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
 def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
     """Per step row of ``frame`` and group, the rank's exposed wait for late
     peers at the group's collectives (:func:`peer_waits`), 0 where none was
-    matched; ``attrs["matched"]`` when collectives were matched."""
+    matched; ``attrs["matched"]`` when collectives were matched. Where none
+    can be matched and the collectives record their synchronization time
+    (``sync_us``: HCCL's time from the operator's start to its first
+    transfer, the rank waiting for its peers to arrive), that time instead;
+    ``attrs["recorded"]`` then."""
     out = pd.DataFrame(0.0, index=frame.index, columns=groups)
     waits = peer_waits(p)
     if waits is None or "exposed_wait_us" not in waits.columns:
+        comm = collective_rows(p)
+        if comm is None or "sync_us" not in comm.columns or not (comm["sync_us"].fillna(0.0) > 0).any():
+            return out
+        synced = comm.assign(group=comm["kind"].map(group_of), step=_step_key(comm))
+        per = synced.groupby(["rank", "step", "group"])["sync_us"].sum().unstack("group")
+        at = pd.MultiIndex.from_frame(frame[["rank", "step"]])
+        out = per.reindex(index=at, columns=groups).fillna(0.0).clip(lower=0.0).reset_index(drop=True)
+        out.attrs["recorded"] = True
         return out
     per = waits.assign(group=waits["kind"].map(group_of)).groupby(["rank", "step", "group"])[
         "exposed_wait_us"].sum().unstack("group")
@@ -288,8 +306,10 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
         if not per.empty:
             kept = known[known["step"].isin(per.index)]
             evidence["from"] += "; per step the least-exposed rank"
-            if frame.attrs["matched"]:
-                evidence["from"] += ", net of its waits for late peers (collectives matched across ranks)"
+            if frame.attrs["matched"] or frame.attrs["recorded"]:
+                evidence["from"] += (", net of its waits for late peers (collectives matched across ranks)"
+                                     if frame.attrs["matched"] else
+                                     ", net of its recorded synchronization time (waiting for peers to arrive)")
                 evidence["exposed_peer_wait_ms"] = round(float(kept[f"wait:{group}"].mean()) / US_PER_MS, 4)
                 by_rank = rank_evidence(kept.groupby("rank")[f"wait:{group}"].mean())
                 if by_rank:
@@ -297,6 +317,8 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
             evidence.update(rank_evidence(kept.groupby("rank")[group].mean()))
             spread = (float(per["net"].sem()) / US_PER_MS, len(per)) if len(per) >= 2 else None
             return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence, spread)
+    if frame.attrs["recorded"]:
+        evidence["from"] += "; net of each rank's recorded synchronization time (waiting for peers to arrive)"
     means = known.groupby("rank")[[group, "dur"]].mean()
     evidence.update(rank_evidence(means[group]))
     return (float(means[group].mean()) / US_PER_MS, float((means[group] / means["dur"]).mean()), evidence, None)
@@ -363,7 +385,10 @@ def exposed_allreduce_ms(p: Profile) -> Value:
     communication (``comm.exposed_ms_by_kind``). With several ranks and step
     ids, per step the rank that exposes least; where collectives can be
     matched across ranks (Kineto traces), each rank's exposed all-reduce
-    first loses the part it spent waiting for a late peer. Waiting for a
+    first loses the part it spent waiting for a late peer, and where they
+    cannot but record their synchronization time (Ascend HCCL's ``sync_us``),
+    that time. A kind's exposed time in a step is at most the time its
+    collectives take there. Waiting for a
     late peer is imbalance between ranks (``slow-rank``), not gradient sync
     a bucket / fusion change can hide. Evaluated only when the profile
     contains all-reduce collectives; all-to-all, all-gather / reduce-scatter

@@ -15,8 +15,9 @@ from advisor.profile import Profile, RunMeta
 
 
 def _profile(rows: list[dict], ranks: int) -> Profile:
+    # one all-reduce per rank, long enough to hold any exposed time of these steps
     comm = pd.DataFrame({"rank": list(range(ranks)), "name": "gloo:all_reduce", "kind": "allreduce",
-                         "elapse_us": 1000.0, "start_us": 0.0, "step": pd.array([1] * ranks, dtype="Int64")})
+                         "elapse_us": 40000.0, "start_us": 0.0, "step": pd.array([1] * ranks, dtype="Int64")})
     return Profile(meta=RunMeta(ranks=list(range(ranks)), device="cpu"), steps=pd.DataFrame(rows), comm=comm)
 
 

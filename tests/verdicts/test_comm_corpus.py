@@ -67,3 +67,20 @@ def test_ddp_buckets_already_split_the_gradients_no_bucket_advice(corpus):
     # is a small share of a host-bound step, not a fusion problem
     assert m["comm.exposed_allreduce_ratio"] < 0.10
     assert "exposed-allreduce" not in _serious(report)
+
+
+def test_ascend_broadcasts_spent_waiting_for_peers_are_not_exposed_broadcast(corpus):
+    """msprof-analyze's 8-rank cluster summary: the step trace says each rank
+    communicates 133-756 ms a step without computing, but the communication
+    file holds only two broadcasts on ranks 0 and 1, and rank 0 spends 130 of
+    their 149 ms in HCCL synchronization (waiting for rank 1 to arrive). A
+    kind exposes at most its collectives' time, less that wait: what is left
+    per rank is the broadcasts' own time, no more."""
+    path = corpus / "mstt/test/resource/advisor/cluster_analysis_output"
+    comm = load_profile(path).comm
+    own = (comm["elapse_us"] - comm["sync_us"]).groupby(comm["rank"]).sum() / 1000.0
+    report = analyze(path, jobs=1)
+    per_rank = report.metrics["comm.exposed_broadcast_ms"].evidence["per_rank"]
+    assert per_rank and all(ms <= own[int(rank)] + 1e-3 for rank, ms in per_rank.items()), (per_rank, own)
+    assert "synchronization time" in report.metrics["comm.exposed_broadcast_ms"].evidence["from"]
+    assert "exposed-broadcast" not in _serious(report)
