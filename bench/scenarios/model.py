@@ -75,7 +75,12 @@ FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "st
 #: that reduces every gradient in one all-reduce issued after backward;
 #: what overlaps is the optimizer's first kernels and timestamp skew).
 EXPOSED_OVERLAP = 0.04
+#: Micro-batches per step of a pipeline of ``pp`` stages: at least
+#: ``MICROBATCHES_PER_STAGE`` per stage (the usual 1F1B guidance, m >= 4p),
+#: and never fewer than ``MICROBATCHES``; a healthy pipeline's bubble,
+#: (p-1)/(m+p-1), then stays under a fifth of the step.
 MICROBATCHES = 8
+MICROBATCHES_PER_STAGE = 4
 #: Operators the all-reduce is split into under ``small-packets``: 350 MB of
 #: SDMA transfer in 64 parts of 5.5 MB each, below msprof-analyze's 16 MB.
 SMALL_PACKET_BUCKETS = 64
@@ -299,7 +304,8 @@ def build(spec: Spec) -> Scenario:
 
     if pp > 1:
         stage_c = computing.reshape(S, pp, R // pp).mean(axis=2)
-        pipe = stage_c.max(axis=1) * (MICROBATCHES + pp - 1) / MICROBATCHES
+        m = max(MICROBATCHES, MICROBATCHES_PER_STAGE * pp)
+        pipe = stage_c.max(axis=1) * (m + pp - 1) / m
         work = np.repeat(pipe[:, None], R, axis=1)
         bubble = work - computing
     else:
