@@ -113,6 +113,9 @@ class Spec:
     #: (sizes and times split evenly), as a job with bucketed gradients or
     #: many layers' collectives writes them; 1 = one large all-reduce
     collectives: int = 1
+    #: micro-batches per step of a pipeline (None: ``MICROBATCHES`` and at
+    #: least ``MICROBATCHES_PER_STAGE`` per stage)
+    microbatches: int | None = None
 
     def __post_init__(self):
         if self.fault not in FAULTS:
@@ -304,7 +307,7 @@ def build(spec: Spec) -> Scenario:
 
     if pp > 1:
         stage_c = computing.reshape(S, pp, R // pp).mean(axis=2)
-        m = max(MICROBATCHES, MICROBATCHES_PER_STAGE * pp)
+        m = spec.microbatches or max(MICROBATCHES, MICROBATCHES_PER_STAGE * pp)
         pipe = stage_c.max(axis=1) * (m + pp - 1) / m
         work = np.repeat(pipe[:, None], R, axis=1)
         bubble = work - computing
