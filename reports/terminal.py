@@ -130,13 +130,13 @@ def _wrap(text: str, indent: int, width: int, *, code: bool = False) -> list[str
     """``text`` wrapped to ``width`` display cells (CJK: two each) under an
     indent of ``indent`` spaces, breaking at spaces and beside CJK
     characters (``_pieces``); a word longer than a line is folded, never
-    cut. ``code`` keeps each line's leading spaces and breaks only where a
-    line is too long."""
+    cut. ``code`` is not wrapped: each line keeps its leading spaces and
+    prints whole (the terminal folds it for display), so that a line copied
+    from the screen is the line of code."""
     room = max(MIN_TEXT_WIDTH, width - indent)
     pad = " " * indent
     if code:
-        return [pad + part for line in clean(text, multiline=True).expandtabs(4).splitlines()
-                for part in (chop_cells(line.rstrip(), room) or [""])]
+        return [(pad + line).rstrip() for line in clean(text, multiline=True).expandtabs(4).splitlines()]
     return [pad + line for line in _fill(" ".join(clean(text).split()), room)]
 
 

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from advisor.model import Report, Verdict
 from advisor.reports import print_summary
+from advisor.reports.terminal import CODE_INDENT
 
 
 def test_plain_when_not_a_tty(report: Report) -> None:
@@ -65,8 +66,22 @@ def test_long_messages_are_wrapped_whole_at_any_width(report: Report) -> None:
                         Console(file=io.StringIO(), force_terminal=True, width=width, color_system="standard")):
             print_summary(report, console)
             lines = [Text.from_ansi(x).plain for x in console.file.getvalue().splitlines()]
-            assert max(cell_len(x) for x in lines) <= width
+            code = {line.strip() for line in (report.findings[0].fix.code or "").splitlines()}
+            assert max(cell_len(x) for x in lines if x.strip() not in code) <= width
             assert msg.replace(" ", "") in "".join(lines).replace(" ", "")
+
+
+def test_fix_code_lines_print_whole_to_be_copied(report: Report) -> None:
+    """A code line wider than the console is one line of output (the
+    terminal folds it for display): copied from the screen it is still the
+    line of code, not two halves."""
+    long_line = "prof = torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.CPU])  # note"
+    report.findings[0].fix = report.findings[0].fix.model_copy(update={"code": "import torch_npu\n" + long_line})
+    for console in (Console(file=io.StringIO(), width=60),
+                    Console(file=io.StringIO(), force_terminal=True, width=60, color_system="standard")):
+        print_summary(report, console)
+        lines = [Text.from_ansi(x).plain for x in console.file.getvalue().splitlines()]
+        assert " " * (4 + CODE_INDENT) + long_line in lines
 
 
 def test_no_color_on_a_tty_is_plain(report: Report) -> None:
