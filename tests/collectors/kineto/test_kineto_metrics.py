@@ -76,9 +76,10 @@ def test_corpus_resnet_v100_fp32(corpus):
     assert idle == pytest.approx(0.4292, abs=1e-3)
     assert m["step.host_wait_ratio"].value + m["step.kernel_gap_ratio"].value == pytest.approx(idle, abs=1e-6)
     assert m["step.host_wait_ratio"].value == pytest.approx(0.3829, abs=1e-3)
-    # V100, float32: sgemm / implicit-GEMM / cuDNN float engines, no tensor cores
+    # V100, float32: sgemm / implicit-GEMM / cuDNN float engines (volta_scudnn_*), no tensor cores;
+    # not the batch-norm kernels
     tc = m["ops.fp32_no_tensor_core_ratio"]
-    assert 0.50 <= tc.value <= 0.56  # measured 0.535
+    assert 0.63 <= tc.value <= 0.70  # measured 0.666
     assert any("implicit_convolve_sgemm" in k for k in tc.evidence["kernels"])
     assert fires("no-tensor-cores", m)
     assert not fires("launch-bound", m) and not fires("h2d-copy-bound", m)
@@ -93,8 +94,9 @@ def test_corpus_nccl_a100_idle_is_host_wait(corpus):
     assert m["step.host_wait_ratio"].value == pytest.approx(0.7264, abs=1e-3)
     assert m["step.kernel_gap_ratio"].value == pytest.approx(0.0375, abs=1e-3)
     assert m["step.host_wait_ratio"].evidence["sync_wait_ratio"] < 0.001
-    # A100 with TF32: cutlass tensorop_s1688gemm kernels are not counted
-    assert m["ops.fp32_no_tensor_core_ratio"].value < 0.02  # measured 0.0105
+    # A100 with TF32: cutlass tensorop_s1688gemm kernels are not counted; the float32 SIMT cuDNN
+    # engines (cudnn_ampere_scudnn_*) and a cutlass simt_sgemm are
+    assert 0.015 < m["ops.fp32_no_tensor_core_ratio"].value < 0.03  # measured 0.0225
     assert m["ops.memcpy_h2d_ratio"].value == 0.0  # only DtoD copies
     assert set(p.ops.loc[p.ops["type"].str.startswith("memcpy"), "type"]) == {"memcpy_d2d"}
     assert m["ops.short_kernel_ratio"].value == pytest.approx(0.4293, abs=1e-3)
