@@ -47,7 +47,7 @@ def test_vgg16_fp32_is_fp32_compute_with_fp16_fix(examples):
     assert fp32.severity in {"high", "critical"}
     assert report.metrics["step.fp_bp_ms"].value == pytest.approx(82.45, rel=0.02)
     assert report.metrics["ops.fp32_matrix_ratio"].value > 0.5
-    assert "add_flags_recursive(fp16=True)" in fp32.fix.code
+    assert "amp.auto_mixed_precision(network, amp_level=\"O2\")" in fp32.fix.code
     assert 0 < fp32.estimated_gain_ms <= fp32.time_at_stake_ms < report.metrics["step.time_ms"].value
 
 

@@ -157,7 +157,7 @@ def test_ascend_fix_under_both_conditions_in_english_and_chinese():
     finding = _fired("fp32-compute", "MindSpore VGG16", device="ascend")
     assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: Run the forward pass under "
                                        "autocast on the NPU")
-    assert 'device_type="npu"' in finding.fix.code and "add_flags_recursive(fp16=True)" in finding.fix.code
+    assert 'device_type="npu"' in finding.fix.code and "amp.auto_mixed_precision(network, amp_level=\"O2\")" in finding.fix.code
     compiled = compile_rule(next(r for r in load_rules([], lang="zh") if r.name == "fp32-compute"))
     metrics = compiled.rule.examples[0].metrics
     zh, _ = evaluate_rule(compiled, metrics, device="ascend", lang="zh", run=run_context(device="ascend"))
