@@ -28,6 +28,7 @@ HEADINGS = {
         "`thresholds = {{\"{name}.PARAM\" = VALUE}}`.",
         "override_plain": "override: --set {name}.PARAM=VALUE, or advisor.toml thresholds",
         "condition": "Condition",
+        "let": "Cases the fixes and message read (let)",
         "fixes": "Fixes",
         "fix_for": "for {framework}",
         "caveats": "Caveats",
@@ -70,6 +71,7 @@ HEADINGS = {
         "`thresholds = {{\"{name}.PARAM\" = VALUE}}` 覆盖。",
         "override_plain": "覆盖方式：--set {name}.PARAM=VALUE，或 advisor.toml 的 thresholds",
         "condition": "触发条件",
+        "let": "消息与建议引用的情形（let）",
         "fixes": "优化建议",
         "fix_for": "适用于 {framework}",
         "caveats": "注意事项",
@@ -145,6 +147,8 @@ def explain_rule(r: Rule, lang: str = "en") -> str:
             lines.append(f"  {r.name}.{key} = {p.default:g}   {_one(p.description)}")
         lines.append("")
     lines += [h["condition"], wrap(r.condition), ""]
+    if r.let:
+        lines += [h["let"], *(wrap(f"let.{name} = {expr}") for name, expr in r.let.items()), ""]
     if r.confirm is not None:
         lines += [h["direct"].format(cap=INFERRED_CONFIDENCE), wrap(r.confirm.direct), wrap(r.confirm.text), ""]
     lines.append(h["fixes"])
@@ -182,6 +186,8 @@ def rule_markdown(r: Rule, lang: str = "en") -> str:
         out += [f"| `{r.name}.{k}` | {p.default:g} | {_md(p.description)} |" for k, p in r.params.items()]
         out.append("")
     out += [f"**{h['condition']}:** `{_one(r.condition)}`", ""]
+    if r.let:
+        out += [f"**{h['let']}:**", "", *(f"- `let.{name}` = `{_one(expr)}`" for name, expr in r.let.items()), ""]
     if r.confirm is not None:
         out += [f"**{h['direct'].format(cap=INFERRED_CONFIDENCE)}:** `{_one(r.confirm.direct)}`. "
                 f"{_one(r.confirm.text)}", ""]

@@ -20,7 +20,10 @@ One run's steps vary, and so do runs: a share that only its mean puts above
 slow steps.
 The estimated gain is clamped to [0, time at stake] and to the step time;
 its expression sees the time at stake (ms, as clamped) as ``time_at_stake``
-(:data:`STAKE`), so a gain that is a share of it names it once.
+(:data:`STAKE`), so a gain that is a share of it names it once. A case the
+rule's parts share (the gain, the message and the fixes all turning on it)
+is written once as a ``let`` expression (:func:`_let`), which the others
+read as ``let.NAME``.
 
 Order (:func:`rank_findings`): what to fix first, i.e. the largest estimated
 gain first; ties by severity, then confidence. Severity says how much of the
@@ -196,6 +199,8 @@ def _expressions(rule: Rule) -> dict[str, str]:
     for field in ("time_at_stake", "estimated_gain", "confidence"):
         if getattr(rule, field):
             exprs[field] = getattr(rule, field)
+    for name, expr in rule.let.items():
+        exprs[f"let.{name}"] = expr
     for field in SCOPE_FIELDS:
         expr = getattr(rule.scope, field)
         if expr:
@@ -324,8 +329,11 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     step_ms = values.get(STEP_TIME)
     gain_pct = None
     stake_ms = _ms(compiled, "time_at_stake", activation, step_ms, checked)
-    staked = activation if stake_ms is None else {**activation, **cel.activation({STAKE: stake_ms})}
-    gain_ms = _ms(compiled, "estimated_gain", staked, step_ms, checked)
+    activation = activation if stake_ms is None else {**activation, **cel.activation({STAKE: stake_ms})}
+    let = _let(compiled, activation, checked)
+    if let:
+        activation = {**activation, **cel.activation({"let": let})}
+    gain_ms = _ms(compiled, "estimated_gain", activation, step_ms, checked)
     if gain_ms is not None and stake_ms is not None:
         gain_ms = min(gain_ms, stake_ms)
     if gain_ms is not None and step_ms:
@@ -355,6 +363,7 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
         "stake_pct": stake_pct,
         "inferred": direct is False,
         "run": platform,
+        "let": render.Lets(let),
     }
     message = _render(rule.message, context, "message", checked).strip()
     if direct is False:
@@ -401,6 +410,21 @@ def _direct_evidence(compiled: CompiledRule, activation: dict, checked: bool) ->
         if checked:
             raise ExpressionError(f"confirm.direct: {_one_line(exc)}") from None
         return False
+
+
+def _let(compiled: CompiledRule, activation: dict, checked: bool) -> dict[str, Any]:
+    """The rule's ``let`` values, in order, each seeing the ones before it;
+    one that fails is left out (checked: ExpressionError), so an expression
+    or template that reads it fails or tests it undefined."""
+    values: dict[str, Any] = {}
+    for name in compiled.rule.let:
+        seen = {**activation, **cel.activation({"let": values})} if values else activation
+        try:
+            values[name] = compiled.run(f"let.{name}", seen)
+        except Exception as exc:
+            if checked:
+                raise ExpressionError(f"let.{name}: {_one_line(exc)}") from None
+    return values
 
 
 def _number(compiled: CompiledRule, field: str, activation: dict, checked: bool) -> float | None:

@@ -44,12 +44,17 @@ class Params(dict):
     """A rule's parameters in a template context (marks them for checked rendering)."""
 
 
+class Lets(dict):
+    """A rule's ``let`` values in a template context (marks them for checked
+    rendering: a name the rule does not define is a typo)."""
+
+
 class _CheckedUndefined(Undefined):
-    """Undefined that raises at once for an unknown top-level name or parameter."""
+    """Undefined that raises at once for an unknown top-level name, parameter or let name."""
 
     def __init__(self, hint=None, obj=missing, name=None, exc=UndefinedError) -> None:
         super().__init__(hint, obj, name, exc)
-        if obj is missing or isinstance(obj, Params):
+        if obj is missing or isinstance(obj, (Params, Lets)):
             self._fail_with_undefined_error()
 
 

@@ -154,6 +154,12 @@ class Rule(Strict):
         "sees the time at stake in ms as time_at_stake)"
     )
     confidence: str | None = Field(None, description="CEL: 0..1")
+    let: dict[str, str] = Field(
+        default_factory=dict,
+        description="named CEL expressions, for a case the rule's other parts share: evaluated in order once "
+        "the rule fires, after the time at stake (which they see as time_at_stake); the gain, confidence, "
+        "scope and confirm expressions read them as let.NAME, and so do the message, confirm text and fixes",
+    )
     confirm: Confirm | None = Field(
         None,
         description="the direct evidence of the cause; without it the finding is inferred: its "
@@ -175,6 +181,14 @@ class Rule(Strict):
     def _kebab(cls, v: str) -> str:
         if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", v):
             raise ValueError(f"rule name {v!r} is not kebab-case")
+        return v
+
+    @field_validator("let")
+    @classmethod
+    def _let_names(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [name for name in v if not re.fullmatch(r"[a-z][a-z0-9_]*", name)]
+        if bad:
+            raise ValueError(f"let name(s) {bad} are not lower-case identifiers")
         return v
 
     @field_validator("fix")

@@ -108,6 +108,43 @@ def test_the_gain_names_the_time_at_stake_once(tmp_path):
                                                                  estimated_gain="time_at_stake * 0.5")])[0])
 
 
+def test_a_case_the_parts_share_is_written_once_as_let(tmp_path):
+    """``let`` names an expression once: later lets, the gain, the confidence,
+    the message and the fixes read it as ``let.NAME`` (in file order: here
+    sorted, as yaml.safe_dump writes them)."""
+    rule = read_rule(_rule(
+        tmp_path,
+        let={"big": "time_at_stake > 4.0", "huge": "let.big && step.free_ratio > 0.7"},
+        estimated_gain="let.big ? time_at_stake * 0.5 : time_at_stake * 0.1",
+        confidence="let.huge ? 0.9 : 0.6",
+        message="free {{ step.free_ratio|pct }}{% if let.big %}, a large share{% endif %}",
+        fix={"default": {"text": "{% if let.huge %}do much less{% else %}do less{% endif %}"}},
+    ))
+    finding, _ = evaluate_rule(compile_rule(rule), {"step.free_ratio": 0.8, "step.time_ms": 10.0}, checked=True)
+    assert (finding.estimated_gain_ms, finding.confidence) == (pytest.approx(4.0), 0.9)
+    assert finding.message.endswith("a large share") and finding.fix.text == "do much less"
+    finding, _ = evaluate_rule(compile_rule(rule), {"step.free_ratio": 0.35, "step.time_ms": 10.0}, checked=True)
+    assert (finding.estimated_gain_ms, finding.confidence) == (pytest.approx(0.35), 0.6)
+    assert finding.message == "free 35.0%" and finding.fix.text == "do less"
+
+
+def test_a_let_that_fails_or_is_misnamed_is_an_error_in_validation(tmp_path):
+    """A let whose expression fails names itself; a template reading a let
+    the rule does not define is a typo. Outside validation a failing let is
+    undefined: the finding stands, without the parts that read it."""
+    failing = read_rule(_rule(tmp_path, let={"large": "step.free_ratio > params.limt"},
+                              estimated_gain="let.large ? 1.0 : 2.0"))
+    with pytest.raises(ConfigError, match="^let.large: "):
+        evaluate_rule(compile_rule(failing), BASE["examples"][0]["metrics"], checked=True)
+    finding, _ = evaluate_rule(compile_rule(failing), BASE["examples"][0]["metrics"])
+    assert finding is not None and finding.estimated_gain_ms is None
+    misnamed = read_rule(_rule(tmp_path, let={"large": "true"}, message="{% if let.lagre %}x{% endif %}"))
+    with pytest.raises(ConfigError, match="^message: "):
+        evaluate_rule(compile_rule(misnamed), BASE["examples"][0]["metrics"], checked=True)
+    with pytest.raises(ConfigError, match="let name"):
+        read_rule(_rule(tmp_path, let={"Large": "true"}))
+
+
 def test_override_changes_threshold_and_unknown_param_is_an_error(tmp_path):
     rule = read_rule(_rule(tmp_path))
     values = {"step.free_ratio": 0.5, "step.time_ms": 10}
