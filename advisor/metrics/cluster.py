@@ -58,6 +58,10 @@ it slow and *less* waiting at collectives; the others wait about its excess.
 On CPU-only traces (components are host time, which includes OS
 descheduling on a shared host) the excess is capped by that corroborating
 wait, ``others_wait``: time nobody waits for does not hold the cluster back.
+In operator time of a rank given more work (``MORE_WORK``, above) there is
+no cap: the recorded FLOPs make it late by design, while the others' waits
+scatter with the host's load (two gloo ranks, one given 4x the batch, with
+three busy processes on the two cores: ``others_wait`` 0 in 1 of 5 runs).
 In free time the cap is at least the rank's own recurring host code
 (``cluster.slow_rank_own_host_ms``, measured by place in the step, where
 descheduling keeps no median, and net of the rank's pace: a rank whose
@@ -298,8 +302,8 @@ def _component_spreads(p: Profile) -> list[dict]:
             worst = int(values.idxmax())
             extra = {}
             own_host = _own_host_us(p, worst, values.index) if column == FREE_COMPONENT else None
+            more_work = column in WORK_COMPONENTS and (_work_ratio(p, worst, values.index) or 0) >= MORE_WORK
             if len(values) < SMALL_CLUSTER:
-                more_work = column in WORK_COMPONENTS and (_work_ratio(p, worst, values.index) or 0) >= MORE_WORK
                 excess, extra = _paired_gap(p, column, values, worst, more_work, own_host)
                 zscore = extra.pop("zscore")
             else:
@@ -320,8 +324,9 @@ def _component_spreads(p: Profile) -> list[dict]:
                 # the collective, or late among scattered peers) holds nobody back.
                 extra |= {"component_excess_ms": round(excess / US_PER_MS, 6),  # as metric values: never under the excess
                           "others_wait_ms": round(saved / US_PER_MS, 3), "others_wait_from": source}
-                # the rank's own recurring host code is no descheduling either (module doc)
-                excess = min(excess, max(saved, own_host or 0.0))
+                # the rank's own recurring host code is no descheduling either, nor more work (module doc)
+                if not more_work:
+                    excess = min(excess, max(saved, own_host or 0.0))
             if own_host is not None:
                 extra["own_host_ms"] = round(own_host / US_PER_MS, 6)
             small = len(values) < SMALL_CLUSTER
