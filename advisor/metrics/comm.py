@@ -226,9 +226,12 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
     exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
     if "elapse_us" in busy.columns:  # a kind exposes at most the time its collectives take in the step
         in_step = busy.groupby(["rank", "step"])["elapse_us"].sum()
-        cap = np.array([in_step.get((r, s), in_step.get((r, -1), np.inf))
-                        for r, s in zip(frame["rank"].tolist(), frame["step"].tolist())], dtype=float)
-        exposed = np.minimum(exposed, cap)
+        ranks = frame["rank"].to_numpy()
+        at = pd.MultiIndex.from_arrays([ranks, frame["step"].to_numpy()])
+        whole = pd.MultiIndex.from_arrays([ranks, np.full(len(frame), -1, dtype=frame["step"].dtype)])
+        cap = in_step.reindex(at).to_numpy(dtype=float)
+        cap = np.where(np.isnan(cap), in_step.reindex(whole).to_numpy(dtype=float), cap)
+        exposed = np.minimum(exposed, np.nan_to_num(cap, nan=np.inf))
     column = {g: j for j, g in enumerate(groups)}
     p2p = column.get("p2p") if receive is not None else None
     present = [by_step.get(key) for key in zip(frame["rank"].to_numpy(), frame["step"].to_numpy())]
