@@ -117,6 +117,12 @@ class Confirm(Strict):
     )
 
 
+#: Most ``let`` expressions a rule may have: each is evaluated whenever the
+#: rule fires, and a rule file may come from the repository under test (the
+#: built-in rules use at most two).
+MAX_LETS = 16
+
+
 class Rule(Strict):
     id: str = Field(pattern=r"^ADV\d{3}$", description="stable code, never reused")
     name: str = Field(description="kebab-case, names the problem")
@@ -189,6 +195,8 @@ class Rule(Strict):
         bad = [name for name in v if not re.fullmatch(r"[a-z][a-z0-9_]*", name)]
         if bad:
             raise ValueError(f"let name(s) {bad} are not lower-case identifiers")
+        if len(v) > MAX_LETS:
+            raise ValueError(f"{len(v)} let expressions, more than the {MAX_LETS} a rule may have")
         return v
 
     @field_validator("fix")

@@ -143,6 +143,8 @@ def test_a_let_that_fails_or_is_misnamed_is_an_error_in_validation(tmp_path):
         evaluate_rule(compile_rule(misnamed), BASE["examples"][0]["metrics"], checked=True)
     with pytest.raises(ConfigError, match="let name"):
         read_rule(_rule(tmp_path, let={"Large": "true"}))
+    with pytest.raises(ConfigError, match="more than the 16 a rule may have"):  # each runs whenever it fires
+        read_rule(_rule(tmp_path, let={f"x{i}": "true" for i in range(17)}))
 
 
 def test_override_changes_threshold_and_unknown_param_is_an_error(tmp_path):
