@@ -259,23 +259,19 @@ def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataF
     (``sync_us``: HCCL's time from the operator's start to its first
     transfer, the rank waiting for its peers to arrive), that time instead;
     ``attrs["recorded"]`` then."""
-    out = pd.DataFrame(0.0, index=frame.index, columns=groups)
     waits = peer_waits(p)
-    if waits is None or "exposed_wait_us" not in waits.columns:
+    if waits is not None and "exposed_wait_us" in waits.columns:
+        rows, column, found = waits, "exposed_wait_us", "matched"
+    else:
         comm = collective_rows(p)
         if comm is None or "sync_us" not in comm.columns or not (comm["sync_us"].fillna(0.0) > 0).any():
-            return out
-        synced = comm.assign(group=comm["kind"].map(group_of), step=_step_key(comm))
-        per = synced.groupby(["rank", "step", "group"])["sync_us"].sum().unstack("group")
-        at = pd.MultiIndex.from_frame(frame[["rank", "step"]])
-        out = per.reindex(index=at, columns=groups).fillna(0.0).clip(lower=0.0).reset_index(drop=True)
-        out.attrs["recorded"] = True
-        return out
-    per = waits.assign(group=waits["kind"].map(group_of)).groupby(["rank", "step", "group"])[
-        "exposed_wait_us"].sum().unstack("group")
+            return pd.DataFrame(0.0, index=frame.index, columns=groups)
+        rows, column, found = comm.assign(step=_step_key(comm)), "sync_us", "recorded"
+    per = rows.assign(group=rows["kind"].map(group_of)).groupby(["rank", "step", "group"])[column].sum().unstack(
+        "group")
     at = pd.MultiIndex.from_frame(frame[["rank", "step"]])
-    out = per.reindex(index=at, columns=groups).fillna(0.0).reset_index(drop=True)
-    out.attrs["matched"] = True
+    out = per.reindex(index=at, columns=groups).fillna(0.0).clip(lower=0.0).reset_index(drop=True)
+    out.attrs[found] = True
     return out
 
 
