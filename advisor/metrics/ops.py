@@ -68,6 +68,11 @@ def _is_matrix(p: Profile, ops: pd.DataFrame) -> pd.Series:
     return p.memo("compute_ops_matrix", lambda: matrix_rows(ops))
 
 
+def _is_gpu_kernel(p: Profile, ops: pd.DataFrame) -> pd.Series:
+    """GPU kernels among ``ops`` (the profile's ``_compute_ops``): rows named by their kernel."""
+    return p.memo("compute_ops_gpu_kernel", lambda: gpu_kernel_rows(ops))
+
+
 def _is_fp32(p: Profile, ops: pd.DataFrame) -> pd.Series:
     """Operators among ``ops`` (the profile's ``_compute_ops``) whose first input is float32."""
     return p.memo("compute_ops_fp32", lambda: _fp32(ops))
@@ -121,7 +126,7 @@ def fp32_matrix_ratio(p: Profile) -> Value:
     records operator input dtypes."""
     ops = _compute_ops(p)
     mask = _is_matrix(p, ops) & _is_fp32(p, ops)
-    kind = ops["type"].where(~gpu_kernel_rows(ops), ops["name"]) if "type" in ops.columns else ops["name"]
+    kind = ops["type"].where(~_is_gpu_kernel(p, ops), ops["name"]) if "type" in ops.columns else ops["name"]
     names = ops[mask].groupby(kind[mask])["total_us"].sum().nlargest(TOP_NAMES)
     return Value(
         float(ops.loc[mask, "total_us"].sum() / ops["total_us"].sum()),
@@ -145,9 +150,9 @@ def fp32_tensor_core_ms(p: Profile) -> Value:
     ``sm80_xmma_..._tf32f32``; float32 MFMA on AMD). 0 where no such kernel
     ran, or where the operators are not GPU kernels (Ascend, CPU)."""
     ops = _compute_ops(p)
-    fp32 = ops[_is_matrix(p, ops) & _is_fp32(p, ops)]
-    tc = fp32[gpu_kernel_rows(fp32) & per_value(fp32["name"], lambda v: v.str.contains(TENSOR_CORE))]
-    return Value(_ms_per_step(p, tc, ranks=fp32["rank"].unique()), {"kernels": _top_names(tc)})
+    fp32 = _is_matrix(p, ops) & _is_fp32(p, ops)
+    tc = ops[fp32 & _is_gpu_kernel(p, ops) & per_value(ops["name"], lambda v: v.str.contains(TENSOR_CORE))]
+    return Value(_ms_per_step(p, tc, ranks=ops.loc[fp32, "rank"].unique()), {"kernels": _top_names(tc)})
 
 
 def _ms_per_step(p: Profile, ops: pd.DataFrame, ranks=None) -> float:
