@@ -69,8 +69,8 @@ EN: dict[str, str] = {
     # findings
     "findings_heading": "Findings",
     "findings_none": "No rule fired on this run.",
-    "findings_order": "Largest estimated gain first. Severity is how much of the step the problem holds; "
-                      "the gain is what its fix is expected to give back.",
+    "findings_order": "Largest expected gain first: the estimated gain times the confidence. Severity is how much "
+                      "of the step the problem holds; the gain is what its fix is expected to give back.",
     "sev_critical": "critical",
     "sev_high": "high",
     "sev_medium": "medium",
@@ -223,7 +223,7 @@ EN: dict[str, str] = {
     "md_metrics_more": "{n} more metrics in report.html and report.json.",
     "md_contributing": "Contributing",
     # terminal
-    "term_title": "advisor: {n} finding(s), largest estimated gain first",
+    "term_title": "advisor: {n} finding(s), largest expected gain first",
     "term_none": "advisor: no problems found",
     "term_verdict": "advisor: verdict {status}: {reason}",
     "term_missing": "  not judged: {text}",
@@ -470,7 +470,7 @@ ZH: dict[str, str] = {
     # findings
     "findings_heading": "问题",
     "findings_none": "本次运行没有触发任何规则。",
-    "findings_order": "按预计收益从大到小排列。严重程度表示问题占迭代时间的多少，预计收益表示修复后预计能节省的时间。",
+    "findings_order": "按预期收益（预计收益乘以置信度）从大到小排列。严重程度表示问题占迭代时间的多少，预计收益表示修复后预计能节省的时间。",
     "sev_critical": "严重",
     "sev_high": "高",
     "sev_medium": "中",
@@ -616,7 +616,7 @@ ZH: dict[str, str] = {
     "md_metrics_more": "另有 {n} 个指标，见 report.html 和 report.json。",
     "md_contributing": "相关原因",
     # terminal
-    "term_title": "advisor：发现 {n} 个问题，按预计收益从大到小",
+    "term_title": "advisor：发现 {n} 个问题，按预期收益（收益乘以置信度）从大到小",
     "term_none": "advisor：未发现问题",
     "term_verdict": "advisor：结论 {status}：{reason}",
     "term_missing": "  无法评估：{text}",

@@ -25,12 +25,16 @@ rule's parts share (the gain, the message and the fixes all turning on it)
 is written once as a ``let`` expression (:func:`_let`), which the others
 read as ``let.NAME``.
 
-Order (:func:`rank_findings`): what to fix first, i.e. the largest estimated
-gain first; ties by severity, then confidence. Severity says how much of the
-step the problem holds, the gain what its fix gives back, and the two
-differ: 50% of a step in float32 matrix work (critical) gives back ~25%
-with mixed precision, a 35% data wait (high) nearly all of it with more
-loader workers. Findings without a gain estimate follow, by severity.
+Order (:func:`rank_findings`): what to fix first, i.e. the largest expected
+gain first (:func:`expected_gain_ms`: the estimated gain times the
+confidence); ties by the gain, then severity, then confidence. Severity
+says how much of the step the problem holds, the gain what its fix gives
+back, and the two differ: 50% of a step in float32 matrix work (critical)
+gives back ~25% with mixed precision, a 35% data wait (high) nearly all of
+it with more loader workers. The confidence weighs the gain: a cause only
+inferred from its symptom (confidence at most ``INFERRED_CONFIDENCE``)
+follows a measured one that gives back more than half as much. Findings
+without a gain estimate follow, by severity.
 
 An expression that fails on a profile's metrics leaves its part of the
 finding empty (no gain, no scope); a condition that fails is a skip with the
@@ -666,8 +670,18 @@ def evaluate(rules: list[CompiledRule], metrics: dict[str, Metric], **options: s
     return run.findings, run.skipped
 
 
+def expected_gain_ms(f: Finding) -> float | None:
+    """A finding's estimated gain weighed by how sure it is: gain x
+    confidence (a finding without a confidence counts whole); None without
+    a gain."""
+    if f.estimated_gain_ms is None:
+        return None
+    return f.estimated_gain_ms * (1.0 if f.confidence is None else f.confidence)
+
+
 def _rank_key(f: Finding) -> tuple:
-    return (f.estimated_gain_ms is None, -(f.estimated_gain_ms or 0.0),
+    expected = expected_gain_ms(f)
+    return (expected is None, -(expected or 0.0), -(f.estimated_gain_ms or 0.0),
             -SEVERITY_ORDER[f.severity], -(f.confidence or 0.0), f.rule)
 
 

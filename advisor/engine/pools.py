@@ -8,8 +8,8 @@ kernels (``fp32_matrix``: ``fp32-compute``, ``no-tensor-cores``). A rule
 without ``claims`` has a pool of its own.
 
 **Merging** (:func:`merge`). The findings of one pool become one: the
-*primary* is the one with the largest estimated gain (ties: higher
-severity, then higher confidence, then rule name), except that a finding
+*primary* is the one first in report order (the largest expected gain:
+``evaluation.expected_gain_ms``, the gain times the confidence), except that a finding
 of a rule that names a cause leads one of a ``symptom`` rule (steps slower
 than the rest, an idle device) whatever their estimates; the others are its
 ``contributing`` causes, in the same order, each still a whole finding of

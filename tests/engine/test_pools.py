@@ -60,9 +60,10 @@ def test_shipped_rules_about_the_same_time_share_a_pool_and_the_others_do_not():
     assert len(alone) == len(set(alone)) and not set(alone) & {pools[n] for n in grouped}
 
 
-def test_same_pool_merges_into_the_largest_gain_and_gains_are_not_added(tmp_path):
+def test_same_pool_merges_into_the_largest_expected_gain_and_gains_are_not_added(tmp_path):
+    # expected gains (gain x confidence): idle-b 30 x 0.5 = 15, idle-a 15 x 0.8 = 12
     paths = [_rule(tmp_path, "idle-a", "ADV901", "idle", "step.free_ratio * step.time_ms * 0.3"),
-             _rule(tmp_path, "idle-b", "ADV902", "idle", "step.free_ratio * step.time_ms * 0.6", "0.4"),
+             _rule(tmp_path, "idle-b", "ADV902", "idle", "step.free_ratio * step.time_ms * 0.6", "0.5"),
              _rule(tmp_path, "other", "ADV903", None, "step.free_ratio * step.time_ms * 0.2")]
     compiled = [compile_rule(read_rule(p)) for p in paths]
     run = evaluate_run(compiled, _metrics({"step.free_ratio": 0.5, "step.time_ms": 100.0}))
@@ -142,3 +143,14 @@ def test_float32_matrix_kernels_are_one_finding_on_the_v100_trace(corpus):
         "fp32-compute", "no-tensor-cores"}
     stakes = [fp32[0].time_at_stake_ms, *(c.time_at_stake_ms for c in fp32[0].contributing)]
     assert fp32[0].estimated_gain_ms <= max(stakes)
+
+
+def test_findings_are_ordered_by_gain_weighed_by_confidence(tmp_path):
+    # gains 30 / 20 / 10 ms of a 100 ms step; expected: 30 x 0.5 = 15, 20 x 0.9 = 18, 10 x 0.9 = 9
+    paths = [_rule(tmp_path, "inferred", "ADV901", None, "step.free_ratio * step.time_ms * 0.6", "0.5"),
+             _rule(tmp_path, "measured", "ADV902", None, "step.free_ratio * step.time_ms * 0.4", "0.9"),
+             _rule(tmp_path, "small", "ADV903", None, "step.free_ratio * step.time_ms * 0.2", "0.9")]
+    run = evaluate_run([compile_rule(read_rule(p)) for p in paths],
+                       _metrics({"step.free_ratio": 0.5, "step.time_ms": 100.0}))
+    assert [f.rule for f in run.findings] == ["measured", "inferred", "small"]
+    assert [f.estimated_gain_ms for f in run.findings] == pytest.approx([20.0, 30.0, 10.0])

@@ -136,8 +136,8 @@ def test_layout_order_and_contents(report: Report) -> None:
     assert report.verdict.reason in verdict
     assert "Could not be judged" in verdict and "&lt;img src=x" in verdict  # escaped
     findings = html[html.index('id="findings"'):html.index('id="charts"')]
-    assert "Largest estimated gain first" in findings  # a HIGH may stand above a CRITICAL
-    assert "Largest estimated gain first" not in render_html(report.model_copy(update={"findings": [top]}))
+    assert "Largest expected gain first" in findings  # a HIGH may stand above a CRITICAL
+    assert "Largest expected gain first" not in render_html(report.model_copy(update={"findings": [top]}))
     for f in report.all_findings():
         assert f.rule in html and f.id in html
     assert "38.5 ms" in html and "20.8%" in html

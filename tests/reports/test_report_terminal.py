@@ -21,7 +21,7 @@ def test_plain_when_not_a_tty(report: Report) -> None:
     assert lines[:2] == ["advisor: verdict PROBLEMS: 3 finding(s) of medium severity or above, led by: The input pipeline",
                          "  stalls the device"]  # wrapped, not cut
     assert lines[2].startswith("  not judged: compute: ops.fp32_matrix_ratio:")
-    assert lines[4] == "advisor: 4 finding(s), largest estimated gain first"
+    assert lines[4] == "advisor: 4 finding(s), largest expected gain first"
     assert lines[6] == " 1. [HIGH] input-bound (ADV001) [38.5 ms / 20.8%]"
     assert lines[7].startswith("    The device is idle 22% of each step waiting for data")
     assert lines[8] == "    fix for pytorch: Load and decode batches in worker processes and pin host memory."
