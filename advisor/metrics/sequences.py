@@ -39,7 +39,8 @@ PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 #: The fused API of each pattern, per framework family (msprof-analyze's
 #: timeline_fusion_ops.yaml affinity APIs for torch_npu; the PyTorch and
-#: MindSpore built-ins on the others).
+#: MindSpore built-ins on the others; MindSpore has no GeGLU operator, its
+#: graph-kernel fusion fuses the chain).
 AFFINITY_API: dict[str, dict[str, str]] = {
     "RMSNorm": {"torch_npu": "torch_npu.npu_rms_norm", "pytorch": "torch.nn.functional.rms_norm under torch.compile",
                 "mindspore": "mindspore.ops.rms_norm"},
@@ -48,6 +49,8 @@ AFFINITY_API: dict[str, dict[str, str]] = {
                          "mindspore": "mindspore.ops.rotary_position_embedding"},
     "SwiGLU": {"torch_npu": "torch_npu.npu_swiglu", "pytorch": "torch.compile of silu(x) * y",
                "mindspore": "mindspore.ops.swiglu"},
+    "GeGLU": {"torch_npu": "torch_npu.npu_geglu", "pytorch": "torch.compile of x * gelu(gate)",
+              "mindspore": "graph-kernel fusion (jit_config jit_level O1)"},
     "softmax attention": {"torch_npu": "torch_npu.npu_fusion_attention",
                           "pytorch": "torch.nn.functional.scaled_dot_product_attention",
                           "mindspore": "mindspore.ops.flash_attention_score"},

@@ -1,7 +1,7 @@
 """Operator chains a fused kernel replaces, found in a trace's op sequence
 -> ``host_calls`` rows.
 
-A model that writes attention, RMSNorm, SwiGLU or rotary embedding out of
+A model that writes attention, RMSNorm, SwiGLU, GeGLU or rotary embedding out of
 elementwise operators runs each as a chain of ops, every one a pass over
 memory (and a kernel launch on a device); a fused kernel
 (``scaled_dot_product_attention``, ``torch_npu.npu_rms_norm`` ...) does the
@@ -58,6 +58,9 @@ PATTERNS: dict[str, str] = {
         r"(?:softmax |_softmax |_safe_softmax )(?:dropout |native_dropout |feature_dropout )?(?:matmul |bmm |einsum )",
     "RMSNorm": r"pow mean add rsqrt mul (?:mul )?",
     "SwiGLU": r"silu (?:linear )?mul ",
+    # the gate half's GELU times the other half, with nothing between (diffusers' GEGLU): a GELU MLP
+    # calls linear, gelu, linear and then a layer scale's mul (ConvNeXt), so no linear may stand between
+    "GeGLU": r"gelu mul ",
     "rotary embedding": r"(?:mul )?neg cat mul add ",
 }
 _WORD = re.compile(r"[a-z_]+ ")
@@ -70,7 +73,7 @@ _OTHER = "."
 #: Ops a pattern matches only as context, not as one of its passes.
 _NOT_COUNTED = MATMUL | {"linear"}
 #: An op of every pattern: a trace that calls none of them has no chain to look for.
-_KEY_OPS = frozenset({"softmax", "_softmax", "_safe_softmax", "rsqrt", "silu", "neg"})
+_KEY_OPS = frozenset({"softmax", "_softmax", "_safe_softmax", "rsqrt", "silu", "gelu", "neg"})
 _PREFIX = "aten::"
 #: What a framework op's name holds (``aten::softmax``, ``autograd::engine::...``):
 #: the step markers, ``Optimizer.step#...`` and ``record_function`` ranges,

@@ -4,9 +4,11 @@ loops (``advisor run``, PyTorch's profiler, OMP_NUM_THREADS=1).
 
 A LLaMA-style model written out of elementwise operators (attention as
 matmul, scale, mask, softmax, matmul; RMSNorm; SwiGLU; rotary embedding)
-runs each as a chain of kernels on a GPU where a fused kernel runs one. The
-same model with scaled_dot_product_attention, F.rms_norm and a GELU MLP has
-none; under activation checkpointing the chains run again inside backward
+runs each as a chain of kernels on a GPU where a fused kernel runs one. With
+a GeGLU MLP (diffusers' GEGLU: the projection's halves, one through GELU,
+multiplied) its MLP is a GeGLU chain. The same model with
+scaled_dot_product_attention, F.rms_norm and a GELU MLP with a layer scale
+has none; under activation checkpointing the chains run again inside backward
 nodes and are counted once. The rule is for GPU and NPU traces: on a CPU the
 chains are metrics only (its ``min_ratio`` description has the measurements).
 """
@@ -57,6 +59,8 @@ class Block(nn.Module):
         self.qkv, self.o = nn.Linear(D, 3 * D, bias=False), nn.Linear(D, D, bias=False)
         self.gate, self.up, self.down = (nn.Linear(D, 4 * D, bias=False), nn.Linear(D, 4 * D, bias=False),
                                          nn.Linear(4 * D, D, bias=False))
+        self.proj = nn.Linear(D, 8 * D, bias=False)  # GeGLU's value and gate halves
+        self.scale = nn.Parameter(torch.full((D,), 0.1))  # a layer scale (ConvNeXt, CaiT)
         pos = torch.arange(T)[:, None] / 10000 ** (torch.arange(0, D // H, 2) / (D // H))
         self.register_buffer("cos", torch.cat((pos.cos(), pos.cos()), -1))
         self.register_buffer("sin", torch.cat((pos.sin(), pos.sin()), -1))
@@ -74,8 +78,11 @@ class Block(nn.Module):
         return self.o(y.transpose(1, 2).reshape(B, T, D))
 
     def mlp(self, x):
-        if kind == "fused":
-            return self.down(F.gelu(self.gate(x)))
+        if kind == "fused":  # a GELU MLP with a layer scale: linear, gelu, linear, mul, and no GeGLU
+            return self.scale * self.down(F.gelu(self.gate(x)))
+        if kind == "geglu":  # diffusers' GEGLU
+            h, gate = self.proj(x).chunk(2, dim=-1)
+            return self.down(h * F.gelu(gate))
         return self.down(F.silu(self.gate(x)) * self.up(x))
 
     def forward(self, x):
@@ -106,6 +113,10 @@ def test_chains_are_matched_in_call_order_skipping_views_and_masks():
     assert find("matmul mul add softmax to dropout matmul".split()) == [("softmax attention", [0, 1, 2, 3, 5, 6])]
     # LLaMA's MLP: the gate's silu times the up projection
     assert find("linear silu linear mul linear".split()) == [("SwiGLU", [1, 2, 3])]
+    # diffusers' GEGLU: one projection cut in halves (a view), the value half times GELU of the gate half
+    assert find("linear chunk gelu mul linear".split()) == [("GeGLU", [2, 3])]
+    # a GELU MLP whose output a layer scale multiplies (ConvNeXt) is no GeGLU
+    assert find("linear gelu linear mul add".split()) == []
     # a name that merely ends like a pattern's op is not that op
     assert find("baddbmm softmax bmm".split())[0][1] == [0, 1, 2]
     assert find("addbmm softmax bmm".split()) == []
@@ -117,12 +128,13 @@ def _run(tmp_path, kind):
 
 
 @needs_torch
-@pytest.mark.parametrize("kind", ["manual", "checkpointed"])
+@pytest.mark.parametrize("kind", ["manual", "checkpointed", "geglu"])
 def test_written_out_chains_are_counted_once_per_call(tmp_path, kind):
     report, out = _run(tmp_path, kind)
     chains = {c["name"]: c for c in value(report, "host.op_chains")}
-    assert {name: c["per_step"] for name, c in chains.items()} == PER_STEP
-    assert value(report, "host.op_chain_calls") == sum(PER_STEP.values())
+    expected = PER_STEP if kind != "geglu" else {("GeGLU" if n == "SwiGLU" else n): k for n, k in PER_STEP.items()}
+    assert {name: c["per_step"] for name, c in chains.items()} == expected
+    assert value(report, "host.op_chain_calls") == sum(expected.values())
     total = value(report, "host.op_chain_ms")
     assert sum(c["ms"] for c in chains.values()) == pytest.approx(total, abs=0.01)
     # fusing saves the chain less its longest pass: something, never all of it
