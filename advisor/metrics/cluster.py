@@ -34,12 +34,14 @@ scatters its lateness. (Two gloo ranks, one given 2x and 4x the batch:
 z 1.3-3.1 in three runs at load 5-8, slower in every step.)
 Likewise a gap in free time counts, whatever its z, as far as the worst
 rank's *recurring* free time (``step.recurring_free_ms``: per place in the
-step, the median over steps) exceeds the others': host code that rank
-alone runs at the same place in every step (a checkpoint or a log written
-by rank 0 only), where the time a process waits for a CPU on a busy host
-lands at random places and keeps no median at any. The counted excess is
-the smaller of the paired gap and that recurring excess, the part of the
-gap the rank's own code accounts for. (Two gloo ranks, rank 0 saving a
+step, the median over steps) exceeds the others' at one site of the step
+(``_own_host_us``): host code that rank alone runs at the same place in
+every step (a checkpoint or a log written by rank 0 only), where the time
+a process waits for a CPU on a busy host lands at random places and keeps
+no median at any, and a core that runs the rank's Python slower adds a
+little at every place. The counted excess is the smaller of the paired gap
+and that site's excess, the part of the gap the rank's own code accounts
+for. (Two gloo ranks, rank 0 saving a
 2.2 MB checkpoint every step: paired gap z 0.3-1.4 in three runs at load
 3-6, recurring free 4.5-9.6 ms on rank 0 against 1.4-1.7 ms on rank 1;
 balanced ranks differ by at most 0.4 ms.)
@@ -63,7 +65,7 @@ no cap: the recorded FLOPs make it late by design, while the others' waits
 scatter with the host's load (two gloo ranks, one given 4x the batch, with
 three busy processes on the two cores: ``others_wait`` 0 in 1 of 5 runs).
 In free time the cap is at least the rank's own recurring host code
-(``cluster.slow_rank_own_host_ms``, measured by place in the step, where
+(``cluster.slow_rank_own_host_ms``, measured at one site of the step, where
 descheduling keeps no median, and net of the rank's pace: a rank whose
 operators also run slower is on a slower or busier core, which stretches
 its Python alike): four gloo ranks on two cores, one spinning
@@ -127,7 +129,7 @@ from advisor.collectors.vocab import size_classes
 from advisor.metrics.comm import peer_waits
 from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.step import recurring_free_per_rank
+from advisor.metrics.step import recurring_free_by_place
 from advisor.metrics.steps_view import (US_PER_MS, common_steady_steps, lower_median, per_rank_mean, per_rank_median,
                                         steady_steps, steps_per_rank)
 from advisor.profile import Profile
@@ -166,8 +168,8 @@ WORK_COMPONENTS = ("computing_us", "fp_bp_us")
 FREE_COMPONENT = "free_us"
 #: The slow rank's free-time excess is called its own host code
 #: (``cluster.slow_rank_own_host_ms``) when at least this share of it
-#: recurs at the same places in every step: then most of it is the loop's
-#: code, the rest CPU waits at random places.
+#: recurs at one site of every step: then most of it is the loop's code,
+#: the rest CPU waits at random places.
 OWN_HOST_SHARE = 0.5
 #: Components that are part of another (the DataLoader's fetch is free time
 #: of a CPU trace, and falls in MindSpore's iteration interval): the part
@@ -357,24 +359,48 @@ def _component_spreads(p: Profile) -> list[dict]:
 
 
 def _own_host_us(p: Profile, rank: int, ranks) -> float | None:
-    """``rank``'s recurring free time (``step.recurring_free_ms`` per rank)
-    minus the median of the other ``ranks``' scaled by ``rank``'s pace, in
-    us, at least 0: host code it alone runs at the same place in every step
-    (module doc); None where the recurring free time is not evaluated on
-    all of them. The pace is its operator time (``computing_us``, per-rank
-    medians) over the others' median, when above 1: a rank on a busier or
-    slower core runs its operators and the Python between them slower
-    alike (two healthy gloo ranks: rank 1 computing 1.58 times as long as
-    rank 0 had 1.40 times its recurring free time, 6% of the step), while
-    code of its own adds free time alone."""
+    """Host code ``rank`` alone runs at one place of every step (module
+    doc), in us: per *site* of the step (``step.recurring_free_ms``'s places
+    less their occurrence number, so a loop's repeated gaps between the
+    same two operators are one site), its recurring free time minus the
+    median of the other ``ranks``' scaled by its pace, the largest over
+    sites, at least 0; None where the recurring free time is not evaluated
+    on all of them.
+
+    One site: code of the rank's own (a checkpoint, a log, an evaluation,
+    a spin) is inserted at one place of the loop and its time recurs there,
+    while a rank whose Python the host slows (a busier core) pays a little
+    more at every place. Four balanced gloo ranks on two cores beside three
+    busy processes: one rank's recurring free time exceeded the others' by
+    0.9-1.0 ms (7% of the step) in 2 of 16 runs, spread over 46 of some 49
+    places, the largest 0.31-0.33 ms; rank 0 saving a checkpoint every step
+    (two ranks): 4.6-9.4 ms, 91-97% of it at one place.
+
+    The pace is its operator time (``computing_us``, per-rank medians) over
+    the others' median, when above 1: a rank on a busier or slower core
+    runs its operators and the Python between them slower alike (two
+    healthy gloo ranks: rank 1 computing 1.58 times as long as rank 0 had
+    1.40 times its recurring free time, 6% of the step), while code of its
+    own adds free time alone."""
     try:
-        free = p.memo("cluster.recurring_free", lambda: recurring_free_per_rank(p))
+        places = p.memo("cluster.recurring_sites", lambda: _by_site(recurring_free_by_place(p)))
     except NotEvaluated:
         return None
-    others = free.reindex([r for r in ranks if r != rank])
-    if rank not in free.index or others.isna().any() or others.empty:
+    others = [r for r in ranks if r != rank]
+    if rank not in places.columns or not others or not set(others) <= set(places.columns):
         return None
-    return max(float(free[rank] - _pace(p, rank, others.index) * others.median()), 0.0)
+    excess = places[rank] - _pace(p, rank, others) * places[others].median(axis=1)
+    return max(float(excess.max()), 0.0) if len(excess) else 0.0
+
+
+#: The occurrence number that ends a place of the step (``'a > b #3'``).
+_OCCURRENCE = r" #\d+$"
+
+
+def _by_site(places: pd.DataFrame) -> pd.DataFrame:
+    """Recurring free time per place and rank summed per site: the place
+    without its occurrence number."""
+    return places.groupby(places.index.str.replace(_OCCURRENCE, "", regex=True)).sum()
 
 
 def _pace(p: Profile, rank: int, others) -> float:
@@ -564,10 +590,10 @@ def slow_rank_step_share(p: Profile) -> Value:
 @metric("cluster.slow_rank_own_host_ms", unit="ms", needs=["steps.duration_us", "free_gaps.gap_us"])
 def slow_rank_own_host_ms(p: Profile) -> Value:
     """Where the slowest component is free time: how much more recurring free time
-    (``step.recurring_free_ms`` per rank, the free time at the same places
-    in every step) ``cluster.slow_rank`` has than the others' median scaled
-    by its pace (``_own_host_us``), per step: host code that rank alone
-    runs in every step (module doc). Not
+    (``step.recurring_free_ms``, the free time at the same places in every
+    step) ``cluster.slow_rank`` has at one site of the step than the
+    others' median scaled by its pace (``_own_host_us``), per step: host
+    code that rank alone runs in every step (module doc). Not
     evaluated when it is under ``OWN_HOST_SHARE`` of
     ``cluster.slow_rank_excess_ms``: most of the excess is not its code."""
     s = _slowest(p)
@@ -575,8 +601,8 @@ def slow_rank_own_host_ms(p: Profile) -> Value:
     if s["column"] != FREE_COMPONENT or own is None:
         raise NotEvaluated("only measured for free time, from the free gaps of each step")
     if not own > 0 or own < OWN_HOST_SHARE * s["excess_ms"]:
-        raise NotEvaluated(f"under {OWN_HOST_SHARE:.0%} of the slow rank's excess recurs at the same places "
-                           "in every step: not its own host code")
+        raise NotEvaluated(f"under {OWN_HOST_SHARE:.0%} of the slow rank's excess recurs at one place "
+                           "of every step: not its own host code")
     return Value(own)
 
 

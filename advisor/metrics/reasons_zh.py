@@ -195,7 +195,7 @@ REASONS_ZH: dict[str, str] = {
     "the {} table has no {} values": "{0} 表中没有 {1} 的值",
     "too few {} queue samples": "{0} 队列的采样太少",
     "torch.compile compiled in the window, but its records name no compile id (torch 2.4 or later writes them): recompilations cannot be told from first ones": "torch.compile 在采集窗口内进行了编译，但其记录中没有 compile id（torch 2.4 及以上版本才会写入）：无法区分重新编译与首次编译",
-    "under {} of the slow rank's excess recurs at the same places in every step: not its own host code": "慢卡的超出时间中，在每步相同位置重复出现的部分不足 {0}：不是其自身的 Host 代码",
+    "under {} of the slow rank's excess recurs at one place of every step: not its own host code": "慢卡的超出时间中，在每步同一位置重复出现的部分不足 {0}：不是其自身的 Host 代码",
     "{} all-reduces per step, no more than the {} buckets proposed": "每步 {0} 次 all-reduce，不多于建议的 {1} 个 bucket",
     "{} gradient accumulations per step (parameter tensors); telling a per-parameter expression needs {}": "每步 {0} 次梯度累加（参数张量）；识别逐参数执行的表达式需要 {1} 次",
     "{} has no worker count": "{0} 没有 worker 数",

@@ -131,15 +131,27 @@ def _recurring_free(p: Profile) -> tuple[pd.Series, pd.Series]:
 
 
 def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
+    places, busy = _recurring_places(p)
+    free = places.sum()
+    return free, busy + free
+
+
+def _recurring_places(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
+    """(recurring free time per place (index) and rank (columns), 0 where a
+    rank has no gap there; per rank the recurring busy time), in us."""
+    return p.memo("recurring_free_places", lambda: _recurring_places_of(p))
+
+
+def _recurring_places_of(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
     gaps, wake = _free_gaps(p)
     # a wake-up after a collective is busy time, not free time
     rows = gaps.assign(free_us=gaps["gap_us"].where(~wake, 0.0),
                        busy_us=gaps["busy_after_us"].fillna(0.0) + gaps["gap_us"].where(wake, 0.0))
-    free, typical = {}, {}
+    free, busy = {}, {}
     for rank, (ids, mine) in _steady_rows(p, rows).items():
-        free[rank] = _by_place(mine, ids, "free_us")
-        typical[rank] = _by_place(mine, ids, "busy_us") + free[rank]
-    return pd.Series(free, dtype=float), pd.Series(typical, dtype=float)
+        free[rank] = _per_place(mine, ids, "free_us")
+        busy[rank] = _by_place(mine, ids, "busy_us")
+    return pd.DataFrame(free, dtype=float).fillna(0.0), pd.Series(busy, dtype=float)
 
 
 def _free_gaps(p: Profile) -> tuple[pd.DataFrame, pd.Series]:
@@ -163,13 +175,14 @@ def _steady_rows(p: Profile, rows: pd.DataFrame) -> dict:
     return out
 
 
-def recurring_free_per_rank(p: Profile) -> pd.Series:
-    """Per rank (index), its recurring free time in us
-    (:func:`recurring_free_ms` before the least over ranks is taken)."""
+def recurring_free_by_place(p: Profile) -> pd.DataFrame:
+    """Recurring free time in us per place in the step (index: the
+    ``free_gaps`` key) and rank (columns), 0 where a rank has no gap there:
+    the parts :func:`recurring_free_ms` adds up per rank."""
     if not p.has("free_gaps", "gap_us"):
         raise NotEvaluated("no free gaps per step (CPU-only PyTorch traces with step markers)")
     require_device_record(p)
-    return _recurring_free(p)[0]
+    return _recurring_places(p)[0]
 
 
 def _per_place(rows: pd.DataFrame, ids, column: str) -> pd.Series:
