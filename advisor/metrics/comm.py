@@ -307,8 +307,7 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
             evidence["from"] += "; per step the least-exposed rank"
             if frame.attrs["matched"] or frame.attrs["recorded"]:
                 evidence["from"] += (", net of its waits for late peers (collectives matched across ranks)"
-                                     if frame.attrs["matched"] else
-                                     ", net of its recorded synchronization time (waiting for peers to arrive)")
+                                     if frame.attrs["matched"] else f", net of its {_RECORDED_SYNC}")
                 evidence["exposed_peer_wait_ms"] = round(float(kept[f"wait:{group}"].mean()) / US_PER_MS, 4)
                 by_rank = rank_evidence(kept.groupby("rank")[f"wait:{group}"].mean())
                 if by_rank:
@@ -317,12 +316,14 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
             spread = (float(per["net"].sem()) / US_PER_MS, len(per)) if len(per) >= 2 else None
             return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence, spread)
     if frame.attrs["recorded"]:
-        evidence["from"] += "; net of each rank's recorded synchronization time (waiting for peers to arrive)"
+        evidence["from"] += f"; net of each rank's {_RECORDED_SYNC}"
     means = known.groupby("rank")[[group, "dur"]].mean()
     evidence.update(rank_evidence(means[group]))
     return (float(means[group].mean()) / US_PER_MS, float((means[group] / means["dur"]).mean()), evidence, None)
 
 
+#: What HCCL's ``sync_us`` is, as the evidence names it where it is taken out.
+_RECORDED_SYNC = "recorded synchronization time (waiting for peers to arrive)"
 _FROM = {"exposed_share_us": "exposed_comm_us split among the collectives in flight (exposed_share_us)",
          "sole kind": "exposed_comm_us of the steps in which this is the only kind of collective"}
 

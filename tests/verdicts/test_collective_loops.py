@@ -132,7 +132,10 @@ def test_values_reduced_one_at_a_time_every_step_are_named_with_their_count(tmp_
     assert metrics["comm.other_collectives_per_step"] == {"gloo:reduce": 17.0, "gloo:barrier": 1.0}
     finding = {f["rule"]: f for f in looped["findings"]}["exposed-collective"]
     assert finding["severity"] in SERIOUS and looped["verdict"]["status"] == "problems"
-    assert looped["findings"][0]["rule"] == "exposed-collective", [  # it leads, not the gradient all-reduce
+    # it leads the communication findings, not the gradient all-reduce (a host whose load rises during the
+    # run may add a finding of its own, growing-step, that outranks both)
+    comm = [f["rule"] for f in looped["findings"] if f["rule"].startswith("exposed-")]
+    assert comm[0] == "exposed-collective", [
         (f["rule"], f["estimated_gain_ms"], f["message"]) for f in looped["findings"]]
     assert "17.0 gloo:reduce" in finding["message"] and "torch.stack" in finding["fix"]["code"]
     # all but one of 18 small collectives' latency, bounded by their exposed time -- and lowered, with a
