@@ -371,7 +371,8 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     }
     message = _render(rule.message, context, "message", checked).strip()
     if direct is False:
-        message = f"{message} {_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
+        joiner = "" if message.endswith(_FULL_WIDTH_STOPS) else " "  # no space after a Chinese full stop
+        message = f"{message}{joiner}{_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
     fix_model = _fix(rule, platform, context, lang, checked)
     severity = _severity(rule, stake_pct if stake_pct is not None else gain_pct, low_pct)
     caveats = [caveat_text(c) for c in rule.caveats if caveat_holds(c, platform["framework"], platform["device"])]
@@ -677,6 +678,10 @@ def expected_gain_ms(f: Finding) -> float | None:
     if f.estimated_gain_ms is None:
         return None
     return f.estimated_gain_ms * (1.0 if f.confidence is None else f.confidence)
+
+
+#: Sentence ends after which Chinese text goes on without a space.
+_FULL_WIDTH_STOPS = ("。", "！", "？", "）", "；")
 
 
 def _rank_key(f: Finding) -> tuple:

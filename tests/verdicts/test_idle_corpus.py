@@ -76,3 +76,15 @@ def test_resnet_pageable_copies_are_too_small_to_matter(corpus):
 def test_cpu_only_trace_of_a_gpu_job_gets_no_device_idle_verdict(corpus):
     report = analyze(corpus / "hta/distributed_info_unavailable")
     assert not {f.rule for f in report.findings} & set(CAUSE_MS)
+
+
+def test_unrecorded_stream_waits_make_an_inferred_dependency_stall(corpus):
+    """The DLRM ranks' queued kernels wait while the device idles, and the
+    trace records no stream wait for them: the finding is marked inferred
+    (title, direct evidence, confidence) and says what would confirm it."""
+    report = analyze(corpus / "hta/trace_filter")
+    found = {f.rule: f for f in report.findings}["dependency-stall"]
+    assert report.metrics["step.idle_dependency_recorded_share"].value < 0.5
+    assert found.direct_evidence is False and found.title.endswith("(inferred)") and found.confidence == 0.3
+    assert "inferred from launch and start times alone" in found.message
+    assert "(inferred)" in report.verdict.reason
