@@ -24,6 +24,8 @@ import sys
 import pytest
 from _teardown import advisor_run_report
 
+from tests.verdicts._ddp_runs import starved_rank
+
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
 SERIOUS = {"medium", "high", "critical"}
@@ -126,8 +128,11 @@ def test_ddp_without_slowed_rank_has_no_slow_rank(examples, tmp_path):
     # 2 of them kept half of that wait and fired in 2 of 8 runs beside a
     # full-suite run (and once in CI); with the lower median (the time more
     # than half of the steps reach), 0 of 8, the largest 3.3% of the step.
+    # A rank the host keeps off a core in every step is slow, in compute at
+    # equal FLOPs, and is named with the CPU as its fix (``starved_rank``).
     report = _advisor_run(tmp_path, 5, _ddp(examples, 4, *SMALL_DDP))
-    assert "slow-rank" not in _findings(report), report["metrics"].get("cluster.slow_rank")
+    fired = "slow-rank" in _findings(report)
+    assert not fired or starved_rank(report), report["metrics"].get("cluster.slow_rank", {}).get("evidence")
     # Its one 0.3 MB bucket is all-reduced after backward, 4-8 ms of a 12-15 ms step, while the whole step
     # computes for 1-1.5 ms: 0.14 MB buckets made the step slower (17.9-20.4 ms against 12.2-14.7 in three pairs
     # of runs), each extra all-reduce costing its latency, while 4 micro-batches under no_sync took 5-6 ms each

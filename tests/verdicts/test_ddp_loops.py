@@ -6,7 +6,10 @@ were not built on" has the measured truth of each):
 * rank 0 alone saving a checkpoint every step is the slow rank, in free
   time, with the checkpoint's recurring host time as its cause, and the
   fix takes that work out of the step;
-* the same loop without the checkpoint names no rank;
+* the same loop without the checkpoint names no rank, unless the machine's
+  other load kept one rank off a core in every step, a slow rank in
+  compute at equal FLOPs whose fix is the CPU it runs on
+  (``_ddp_runs.starved_rank``);
 * a rank whose Dataset is slow is named in data loading, not in the free
   time that contains it;
 * the loss all-reduced every step for logging is not taken for a gradient
@@ -19,6 +22,7 @@ from __future__ import annotations
 import pytest
 
 from tests.verdicts._ddp_runs import scenario_report as _report
+from tests.verdicts._ddp_runs import starved_rank
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
@@ -50,7 +54,8 @@ def test_rank0_checkpointing_every_step_is_named_with_its_host_code(tmp_path):
 
 def test_the_same_loop_without_the_checkpoint_names_no_rank(tmp_path):
     report = _report("balanced-mlp-2", tmp_path)
-    assert "slow-rank" not in {f["rule"] for f in report["findings"]}, _metric(report, "cluster.slow_rank")
+    fired = "slow-rank" in {f["rule"] for f in report["findings"]}
+    assert not fired or starved_rank(report), _metric(report, "cluster.slow_rank").get("evidence")
     # whatever recurs on one rank more than on the other is noise, under the
     # share of the step from which slow-rank fires
     own = _metric(report, "cluster.slow_rank_own_host_ms").get("value", 0.0)
