@@ -24,13 +24,15 @@ ENV = {"OMP_NUM_THREADS": "1", "ADVISOR_STRICT": "1"}
 
 def profiled(tmp_path: Path, script: str, *args, steps: int, warmup: int, env: dict | None = None,
              name: str = "train_loop.py", timeout: int = 300, ranks: int = 1,
-             options: tuple[str, ...] = ()) -> tuple[dict, Path]:
+             options: tuple[str, ...] = (), alone: bool = False) -> tuple[dict, Path]:
     """Write ``script`` to ``tmp_path / name``, run it with ``args`` under
     ``advisor run --steps steps --warmup warmup`` and return (report.json,
     the output folder); fails unless the run succeeds with ``steps`` steps.
     ``ranks`` above 1: the script runs under ``torch.distributed.run`` with
     that many processes (a gloo job on this host). ``options``: more
-    ``advisor run`` options (``--stacks``, ``--memory``)."""
+    ``advisor run`` options (``--stacks``, ``--memory``). ``alone``: the run
+    has the machine to itself (``tests/_machine.py``), for a test that
+    compares its step time with another run's."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / name
     path.write_text(script)
@@ -39,7 +41,8 @@ def profiled(tmp_path: Path, script: str, *args, steps: int, warmup: int, env: d
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks), str(path)]
     argv = [sys.executable, "-m", "advisor", "run", "--steps", str(steps), "--warmup", str(warmup), "-o", str(out),
             "--no-color", *options, "--", *launch, *map(str, args)]
-    return advisor_run_report(argv, out, steps, cwd=tmp_path, env={**ENV, **(env or {})}, timeout=timeout), out
+    return advisor_run_report(argv, out, steps, cwd=tmp_path, env={**ENV, **(env or {})}, timeout=timeout,
+                              alone=alone), out
 
 
 def value(report: dict, metric: str):
