@@ -163,8 +163,8 @@ class Report(BaseModel):
     )
     findings: list[Finding] = Field(
         default_factory=list,
-        description="primary findings, largest expected gain (estimated gain x confidence) first; causes of the same time are in "
-        "each one's `contributing`",
+        description="primary findings, largest expected gain (estimated gain x confidence) first; causes of the "
+        "same time are in each one's `contributing`",
     )
     metrics: dict[str, Metric] = Field(default_factory=dict)
     skipped: list[Skip] = Field(default_factory=list)

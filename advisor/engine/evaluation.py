@@ -371,8 +371,7 @@ def _finding(compiled: CompiledRule, values, tree, activation, platform: dict, l
     }
     message = _render(rule.message, context, "message", checked).strip()
     if direct is False:
-        joiner = "" if message.endswith(_FULL_WIDTH_STOPS) else " "  # no space after a Chinese full stop
-        message = f"{message}{joiner}{_render(rule.confirm.text, context, 'confirm.text', checked).strip()}"
+        message = _sentences([message, _render(rule.confirm.text, context, 'confirm.text', checked).strip()])
     fix_model = _fix(rule, platform, context, lang, checked)
     severity = _severity(rule, stake_pct if stake_pct is not None else gain_pct, low_pct)
     caveats = [caveat_text(c) for c in rule.caveats if caveat_holds(c, platform["framework"], platform["device"])]
@@ -528,6 +527,19 @@ def _pick_fix(rule: Rule, framework: str, *, any_fix: bool = True):
     return None
 
 
+#: Sentence ends after which Chinese text goes on without a space.
+_FULL_WIDTH_STOPS = ("。", "！", "？", "）", "；")
+
+
+def _sentences(parts: list[str]) -> str:
+    """Sentences one after another: a space between them, none after a
+    Chinese full stop."""
+    out = parts[0]
+    for part in parts[1:]:
+        out += ("" if out.endswith(_FULL_WIDTH_STOPS) else " ") + part
+    return out
+
+
 def _fix(rule: Rule, platform: dict, context: dict, lang: str, checked: bool) -> Fix | None:
     """The finding's fix (module doc, "Fixes per platform"), rendered."""
     framework = platform["framework"]
@@ -538,7 +550,7 @@ def _fix(rule: Rule, platform: dict, context: dict, lang: str, checked: bool) ->
             parts = [("if_torch_npu", "torch_npu", *_rendered(*npu, context, checked)[1:])]
             if ms is not None:
                 parts.append(("if_mindspore", "MindSpore", *_rendered(*ms, context, checked)[1:]))
-            text = " ".join(engine_note(lang, note, text=fix_text) for note, _, fix_text, _ in parts)
+            text = _sentences([engine_note(lang, note, text=fix_text) for note, _, fix_text, _ in parts])
             codes = [f"# {label}\n{code}" for _, label, _, code in parts if code]
             return Fix(framework=engine_note(lang, "either_framework"), text=text,
                        code="\n\n".join(codes) or None)
@@ -678,10 +690,6 @@ def expected_gain_ms(f: Finding) -> float | None:
     if f.estimated_gain_ms is None:
         return None
     return f.estimated_gain_ms * (1.0 if f.confidence is None else f.confidence)
-
-
-#: Sentence ends after which Chinese text goes on without a space.
-_FULL_WIDTH_STOPS = ("。", "！", "？", "）", "；")
 
 
 def _rank_key(f: Finding) -> tuple:
