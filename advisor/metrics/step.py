@@ -126,11 +126,7 @@ MIN_MEDIAN_STEPS = 3
 def _recurring_free(p: Profile) -> tuple[pd.Series, pd.Series]:
     """Per rank (index): the recurring free time (us, see
     :func:`recurring_free_ms`) and the typical step with that free time
-    (us, see :func:`recurring_free_ratio`)."""
-    return p.memo("recurring_free", lambda: _recurring_free_of(p))
-
-
-def _recurring_free_of(p: Profile) -> tuple[pd.Series, pd.Series]:
+    (us, see :func:`recurring_free_ratio`): sums of :func:`_recurring_places`."""
     places, busy = _recurring_places(p)
     free = places.sum()
     return free, busy + free
