@@ -99,7 +99,8 @@ def compile_rules_for(rule_paths, overrides: Mapping[str, Mapping[str, float]] |
 class _Rules:
     """The compiled rules of one analysis: those the user gave (files or
     overrides) compiled when made, a bad one failing then; the built-in
-    ones when first ``ready()``, with the stages after reading imported."""
+    ones when first ``ready()``, with the stages after reading imported and
+    the CEL parser loaded (``ready`` runs while the workers read the ranks)."""
 
     def __init__(self, rule_paths, overrides: Mapping[str, Mapping[str, float]] | None, lang: str):
         self._args = (rule_paths, overrides, lang)
@@ -110,5 +111,7 @@ class _Rules:
         if self._compiled is None:
             self._compiled = compile_rules_for(*self._args)
         import advisor.analysis  # noqa: F401 -- its imports are most of the wait this saves
+        from advisor.engine import cel
 
+        cel.environment()  # the CEL parser: loaded while the ranks are read, not after
         return self._compiled
