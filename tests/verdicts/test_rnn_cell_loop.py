@@ -91,8 +91,16 @@ def test_a_cell_loop_is_named_and_the_sequence_module_saves_at_least_the_gain(tm
     seq = _run(tmp_path, kind, "sequence")
     assert value(seq, "host.rnn_cell_calls") == 0
     assert RULE not in {g["rule"] for g in seq["findings"]}
-    saved = value(loop, "step.time_ms") - value(seq, "step.time_ms")
-    assert saved >= f["estimated_gain_ms"], (saved, f["estimated_gain_ms"])
+    # each run's fastest step: the host's load only adds time, and one slowed step of five (the mean's
+    # 3.8 ms against a 4.3 ms gain once in a full suite, 14-23 ms on a quiet host) says nothing of the module
+    saved = _fastest_step(loop) - _fastest_step(seq)
+    assert saved >= f["estimated_gain_ms"], (saved, f["estimated_gain_ms"], loop["tables"]["step_series"],
+                                             seq["tables"]["step_series"])
+
+
+def _fastest_step(report: dict) -> float:
+    """The shortest step of a run in ms, its first step (the report's warm-up step) left out."""
+    return min(row["step_ms"] for row in report["tables"]["step_series"][1:])
 
 
 @needs_torch
