@@ -53,9 +53,11 @@ def test_an_all_to_all_exchange_is_not_called_gradient_all_reduce(tmp_path):
     found = {f["rule"]: f for f in report["findings"]}
     if "exposed-allreduce" in found:
         assert found["exposed-allreduce"]["time_at_stake_ms"] <= by_kind["allreduce"] + 1e-3, by_kind
-    # the exchange (the all-to-alls of its ids and of its rows, forward and
-    # back) exposes more than the gradient all-reduce of the small MLP
-    assert by_kind["alltoall"] > by_kind["allreduce"], by_kind
+    # the exchange is its all-to-alls (of the ids and of the rows forward, of the rows' gradients back), the
+    # gradient all-reduce the MLP's one bucket; both are exposed (alltoall 1.6-4.3 ms, allreduce 0.06-0.3 ms a
+    # step in quiet runs; under load the all-reduce also absorbs the ranks' skew: 1.07 ms against 0.93 once)
+    assert _value(report, "comm.collectives_per_step") == {"alltoall": 3.0, "allreduce": 1.0}
+    assert by_kind["alltoall"] > 0, by_kind
     assert not by_kind.get("fsdp"), by_kind  # nothing is gathered
     # the exchange's wait inside the autograd function is communication
     assert _value(report, "step.exposed_comm_ratio") > _value(report, "comm.overlap_ratio") / 4
