@@ -156,3 +156,20 @@ def test_the_anomaly_model_needs_ranks_to_leave_out(tmp_path):
     report = analyze(data, jobs=1)
     assert report.metrics["anomaly.rank_outliers"].value == []
     assert {f.rule: f for f in report.findings}["slow-rank"].scope.ranks == labels["ranks"]
+
+
+@pytest.mark.parametrize(("fmt", "tool", "other"), [("ascend-text", "npu-smi", "nvidia-smi"),
+                                                    ("kineto", "nvidia-smi", "npu-smi")])
+def test_a_compute_straggler_is_pointed_at_its_device(tmp_path, fmt, tool, other):
+    """A rank slower in its operators gets its device's clocks, temperature and
+    errors to check, with the tool of the platform the profile comes from;
+    host load and disk throughput are the fix for a rank slow in its host time."""
+    data, labels = generate(Spec(ranks=16, steps=12, fault="slow-rank", seed=4, severity=0.15,
+                                 kernels_per_step=6), tmp_path / "sr", fmt)
+    report = analyze(data, jobs=1)
+    finding = _slow_rank(report)
+    assert finding.scope.ranks == labels["ranks"]
+    assert report.metrics["cluster.slow_component"].value == "compute"
+    code = finding.fix.code
+    assert f"the device of rank {labels['ranks'][0]}" in code and tool in code, code
+    assert other not in code and "iostat" not in code, code
