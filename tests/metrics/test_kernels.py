@@ -189,7 +189,9 @@ def test_unaligned_matmul_quiet_on_aligned_shapes(tmp_path):
 @pytest.mark.parametrize("op_type,shapes,why", [
     ("MatMulV2", "81920,4096;8192,512", None),
     ("MatMulV3", "8192,15365;8192,4096", "inner axis 15365"),
-    ("BatchMatMul", "8,1000,64;8,64,1000", "inner axis 64, 1000"),
+    ("BatchMatMul", "8,1000,64;8,64,1000", "inner axis 1000 "),  # 64 is no short pad from 256
+    ("BatchMatMul", "16,512,64;16,64,512", None),  # attention scores, head dimension 64: a layout, not a pad
+    ("FlashAttentionScore", "2,32,4096,64;2,32,4096,64", None),  # head dimension 64: +100% to pad
     ("MatMul", "4,64,16,16;4,64,16,16", None),  # FRACTAL_NZ tiles: aligned by construction
     ("FlashAttentionScore", "4096,2,511;4096,2,512", "query last axis 511"),
     ("FlashAttentionScore", "2,32,4096,128;2,32,4096,128", None),
