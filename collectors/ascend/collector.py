@@ -49,6 +49,7 @@ from advisor.collectors.ascend import db as ascend_db
 from advisor.collectors.ascend.meta import (
     add_groups,
     framework_from_files,
+    framework_from_host_calls,
     framework_of,
     host_from_folder_name,
     pipeline_stage,
@@ -378,6 +379,8 @@ def read_rank(unit: Path, kernels: dict, index: int, with_kernels: bool = True) 
         _read_cpu_ops(reader, root / "FRAMEWORK", rank)
     if profile.meta.framework == "unknown":
         profile.meta.framework = framework_from_files(root)
+    if profile.meta.framework == "unknown":
+        profile.meta.framework = framework_from_host_calls(profile.host_calls)
     _require_something(profile, reader, out_dir)
     if reader.kernels is not None:
         kernels[index] = (reader.kernels, rank)

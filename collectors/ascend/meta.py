@@ -62,6 +62,23 @@ def framework_from_files(folder: Path | None) -> str:
     return "unknown"
 
 
+#: Host call names only PyTorch's dispatcher and autograd engine give
+#: (``aten::addmm``, ``autograd::engine::evaluate_function: ...``): a
+#: ``trace_view.json`` whose host lanes hold them was written by torch_npu.
+#: MindSpore names its host operators by the network's scopes
+#: (``Default/network/...``) or by the primitive (``MatMul``).
+_TORCH_CALL_PREFIXES = ("aten::", "autograd::")
+
+
+def framework_from_host_calls(host_calls) -> str:
+    """"torch_npu" when the ``host_calls`` table (``host_calls.read``,
+    a DataFrame or None) names a PyTorch call (``_TORCH_CALL_PREFIXES``);
+    else "unknown"."""
+    if host_calls is None or "name" not in host_calls.columns:
+        return "unknown"
+    return "torch_npu" if host_calls["name"].astype(str).str.startswith(_TORCH_CALL_PREFIXES).any() else "unknown"
+
+
 def rank_from_info_names(folder: Path | None) -> int | None:
     """Rank from a ``profiler_info_{N}.json`` file name in ``folder``."""
     if folder is None:

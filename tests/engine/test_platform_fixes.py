@@ -192,6 +192,38 @@ def test_ascend_framework_is_read_from_the_files_the_framework_writes(tmp_path, 
     assert load_profile(_rank(tmp_path, files)).meta.framework == framework
 
 
+def test_a_timeline_whose_host_lanes_hold_pytorch_calls_is_torch_npu(corpus):
+    """A lone trace_view.json (no folder name, no FRAMEWORK/ files) whose host
+    lanes hold aten:: and autograd:: calls was written by torch_npu: its
+    fixes are torch_npu's alone, and the optimizer's is the fused one of its
+    own algorithm (Adam, not AdamW)."""
+    report = advisor.analyze(corpus / "mstt/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json")
+    assert report.run.framework == "torch_npu"
+    fused = next(f for f in report.findings if f.rule == "unfused-optimizer")
+    assert "Adam" in fused.message and fused.fix.framework == "torch_npu"
+    assert "NpuFusedAdam(" in fused.fix.code and "instead of torch.optim.Adam\n" in fused.fix.code + "\n"
+    for finding in report.findings:
+        assert "MindSpore" not in finding.fix.text and "import mindspore" not in (finding.fix.code or "")
+
+
+def test_a_mindspore_timeline_is_not_taken_for_torch_npu(corpus):
+    """MindSpore names its host operators by scope or primitive, never aten::
+    or autograd::: every event name of a real MindSpore trace_view.json,
+    read as host calls, leaves the framework unknown."""
+    import pandas as pd
+
+    from advisor.collectors.ascend.meta import framework_from_host_calls
+
+    (trace,) = (corpus / "mindspore-cpu").glob("*_ascend_ms/ASCEND_PROFILER_OUTPUT/trace_view.json")
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = pd.DataFrame({"name": [str(e.get("name", "")) for e in events]})
+    assert len(names) > 50 and names["name"].str.contains("MatMul").any()
+    assert framework_from_host_calls(names) == "unknown"
+    torch_names = pd.DataFrame({"name": ["Optimizer.step#Adam.step", "aten::addmm"]})
+    assert framework_from_host_calls(torch_names) == "torch_npu"
+
+
 def test_ascend_run_without_framework_never_gets_a_pytorch_fix_as_the_mindspore_one():
     """memory-growth has a PyTorch fix only: it is the torch_npu one, under
     its condition, and nothing is offered as MindSpore's."""
