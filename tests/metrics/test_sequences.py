@@ -161,6 +161,10 @@ def test_zero_grad_fills_in_the_resnet50_corpus_fire_as_a_per_tensor_loop(corpus
     assert m["sequences.top_gap_ms"].value < m["step.time_ms"].value
     found = _findings_with_contributors(report)
     assert RULE in found and "zero_grad" in found[RULE].message
+    # the fix leads with the loop over tensors made one call; compiling is the second way
+    code = found[RULE].fix.code.splitlines()
+    assert code[1].startswith("optimizer.zero_grad(set_to_none=True)"), code
+    assert not any(line.startswith("model = torch.compile") for line in code), code
 
 
 @pytest.mark.parametrize("profile", ["hta/nccl_parser_config/nccl_data.json.gz", "hta/trace_filter",
