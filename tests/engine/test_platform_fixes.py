@@ -51,6 +51,10 @@ def test_v100_trace_records_the_gpu_and_fp32_compute_advises_float16_with_grad_s
     assert "float16 autocast with a GradScaler" in fix.text and "Tesla V100-DGXS-32GB" in fix.text
     assert "torch.float16" in fix.code and "GradScaler" in fix.code
     assert "bfloat16" not in fix.code
+    # no TF32 before Ampere: the tensor-core fix is float16 alone
+    cores = next(f for f in report.all_findings() if f.rule == "no-tensor-cores").fix
+    assert "no TF32" in cores.text and "Tesla V100-DGXS-32GB" in cores.text
+    assert "allow_tf32" not in cores.code and "GradScaler" in cores.code
 
 
 def test_fp32_compute_keeps_bfloat16_on_a_gpu_with_bf16_tensor_cores():
