@@ -229,11 +229,22 @@ def test_a_mindspore_timeline_is_not_taken_for_torch_npu(corpus):
 
 
 def test_ascend_run_without_framework_never_gets_a_pytorch_fix_as_the_mindspore_one():
-    """memory-growth has a PyTorch fix only: it is the torch_npu one, under
-    its condition, and nothing is offered as MindSpore's."""
-    finding = _fired("memory-growth", "", device="ascend")
-    assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: Keep only detached values")
+    """exposed-collective has a PyTorch fix only: it is the torch_npu one,
+    under its condition, and nothing is offered as MindSpore's."""
+    assert set(_rule("exposed-collective").rule.fix) == {"pytorch"}
+    finding = _fired("exposed-collective", "", device="ascend")
+    assert finding.fix.text.startswith("If the job runs PyTorch with torch_npu: ")
     assert "MindSpore" not in finding.fix.text and "# MindSpore" not in finding.fix.code
+
+
+def test_memory_growth_fix_per_framework_on_ascend():
+    """memory-growth's snapshot is the framework's own: torch_npu's allocator
+    on torch_npu, none of CUDA's; a MindSpore run keeps Python numbers."""
+    npu = _fired("memory-growth", "", framework="torch_npu", device="ascend")
+    assert npu.fix.framework == "torch_npu" and "npu_memory._dump_snapshot" in npu.fix.code
+    assert "cuda" not in npu.fix.code
+    ms = _fired("memory-growth", "", framework="mindspore", device="ascend")
+    assert ms.fix.framework == "mindspore" and "loss.asnumpy()" in ms.fix.code and "torch" not in ms.fix.code
 
 
 def test_a_gpu_without_tensor_cores_is_not_told_it_has_them(corpus):
