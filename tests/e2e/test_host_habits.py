@@ -72,6 +72,8 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     assert _value(bad, "host.gc_max_ms") >= 1.0
     assert _value(bad, "host.empty_cache_calls") == 1.0
     assert "train_habits.py" in fired["allocator-churn"]["message"]  # the call site
+    # a CPU run: the call goes, no CUDA allocator setting comes with it
+    assert "expandable" not in fired["allocator-churn"]["fix"]["text"] + fired["allocator-churn"]["fix"]["code"]
     # the loop calls gc.collect() itself, which no threshold stops: the message and the fix say to take it out
     assert "gc.collect() call out of the step" in fired["gc-pause"]["message"]
     assert "take gc.collect() calls out of the step" in fired["gc-pause"]["fix"]["text"]

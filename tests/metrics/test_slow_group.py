@@ -112,6 +112,7 @@ def test_a_slow_port_is_named_not_one_link(tmp_path):
                                       f"(host {host}): what they share is that rank's side of them (its NIC or port "
                                       "for RDMA")
     assert f"network port of rank {nic} on host {host}" in finding.fix.text
+    assert "hccn_tool" in finding.fix.code and "nvidia-smi" not in finding.fix.code  # an Ascend cluster's tools
 
 
 def test_one_slow_link_is_not_blamed_on_a_port(tmp_path):
