@@ -32,8 +32,9 @@ from advisor.profile import Profile
 TOP_NAMES = 5
 _NEEDS = ["host_calls.cls", "host_calls.count", "host_calls.total_us", "steps.duration_us"]
 #: Optimizer classes that have a fused implementation: torch.optim's
-#: ``fused=True`` (Adam, AdamW, SGD, Adagrad; torch.optim docs) and
-#: torch_npu's NpuFused* counterparts. Others (SparseAdam, LBFGS, ...) have
+#: ``fused=True`` (Adam, AdamW, SGD, Adagrad; torch.optim docs). torch_npu
+#: fuses Adam, AdamW and SGD (NpuFused*, named by unfused-optimizer's
+#: torch_npu fix) but not Adagrad. Others (SparseAdam, LBFGS, ...) have
 #: nothing to fuse into.
 FUSABLE_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "Adagrad"})
 
