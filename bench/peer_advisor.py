@@ -71,6 +71,7 @@ FAULT_CHECKS = {
     "exposed-allreduce": {("overall-summary", None)},
     "slow-link-type": {("slow-link", None)},
     "bandwidth-contention": {("bandwidth-contention", None)},
+    "more-work": {("slow-rank", "Computing")},
 }
 #: seconds one incumbent run may take (it takes minutes on a busy machine)
 PEER_TIMEOUT_S = 1800

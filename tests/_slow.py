@@ -94,6 +94,7 @@ MEASURED = {
     "tests/metrics/test_slow_group.py::test_a_data_starved_host_is_named_whole",
     "tests/metrics/test_slow_group.py::test_a_lone_straggler_stays_alone",
     "tests/metrics/test_slow_group.py::test_a_compute_straggler_is_pointed_at_its_device",
+    "tests/metrics/test_slow_group.py::test_a_slower_device_is_told_from_more_work",
     "tests/metrics/test_slow_group.py::test_healthy_hosts_have_no_slow_group",
     "tests/metrics/test_slow_group.py::test_a_slow_port_is_named_not_one_link",
     "tests/metrics/test_slow_group.py::test_one_slow_link_is_not_blamed_on_a_port",

@@ -41,7 +41,8 @@ def _kernel_ranks(value: str | None) -> int | None:
               help="Read ranks on an existing Dask cluster, e.g. tcp://scheduler:8786.")
 @click.option("--kernel-ranks", default=None, metavar="N|all", callback=lambda ctx, param, value: _kernel_ranks(value),
               help="Read kernel files (operators, device idle) on at most N ranks of a larger "
-                   f"cluster, spread over hosts and stages (default: {KERNEL_RANKS}); all: on every "
+                   f"cluster, spread over hosts and stages, the slowest in compute among them "
+                   f"(default: {KERNEL_RANKS}); all: on every "
                    "rank. Step-trace and communication files are read on every rank.")
 @report_options
 def report(path: Path, out_dir: Path, jobs, dask_address, kernel_ranks, rule_paths, overrides, lang: str,

@@ -127,6 +127,7 @@ import pandas as pd
 
 from advisor.collectors.vocab import size_classes
 from advisor.metrics.comm import peer_waits
+from advisor.metrics.ops import _compute_ops
 from advisor.metrics.pipeline import stage_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.step import recurring_free_by_place
@@ -161,6 +162,14 @@ MIN_SCATTER_STEPS = 3
 #: slow-rank rule's ``min_flops_ratio``, from which its message says the rank
 #: was given more work.
 MORE_WORK = 1.2
+#: ``cluster.slow_rank_kernel_excess_ms`` compares per-call times over the
+#: operators the slow rank shares with the ranks it is compared with; when
+#: those hold less than this share of its kernel time, the two ran
+#: different work (other shapes, other operators), which per-call times do
+#: not compare.
+MATCHED_SHARE = 0.5
+#: The columns that make two ranks' operators the same kernel (as many as the table has).
+KERNEL_KEYS = ("name", "type", "input_dtypes", "input_shapes")
 #: Step components made of operator time, which grow with a rank's work.
 WORK_COMPONENTS = ("computing_us", "fp_bp_us")
 #: The step component of free time, whose recurring part (per place in the
@@ -641,6 +650,55 @@ def _work_ratio(p: Profile, rank: int, ranks) -> float | None:
     if rank not in flops.index or others.empty or others.median() <= 0:
         return None
     return float(flops[rank] / others.median())
+
+
+@metric("cluster.slow_rank_kernel_excess_ms", unit="ms", needs=["steps.duration_us", "ops.total_us"])
+def slow_rank_kernel_excess_ms(p: Profile) -> Value:
+    """How much longer per step ``cluster.slow_rank``'s kernels ran than the
+    same kernels (``KERNEL_KEYS``: operator, type, input dtypes and shapes)
+    take on the ranks it is compared with whose kernels were read: over its
+    operators that they ran too, its time minus its calls times their median
+    time per call, divided by its steps. Close to ``cluster.slow_rank_excess_ms``
+    in compute: its device runs the same work slower (clock, temperature,
+    memory); close to 0: its kernels run at its peers' speed, and its excess
+    is more or larger kernels. Communication operators are left out (their
+    time includes waiting for peers). Evidence: the share of its kernel time
+    in operators its peers ran (at least ``MATCHED_SHARE``), and its kernel
+    calls over the peers' median."""
+    s = _slowest(p)
+    rank = s["rank"]
+    ops = _compute_ops(p)
+    keys = [c for c in KERNEL_KEYS if c in ops.columns]
+    ops = ops[ops["count"] > 0]
+    own = ops[ops["rank"] == rank]
+    peers = ops[ops["rank"].isin([r for r in s["per_rank_ms"] if r != rank])]
+    if own.empty or own["total_us"].sum() <= 0:
+        raise NotEvaluated(f"the kernels of rank {rank} were not read (the kernel sample, --kernel-ranks)")
+    if peers.empty:
+        raise NotEvaluated(f"the kernels of the ranks compared with rank {rank} were not read")
+    per_call = (peers["total_us"] / peers["count"]).groupby(_kernel_key(peers, keys)).median()
+    own_key = _kernel_key(own, keys)
+    expected = own["count"].to_numpy(dtype=float) * per_call.reindex(own_key).to_numpy(dtype=float)
+    matched = np.isfinite(expected)
+    total = own["total_us"].to_numpy(dtype=float)
+    share = float(total[matched].sum() / total.sum())
+    if share < MATCHED_SHARE:
+        raise NotEvaluated(f"only {share:.0%} of rank {rank}'s kernel time is in kernels (operator and input shapes) "
+                           "the ranks compared with it ran: different work, not comparable per call")
+    steps = p.table("steps")
+    n_steps = max(1, int((steps["rank"] == rank).sum()))
+    calls = peers.groupby("rank")["count"].sum()
+    excess_ms = float((total[matched] - expected[matched]).sum()) / n_steps / US_PER_MS
+    return Value(excess_ms, {"rank": rank, "matched_share": round(share, 3), "peers_read": int(calls.size),
+                             "calls_ratio": round(float(own["count"].sum() / calls.median()), 3)})
+
+
+def _kernel_key(ops: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """One text per row naming its kernel by ``keys`` (missing values as "")."""
+    key = ops[keys[0]].astype("string").fillna("")
+    for c in keys[1:]:
+        key = key + "\x1f" + ops[c].astype("string").fillna("")
+    return key
 
 
 @metric("cluster.compute_spread_ratio", unit="ratio", needs=["steps.computing_us"])

@@ -84,7 +84,7 @@ def rank_trace(sc: Scenario, r: int) -> dict:
     ]
     corr = 1
     ext = 1
-    per = sc.spec.kernels_per_step
+    per = len(k.start) // len(sc.step_ids)
     for j, s in enumerate(sc.step_ids):
         t0 = sc.start_us[j]
         dw = sc.data_wait[j, r]

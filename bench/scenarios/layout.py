@@ -46,8 +46,10 @@ class RankKernels:
 
 def layout(sc: Scenario, rank: int, templates: list[OpTemplate], per_step: int) -> RankKernels:
     """Kernel placement of ``rank`` (see module doc); ``per_step`` compute
-    kernels per step cycle through ``templates`` in proportion to shares."""
+    kernels per step (times the rank's ``Scenario.work``) cycle through
+    ``templates`` in proportion to shares."""
     S = sc.spec.steps
+    per_step *= sc.work.get(rank, 1)
     shares = np.array([t.share for t in templates])
     idx = np.arange(per_step) % len(templates)
     counts = np.bincount(idx, minlength=len(templates)).astype(float)

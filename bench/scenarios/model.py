@@ -59,6 +59,9 @@ Faults (``FAULTS``), drawn severity given as a share of the step unless said:
   overlapping compute; the operators that run beside compute move their
   bytes at 35-60% of the bandwidth of those that run alone (compute and the
   copy engines share the memory), and the all-reduce gets 15% longer.
+* ``more-work``: one rank is given twice the work of the others (twice
+  the sequences, an uneven split): it computes twice as long, running
+  each step's kernels twice, each as long as on the other ranks.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ import numpy as np
 #: Order matters: a fault's index seeds its draws, so new kinds go last.
 FAULTS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-stage", "stall", "slow-nic",
           "small-packets", "rdma-retransmission", "exposed-allreduce", "slow-link-type",
-          "bandwidth-contention")
+          "bandwidth-contention", "more-work")
 #: ``exposed-allreduce``: share of the all-reduce compute overlaps (a job
 #: that reduces every gradient in one all-reduce issued after backward;
 #: what overlaps is the optimizer's first kernels and timestamp skew).
@@ -163,6 +166,8 @@ class Scenario:
     #: bandwidth of the transfers of operators that run beside compute,
     #: relative to those that run alone (``bandwidth-contention``; 1 = none)
     contention: float = 1.0
+    #: rank -> how many times it runs each step's kernels (``more-work``; 1 for the others)
+    work: dict = field(default_factory=dict)
 
     @property
     def communication(self) -> np.ndarray:
@@ -263,6 +268,10 @@ def build(spec: Spec) -> Scenario:
         ranks = list(range(stage * per, (stage + 1) * per))
         computing[:, ranks] += sev * d0
         labels.update(ranks=ranks, stage=stage)
+    elif spec.fault == "more-work":
+        rank = int(rng.integers(R))
+        computing[:, rank] *= 2.0
+        labels["ranks"] = [rank]
     elif spec.fault == "stall":
         sev = sev if sev is not None else rng.uniform(0.25, 0.80)
         every = spec.stall_every or int(rng.choice([4, 5]))
@@ -330,7 +339,7 @@ def build(spec: Spec) -> Scenario:
                     start_us=start, computing=computing, free=free, data_wait=data_wait,
                     transfer=transfer, overlapped=overlapped, wait=wait, bubble=bubble,
                     duration=duration, links=links, labels=labels, buckets=buckets, retransmit=retransmit,
-                    contention=contention)
+                    contention=contention, work={r: 2 for r in labels["ranks"]} if spec.fault == "more-work" else {})
 
 
 def _ring_links(R: int, rph: int, pp: int, rng: np.random.Generator) -> list[Link]:

@@ -26,7 +26,9 @@ Decisions, applied the same way whichever way the units are read:
   report says what they were, e.g. "also found 3 Kineto traces".
 * Kernel files: above ``kernel_ranks`` units, a collector that can
   (``skips_kernels``) reads them on a sample of ranks only
-  (``kernel_sample``), and the report says on how many.
+  (``kernel_sample``): a spread, then (in this process, once every rank's
+  steps are in) the few ranks slowest in compute; the report says on how
+  many.
 
 What a collector can do is what its ``CAPABILITIES`` declare
 (``advisor.collectors.protocol``).
@@ -44,6 +46,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from advisor.collectors import protocol
 from advisor.collectors.io import listing
@@ -380,6 +384,7 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
             results = _run_dask(dask_address, module_name, paths, advance, no_kernels, meanwhile)
         else:
             results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels, meanwhile)
+    slow = _read_slowest(module_name, paths, results, no_kernels, kernel_ranks)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
@@ -405,7 +410,7 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     if no_kernels:
         ops = profile.table("ops")
         read = 0 if ops is None else int(ops["rank"].nunique())
-        profile.meta.notes.append(kernel_sample.note(read, len(kept), kernel_ranks))
+        profile.meta.notes.append(kernel_sample.note(read, len(kept), kernel_ranks, slow))
     for exc in failures:
         profile.skip(exc.path, exc.problem)
     for what, reason in [*skips, *dup_skips, *others]:
@@ -419,6 +424,45 @@ def _no_kernels(module_name: str, paths: list[str], kernel_ranks: int | None) ->
     if not protocol.load(module_name)[1].skips_kernels:
         return frozenset()
     return frozenset(u for u, read in zip(paths, kernel_sample.chosen(len(paths), kernel_ranks)) if not read)
+
+
+def _read_slowest(module_name: str, paths: list[str], results: list[tuple], no_kernels: frozenset[str],
+                  kernel_ranks: int | None) -> int:
+    """Read whole, in this process, the units outside the kernel sample that
+    are slowest in compute (``kernel_sample.slowest``), in place of their
+    reads without kernels in ``results``; how many were."""
+    if not no_kernels:
+        return 0
+    compute, stages = [], []
+    for result in results:
+        profile = result[1] if result[0] == "ok" else None
+        compute.append(_median_compute(profile))
+        stages.append(None if profile is None else next(iter(profile.meta.stages.values()), None))
+    picked = kernel_sample.slowest(compute, stages, [u not in no_kernels for u in paths], kernel_ranks)
+    if not picked:
+        return 0
+    for i, result in zip(picked, read_chunk(module_name, [paths[i] for i in picked])):
+        results[i] = result
+    return len(picked)
+
+
+def _median_compute(profile: Profile | None) -> float:
+    """The median of a unit's ``computing_us`` over its steps (Arrow or
+    pandas), NaN without them."""
+    steps = None if profile is None else profile.steps
+    if steps is None or len(steps) == 0:
+        return math.nan
+    if arrow_frames.is_arrow(steps):
+        table = steps.resolve() if isinstance(steps, arrow_frames.Rows) else steps
+        if "computing_us" not in table.column_names:
+            return math.nan
+        values = table.column("computing_us").to_numpy(zero_copy_only=False)
+    elif "computing_us" in steps.columns:
+        values = steps["computing_us"].to_numpy(dtype=float, na_value=math.nan)
+    else:
+        return math.nan
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else math.nan
 
 
 def _merge(parts: list[Profile], root: Path) -> Profile:

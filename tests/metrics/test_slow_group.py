@@ -174,3 +174,46 @@ def test_a_compute_straggler_is_pointed_at_its_device(tmp_path, fmt, tool, other
     code = finding.fix.code
     assert f"the device of rank {labels['ranks'][0]}" in code and tool in code, code
     assert other not in code and "iostat" not in code, code
+
+
+@pytest.mark.parametrize("fmt", ["ascend-text", "ascend-db", "kineto"])
+def test_a_slower_device_is_told_from_more_work(tmp_path, fmt):
+    """Two compute stragglers, from the same rank's kernels beside its
+    peers': one runs the same kernels each slower (``slow-rank``: its
+    device), the other runs twice the kernels, each as fast as on the
+    others (``more-work``: its share of the work). Their fixes differ."""
+    slow, slow_labels = generate(Spec(ranks=16, steps=12, fault="slow-rank", seed=4, severity=0.15,
+                                      kernels_per_step=6), tmp_path / "slow", fmt)
+    more, more_labels = generate(Spec(ranks=16, steps=12, fault="more-work", seed=4, kernels_per_step=6),
+                                 tmp_path / "more", fmt)
+    slower, heavier = analyze(slow, jobs=1), analyze(more, jobs=1)
+    for report, labels in ((slower, slow_labels), (heavier, more_labels)):
+        assert report.metrics["cluster.slow_rank"].value == labels["ranks"][0]
+        assert report.metrics["cluster.slow_component"].value == "compute"
+    excess = slower.metrics["cluster.slow_rank_excess_ms"].value
+    assert slower.metrics["cluster.slow_rank_kernel_excess_ms"].value == pytest.approx(excess, rel=0.1)
+    kernel_excess = heavier.metrics["cluster.slow_rank_kernel_excess_ms"]
+    assert abs(kernel_excess.value) < 0.05 * heavier.metrics["cluster.slow_rank_excess_ms"].value
+    assert kernel_excess.evidence["calls_ratio"] == pytest.approx(2.0, rel=0.05)
+    device, work = _slow_rank(slower), _slow_rank(heavier)
+    assert "its device is slower at the same work" in device.message, device.message
+    assert "clocks, temperature" in device.fix.text and "DistributedSampler" not in device.fix.code
+    assert "more or larger kernels" in work.message, work.message
+    assert "no more work than the others" in work.fix.text and "DistributedSampler" in work.fix.code
+    assert "smi" not in work.fix.code
+
+
+def test_ranks_that_ran_other_kernels_are_not_compared_per_call(tmp_path):
+    """The slow rank's kernels under other input shapes than its peers':
+    per-call times do not compare, and the metric says why."""
+    data, labels = generate(Spec(ranks=8, steps=6, fault="slow-rank", seed=4, severity=0.15, kernels_per_step=6),
+                            tmp_path / "run", "ascend-text")
+    rank = labels["ranks"][0]
+    kernels = sorted(data.iterdir())[rank] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    kernels.write_text(kernels.read_text().replace('"""8192,4096;4096,4096"""', '"""8192,4096;4096,8192"""')
+                       .replace('"""8192,22016"""', '"""8192,44032"""'))
+    report = analyze(data, jobs=1)
+    assert report.metrics["cluster.slow_rank"].value == rank
+    assert "cluster.slow_rank_kernel_excess_ms" not in report.metrics
+    reason = next(s.reason for s in report.skipped if s.what == "metric cluster.slow_rank_kernel_excess_ms")
+    assert f"of rank {rank}'s kernel time is in kernels" in reason, reason

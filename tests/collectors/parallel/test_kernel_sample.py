@@ -15,21 +15,38 @@ import pytest
 
 
 from advisor.collectors import load_profile
-from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT, chosen
+from advisor.collectors.parallel.kernel_sample import DEFAULT_LIMIT, chosen, slowest, slowest_count
 from advisor.errors import ConfigError
 from advisor.pipeline import analyze
 from bench.scenarios import Spec, generate
 
 
-@pytest.mark.parametrize("count,limit", [(1024, 128), (1000, 128), (129, 128), (4096, 128), (37, 5), (10, 1)])
+@pytest.mark.parametrize("count,limit", [(1024, 128), (1000, 128), (129, 128), (4096, 128), (1024, 64), (37, 5),
+                                         (10, 1)])
 def test_the_sample_takes_one_rank_per_block_at_a_rotating_position(count, limit):
     picks = [i for i, read in enumerate(chosen(count, limit)) if read]
-    k = math.ceil(count / limit)
-    assert len(picks) <= limit
+    spread = limit - slowest_count(limit)  # the rest of the sample: the ranks slowest in compute
+    k = math.ceil(count / spread)
+    assert len(picks) <= spread
     assert [p // k for p in picks] == list(range(math.ceil(count / k)))  # one in every block
     full_blocks = count // k
     positions = {p % k for p in picks[:full_blocks]}
     assert positions == set(range(min(k, full_blocks)))  # every local position, so every card of a host
+
+
+def test_the_slowest_in_compute_are_those_furthest_above_their_stage():
+    """Two stages, stage 1 computing twice as long: its ranks are not slow,
+    rank 6 (20% above its stage) and rank 1 (10% above) are; ranks already
+    in the spread, below their median or without steps are never picked."""
+    compute = [100, 110, 100, 100, 200, 200, 240, 200, float("nan"), 100]
+    stages = [0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
+    read = [False] * 10
+    assert slowest(compute, stages, read, 64) == [6, 1]
+    read[6] = True
+    assert slowest(compute, stages, read, 64) == [1]
+    assert slowest(compute, stages, read, 8) == [1]
+    assert slowest(compute, stages, read, 7) == []  # a sample of 7: no room beside the spread
+    assert slowest([100.0] * 10, [None] * 10, [False] * 10, 64) == []  # a uniform run has no slowest
 
 
 def test_small_runs_and_no_limit_read_every_rank():
@@ -73,7 +90,7 @@ def test_a_sampled_report_is_the_full_report(slow_rank_run, tmp_path):
     # the metrics of the tables read from kernel files: operators, their sequences, transfers beside compute
     from_kernels = {mid for mid in full.metrics
                     if mid.startswith(("ops.", "kernels.", "sequences.", "transfer.contention_"))
-                    or mid == "step.device_idle_ratio"}
+                    or mid in ("step.device_idle_ratio", "cluster.slow_rank_kernel_excess_ms")}
     # a link type is judged on the operators that ran alone where the kernels tell them apart (the
     # sampled ranks), on all operators elsewhere: neither the full read's nor the sample's alone
     mixed = {mid for mid in full.metrics if mid.startswith(("transfer.link_type_", "transfer.slow_link_type"))}
@@ -188,3 +205,24 @@ def test_the_public_api_takes_the_limit(slow_rank_run):
     every = advisor.analyze(data, kernel_ranks=None, use_config=False, jobs=1)
     assert any("kernel files of 6 of 24 ranks" in n for n in sampled.run.notes)
     assert not any("kernel files" in n for n in every.run.notes)
+
+
+def test_the_slowest_rank_in_compute_has_its_kernels_read(tmp_path):
+    """64 ranks, 16 kernel files at most: a spread of 13 and the 2 ranks slowest in
+    compute, the straggler among them although the spread passes it by; its
+    kernels beside its peers' tell that its device is slower. Read in the
+    pool and in this process alike."""
+    data, labels = generate(Spec(ranks=64, steps=6, fault="slow-rank", seed=0, severity=0.15, kernels_per_step=4),
+                            tmp_path / "run", "ascend-text")
+    straggler = labels["ranks"][0]
+    spread = [i for i, read in enumerate(chosen(64, 16)) if read]
+    assert len(spread) == 13 and straggler not in spread
+    one = load_profile(data, jobs=1, kernel_ranks=16)
+    read = set(one.ops["rank"].unique())
+    assert straggler in read and read > set(spread) and len(read) == 15
+    assert "kernel files of 15 of 64 ranks (one in every 5, and the 2 slowest in compute" in " ".join(one.meta.notes)
+    from .test_rank_reader import assert_same_profile
+
+    assert_same_profile(one, load_profile(data, jobs=2, kernel_ranks=16))
+    report = analyze(data, jobs=1, kernel_ranks=16)
+    assert "its device is slower at the same work" in {f.rule: f for f in report.findings}["slow-rank"].message
