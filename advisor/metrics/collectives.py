@@ -23,6 +23,7 @@ gathered by the fix that hides them, one rule each.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from advisor.profile import Profile
@@ -46,6 +47,13 @@ _GROUP_OF = {kind: group for group, kinds in KIND_GROUPS.items() for kind in kin
 def group_of(kind: str) -> str:
     """The kind group of a collective kind (``other`` for an unknown kind)."""
     return _GROUP_OF.get(str(kind), "other")
+
+
+def groups_of(kinds: pd.Series) -> pd.Series:
+    """``group_of`` of each kind in ``kinds``, looked up once per distinct
+    kind (a cluster's comm table repeats a few kinds over every rank)."""
+    codes, distinct = kinds.factorize(use_na_sentinel=False)
+    return pd.Series(np.array([group_of(k) for k in distinct], dtype=object)[codes], index=kinds.index)
 
 
 def collective_rows(p: Profile) -> pd.DataFrame | None:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from advisor.collectors.ascend.hccl_rows import SOURCES as COMM_SOURCES
-from advisor.metrics.collectives import GROUP_LABELS, KIND_GROUPS, collective_rows, group_of
+from advisor.metrics.collectives import GROUP_LABELS, KIND_GROUPS, collective_rows, groups_of
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, per_rank_median, rank_evidence, run_ratio, steady_steps
 from advisor.profile import Profile
@@ -169,7 +169,7 @@ def _exposure_frame(p: Profile) -> pd.DataFrame:
     receive = (steps["receive_us"].fillna(0.0).clip(lower=0.0).to_numpy(dtype=float)
                if "receive_us" in steps.columns else None)
     frame = frame[np.isfinite(frame["dur"]) & np.isfinite(frame["exposed"]) & (frame["dur"] > 0)]
-    c = comm.assign(group=comm["kind"].map(group_of), step=_step_key(comm))
+    c = comm.assign(group=groups_of(comm["kind"]), step=_step_key(comm))
     groups = [g for g in KIND_GROUPS if (c["group"] == g).any()]
     unsplit: set[str] = set()
     if "exposed_share_us" in c.columns:
@@ -217,12 +217,7 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
     busy = c[c["elapse_us"].fillna(0) > 0] if "elapse_us" in c.columns else c
     if receive is not None:
         busy = busy[busy["group"] != "p2p"]
-    by_step: dict[tuple, list[str]] = {}
-    by_rank: dict[object, list[str]] = {}
-    for rank, step, group in busy[["rank", "step", "group"]].drop_duplicates().itertuples(index=False):
-        by_step.setdefault((rank, step), []).append(group)
-        if group not in by_rank.setdefault(rank, []):
-            by_rank[rank].append(group)
+    present = busy[["rank", "step", "group"]].drop_duplicates()
     exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
     if "elapse_us" in busy.columns:  # a kind exposes at most the time its collectives take in the step
         in_step = busy.groupby(["rank", "step"])["elapse_us"].sum()
@@ -234,21 +229,38 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
         exposed = np.minimum(exposed, np.nan_to_num(cap, nan=np.inf))
     column = {g: j for j, g in enumerate(groups)}
     p2p = column.get("p2p") if receive is not None else None
-    present = [by_step.get(key) for key in zip(frame["rank"].to_numpy(), frame["step"].to_numpy())]
-    present = [by_step.get((rank, -1), by_rank.get(rank)) if found is None else found
-               for found, rank in zip(present, frame["rank"].to_numpy())]
-    count = np.array([-1 if found is None else len(found) for found in present], dtype=np.int64)
-    sole = np.array([column[found[0]] if found is not None and len(found) == 1 else 0 for found in present],
-                    dtype=np.int64)
+    found, known = _groups_present(present, frame, groups)
+    count = np.where(known, found.sum(axis=1), -1)
     out = np.full((len(frame), len(groups)), np.nan)
-    out[(count == 0) | (count == 1)] = 0.0  # several groups in the step: unknown (NaN)
+    out[(count == 0) | (count == 1)] = 0.0  # several groups in the step, or none found for it: unknown (NaN)
     alone = np.flatnonzero(count == 1)
-    out[alone, sole[alone]] = np.where(0.0 > exposed[alone], 0.0, exposed[alone])  # max(exposed, 0.0)
-    for i in np.flatnonzero(count > 1).tolist():
-        unsplit.update(present[i])
+    sole = found[alone].argmax(axis=1)
+    out[alone, sole] = np.where(0.0 > exposed[alone], 0.0, exposed[alone])  # max(exposed, 0.0)
+    unsplit.update(g for g, seen in zip(groups, found[count > 1].any(axis=0)) if seen)
     if p2p is not None:
         out[:, p2p] = receive
     return pd.DataFrame(out, columns=groups)
+
+
+def _groups_present(present: pd.DataFrame, frame: pd.DataFrame, groups: list[str]) -> np.ndarray:
+    """Per step row of ``frame`` and group of ``groups``, whether the group
+    has collective time in the rank's step (``present``: distinct rank,
+    step, group), else in its steps without ids (step -1), else in any of
+    its steps (bool, rows x groups); and per row whether any of these was
+    found (a row with none is unknown)."""
+    if present.empty or not groups:
+        return np.zeros((len(frame), len(groups)), dtype=bool), np.zeros(len(frame), dtype=bool)
+    keys, at = pd.MultiIndex.from_arrays([present["rank"], present["step"]], names=["rank", "step"]).factorize()
+    flags = np.zeros((len(at), len(groups)))
+    flags[keys, pd.Categorical(present["group"], categories=groups).codes] = 1.0
+    flags = pd.DataFrame(flags, index=at, columns=groups)
+    ranks = frame["rank"].to_numpy()
+    out = flags.reindex(pd.MultiIndex.from_arrays([ranks, frame["step"].to_numpy()])).to_numpy(copy=True)
+    for fallback in (flags.reindex(pd.MultiIndex.from_arrays([ranks, np.full(len(frame), -1, dtype=frame["step"].dtype)])),
+                     flags.groupby(level=0).max().reindex(ranks)):
+        missing = np.isnan(out[:, 0])
+        out[missing] = fallback.to_numpy()[missing]
+    return np.nan_to_num(out) > 0, ~np.isnan(out[:, 0])
 
 
 def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
@@ -267,7 +279,7 @@ def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataF
         if comm is None or "sync_us" not in comm.columns or not (comm["sync_us"].fillna(0.0) > 0).any():
             return pd.DataFrame(0.0, index=frame.index, columns=groups)
         rows, column, found = comm.assign(step=_step_key(comm)), "sync_us", "recorded"
-    per = rows.assign(group=rows["kind"].map(group_of)).groupby(["rank", "step", "group"])[column].sum().unstack(
+    per = rows.assign(group=groups_of(rows["kind"])).groupby(["rank", "step", "group"])[column].sum().unstack(
         "group")
     at = pd.MultiIndex.from_frame(frame[["rank", "step"]])
     out = per.reindex(index=at, columns=groups).fillna(0.0).clip(lower=0.0).reset_index(drop=True)
@@ -508,7 +520,7 @@ def _collectives_in_steady_steps(p: Profile) -> tuple[pd.DataFrame, pd.Series, i
 def _group_collectives(p: Profile, group: str) -> tuple[pd.DataFrame, pd.Series, int]:
     """``_steady_collectives`` of kind group ``group`` only."""
     rows, ops, steady = _steady_collectives(p)
-    chosen = rows["kind"].map(group_of) == group
+    chosen = groups_of(rows["kind"]) == group
     if not chosen.any():
         raise NotEvaluated(f"the steady steps hold no {GROUP_LABELS[group]}")
     return rows[chosen], ops[chosen], steady
