@@ -162,20 +162,25 @@ def _progress(total: int):
 
 
 #: Units per pool task: each task takes its share of the units left,
-#: ``left / (jobs x TASKS_PER_WORKER)``, one at least and ``MAX_CHUNK`` at
-#: most (guided self-scheduling): large tasks first amortize the
-#: per-task cost (pickling, scheduling, a batch's shared work), small ones
-#: last let the workers finish together instead of one waiting on the
-#: other's last large task.
+#: ``left / (jobs x TASKS_PER_WORKER)``, ``MAX_CHUNK`` at most and at least
+#: ``1 / (jobs x MIN_SHARE_OF)`` of all units (one at least): guided
+#: self-scheduling. Large tasks first amortize the per-task cost (pickling,
+#: scheduling, a batch's shared work: ~4 ms, a small Ascend rank's read
+#: ~1.2 ms), small ones last let the workers finish together instead of one
+#: waiting on the other's last large task; the floor keeps a thousand small
+#: ranks from ending in a tail of one-unit tasks, while a few large units
+#: (eight traces) still go out one by one.
 TASKS_PER_WORKER = 2
-MAX_CHUNK = 64
+MAX_CHUNK = 128
+MIN_SHARE_OF = 32
 
 
 def _chunks(units: list[str], jobs: int) -> list[list[str]]:
     """Consecutive chunks of ``units`` for ``jobs`` workers, shrinking (above)."""
     out, at = [], 0
+    least = max(1, len(units) // (jobs * MIN_SHARE_OF))
     while at < len(units):
-        size = max(1, min(MAX_CHUNK, math.ceil((len(units) - at) / (jobs * TASKS_PER_WORKER))))
+        size = max(least, min(MAX_CHUNK, math.ceil((len(units) - at) / (jobs * TASKS_PER_WORKER))))
         out.append(units[at:at + size])
         at += size
     return out
