@@ -26,9 +26,8 @@ Decisions, applied the same way whichever way the units are read:
   report says what they were, e.g. "also found 3 Kineto traces".
 * Kernel files: above ``kernel_ranks`` units, a collector that can
   (``skips_kernels``) reads them on a sample of ranks only
-  (``kernel_sample``): a spread, then (in this process, once every rank's
-  steps are in) the few ranks slowest in compute; the report says on how
-  many.
+  (``kernel_sample``): a spread, then (once every rank's steps are in) the
+  few ranks slowest in compute; the report says on how many.
 
 What a collector can do is what its ``CAPABILITIES`` declare
 (``advisor.collectors.protocol``).
@@ -384,12 +383,14 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     paths, skips = _dedupe_paths(units)
     no_kernels = _no_kernels(module_name, paths, kernel_ranks)
     meanwhile = meanwhile or _nothing
-    with _progress(len(paths)) as advance:
+    def run(units: list[str], advance, without_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
         if dask_address:
-            results = _run_dask(dask_address, module_name, paths, advance, no_kernels, meanwhile)
-        else:
-            results = _run_local(module_name, paths, jobs or usable_cpus(), advance, no_kernels, meanwhile)
-    slow = _read_slowest(module_name, paths, results, no_kernels, kernel_ranks)
+            return _run_dask(dask_address, module_name, units, advance, without_kernels, meanwhile)
+        return _run_local(module_name, units, jobs or usable_cpus(), advance, without_kernels, meanwhile)
+
+    with _progress(len(paths)) as advance:
+        results = run(paths, advance, no_kernels, meanwhile)
+    slow = _read_slowest(run, paths, results, no_kernels, kernel_ranks)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
@@ -431,11 +432,11 @@ def _no_kernels(module_name: str, paths: list[str], kernel_ranks: int | None) ->
     return frozenset(u for u, read in zip(paths, kernel_sample.chosen(len(paths), kernel_ranks)) if not read)
 
 
-def _read_slowest(module_name: str, paths: list[str], results: list[tuple], no_kernels: frozenset[str],
+def _read_slowest(run, paths: list[str], results: list[tuple], no_kernels: frozenset[str],
                   kernel_ranks: int | None) -> int:
-    """Read whole, in this process, the units outside the kernel sample that
-    are slowest in compute (``kernel_sample.slowest``), in place of their
-    reads without kernels in ``results``; how many were."""
+    """Read whole (``run``: as the others were read) the units outside the
+    kernel sample that are slowest in compute (``kernel_sample.slowest``),
+    in place of their reads without kernels in ``results``; how many were."""
     if not no_kernels:
         return 0
     compute, stages = [], []
@@ -446,7 +447,7 @@ def _read_slowest(module_name: str, paths: list[str], results: list[tuple], no_k
     picked = kernel_sample.slowest(compute, stages, [u not in no_kernels for u in paths], kernel_ranks)
     if not picked:
         return 0
-    for i, result in zip(picked, read_chunk(module_name, [paths[i] for i in picked])):
+    for i, result in zip(picked, run([paths[i] for i in picked], lambda n=1: None, frozenset())):
         results[i] = result
     return len(picked)
 
