@@ -1,4 +1,5 @@
-"""The Profile's shared vocabulary: collective kinds and tensor dtypes.
+"""The Profile's shared vocabulary: collective kinds, tensor dtypes and
+PyTorch's operator namespaces.
 
 Every collector names a communication operator's kind and an operator's
 input dtypes through this module, so one operator reads the same from any
@@ -58,6 +59,15 @@ import re
 import numpy as np
 
 # ---------------------------------------------------------------- kinds
+
+#: The namespace of PyTorch's operators in host call names (``aten::addmm``).
+ATEN = "aten::"
+#: Namespaces only PyTorch's dispatcher and autograd engine give host calls
+#: (``aten::addmm``, ``autograd::engine::evaluate_function: ...``): a
+#: timeline that holds them was written by PyTorch (torch_npu on Ascend).
+#: MindSpore names its host operators by the network's scopes
+#: (``Default/network/...``) or by the primitive (``MatMul``).
+TORCH_NAMESPACES = (ATEN, "autograd::")
 
 ALLREDUCE = "allreduce"
 REDUCESCATTER = "reducescatter"

@@ -19,6 +19,7 @@ from advisor.collectors.ascend import fields
 from advisor.collectors.ascend.link_ranks import global_ranks, group_ranks
 from advisor.collectors.io import listing
 from advisor.collectors.io.files import load_json
+from advisor.collectors.vocab import TORCH_NAMESPACES
 from advisor.errors import InputError
 from advisor.profile import Profile
 
@@ -62,21 +63,13 @@ def framework_from_files(folder: Path | None) -> str:
     return "unknown"
 
 
-#: Host call names only PyTorch's dispatcher and autograd engine give
-#: (``aten::addmm``, ``autograd::engine::evaluate_function: ...``): a
-#: ``trace_view.json`` whose host lanes hold them was written by torch_npu.
-#: MindSpore names its host operators by the network's scopes
-#: (``Default/network/...``) or by the primitive (``MatMul``).
-_TORCH_CALL_PREFIXES = ("aten::", "autograd::")
-
-
 def framework_from_host_calls(host_calls) -> str:
     """"torch_npu" when the ``host_calls`` table (``host_calls.read``,
-    a DataFrame or None) names a PyTorch call (``_TORCH_CALL_PREFIXES``);
+    a DataFrame or None) names a PyTorch call (``vocab.TORCH_NAMESPACES``);
     else "unknown"."""
     if host_calls is None or "name" not in host_calls.columns:
         return "unknown"
-    return "torch_npu" if host_calls["name"].astype(str).str.startswith(_TORCH_CALL_PREFIXES).any() else "unknown"
+    return "torch_npu" if host_calls["name"].astype(str).str.startswith(TORCH_NAMESPACES).any() else "unknown"
 
 
 def rank_from_info_names(folder: Path | None) -> int | None:

@@ -37,6 +37,7 @@ import pandas as pd
 from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto.decode import HOST, Events
 from advisor.collectors.kineto.host_calls import _device_time, _step_of
+from advisor.collectors.vocab import ATEN
 
 #: Ops that only view, reshape or cast a tensor, or build a mask: skipped when matching.
 TRANSPARENT = frozenset({
@@ -74,7 +75,6 @@ _OTHER = "."
 _NOT_COUNTED = MATMUL | {"linear"}
 #: An op of every pattern: a trace that calls none of them has no chain to look for.
 _KEY_OPS = frozenset({"softmax", "_softmax", "_safe_softmax", "rsqrt", "silu", "gelu", "neg"})
-_PREFIX = "aten::"
 #: What a framework op's name holds (``aten::softmax``, ``autograd::engine::...``):
 #: the step markers, ``Optimizer.step#...`` and ``record_function`` ranges,
 #: which some profilers file under the ops' category (PyTorch 1.8's
@@ -85,9 +85,9 @@ FRAMEWORK_OP = "::"
 
 def short_name(name: str) -> str:
     """``aten::masked_fill_`` -> ``masked_fill``; other names unchanged."""
-    if not name.startswith(_PREFIX):
+    if not name.startswith(ATEN):
         return name
-    return name[len(_PREFIX):].rstrip("_") or name
+    return name[len(ATEN):].rstrip("_") or name
 
 
 def find(tokens: list[str]) -> list[tuple[str, list[int]]]:
