@@ -7,7 +7,11 @@ with ``advisor.pipeline.analyze`` and scored:
 * ``slow-rank`` is correct when the finding's ``scope.ranks`` are exactly
   the labelled ranks: the slow rank, or every rank of the data-starved
   host and no other (on a slow pipeline stage the call is tolerated, not
-  required, when it names ranks of the stage);
+  required, when it names ranks of the stage); on a compute straggler
+  (``slow-rank``: the same kernels, each slower) and a rank given more work
+  (``more-work``: more kernels, each as fast) also when it names that cause:
+  ``cluster.slow_rank_kernel_excess_ms`` at least the rule's
+  ``device_share`` of the excess for the first, below it for the second;
 * ``slow-link`` is correct when it fires and ``cluster.slowest_link`` is
   the labelled link, blamed on no rank's port; on a slow NIC, when it
   names that rank (``cluster.slow_link_rank`` and the finding's ranks), or,
@@ -57,11 +61,11 @@ from pathlib import Path
 from bench.scenarios import Spec, generate
 
 WORK = Path(os.environ.get("ADVISOR_BENCH_DIR", "/tmp/advisor-bench")) / "accuracy"
-KINDS = ("healthy", "slow-rank", "data-starved", "slow-link", "slow-nic", "slow-stage", "stall")
+KINDS = ("healthy", "slow-rank", "more-work", "data-starved", "slow-link", "slow-nic", "slow-stage", "stall")
 RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
 #: Severities a healthy run must never get (the accuracy target's bar for false alarms).
 SEVERE = ("medium", "high", "critical")
-EXPECTS = {"slow-rank": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
+EXPECTS = {"slow-rank": "slow-rank", "more-work": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
            "slow-nic": "slow-link", "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
 #: Pipeline sizes of the extra healthy runs (``--sizes`` permitting).
 PIPELINES = (2, 4)
@@ -122,7 +126,7 @@ def _judge(kind: str, rule: str, finding, labels: dict, value) -> str:
     if EXPECTS.get(kind) != rule:
         return "fp"
     if rule == "slow-rank":
-        hit = set(scope.ranks) == want
+        hit = set(scope.ranks) == want and _cause_named(kind, value)
     elif rule == "slow-link" and kind == "slow-nic":
         named = value("cluster.slow_link_rank") == labels.get("nic") and scope.ranks == [labels.get("nic")]
         # a rank whose port links it to one peer only (two hosts): either end may be at fault
@@ -135,6 +139,20 @@ def _judge(kind: str, rule: str, finding, labels: dict, value) -> str:
     else:
         hit = set(scope.ranks) == want
     return "tp" if hit else "wrong"
+
+
+def _cause_named(kind: str, value) -> bool:
+    """On a compute straggler or a rank given more work: whether the slow-rank
+    finding names that cause (module doc); True for the other kinds."""
+    if kind not in ("slow-rank", "more-work"):
+        return True
+    from advisor.engine.loader import load_rules
+
+    share = next(r for r in load_rules() if r.name == "slow-rank").params["device_share"].default
+    kernel, excess = value("cluster.slow_rank_kernel_excess_ms"), value("cluster.slow_rank_excess_ms")
+    if kernel is None or excess is None:
+        return False
+    return (kernel >= share * excess) == (kind == "slow-rank")
 
 
 def _pool_map(jobs: list[tuple], workers: int) -> list[dict]:
