@@ -35,8 +35,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 #: Ranks whose kernel files are read when a run has more.
 DEFAULT_LIMIT = 64
 #: Of a sample of ``limit`` ranks, at most this many are the ranks slowest
@@ -71,6 +69,8 @@ def slowest(compute: Sequence[float], stages: Sequence[object], read: Sequence[b
     step over the median of their pipeline stage (``stages``: one label per
     unit, all alike without stages), those above it only. ``compute``: each
     unit's median compute per step, NaN where unknown."""
+    import numpy as np  # not at import: ``advisor`` reads ``DEFAULT_LIMIT`` from here without NumPy
+
     values = np.asarray(compute, dtype=float)
     labels = np.asarray([str(s) for s in stages])
     ratio = np.full(values.size, np.nan)

@@ -181,12 +181,13 @@ def test_the_cli_samples_and_the_reports_say_so(slow_rank_run, tmp_path):
 
 def test_the_default_is_the_limit_everywhere_and_cheap_to_import():
     """``advisor.analyze``, the pipeline and the CLI default to
-    ``DEFAULT_LIMIT``, and taking it does not import pandas (``import
-    advisor`` stays fast)."""
+    ``DEFAULT_LIMIT``, and taking it imports neither pandas nor NumPy
+    (``import advisor`` and ``advisor --help`` stay fast)."""
     code = textwrap.dedent("""
         import inspect, sys
         import advisor, advisor.cli.app, advisor.cli.report
-        print(inspect.signature(advisor.analyze).parameters["kernel_ranks"].default, "pandas" in sys.modules)
+        print(inspect.signature(advisor.analyze).parameters["kernel_ranks"].default,
+              "pandas" in sys.modules or "numpy" in sys.modules)
         import advisor.pipeline
         print(inspect.signature(advisor.pipeline.analyze).parameters["kernel_ranks"].default)
     """)
