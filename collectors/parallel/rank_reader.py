@@ -383,6 +383,7 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     paths, skips = _dedupe_paths(units)
     no_kernels = _no_kernels(module_name, paths, kernel_ranks)
     meanwhile = meanwhile or _nothing
+
     def run(units: list[str], advance, without_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
         if dask_address:
             return _run_dask(dask_address, module_name, units, advance, without_kernels, meanwhile)
@@ -447,9 +448,12 @@ def _read_slowest(run, paths: list[str], results: list[tuple], no_kernels: froze
     picked = kernel_sample.slowest(compute, stages, [u not in no_kernels for u in paths], kernel_ranks)
     if not picked:
         return 0
+    read = 0
     for i, result in zip(picked, run([paths[i] for i in picked], lambda n=1: None, frozenset())):
-        results[i] = result
-    return len(picked)
+        if result[0] == "ok":  # else the read without kernels stands
+            results[i] = result
+            read += 1
+    return read
 
 
 def _median_compute(profile: Profile | None) -> float:
