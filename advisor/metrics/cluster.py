@@ -661,18 +661,25 @@ def slow_rank_kernel_excess_ms(p: Profile) -> Value:
     time per call, divided by its steps. Close to ``cluster.slow_rank_excess_ms``
     in compute: its device runs the same work slower (clock, temperature,
     memory); close to 0: its kernels run at its peers' speed, and its excess
-    is more or larger kernels. Communication operators are left out (their
-    time includes waiting for peers). Evidence: the share of its kernel time
-    in operators its peers ran (at least ``MATCHED_SHARE``), and its kernel
-    calls over the peers' median."""
+    is more or larger kernels. Only kernels with recorded input shapes are
+    compared (a kernel name alone does not tell a larger problem from a
+    slower call: Kineto traces record none); communication operators are
+    left out (their time includes waiting for peers). Evidence: the share of
+    its kernel time in such kernels its peers ran (at least
+    ``MATCHED_SHARE``), and its kernel calls over the peers' median."""
     s = _slowest(p)
     rank = s["rank"]
-    ops = _compute_ops(p)
-    keys = [c for c in KERNEL_KEYS if c in ops.columns]
-    ops = ops[ops["count"] > 0]
+    every = _compute_ops(p)
+    if "input_shapes" not in every.columns:
+        raise NotEvaluated("the profile does not record the kernels' input shapes: a kernel's time per call "
+                           "on one rank cannot be compared with the same work on another")
+    keys = [c for c in KERNEL_KEYS if c in every.columns]
+    shaped = every["input_shapes"].astype("string").fillna("").str.strip() != ""
+    ops = every[(every["count"] > 0) & shaped]
     own = ops[ops["rank"] == rank]
     peers = ops[ops["rank"].isin([r for r in s["per_rank_ms"] if r != rank])]
-    if own.empty or own["total_us"].sum() <= 0:
+    own_total = float(every.loc[every["rank"] == rank, "total_us"].sum())
+    if own_total <= 0:
         raise NotEvaluated(f"the kernels of rank {rank} were not read (the kernel sample, --kernel-ranks)")
     if peers.empty:
         raise NotEvaluated(f"the kernels of the ranks compared with rank {rank} were not read")
@@ -681,10 +688,11 @@ def slow_rank_kernel_excess_ms(p: Profile) -> Value:
     expected = own["count"].to_numpy(dtype=float) * per_call.reindex(own_key).to_numpy(dtype=float)
     matched = np.isfinite(expected)
     total = own["total_us"].to_numpy(dtype=float)
-    share = float(total[matched].sum() / total.sum())
+    share = float(total[matched].sum() / own_total)
     if share < MATCHED_SHARE:
         raise NotEvaluated(f"only {share:.0%} of rank {rank}'s kernel time is in kernels (operator and input shapes) "
-                           "the ranks compared with it ran: different work, not comparable per call")
+                           "the ranks compared with it ran: different work, or shapes not recorded; not comparable "
+                           "per call")
     steps = p.table("steps")
     n_steps = max(1, int((steps["rank"] == rank).sum()))
     calls = peers.groupby("rank")["count"].sum()
