@@ -65,6 +65,8 @@ KINDS = ("healthy", "slow-rank", "more-work", "data-starved", "slow-link", "slow
 RULES = ("slow-rank", "slow-link", "step-outlier", "slow-pipeline-stage")
 #: Severities a healthy run must never get (the accuracy target's bar for false alarms).
 SEVERE = ("medium", "high", "critical")
+#: Fault kinds whose labelled ranks are the slow ones.
+SLOW_KINDS = ("slow-rank", "more-work", "data-starved", "slow-stage")
 EXPECTS = {"slow-rank": "slow-rank", "more-work": "slow-rank", "data-starved": "slow-rank", "slow-link": "slow-link",
            "slow-nic": "slow-link", "stall": "step-outlier", "slow-stage": "slow-pipeline-stage"}
 #: Pipeline sizes of the extra healthy runs (``--sizes`` permitting).
@@ -283,7 +285,7 @@ def _severe_on_healthy(results: list[dict], md: bool, row, head) -> list[str]:
 
 def _rank_anomalies(results: list[dict], md: bool, row, head) -> list[str]:
     """The anomaly model's rank calls per fault kind: exactly the labelled ranks
-    where ranks are slow (slow-rank, data-starved, slow-stage), none elsewhere."""
+    where ranks are slow (``SLOW_KINDS``), none elsewhere."""
     lines = (["## Anomaly model on ranks", ""] if md else ["Anomaly model on ranks"])
     lines += head(["ranks", "fault", "evaluated", "flags exactly the slow ranks", "flags a rank that is not slow"])
     for size in sorted({r["ranks"] for r in results}):
@@ -292,7 +294,7 @@ def _rank_anomalies(results: list[dict], md: bool, row, head) -> list[str]:
                   and isinstance(r.get("rank_outliers"), list)]
             if not rs:
                 continue
-            slow = kind in ("slow-rank", "data-starved", "slow-stage")
+            slow = kind in SLOW_KINDS
             exact = sum(sorted(r["rank_outliers"]) == sorted(r["labelled"]) for r in rs) if slow else None
             wrong = sum(bool(set(r["rank_outliers"]) - set(r["labelled"] if slow else [])) for r in rs)
             lines.append(row([str(size), kind, str(len(rs)), _pct(exact, len(rs)) if slow else "-",
