@@ -29,6 +29,7 @@ RUN_NOTES_ZH: dict[str, str] = {
     "no rank in distributedInfo or file name for the traces of {} processes in {}; each process got its own rank ({}), so ranks are not compared": "{1} 中 {0} 个进程的 trace 在 distributedInfo 和文件名中都没有 rank；已为每个进程分配各自的 rank（{2}），因此不做卡间比较",
     "no step trace for device {} (step_trace_raw_{}_detail_time.csv or step_trace_profiling_{}.txt): per-step times are not available": "设备 {0} 没有 step trace（step_trace_raw_{1}_detail_time.csv 或 step_trace_profiling_{2}.txt）：无法获得每步时间",
     "operators and device idle from the kernel files of {} of {} ranks (one in every {}; --kernel-ranks all reads every rank); steps and communication from every rank": "算子和设备空闲数据取自 {1} 张卡中 {0} 张卡的 kernel 文件（每 {2} 张卡取一张；--kernel-ranks all 读取所有卡）；迭代和通信数据取自所有卡",
+    "operators and device idle from the kernel files of {} of {} ranks (one in every {}, and the {} slowest in compute; --kernel-ranks all reads every rank); steps and communication from every rank": "算子和设备空闲数据取自 {1} 张卡中 {0} 张卡的 kernel 文件（每 {2} 张卡取一张，另加计算最慢的 {3} 张卡；--kernel-ranks all 读取所有卡）；迭代和通信数据取自所有卡",
     "operators from FRAMEWORK/{}: host CPU operators (core CPU), aggregated by MindSpore": "算子取自 FRAMEWORK/{0}：Host CPU 算子（core CPU），由 MindSpore 汇总",
     "operators from op_statistic.csv: one row per operator type, without input dtypes or shapes": "算子取自 op_statistic.csv：每种算子类型一行，不含输入数据类型和 shape",
     "ops: host CPU operator types only (core CPU)": "ops：仅 Host CPU 算子类型（core CPU）",

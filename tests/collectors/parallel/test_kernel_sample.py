@@ -227,3 +227,4 @@ def test_the_slowest_rank_in_compute_has_its_kernels_read(tmp_path):
     assert_same_profile(one, load_profile(data, jobs=2, kernel_ranks=16))
     report = analyze(data, jobs=1, kernel_ranks=16)
     assert "its device is slower at the same work" in {f.rule: f for f in report.findings}["slow-rank"].message
+    assert "另加计算最慢的 2 张卡" in report.to_markdown(lang="zh")
