@@ -138,6 +138,7 @@ REASONS_ZH: dict[str, str] = {
     "only measured for fewer than {} ranks with common step ids": "仅在卡数少于 {0} 且有共同迭代编号时测量",
     "only measured for free time, from the free gaps of each step": "仅针对空闲时间测量，依据每步的空闲间隙",
     "only {} of rank {}'s kernel time is in kernels (operator and input shapes) the ranks compared with it ran: different work, or shapes not recorded; not comparable per call": "卡 {1} 的 kernel 时间中只有 {0} 落在与之比较的卡也运行的 kernel（相同算子和输入 shape）上：工作不同，或未记录 shape；无法按单次调用比较",
+    "only {} of rank {}'s kernel time is in kernels with recorded input shapes: the rest could hold its excess unseen": "卡 {1} 的 kernel 时间中只有 {0} 落在记录了输入 shape 的 kernel 上：其余部分可能包含它多出的时间而无从判断",
     "only {} of the device operations have the runtime call that launched them in the trace: a cut or sampled trace, whose device idle time is not the device's": "trace 中只有 {0} 的设备操作带有下发它们的 runtime 调用：这是被截断或采样的 trace，其中的设备空闲时间并非设备的真实空闲时间",
     "outliers do not recur at a fixed interval": "异常迭代没有按固定间隔重复出现",
     "pipeline parallel size is 1 (pp=1): no pipeline stages": "流水线并行度为 1（pp=1）：没有流水线阶段",

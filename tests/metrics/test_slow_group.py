@@ -218,6 +218,21 @@ def test_kernels_without_shapes_are_not_compared_per_call(tmp_path):
     assert "clocks, temperature, ECC errors) and whether their share of the work" in " ".join(finding.fix.text.split())
 
 
+def test_a_rank_whose_kernels_mostly_lack_shapes_is_not_judged(tmp_path):
+    """The straggler's MatMuls (a third of its kernel time) without their
+    input shapes: what they hold cannot be compared per call, so the cause
+    is left open rather than judged on the rest."""
+    data, labels = generate(Spec(ranks=8, steps=6, fault="slow-rank", seed=4, severity=0.15, kernels_per_step=6),
+                            tmp_path / "run", "ascend-text")
+    rank = labels["ranks"][0]
+    kernels = sorted(data.iterdir())[rank] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    kernels.write_text(kernels.read_text().replace('"""8192,4096;4096,4096"""', '""""""'))
+    report = analyze(data, jobs=1)
+    assert report.metrics["cluster.slow_rank"].value == rank
+    reason = next(s.reason for s in report.skipped if s.what == "metric cluster.slow_rank_kernel_excess_ms")
+    assert f"of rank {rank}'s kernel time is in kernels with recorded input shapes" in reason, reason
+
+
 def test_ranks_that_ran_other_kernels_are_not_compared_per_call(tmp_path):
     """The slow rank's kernels under other input shapes than its peers':
     per-call times do not compare, and the metric says why."""
