@@ -672,7 +672,24 @@ def slow_rank_kernel_excess_ms(p: Profile) -> Value:
     ``SHAPED_SHARE`` of its kernel time; communication operators are
     left out (their time includes waiting for peers). Evidence: the share of
     its kernel time in such kernels its peers ran (at least
-    ``MATCHED_SHARE``), and its kernel calls over the peers' median."""
+    ``MATCHED_SHARE``)."""
+    c = p.memo("cluster.kernel_comparison", lambda: _kernel_comparison(p))
+    return Value(c["excess_ms"], {k: c[k] for k in ("rank", "matched_share", "peers_read")})
+
+
+@metric("cluster.slow_rank_kernel_calls_ratio", unit="ratio", needs=["steps.duration_us", "ops.total_us"])
+def slow_rank_kernel_calls_ratio(p: Profile) -> Value:
+    """``cluster.slow_rank``'s kernel calls (those
+    ``cluster.slow_rank_kernel_excess_ms`` compares) over the median of the
+    ranks compared with it whose kernels were read: 1 where it runs the same
+    program as they do; above 1 it runs more kernels (more micro-batches,
+    layers or tokens); at 1 with an excess in compute, larger ones."""
+    c = p.memo("cluster.kernel_comparison", lambda: _kernel_comparison(p))
+    return Value(c["calls_ratio"], {k: c[k] for k in ("rank", "peers_read")})
+
+
+def _kernel_comparison(p: Profile) -> dict:
+    """The slow rank's kernels beside its peers' (``cluster.slow_rank_kernel_excess_ms``)."""
     s = _slowest(p)
     rank = s["rank"]
     every = _compute_ops(p)
@@ -707,9 +724,9 @@ def slow_rank_kernel_excess_ms(p: Profile) -> Value:
     steps = p.table("steps")
     n_steps = max(1, int((steps["rank"] == rank).sum()))
     calls = peers.groupby("rank")["count"].sum()
-    excess_ms = float((total[matched] - expected[matched]).sum()) / n_steps / US_PER_MS
-    return Value(excess_ms, {"rank": rank, "matched_share": round(share, 3), "peers_read": int(calls.size),
-                             "calls_ratio": round(float(own["count"].sum() / calls.median()), 3)})
+    return {"rank": rank, "matched_share": round(share, 3), "peers_read": int(calls.size),
+            "excess_ms": float((total[matched] - expected[matched]).sum()) / n_steps / US_PER_MS,
+            "calls_ratio": float(own["count"].sum() / calls.median())}
 
 
 def _kernel_key(ops: pd.DataFrame, keys: list[str]) -> pd.Series:
