@@ -23,9 +23,9 @@ gathered by the fix that hides them, one rule each.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
+from advisor.metrics.op_classes import per_value
 from advisor.profile import Profile
 
 #: Kind group -> the collective kinds in it (module doc).
@@ -51,9 +51,9 @@ def group_of(kind: str) -> str:
 
 def groups_of(kinds: pd.Series) -> pd.Series:
     """``group_of`` of each kind in ``kinds``, looked up once per distinct
-    kind (a cluster's comm table repeats a few kinds over every rank)."""
-    codes, distinct = kinds.factorize(use_na_sentinel=False)
-    return pd.Series(np.array([group_of(k) for k in distinct], dtype=object)[codes], index=kinds.index)
+    kind (``op_classes.per_value``: a cluster's comm table repeats a few kinds
+    over every rank)."""
+    return per_value(kinds, lambda distinct: distinct.map(group_of))
 
 
 def collective_rows(p: Profile) -> pd.DataFrame | None:

@@ -219,17 +219,17 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
         busy = busy[busy["group"] != "p2p"]
     present = busy[["rank", "step", "group"]].drop_duplicates()
     exposed = frame["exposed"].to_numpy() - (0.0 if receive is None else receive)
+    ranks = frame["rank"].to_numpy()
+    at = pd.MultiIndex.from_arrays([ranks, frame["step"].to_numpy()])  # each row's (rank, step)
+    # ... and its rank's steps without ids
+    whole = pd.MultiIndex.from_arrays([ranks, np.full(len(frame), -1, dtype=frame["step"].dtype)])
     if "elapse_us" in busy.columns:  # a kind exposes at most the time its collectives take in the step
         in_step = busy.groupby(["rank", "step"])["elapse_us"].sum()
-        ranks = frame["rank"].to_numpy()
-        at = pd.MultiIndex.from_arrays([ranks, frame["step"].to_numpy()])
-        whole = pd.MultiIndex.from_arrays([ranks, np.full(len(frame), -1, dtype=frame["step"].dtype)])
         cap = in_step.reindex(at).to_numpy(dtype=float)
         cap = np.where(np.isnan(cap), in_step.reindex(whole).to_numpy(dtype=float), cap)
         exposed = np.minimum(exposed, np.nan_to_num(cap, nan=np.inf))
-    column = {g: j for j, g in enumerate(groups)}
-    p2p = column.get("p2p") if receive is not None else None
-    found, known = _groups_present(present, frame, groups)
+    p2p = groups.index("p2p") if receive is not None and "p2p" in groups else None
+    found, known = _groups_present(present, groups, ranks, at, whole)
     count = np.where(known, found.sum(axis=1), -1)
     out = np.full((len(frame), len(groups)), np.nan)
     out[(count == 0) | (count == 1)] = 0.0  # several groups in the step, or none found for it: unknown (NaN)
@@ -242,22 +242,22 @@ def _sole_kind(frame: pd.DataFrame, c: pd.DataFrame, groups: list[str],
     return pd.DataFrame(out, columns=groups)
 
 
-def _groups_present(present: pd.DataFrame, frame: pd.DataFrame, groups: list[str]) -> np.ndarray:
-    """Per step row of ``frame`` and group of ``groups``, whether the group
-    has collective time in the rank's step (``present``: distinct rank,
-    step, group), else in its steps without ids (step -1), else in any of
-    its steps (bool, rows x groups); and per row whether any of these was
-    found (a row with none is unknown)."""
+def _groups_present(present: pd.DataFrame, groups: list[str], ranks: np.ndarray, at: pd.MultiIndex,
+                    whole: pd.MultiIndex) -> tuple[np.ndarray, np.ndarray]:
+    """Per step row (its rank in ``ranks``, its (rank, step) in ``at``, its
+    rank's steps without ids in ``whole``) and group of ``groups``, whether
+    the group has collective time in the rank's step (``present``: distinct
+    rank, step, group), else in its steps without ids, else in any of its
+    steps (bool, rows x groups); and per row whether any of these was found
+    (a row with none is unknown)."""
     if present.empty or not groups:
-        return np.zeros((len(frame), len(groups)), dtype=bool), np.zeros(len(frame), dtype=bool)
-    keys, at = pd.MultiIndex.from_arrays([present["rank"], present["step"]], names=["rank", "step"]).factorize()
-    flags = np.zeros((len(at), len(groups)))
+        return np.zeros((len(ranks), len(groups)), dtype=bool), np.zeros(len(ranks), dtype=bool)
+    keys, steps = pd.MultiIndex.from_arrays([present["rank"], present["step"]]).factorize()
+    flags = np.zeros((len(steps), len(groups)))
     flags[keys, pd.Categorical(present["group"], categories=groups).codes] = 1.0
-    flags = pd.DataFrame(flags, index=at, columns=groups)
-    ranks = frame["rank"].to_numpy()
-    out = flags.reindex(pd.MultiIndex.from_arrays([ranks, frame["step"].to_numpy()])).to_numpy(copy=True)
-    for fallback in (flags.reindex(pd.MultiIndex.from_arrays([ranks, np.full(len(frame), -1, dtype=frame["step"].dtype)])),
-                     flags.groupby(level=0).max().reindex(ranks)):
+    flags = pd.DataFrame(flags, index=steps, columns=groups)
+    out = flags.reindex(at).to_numpy(copy=True)
+    for fallback in (flags.reindex(whole), flags.groupby(level=0).max().reindex(ranks)):
         missing = np.isnan(out[:, 0])
         out[missing] = fallback.to_numpy()[missing]
     return np.nan_to_num(out) > 0, ~np.isnan(out[:, 0])
