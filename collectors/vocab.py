@@ -60,15 +60,6 @@ import numpy as np
 
 # ---------------------------------------------------------------- kinds
 
-#: The namespace of PyTorch's operators in host call names (``aten::addmm``).
-ATEN = "aten::"
-#: Namespaces only PyTorch's dispatcher and autograd engine give host calls
-#: (``aten::addmm``, ``autograd::engine::evaluate_function: ...``): a
-#: timeline that holds them was written by PyTorch (torch_npu on Ascend).
-#: MindSpore names its host operators by the network's scopes
-#: (``Default/network/...``) or by the primitive (``MatMul``).
-TORCH_NAMESPACES = (ATEN, "autograd::")
-
 ALLREDUCE = "allreduce"
 REDUCESCATTER = "reducescatter"
 ALLGATHER = "allgather"
@@ -220,3 +211,15 @@ def size_classes(size_mb) -> tuple[np.ndarray, np.ndarray]:
     positive = size > 0
     with np.errstate(all="ignore"):
         return np.floor(np.log2(np.where(positive, size, 1.0))).astype(np.int64), positive
+
+
+# ----------------------------------------------- PyTorch operator namespaces
+
+#: The namespace of PyTorch's operators in host call names (``aten::addmm``).
+ATEN = "aten::"
+#: Namespaces only PyTorch's dispatcher and autograd engine give host calls
+#: (``aten::addmm``, ``autograd::engine::evaluate_function: ...``): a
+#: timeline that holds them was written by PyTorch (torch_npu on Ascend).
+#: MindSpore names its host operators by the network's scopes
+#: (``Default/network/...``) or by the primitive (``MatMul``).
+TORCH_NAMESPACES = (ATEN, "autograd::")
