@@ -353,20 +353,27 @@ def _drop_repeated_steps(parts: list[tuple[int, str, Profile]]):
 
 def _step_keys(profile: Profile) -> set[tuple[int, int]]:
     """The (rank, step) pairs of a unit's numbered steps (pandas or Arrow)."""
-    steps = profile.steps
-    if steps is None or len(steps) == 0:
+    rank, step = _steps_column(profile, "rank"), _steps_column(profile, "step")
+    if rank is None or step is None:
         return set()
+    numbered = ~(np.isnan(rank) | np.isnan(step))
+    return set(zip(rank[numbered].astype(np.int64).tolist(), step[numbered].astype(np.int64).tolist()))
+
+
+def _steps_column(profile: Profile | None, name: str) -> np.ndarray | None:
+    """Column ``name`` of a unit's steps (Arrow or pandas) as float64, NaN
+    where it has no value; None without steps or without that column."""
+    steps = None if profile is None else profile.steps
+    if steps is None or len(steps) == 0:
+        return None
     if arrow_frames.is_arrow(steps):
         table = steps.resolve() if isinstance(steps, arrow_frames.Rows) else steps
-        if not {"rank", "step"} <= set(table.column_names):
-            return set()
-        pairs = zip(table.column("rank").to_pylist(), table.column("step").to_pylist())
-    elif {"rank", "step"} <= set(steps.columns):
-        numbered = steps.dropna(subset=["rank", "step"])
-        pairs = zip(numbered["rank"].tolist(), numbered["step"].tolist())
-    else:
-        return set()
-    return {(int(r), int(s)) for r, s in pairs if r is not None and s is not None}
+        if name not in table.column_names:
+            return None
+        return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+    if name not in steps.columns:
+        return None
+    return steps[name].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | None = None,
@@ -457,21 +464,9 @@ def _read_slowest(run, paths: list[str], results: list[tuple], no_kernels: froze
 
 
 def _median_compute(profile: Profile | None) -> float:
-    """The median of a unit's ``computing_us`` over its steps (Arrow or
-    pandas), NaN without them."""
-    steps = None if profile is None else profile.steps
-    if steps is None or len(steps) == 0:
-        return math.nan
-    if arrow_frames.is_arrow(steps):
-        table = steps.resolve() if isinstance(steps, arrow_frames.Rows) else steps
-        if "computing_us" not in table.column_names:
-            return math.nan
-        values = table.column("computing_us").to_numpy(zero_copy_only=False)
-    elif "computing_us" in steps.columns:
-        values = steps["computing_us"].to_numpy(dtype=float, na_value=math.nan)
-    else:
-        return math.nan
-    values = values[~np.isnan(values)]
+    """The median of a unit's ``computing_us`` over its steps, NaN without them."""
+    values = _steps_column(profile, "computing_us")
+    values = values[~np.isnan(values)] if values is not None else np.empty(0)
     return float(np.median(values)) if values.size else math.nan
 
 
