@@ -48,6 +48,7 @@ of steady steps flagged.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import shutil
@@ -148,13 +149,18 @@ def _cause_named(kind: str, value) -> bool:
     finding names that cause (module doc); True for the other kinds."""
     if kind not in ("slow-rank", "more-work"):
         return True
-    from advisor.engine.loader import load_rules
-
-    share = next(r for r in load_rules() if r.name == "slow-rank").params["device_share"].default
     kernel, excess = value("cluster.slow_rank_kernel_excess_ms"), value("cluster.slow_rank_excess_ms")
     if kernel is None or excess is None:
         return False
-    return (kernel >= share * excess) == (kind == "slow-rank")
+    return (kernel >= _device_share() * excess) == (kind == "slow-rank")
+
+
+@functools.lru_cache(maxsize=1)
+def _device_share() -> float:
+    """The slow-rank rule's ``device_share`` (its rule file read once per process)."""
+    from advisor.engine.loader import load_rules
+
+    return next(r for r in load_rules() if r.name == "slow-rank").params["device_share"].default
 
 
 def _pool_map(jobs: list[tuple], workers: int) -> list[dict]:

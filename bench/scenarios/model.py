@@ -230,6 +230,7 @@ def build(spec: Spec) -> Scenario:
     labels: dict = {"fault": spec.fault, "ranks": [], "steps": [], "link": None}
     sev = spec.severity
     links = _ring_links(R, rph, pp, rng)
+    reps: dict[int, int] = {}  # Scenario.work
     if spec.fault == "slow-rank":
         sev = sev if sev is not None else rng.uniform(0.06, 0.30)
         rank = int(rng.integers(R))
@@ -270,7 +271,8 @@ def build(spec: Spec) -> Scenario:
         labels.update(ranks=ranks, stage=stage)
     elif spec.fault == "more-work":
         rank = int(rng.integers(R))
-        computing[:, rank] *= 2.0
+        reps[rank] = 2
+        computing[:, rank] *= reps[rank]
         labels["ranks"] = [rank]
     elif spec.fault == "stall":
         sev = sev if sev is not None else rng.uniform(0.25, 0.80)
@@ -339,7 +341,7 @@ def build(spec: Spec) -> Scenario:
                     start_us=start, computing=computing, free=free, data_wait=data_wait,
                     transfer=transfer, overlapped=overlapped, wait=wait, bubble=bubble,
                     duration=duration, links=links, labels=labels, buckets=buckets, retransmit=retransmit,
-                    contention=contention, work={r: 2 for r in labels["ranks"]} if spec.fault == "more-work" else {})
+                    contention=contention, work=reps)
 
 
 def _ring_links(R: int, rph: int, pp: int, rng: np.random.Generator) -> list[Link]:
