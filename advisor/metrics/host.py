@@ -31,12 +31,13 @@ from advisor.profile import Profile
 #: The names listed in a metric's value (the ones with the most time).
 TOP_NAMES = 5
 _NEEDS = ["host_calls.cls", "host_calls.count", "host_calls.total_us", "steps.duration_us"]
-#: Optimizer classes that have a fused implementation: torch.optim's
-#: ``fused=True`` (Adam, AdamW, SGD, Adagrad; torch.optim docs). torch_npu
-#: fuses Adam, AdamW and SGD (NpuFused*, named by unfused-optimizer's
-#: torch_npu fix) but not Adagrad. Others (SparseAdam, LBFGS, ...) have
+#: Optimizer classes that have a fused implementation, by where the run
+#: trains: torch.optim's ``fused=True`` (Adam, AdamW, SGD, Adagrad; torch.optim
+#: docs) and torch_npu's ``torch_npu.optim.NpuFused<class>`` (Adam, AdamW, SGD,
+#: Adadelta, RMSprop; no Adagrad). Others (SparseAdam, LBFGS, ...) have
 #: nothing to fuse into.
 FUSABLE_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "Adagrad"})
+NPU_FUSABLE_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "Adadelta", "RMSprop"})
 
 
 def _steady(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -409,16 +410,38 @@ def optimizer_ms(p: Profile) -> float:
     return _per_step(p, "optimizer") / US_PER_MS
 
 
+def _fusable(p: Profile) -> frozenset[str]:
+    """The optimizer classes with a fused implementation where ``p`` ran:
+    torch_npu's on an NPU, torch.optim's elsewhere."""
+    npu = p.meta.framework == "torch_npu" or p.meta.device == "ascend"
+    return NPU_FUSABLE_OPTIMIZERS if npu else FUSABLE_OPTIMIZERS
+
+
+def _optimizer_steps(p: Profile) -> pd.DataFrame:
+    """The steady steps' optimizer ``step()`` rows, with their ``class``."""
+    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
+    _, rows = _steady(p)
+    rows = rows[rows["cls"] == "optimizer"]
+    return rows.assign(**{"class": rows["name"].str.extract(OPTIMIZER_STEP_RE)["cls"]})
+
+
 @metric("host.fusable_optimizer_ms", unit="ms", needs=_NEEDS)
 def fusable_optimizer_ms(p: Profile) -> float:
     """Host time per step inside the ``step()`` of optimizer classes that
-    have a fused implementation (``FUSABLE_OPTIMIZERS``): the part of
-    ``host.optimizer_ms`` a fused optimizer can take over."""
-    _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
-    steady, rows = _steady(p)
-    classes = rows["name"].str.extract(OPTIMIZER_STEP_RE)["cls"]
-    mine = rows[(rows["cls"] == "optimizer") & classes.isin(FUSABLE_OPTIMIZERS)]
-    return _mean_per_step(steady, mine, "total_us") / US_PER_MS
+    have a fused implementation where the run trains (``FUSABLE_OPTIMIZERS``,
+    on an NPU ``NPU_FUSABLE_OPTIMIZERS``): the part of ``host.optimizer_ms``
+    a fused optimizer can take over."""
+    rows = _optimizer_steps(p)
+    return _mean_per_step(_steady(p)[0], rows[rows["class"].isin(_fusable(p))], "total_us") / US_PER_MS
+
+
+@metric("host.fusable_optimizer_classes", unit="list", needs=_NEEDS)
+def fusable_optimizer_classes(p: Profile) -> list[str]:
+    """The classes of ``host.fusable_optimizer_ms``' optimizers, the one with
+    the most time first: those a fix names."""
+    rows = _optimizer_steps(p)
+    mine = rows[rows["class"].isin(_fusable(p))]
+    return [str(c) for c in mine.groupby("class")["total_us"].sum().sort_values(ascending=False, kind="stable").index]
 
 
 @metric("host.optimizer_ratio", unit="ratio", needs=_NEEDS)

@@ -54,7 +54,8 @@ def test_the_fix_names_the_optimizer_class_and_no_implementation_already_used(im
     compiled = compile_rule(next(r for r in load_rules([]) if r.name == "unfused-optimizer"))
     metrics = {"step.time_ms": 20.0, "host.cpu_only": True, "host.optimizer_impl": impl, "host.optimizer_ms": 3.0,
                "host.fusable_optimizer_ms": 3.0, "host.optimizer_ratio": 0.15, "host.optimizer_ops": 24.0,
-               "host.optimizer_passes": 4.0, "host.optimizer_classes": ["SGD"]}
+               "host.optimizer_passes": 4.0, "host.optimizer_classes": ["SGD"],
+               "host.fusable_optimizer_classes": ["SGD"]}
     finding, skip = evaluate_rule(compiled, metrics, framework="pytorch", device="cpu",
                                   run=run_context(framework="pytorch", device="cpu"))
     assert skip is None and finding is not None

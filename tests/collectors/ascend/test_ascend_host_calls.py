@@ -45,7 +45,7 @@ def _meta(pid: int, name: str) -> dict:
     return {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
 
 
-def trace(bad: bool, steps: int = 4) -> list[dict]:
+def trace(bad: bool, steps: int = 4, optimizers: tuple[str, ...] = ("AdamW",)) -> list[dict]:
     events = [_meta(PY, "Python"), _meta(GC, "Python GC"), _meta(CANN, "CANN"), _meta(OVERLAP, "Overlap Analysis"),
               {"ph": "M", "name": "thread_name", "pid": OVERLAP, "tid": 0, "args": {"name": "Computing"}},
               {"ph": "M", "name": "thread_name", "pid": OVERLAP, "tid": 3, "args": {"name": "Free"}}]
@@ -58,9 +58,11 @@ def trace(bad: bool, steps: int = 4) -> list[dict]:
             events += [_x(PY, "SyncBatchNorm", t0 + 5000 + 400 * k, 300.0, "cpu_op") for k in range(24)]
             events.append(_x(PY, "aten::item", t0 + 15_000, 12_000.0, "cpu_op"))
             events.append(_x(CANN, "AscendCL@aclrtSynchronizeStream", t0 + 15_010, 11_900.0))
-            events.append(_x(PY, "Optimizer.step#AdamW.step", t0 + 30_000, 8000.0, "cpu_op"))
-            events += [_x(PY, ("aten::add_", "aten::mul_", "aten::addcdiv_")[k % 3], t0 + 30_010 + 50 * k, 40.0,
-                          "cpu_op") for k in range(120)]
+            for j, name in enumerate(optimizers):  # each a single-tensor loop of 8 ms, the later ones longer
+                at = t0 + 30_000 + j * 9000
+                events.append(_x(PY, f"Optimizer.step#{name}.step", at, 8000.0 + j * 500, "cpu_op"))
+                events += [_x(PY, ("aten::add_", "aten::mul_", "aten::addcdiv_")[k % 3], at + 10 + 50 * k, 40.0,
+                              "cpu_op") for k in range(120)]
         else:
             events.append(_x(GC, "GC", t0 + 100, 50.0, "GC"))
             events.append(_x(CANN, "AscendCL@aclrtSynchronizeStream", t0 + 15_010, 30.0))
@@ -68,7 +70,7 @@ def trace(bad: bool, steps: int = 4) -> list[dict]:
     return events
 
 
-def rank_folder(tmp_path: Path, bad: bool) -> Path:
+def rank_folder(tmp_path: Path, bad: bool, optimizers: tuple[str, ...] = ("AdamW",)) -> Path:
     root = tmp_path / ("bad" if bad else "good") / "node_1_20240101_ascend_pt"
     out = root / "ASCEND_PROFILER_OUTPUT"
     out.mkdir(parents=True)
@@ -76,7 +78,7 @@ def rank_folder(tmp_path: Path, bad: bool) -> Path:
            else {"ASCEND_GLOBAL_LOG_LEVEL": "3", "TASK_QUEUE_ENABLE": "2"})
     (root / "profiler_metadata.json").write_text(json.dumps({"ENV_VARIABLES": env}))
     (root / "profiler_info_0.json").write_text(json.dumps({"rank_id": 0}))
-    (out / "trace_view.json").write_text(json.dumps(trace(bad)))
+    (out / "trace_view.json").write_text(json.dumps(trace(bad, optimizers=optimizers)))
     return root
 
 
@@ -100,6 +102,23 @@ def test_torch_npu_habits_fire(tmp_path):
     assert HABITS <= set(found), sorted(found)
     assert "AscendCL@aclrtSynchronizeStream" in found["sync-stall"].message
     assert "unset (or 0)" in found["slow-env-setting"].message
+
+
+def test_the_fused_optimizer_named_is_one_torch_npu_has_for_a_class_it_counted(tmp_path):
+    """Adagrad has a fused torch.optim implementation but no NpuFused one;
+    RMSprop has an NpuFused one (and none in torch.optim): on torch_npu the
+    optimizer time that counts is RMSprop's, and the fix names its fused
+    class, not one for Adagrad."""
+    report = advisor.analyze(rank_folder(tmp_path, bad=True, optimizers=("Adagrad", "RMSprop")))
+    m = report.metrics
+    assert m["host.optimizer_classes"].value == ["Adagrad", "RMSprop"]
+    assert m["host.fusable_optimizer_classes"].value == ["RMSprop"]
+    assert m["host.fusable_optimizer_ms"].value == pytest.approx(8.5)
+    assert m["host.optimizer_ms"].value == pytest.approx(16.5)
+    found = next(f for f in report.all_findings() if f.rule == "unfused-optimizer")
+    assert found.fix.framework == "torch_npu"
+    assert "NpuFusedRMSprop(" in found.fix.code and "Adagrad" not in found.fix.code
+    assert "8.50 ms of the optimizer's time is in classes that have a fused one: RMSprop)" in found.message
 
 
 def test_a_clean_torch_npu_run_keeps_them_quiet(tmp_path):
