@@ -97,9 +97,10 @@ def _root_output(p: Profile, rank, ops: pd.DataFrame) -> float | None:
 
 
 def _rank_candidates(p: Profile, rank, group: pd.DataFrame) -> list[dict]:
-    """Per op of one rank's pipeline tree: the usage of its fullest input
+    """Per op of one rank's pipeline tree: the usage of its emptiest input
     queue (1 for a source, the leaf that reads storage, which is always
-    ready), of its own output queue, and the drop between them; only ops
+    ready: an op is held up by no input when even its emptiest is full),
+    of its own output queue, and the drop between them; only ops
     with no backed-up queue downstream (``BACKED_UP``, and fuller than
     their own output): an op upstream of a filling queue is held up by the
     op after that queue, not the other way round."""
@@ -174,7 +175,7 @@ def bottleneck_op(p: Profile) -> Value:
     the sources (leaves reading storage, input usage 1: storage is always
     ready) to the queue that feeds the device (the host queue, for the
     root), the op with the largest drop from its inputs' output-queue usage
-    (the fullest input) to its own; an op with a backed-up queue (more
+    (the emptiest input) to its own; an op with a backed-up queue (more
     than half full, and fuller than its own) downstream is held up there
     and is not a candidate. When every queue drains, that
     is the sources. Named as type_id, e.g. MapOp_3 (sources joined by
@@ -189,6 +190,23 @@ def bottleneck_usage_drop(p: Profile) -> Value:
     queues minus usage of its output queue (0..1; 1 = full before, empty after)."""
     b = _bottleneck(p)
     return Value(b["drop"], {"op": b["op"]})
+
+
+@metric("data.bottleneck_input_usage", unit="ratio", needs=["data_ops.output_queue_usage"])
+def bottleneck_input_usage(p: Profile) -> Value:
+    """Mean usage of the queue that feeds ``data.bottleneck_op`` (0..1 of its
+    capacity; the emptiest, where several do; 1 for sources, which read
+    storage)."""
+    b = _bottleneck(p)
+    return Value(b["input_usage"], {"op": b["op"]})
+
+
+@metric("data.bottleneck_output_usage", unit="ratio", needs=["data_ops.output_queue_usage"])
+def bottleneck_output_usage(p: Profile) -> Value:
+    """Mean usage of ``data.bottleneck_op``'s own output queue (0..1 of its
+    capacity; the fullest, where several sources are named)."""
+    b = _bottleneck(p)
+    return Value(b["output_usage"], {"op": b["op"]})
 
 
 @metric("data.bottleneck_is_source", unit="bool", needs=["data_ops.output_queue_usage"])

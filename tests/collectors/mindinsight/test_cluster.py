@@ -325,6 +325,11 @@ def test_a_full_queue_after_the_readers_clears_them(tmp_path, corpus):
     assert report.metrics["data.bottleneck_op"].value == "Shuffle_4"
     assert report.metrics["data.bottleneck_is_source"].value is False
     assert finding.scope.ops == ["Shuffle_4"]
+    # Shuffle_1's output queue (60 of 64) feeds it; its own holds 10 of 64
+    assert report.metrics["data.bottleneck_input_usage"].value == pytest.approx(60 / 64)
+    assert report.metrics["data.bottleneck_output_usage"].value == pytest.approx(10 / 64)
+    assert "the queue feeding it is 93.8% full on average" in finding.message
+    assert "its own output queue only 15.6%" in finding.message
 
 
 def test_every_queue_full_gives_no_slow_dataset_op(tmp_path, corpus):
