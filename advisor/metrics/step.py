@@ -384,12 +384,13 @@ def host_idle_ratio(p: Profile) -> Value:
     if wait_col is not None:
         free = (free - steps[wait_col].fillna(0)).clip(lower=0)
     frame = steps.assign(_idle=free)
-    idle = frame.groupby("rank")["_idle"].mean()
-    dur = frame.groupby("rank")["duration_us"].mean()
-    ratio = (idle / dur)[dur > 0].dropna()
-    if ratio.empty:
+    both = pd.DataFrame({"idle": frame.groupby("rank")["_idle"].mean(),
+                         "dur": frame.groupby("rank")["duration_us"].mean()}).dropna()
+    both = both[both["dur"] > 0]
+    if both.empty:
         raise NotEvaluated("no steps with a positive duration")
-    return Value(float(ratio.mean()), {"data_wait_known": wait_col is not None, "data_wait_from": wait_col})
+    return Value(float(both["idle"].mean() / both["dur"].mean()),  # as run_ratio
+                 {"data_wait_known": wait_col is not None, "data_wait_from": wait_col})
 
 
 # ---------------------------------------------------------------- device idle split

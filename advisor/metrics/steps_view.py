@@ -117,14 +117,17 @@ def run_mean_stderr_ms(profile: Profile, column: str) -> tuple[float, int] | Non
 
 
 def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float | None:
-    """Mean over ranks of (per-rank mean ``column``) / (per-rank mean ``base``)."""
+    """``column``'s share of ``base``: the mean over ranks of each rank's
+    mean of ``column`` over the same of ``base`` (ranks with both), so that
+    a share printed beside its time is that time over the step time
+    (``run_mean_ms``) on a cluster whose ranks' steps differ in length too."""
     num = per_rank_mean(profile, column)
     den = per_rank_mean(profile, base)
     both = pd.concat([num, den], axis=1, keys=["n", "d"]).dropna()
     both = both[both["d"] > 0]
     if both.empty:
         return None
-    return float((both["n"] / both["d"]).mean())
+    return float(both["n"].mean() / both["d"].mean())
 
 
 def common_steady_steps(profile: Profile) -> pd.DataFrame:

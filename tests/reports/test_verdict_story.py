@@ -83,6 +83,26 @@ def test_cluster_tail_finding_subtitle_names_the_tail() -> None:
     assert "(26.2%) is the step tail" in render_markdown(report)
 
 
+def test_a_share_is_its_time_over_the_step_on_ranks_whose_steps_differ(corpus) -> None:
+    """The corpus's 8-rank cluster summary: its ranks' steps differ in length
+    (1.71 s on average), so a mean of per-rank shares is not the mean free
+    time over the mean step. The verdict, the device-idle finding and the
+    metrics give the free time one share and one time: free over step."""
+    profile = load_profile(corpus / "mstt/test/resource/advisor/cluster_analysis_output", jobs=1)
+    steps = profile.steps.groupby("rank")["duration_us"].mean()
+    assert steps.max() - steps.min() > 0.001 * steps.mean()
+    report = analyze_profile(profile)
+    m = report.metrics
+    share = m["step.free_ms"].value / m["step.time_ms"].value
+    assert m["step.free_ratio"].value == pytest.approx(share, rel=1e-4)
+    assert m["step.host_idle_ratio"].value == pytest.approx(share, rel=1e-4)
+    text = f"{100 * share:.1f}%"
+    idle = next(f for f in report.findings if f.rule == "device-idle")
+    assert f"for {text} of each step ({m['step.free_ms'].value:.2f} ms)" in idle.message
+    md = render_markdown(report)
+    assert f"the device is idle {text} of step time" in _verdict_block(md)
+
+
 def test_gate_names_its_statistics_and_prints_the_reports_mean(data_bound: Report) -> None:
     """The gate's figure is the per-step median (its rank test's); beside it,
     the report's mean step, the same number the report prints."""
