@@ -195,7 +195,7 @@ def bottleneck_usage_drop(p: Profile) -> Value:
 @metric("data.bottleneck_input_usage", unit="ratio", needs=["data_ops.output_queue_usage"])
 def bottleneck_input_usage(p: Profile) -> Value:
     """Mean usage of the queue that feeds ``data.bottleneck_op`` (0..1 of its
-    capacity; the emptiest, where several do; 1 for sources, which read
+    capacity; the emptiest, where several feed it; 1 for sources, which read
     storage)."""
     b = _bottleneck(p)
     return Value(b["input_usage"], {"op": b["op"]})
