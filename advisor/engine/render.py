@@ -4,7 +4,9 @@ sandbox over the metric namespaces, ``params`` and the finding's numbers.
 Filters: ``ms`` (a number of milliseconds, "12.35 ms"), ``pct`` (a ratio as
 a percentage, "50.0%"), ``ranks`` (rank ids as runs, "0-3, 7"); each gives
 "n/a" for a value that is absent or not a finite number, since a metric the
-rule does not require may be missing.
+rule does not require may be missing; ``zh`` (for the Chinese texts: the
+phrases advisor writes into metric values in Chinese,
+``advisor.metrics.labels_zh``).
 
 Checked rendering (``checked=True``, what ``advisor rules validate`` uses
 on a rule's examples) fails where a name is surely misspelt: a name that is
@@ -73,6 +75,14 @@ def _number(v: Any) -> float | None:
 def ms_filter(v: Any) -> str:
     f = _number(v)
     return f"{f:.2f} ms" if f is not None else "n/a"
+
+
+def zh_filter(v: Any) -> str:
+    """A metric value's text with advisor's own phrases in Chinese
+    (``advisor.metrics.labels_zh``), for the zh rule texts."""
+    from advisor.metrics.labels_zh import to_zh
+
+    return to_zh(v)
 
 
 def pct_filter(v: Any) -> str:
@@ -186,7 +196,7 @@ def _format_filter(func):
 
 def _sandbox(undefined: type[Undefined]) -> SandboxedEnvironment:
     env = _BoundedSandbox(autoescape=False, trim_blocks=True, lstrip_blocks=True, undefined=undefined)
-    env.filters.update(ms=ms_filter, pct=pct_filter, ranks=ranks_filter)
+    env.filters.update(ms=ms_filter, pct=pct_filter, ranks=ranks_filter, zh=zh_filter)
     for name in _SIZED & set(env.filters):
         env.filters[name] = _sized_filter(name, env.filters[name])
     env.filters["format"] = _format_filter(env.filters["format"])
