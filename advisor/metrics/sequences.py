@@ -190,12 +190,25 @@ def top_gap_ratio(p: Profile) -> Value:
     return Value(float(ratio.mean()), rank_evidence(ratio, 1.0))
 
 
+def shown(kernels: str) -> str:
+    """A sequence (``JOIN``-ed kernel names) as a message shows it: each
+    name shortened (``short_name``), a run of one kernel as ``name xN``."""
+    names = [short_name(k) for k in kernels.split(JOIN)]
+    runs: list[list] = []
+    for name in names:
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    return JOIN.join(name if n == 1 else f"{name} x{n}" for name, n in runs)
+
+
 @metric("sequences.top_sequence", unit="text", needs=_NEEDS)
 def top_sequence(p: Profile) -> Value:
     """The kernels of the top repeated sequence of the rank where its gaps
-    take the most time per step, in device order."""
+    take the most time per step, in device order (``shown``)."""
     ev = _evidence(p, "gap_step_us")
-    return Value(JOIN.join(short_name(k) for k in ev["kernels"].split(JOIN)), ev)
+    return Value(shown(ev["kernels"]), ev)
 
 
 @metric("sequences.affinity_api", unit="text", needs=_NEEDS)
@@ -290,6 +303,6 @@ def mte_top_repeats(p: Profile) -> Value:
 @metric("sequences.mte_top_sequence", unit="text", needs=_MTE_NEEDS)
 def mte_top_sequence(p: Profile) -> Value:
     """The MTE top sequence (``sequences.mte_top_ratio``) of the rank where
-    its MTE time is largest, its kernel names shortened."""
+    its MTE time is largest (``shown``)."""
     top = _mte_top(p)
-    return Value(JOIN.join(short_name(k) for k in str(top.loc[top["mte_step_us"].idxmax(), "kernels"]).split(JOIN)))
+    return Value(shown(str(top.loc[top["mte_step_us"].idxmax(), "kernels"])))
