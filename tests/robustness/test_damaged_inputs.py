@@ -23,9 +23,6 @@ from rb_util import run_batch, run_cli, snapshot
 from advisor.model import Report
 
 NAMES = list(CASES)
-#: One worker runs them all: ``outcomes`` builds and runs every case (about a
-#: minute and a half of CPU), and a worker that got any of them built it again.
-pytestmark = pytest.mark.xdist_group("damaged-inputs")
 
 
 @pytest.fixture(scope="module")
