@@ -1,7 +1,8 @@
 """Fixtures for the gate tests: real CPU training runs of examples/train_mlp.py.
 
-One session-scoped set of runs serves every live test: ``HEALTHY`` runs of
-the same healthy script and one input-bound run (``--slow-data``). Children
+One set of runs serves every live test, made once per test run however
+many xdist workers ask for it (``tests/_once.py``): ``HEALTHY`` runs of the
+same healthy script and one input-bound run (``--slow-data``). Children
 run with ``OMP_NUM_THREADS=1``: on a 2-core host shared with other jobs,
 intra-op threads only fight each other and the neighbours (5x noisier
 steps); a CI runner should pin threads the same way.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _once import once
 
 from advisor.collectors.live.backend import importable
 
@@ -47,10 +49,14 @@ class Runs:
 def live_runs(tmp_path_factory) -> Runs:
     if not importable("torch"):
         pytest.skip("torch is not importable here (pip install torch==2.13.0)")
+    return once(tmp_path_factory, "gate-runs", _run_all)
+
+
+def _run_all(root: Path) -> Runs:
+    """The runs, in ``root`` (``live_runs``: made once per test run, ``_once``)."""
     from advisor.collectors.live.runner import run_profiled
     from advisor.pipeline import analyze
 
-    root = tmp_path_factory.mktemp("gate_runs")
     old = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = "1"
     started = time.monotonic()

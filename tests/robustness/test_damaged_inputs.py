@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _once import once
 from rb_cases import CASES, IS_ROOT, NEEDS_NON_ROOT
 from rb_util import run_batch, run_cli, snapshot
 
@@ -27,8 +28,13 @@ NAMES = list(CASES)
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory, corpus):
-    """Build every case, run them all, return name -> (result, target, before, after, out)."""
-    base = tmp_path_factory.mktemp("damaged")
+    """name -> (result, target, input folder, output folder, before, after),
+    built and run once however many workers run these tests (``_once``)."""
+    return once(tmp_path_factory, "damaged-inputs", lambda base: _run_cases(base, corpus))
+
+
+def _run_cases(base, corpus) -> dict:
+    """Build every case under ``base``, run them all (module doc)."""
     built = {}
     jobs = []
     for i, name in enumerate(NAMES):
