@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from _once import once
 
 from advisor.collectors.live.backend import importable
+from tests.regression.gate_runs import Run, Runs
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "examples" / "train_mlp.py"
@@ -29,20 +29,6 @@ RECORD_STEPS, WARMUP = 24, 2
 
 needs_torch = pytest.mark.skipif(not importable("torch"),
                                  reason="torch is not importable here (pip install torch==2.13.0)")
-
-
-@dataclass
-class Run:
-    name: str
-    trace: Path      # the profiler output folder
-    report: Path     # its report.json
-
-
-@dataclass
-class Runs:
-    healthy: list[Run]
-    slow: Run
-    seconds: float
 
 
 @pytest.fixture(scope="session")
