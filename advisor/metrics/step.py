@@ -18,6 +18,7 @@ from advisor.metrics.steps_view import (
     lower_median,
     per_rank_mean,
     rank_evidence,
+    ratio_of_means,
     run_mean_ms,
     run_ratio,
     steady_steps,
@@ -383,14 +384,11 @@ def host_idle_ratio(p: Profile) -> Value:
     free = steps["free_us"]
     if wait_col is not None:
         free = (free - steps[wait_col].fillna(0)).clip(lower=0)
-    frame = steps.assign(_idle=free)
-    both = pd.DataFrame({"idle": frame.groupby("rank")["_idle"].mean(),
-                         "dur": frame.groupby("rank")["duration_us"].mean()}).dropna()
-    both = both[both["dur"] > 0]
-    if both.empty:
+    per_rank = steps.assign(_idle=free).groupby("rank")
+    value = ratio_of_means(per_rank["_idle"].mean(), per_rank["duration_us"].mean())
+    if value is None:
         raise NotEvaluated("no steps with a positive duration")
-    return Value(float(both["idle"].mean() / both["dur"].mean()),  # as run_ratio
-                 {"data_wait_known": wait_col is not None, "data_wait_from": wait_col})
+    return Value(value, {"data_wait_known": wait_col is not None, "data_wait_from": wait_col})
 
 
 # ---------------------------------------------------------------- device idle split

@@ -116,18 +116,23 @@ def run_mean_stderr_ms(profile: Profile, column: str) -> tuple[float, int] | Non
     return float(series.sem()) / US_PER_MS, len(series)
 
 
-def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float | None:
-    """``column``'s share of ``base``: the mean over ranks of each rank's
-    mean of ``column`` over the same of ``base`` (ranks with both), so that
-    a share printed beside its time is that time over the step time
-    (``run_mean_ms``) on a cluster whose ranks' steps differ in length too."""
-    num = per_rank_mean(profile, column)
-    den = per_rank_mean(profile, base)
+def ratio_of_means(num: pd.Series, den: pd.Series) -> float | None:
+    """A run's share from per-rank means (index: rank): the mean over ranks
+    of ``num`` over that of ``den``, on the ranks with both and a positive
+    ``den``, so that a share printed beside its time is that time over the
+    step time (``run_mean_ms``) on a cluster whose ranks' steps differ in
+    length too; None without such ranks."""
     both = pd.concat([num, den], axis=1, keys=["n", "d"]).dropna()
     both = both[both["d"] > 0]
     if both.empty:
         return None
     return float(both["n"].mean() / both["d"].mean())
+
+
+def run_ratio(profile: Profile, column: str, base: str = "duration_us") -> float | None:
+    """``column``'s share of ``base`` over steady steps (``ratio_of_means``
+    of their per-rank means)."""
+    return ratio_of_means(per_rank_mean(profile, column), per_rank_mean(profile, base))
 
 
 def common_steady_steps(profile: Profile) -> pd.DataFrame:
