@@ -673,7 +673,7 @@ def slow_rank_kernel_excess_ms(p: Profile) -> Value:
     left out (their time includes waiting for peers). Evidence: the share of
     its kernel time in such kernels its peers ran (at least
     ``MATCHED_SHARE``)."""
-    c = p.memo("cluster.kernel_comparison", lambda: _kernel_comparison(p))
+    c = _kernel_comparison(p)
     return Value(c["excess_ms"], {k: c[k] for k in ("rank", "matched_share", "peers_read")})
 
 
@@ -684,12 +684,17 @@ def slow_rank_kernel_calls_ratio(p: Profile) -> Value:
     ranks compared with it whose kernels were read: 1 where it runs the same
     program as they do; above 1 it runs more kernels (more micro-batches,
     layers or tokens); at 1 with an excess in compute, larger ones."""
-    c = p.memo("cluster.kernel_comparison", lambda: _kernel_comparison(p))
+    c = _kernel_comparison(p)
     return Value(c["calls_ratio"], {k: c[k] for k in ("rank", "peers_read")})
 
 
 def _kernel_comparison(p: Profile) -> dict:
-    """The slow rank's kernels beside its peers' (``cluster.slow_rank_kernel_excess_ms``)."""
+    """The slow rank's kernels beside its peers' (``cluster.slow_rank_kernel_excess_ms``);
+    memoized."""
+    return p.memo("cluster.kernel_comparison", lambda: _compare_kernels(p))
+
+
+def _compare_kernels(p: Profile) -> dict:
     s = _slowest(p)
     rank = s["rank"]
     every = _compute_ops(p)
