@@ -5,8 +5,8 @@ tests of one module to both workers, and each built the module's fixtures.
 :func:`once` runs ``make`` in the first worker that asks, in a folder both
 workers share (the parent of each worker's base temporary folder), and the
 others wait for it and read its result back; a worker whose ``make`` failed
-leaves nothing, and the next one that asks runs it again. Without xdist it
-just runs ``make``.
+leaves nothing, and the next one that asks runs it again. Without xdist
+the one process makes it, in its own base temporary folder.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from _machine import _release
 
 T = TypeVar("T")
 
@@ -40,5 +41,4 @@ def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Pa
         done.write_bytes(pickle.dumps(value))
         return value
     finally:
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        os.close(lock)
+        _release(lock)
