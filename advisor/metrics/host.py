@@ -418,7 +418,11 @@ def _fusable(p: Profile) -> frozenset[str]:
 
 
 def _optimizer_steps(p: Profile) -> pd.DataFrame:
-    """The steady steps' optimizer ``step()`` rows, with their ``class``."""
+    """The steady steps' optimizer ``step()`` rows, with their ``class``; memoized."""
+    return p.memo("host.optimizer_steps", lambda: _optimizer_steps_of(p))
+
+
+def _optimizer_steps_of(p: Profile) -> pd.DataFrame:
     _recorded(p, "optimizer", "the profile records no optimizer step (Optimizer.step#... annotation)")
     _, rows = _steady(p)
     rows = rows[rows["cls"] == "optimizer"]
