@@ -185,29 +185,48 @@ def _chunks(units: list[str], jobs: int) -> list[list[str]]:
     return out
 
 
-def _run_local(module_name: str, units: list[str], jobs: int, advance,
-               no_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
-    module, caps = protocol.load(module_name)
-    if jobs == 1 or len(units) == 1:
-        with sigint_held():  # read in this process: nothing runs beside it
-            meanwhile()
-        if len(units) == 1 and jobs > 1 and caps.splits_unit:
-            # one unit, several cores: the collector may spread its read over them
-            out = [_guard(lambda: module.read_alone(Path(units[0]), jobs))]
-            advance(1)
+class _LocalReads:
+    """Reads units in this process (``jobs`` 1, or a single unit) or on a
+    process pool made at the first read that needs one and kept until the
+    ``with`` block ends: a read's second pass (``_read_slowest``) runs on
+    the workers of the first instead of forking new ones."""
+
+    def __init__(self, module_name: str, jobs: int):
+        self.module_name = module_name
+        self.jobs = jobs
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> _LocalReads:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self._pool is not None:  # on a failure or Ctrl-C: drop the queued chunks, finish the ones under way
+            self._pool.shutdown(wait=True, cancel_futures=exc is not None)
+
+    def run(self, units: list[str], advance, no_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
+        module, caps = protocol.load(self.module_name)
+        if self.jobs == 1 or len(units) == 1:
+            with sigint_held():  # read in this process: nothing runs beside it
+                meanwhile()
+            if len(units) == 1 and self.jobs > 1 and caps.splits_unit:
+                # one unit, several cores: the collector may spread its read over them
+                out = [_guard(lambda: module.read_alone(Path(units[0]), self.jobs))]
+                advance(1)
+                return out
+            out = []
+            for chunk in _chunks(units, 1):
+                out.extend(read_chunk(self.module_name, chunk, no_kernels & set(chunk)))
+                advance(len(chunk))
             return out
-        out = []
-        for chunk in _chunks(units, 1):
-            out.extend(read_chunk(module_name, chunk, no_kernels & set(chunk)))
-            advance(len(chunk))
-        return out
-    chunks = _chunks(units, jobs)
-    results: list[list[tuple] | None] = [None] * len(chunks)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_mp_context(module_name),
-                             initializer=parent_in_charge) as pool:
+        chunks = _chunks(units, self.jobs)
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(chunks)),
+                                             mp_context=_mp_context(self.module_name),
+                                             initializer=parent_in_charge)
+        results: list[list[tuple] | None] = [None] * len(chunks)
         try:
             with sigint_held():
-                index = {pool.submit(read_many, module_name, chunk, no_kernels & set(chunk)): i
+                index = {self._pool.submit(read_many, self.module_name, chunk, no_kernels & set(chunk)): i
                          for i, chunk in enumerate(chunks)}
                 meanwhile()
             for future in as_completed(index):
@@ -219,10 +238,7 @@ def _run_local(module_name: str, units: list[str], jobs: int, advance,
                 "a reader process died or could not start (killed for memory? a script calling advisor "
                 "needs `if __name__ == \"__main__\":` where processes cannot fork); -j 1 / jobs=1 reads "
                 "in this process") from None
-        except BaseException:  # Ctrl-C or a failure: drop the queued chunks, finish the ones under way
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-    return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
+        return [r for chunk in results for r in chunk]  # type: ignore[union-attr]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -391,14 +407,15 @@ def read_units(module_name: str, root: Path, units: list[Path], *, jobs: int | N
     no_kernels = _no_kernels(module_name, paths, kernel_ranks)
     meanwhile = meanwhile or _nothing
 
-    def run(units: list[str], advance, without_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
-        if dask_address:
-            return _run_dask(dask_address, module_name, units, advance, without_kernels, meanwhile)
-        return _run_local(module_name, units, jobs or usable_cpus(), advance, without_kernels, meanwhile)
+    with _LocalReads(module_name, jobs or usable_cpus()) as local:
+        def run(units: list[str], advance, without_kernels: frozenset[str], meanwhile=_nothing) -> list[tuple]:
+            if dask_address:
+                return _run_dask(dask_address, module_name, units, advance, without_kernels, meanwhile)
+            return local.run(units, advance, without_kernels, meanwhile)
 
-    with _progress(len(paths)) as advance:
-        results = run(paths, advance, no_kernels, meanwhile)
-    slow = _read_slowest(run, paths, results, no_kernels, kernel_ranks)
+        with _progress(len(paths)) as advance:
+            results = run(paths, advance, no_kernels, meanwhile)
+        slow = _read_slowest(run, paths, results, no_kernels, kernel_ranks)
     parts: list[tuple[int, str, Profile]] = []
     failures: list[InputError] = []
     for i, (unit, result) in enumerate(zip(paths, results)):
@@ -447,11 +464,9 @@ def _read_slowest(run, paths: list[str], results: list[tuple], no_kernels: froze
     in place of their reads without kernels in ``results``; how many were."""
     if not no_kernels:
         return 0
-    compute, stages = [], []
-    for result in results:
-        profile = result[1] if result[0] == "ok" else None
-        compute.append(_median_compute(profile))
-        stages.append(None if profile is None else next(iter(profile.meta.stages.values()), None))
+    profiles = [result[1] if result[0] == "ok" else None for result in results]
+    compute = _median_computes(profiles)
+    stages = [None if profile is None else next(iter(profile.meta.stages.values()), None) for profile in profiles]
     picked = kernel_sample.slowest(compute, stages, [u not in no_kernels for u in paths], kernel_ranks)
     if not picked:
         return 0
@@ -463,11 +478,25 @@ def _read_slowest(run, paths: list[str], results: list[tuple], no_kernels: froze
     return read
 
 
-def _median_compute(profile: Profile | None) -> float:
-    """The median of a unit's ``computing_us`` over its steps, NaN without them."""
-    values = _steps_column(profile, "computing_us")
-    values = values[~np.isnan(values)] if values is not None else np.empty(0)
-    return float(np.median(values)) if values.size else math.nan
+def _median_computes(profiles: list[Profile | None]) -> list[float]:
+    """The median of each unit's ``computing_us`` over its steps, NaN
+    without them. Units of one worker chunk share a packed table
+    (``arrow_frames.Rows``): its column is converted once and sliced."""
+    packed: dict[int, np.ndarray] = {}
+    out = []
+    for profile in profiles:
+        steps = None if profile is None else profile.steps
+        if isinstance(steps, arrow_frames.Rows) and "computing_us" in steps.columns:
+            whole = packed.get(id(steps.table))
+            if whole is None:
+                column = steps.table.column("computing_us").to_numpy(zero_copy_only=False)
+                whole = packed[id(steps.table)] = column.astype(np.float64)
+            values = whole[steps.offset:steps.offset + steps.count]
+        else:
+            values = _steps_column(profile, "computing_us")
+        values = values[~np.isnan(values)] if values is not None else np.empty(0)
+        out.append(float(np.median(values)) if values.size else math.nan)
+    return out
 
 
 def _merge(parts: list[Profile], root: Path) -> Profile:
