@@ -58,6 +58,9 @@ if kind == "rows":  # the larger MLP, one row at a time: its one-row products ta
     rows = 48
 model = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
                       nn.Linear(hidden, 10))
+if kind == "tiny-layers":  # 150 16-wide layers of 8 rows: calling them, not their arithmetic, takes the time
+    width, rows = 16, 8
+    model = nn.Sequential(*[m for _ in range(150) for m in (nn.Linear(16, 16), nn.Tanh())])
 if kind == "lstmcell":  # 128 time steps of 16 sequences, one cell call each
     model = nn.LSTMCell(32, 32)
     x, target = torch.randn(128, 16, 32), torch.randn(16, 32)
@@ -123,6 +126,22 @@ def test_time_outside_the_operators_is_a_problem_not_clean(tmp_path, kind):
     # the silent stretches' work (the write) leaves the step whole when moved out of it; half of the rest
     silent = min(value(report, "host.silent_gap_ms"), f["time_at_stake_ms"])
     assert f["estimated_gain_ms"] == pytest.approx(silent + 0.5 * (f["time_at_stake_ms"] - silent), abs=2e-3)
+
+
+def test_many_tiny_operators_are_named_as_the_gaps_between_them(tmp_path):
+    # the operators run back to back, so no stretch of a millisecond goes without one: the message says so
+    # instead of giving the silent stretches as "0.00 ms of the mean step", and the gain is half the free time
+    report = _run(tmp_path, "tiny-layers")
+    f = {f["rule"]: f for f in report["findings"]}.get(RULE)
+    assert f is not None and f["severity"] in SERIOUS, [x["rule"] for x in report["findings"]]
+    silent = value(report, "host.silent_gap_ms")
+    assert silent < 0.25 * f["time_at_stake_ms"]
+    if silent == 0:
+        assert "No stretch of 1 ms or more goes without an operator" in f["message"]
+        assert "Stretches of 1 ms" not in f["message"] and "silent stretches" not in f["message"]
+        assert f["estimated_gain_ms"] == pytest.approx(0.5 * f["time_at_stake_ms"], abs=2e-3)
+    else:
+        assert "Stretches of 1 ms or more with no operator on any thread take" in f["message"]
 
 
 def test_with_python_stacks_the_finding_names_the_function_that_runs_there(tmp_path):
