@@ -287,6 +287,21 @@ def _group_waits(p: Profile, frame: pd.DataFrame, groups: list[str]) -> pd.DataF
     return out
 
 
+def _least_exposed(p: Profile, known: pd.DataFrame, group: str) -> pd.DataFrame | None:
+    """Per step id of ``known`` (``_exposure`` rows with a ``group`` value)
+    that every rank recorded: ``net``, the least exposed ``group`` time
+    over the ranks, ``rank``, the rank that has it, and ``dur``, the median
+    step; None unless there are several labelled ranks and step ids."""
+    ranks = known["rank"].nunique()
+    if ranks < 2 or p.meta.ranks_inferred or not (known["step"] >= 0).any():
+        return None
+    numbered = known[known["step"] >= 0]
+    g = numbered.groupby("step")
+    per = pd.DataFrame({"net": g[group].min(), "rank": numbered.loc[g[group].idxmin(), "rank"].to_numpy(),
+                        "dur": g["dur"].median(), "ranks": g["rank"].nunique()})
+    return per[per["ranks"] == ranks]
+
+
 def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[float, int] | None]:
     """(ms per step, share of the step, evidence, (standard error in ms,
     steps) of the per-step mean or None) of a group's exposed time.
@@ -309,11 +324,8 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
     evidence = {"from": _FROM[frame.attrs["from"]], **_data_evidence(p)}
     if frame.attrs["less"] and group != "p2p":
         evidence["less"] = "pipeline Receive time (receive_us)"
-    ranks = known["rank"].nunique()
-    if ranks >= 2 and not p.meta.ranks_inferred and (known["step"] >= 0).any():
-        g = known[known["step"] >= 0].groupby("step")
-        per = pd.DataFrame({"net": g[group].min(), "dur": g["dur"].median(), "ranks": g["rank"].nunique()})
-        per = per[per["ranks"] == ranks]
+    per = _least_exposed(p, known, group)
+    if per is not None:
         if not per.empty:
             kept = known[known["step"].isin(per.index)]
             evidence["from"] += "; per step the least-exposed rank"
@@ -842,16 +854,35 @@ def bucket_cap_mb(p: Profile) -> Value:
 @metric("comm.allreduce_tail_ms", unit="ms", needs=["comm.kind", "comm.step", "comm.exposed_share_us"])
 def allreduce_tail_ms(p: Profile) -> Value:
     """Exposed time of the step's last all-reduce (DDP: the last bucket, the
-    first layers' gradients, reduced only after backward has ended): its
-    ``exposed_share_us``, median over steady steps and ranks. Evidence:
-    its size (``tail_mb``)."""
+    first layers' gradients, reduced only after backward has ended), as a
+    part of ``comm.exposed_allreduce_ms``: per steady (rank, step) its
+    ``exposed_share_us``, at most the rank's exposed all-reduce in that
+    step net of its waits for late peers (``_exposure``: a rank that
+    finishes backward early waits for the others in its last bucket, and
+    that wait is imbalance, not the bucket's cost). With several ranks, per
+    step the rank that exposes least, as ``comm.exposed_allreduce_ms``
+    takes; mean over the steps (over rank-steps otherwise), so it is never
+    more than that metric. Evidence: its size (``tail_mb``)."""
     t = _allreduce_steps(p).dropna(subset=["tail_ms"])
     if t.empty:
         raise NotEvaluated("no exposed share of the all-reduces")
+    tail = t["tail_ms"]
+    try:
+        frame = _exposure(p)
+    except NotEvaluated:
+        frame = None
+    if frame is not None and "allreduce" in frame.attrs["groups"]:
+        known = frame.dropna(subset=["allreduce"])
+        net = known.set_index(["rank", "step"])["allreduce"] / US_PER_MS
+        tail = np.minimum(tail, net.reindex(tail.index).fillna(np.inf))
+        per = _least_exposed(p, known, "allreduce")
+        if per is not None and not per.empty:
+            chosen = tail.reindex(pd.MultiIndex.from_arrays([per["rank"].to_numpy(), per.index.to_numpy()]))
+            tail = chosen.dropna() if chosen.notna().any() else tail
     evidence = {}
     if t["tail_mb"].notna().any():
         evidence["tail_mb"] = round(float(t["tail_mb"].median()), 4)
-    return Value(round(float(t["tail_ms"].median()), 4), evidence)
+    return Value(round(float(tail.mean()), 4), evidence)
 
 
 #: The part of an all-reduce's cost that grows with its size is fitted over
