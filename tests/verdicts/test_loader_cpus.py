@@ -86,33 +86,56 @@ def test_a_loader_that_already_has_the_cpus_is_told_to_build_cheaper_batches(tmp
     assert "storage or the network" in fix["text"]
     # the trace does not record the loader's worker count: no count is proposed as if it were one
     assert "raise num_workers to about" not in fix["text"] and "does not record how many" in fix["text"]
-    assert "cached_dataset" in fix["code"] and f"num_workers={value(report, 'data.worker_cpus')}" in fix["code"]
+    # no CPU beside the loop: the loader builds in the process, without persistent_workers (which
+    # DataLoader refuses without workers)
+    assert "cached_dataset" in fix["code"] and "num_workers" not in fix["code"]
+    assert "persistent_workers" not in fix["code"]
 
 
 @needs_torch
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
-def test_a_loader_in_the_training_process_is_given_the_cpu_the_loop_leaves(tmp_path):
+def test_a_loader_in_the_training_process_on_one_cpu_is_told_to_build_cheaper_batches(tmp_path):
     report, finding = _input_bound(tmp_path, 0)
     assert value(report, "data.loader_workers") == "the training process"
+    assert value(report, "data.worker_cpus") == 0
     fix = finding["fix"]
-    assert fix["text"].startswith("Load batches in background worker processes")
-    assert f"num_workers={value(report, 'data.suggested_workers')}" in fix["code"]
-    # the suggestion is for workers that wait; CPU-bound ones get the CPUs the loop leaves
-    assert f"keep about {value(report, 'data.worker_cpus')} busy" in fix["text"]
+    # the one CPU runs the loop: workers that build batches by CPU work would only share it
+    assert "leaves none for worker processes" in fix["text"] and "cheaper" in fix["text"]
+    # workers only where the loader waits on storage or the network, which this profile cannot see
+    assert f"about {value(report, 'data.suggested_workers')} worker processes help" in fix["text"]
+    # the code keeps the loader in the process: DataLoader refuses persistent_workers without workers
+    assert "cached_dataset" in fix["code"] and "num_workers" not in fix["code"]
+    assert "persistent_workers" not in fix["code"]
+
+
+def _fix_of_example(name: str, **metrics):
+    """input-bound's finding on one of its examples, with ``metrics`` changed."""
+    from advisor.engine.evaluation import compile_rule, evaluate_rule, run_context
+    from advisor.engine.loader import load_rules
+
+    compiled = compile_rule(next(r for r in load_rules([]) if r.name == "input-bound"))
+    example = {**next(e for e in compiled.rule.examples if e.name.startswith(name)).metrics, **metrics}
+    finding, skip = evaluate_rule(compiled, example, framework="pytorch", device="cpu",
+                                  run=run_context(framework="pytorch", device="cpu"))
+    assert skip is None and finding is not None
+    return example, finding
+
+
+def test_a_loader_in_the_training_process_is_given_the_cpus_the_loop_leaves_in_its_code():
+    # two CPUs, a wait that would need 14 workers if they waited on storage: the code asks for the one
+    # CPU the loop leaves, and the text gives the count for workers that wait
+    example, finding = _fix_of_example("PyTorch DataLoader with num_workers=0", **{
+        "data.loader_workers": "the training process", "data.suggested_workers": 14, "data.usable_cpus": 2,
+        "data.worker_cpus": 1, "data.workers_beyond_cpus": True})
+    assert "num_workers=1," in finding.fix.code and "num_workers=14" not in finding.fix.code
+    assert "keep about 1 worker busy" in finding.fix.text and "about 14 of them help" in finding.fix.text
 
 
 def test_a_loader_in_worker_processes_with_cpus_to_spare_gets_more_workers_not_a_count():
     """A PyTorch trace shows that the loader runs in worker processes, not
     how many: with CPUs to spare the fix asks for more than it has, and the
     suggested count only as what one worker would need."""
-    from advisor.engine.evaluation import compile_rule, evaluate_rule, run_context
-    from advisor.engine.loader import load_rules
-
-    compiled = compile_rule(next(r for r in load_rules([]) if r.name == "input-bound"))
-    metrics = next(e for e in compiled.rule.examples if e.name.startswith("PyTorch DataLoader already")).metrics
-    finding, skip = evaluate_rule(compiled, metrics, framework="pytorch", device="gpu",
-                                  run=run_context(framework="pytorch", device="gpu"))
-    assert skip is None and finding is not None
+    metrics, finding = _fix_of_example("PyTorch DataLoader already")
     assert "already builds batches in worker processes" in finding.fix.text
     assert "does not record how many" in finding.fix.text
     assert "num_workers=2 * num_workers" in finding.fix.code
