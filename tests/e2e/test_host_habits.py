@@ -82,6 +82,12 @@ def test_host_habits_fire_and_their_fixes_keep_them_quiet(examples, tmp_path):
     site = _value(bad, "host.gc_call_sites")[0]["frame"]
     assert site.startswith("train_habits.py(") and site in fired["gc-pause"]["message"]
     assert "The program calls gc.collect() itself" in fired["gc-pause"]["message"]
+    # that call leaves the step whole when taken out of it: the gain counts it whole, not a share of it
+    f = fired["gc-pause"]
+    assert min(_value(bad, "host.gc_call_ms"), f["time_at_stake_ms"]) - 1e-3 <= f["estimated_gain_ms"]
+    assert f["estimated_gain_ms"] <= f["time_at_stake_ms"]
+    # a CPU run has no device to drain: the message speaks of the loop
+    assert "the training loop with it" in f["message"] and "device drains" not in f["message"]
     # the collections are also time outside the operators: one cause, one finding, the other measure contributing
     assert "host-time-outside-ops" not in fired
     assert "host-time-outside-ops" in {c["rule"] for c in fired["gc-pause"]["contributing"]}
