@@ -59,6 +59,9 @@ def test_deep_queue_while_the_host_sits_in_a_sync_copy_is_not_host_bound(tmp_pat
     assert "host-bound" not in found and "sync-stall" not in found and "launch-bound" not in found
     f = found["dependency-stall"]
     assert f.confidence <= 0.3 and "inferred" in f.message and "no recorded wait" in f.message
+    # each waiting stream with its time, without a second pair of parentheses after the label's own
+    wait = report.metrics["step.idle_dependency_waits"].value[0]
+    assert f"{wait['ms']:.2f} ms on {wait['name']}" in f.message and ") (" not in f.message
 
 
 def test_host_busy_with_an_empty_queue_is_host_bound(tmp_path):
