@@ -482,13 +482,16 @@ SCHEMA: dict[str, dict[str, Column]] = {
                                    required=True),
     },
     "op_trend": {  # Kineto traces: per step, the time of the few top-level host operators whose per-step time
-        # rises most over the profiled steps, at most 3 names per rank (collectors/kineto/op_trend.py)
+        # rises most over the profiled steps, and of those that stand out in some steps, at most 3 names per rank
+        # each (collectors/kineto/op_trend.py)
         "rank": _rank(),
         "step": _step(),
         "name": Column("text", "the operator (a top-level host op: cpu_op, not nested in another op of its thread)",
                        required=True),
         "time_us": Column("float", "its summed duration in the step (0 when it did not run in it)", required=True),
         "calls": Column("int", "its calls starting in the step"),
+        "kept_for": Column("text", "why the operator is in the table: 'rise' (its per-step time rises) or "
+                                   "'stand out' (its time stands out in some steps)"),
     },
 }
 TABLES = tuple(SCHEMA)

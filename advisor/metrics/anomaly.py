@@ -331,6 +331,49 @@ def step_outlier_drivers(p: Profile) -> Value:
     return Value(sorted(weight, key=lambda name: (-weight[name][0], -weight[name][1])))
 
 
+#: An operator is among what the outlier steps add (``anomaly.step_outlier_ops``)
+#: when its time grows in them by at least this share of their mean excess
+#: over the typical step: a part of the slowdown worth naming ...
+OUTLIER_OP_SHARE = 0.1
+#: ... and at most this many, most time first.
+OUTLIER_OPS = 3
+
+
+@metric("anomaly.step_outlier_ops", unit="list", needs=["steps.duration_us", "steps.step", "op_trend.time_us"])
+def step_outlier_ops(p: Profile) -> Value:
+    """The host operators the outlier steps add (Kineto traces: the
+    ``op_trend`` operators, those whose time stands out in some steps among
+    them): per operator and rank, its mean time and calls over the flagged
+    steps less their medians over the rank's other steady steps; mean over
+    ranks. Those whose time grows by at least ``OUTLIER_OP_SHARE`` of the
+    flagged steps' mean excess, at most ``OUTLIER_OPS``, each as
+    ``{name, ms, calls}`` (ms and calls more per flagged step). A host
+    operator's time is its host time: on a GPU the launches, not the
+    kernels."""
+    m = _model(p)
+    flagged = m["outliers"]
+    if not flagged:
+        raise NotEvaluated("no outlier steps")
+    ops = p.table("op_trend")
+    steps = steady_steps(p)[["rank", "step"]].dropna().astype({"step": "int64"})
+    rows = ops.dropna(subset=["step"]).astype({"step": "int64"}).merge(steps, on=["rank", "step"])
+    inside = rows["step"].isin(flagged)
+    if not inside.any() or inside.all():
+        raise NotEvaluated("the operators' per-step times do not cover both the outlier and the other steps")
+    cols = ["time_us", "calls"] if "calls" in rows.columns else ["time_us"]
+    grown = (rows[inside].groupby(["rank", "name"])[cols].mean()
+             - rows[~inside].groupby(["rank", "name"])[cols].median()).dropna().groupby("name").mean()
+    excess_ms = float((m["frame"]["duration_us"].loc[flagged] - _typical_ms(m)).clip(lower=0).mean())
+    named = grown[grown["time_us"] >= OUTLIER_OP_SHARE * excess_ms * US_PER_MS].sort_values("time_us",
+                                                                                           ascending=False)
+    if named.empty or not excess_ms > 0:
+        raise NotEvaluated("no recorded operator accounts for a tenth of the outlier steps' excess")
+    out = [{"name": str(name), "ms": round(float(row["time_us"]) / US_PER_MS, 3),
+            **({"calls": round(float(row["calls"]), 1)} if "calls" in row else {})}
+           for name, row in named.head(OUTLIER_OPS).iterrows()]
+    return Value(out, {"step_excess_ms": round(excess_ms, 3)})
+
+
 @metric("anomaly.step_outlier_period", unit="steps", needs=["steps.duration_us", "steps.step"])
 def step_outlier_period(p: Profile) -> Value:
     """When three or more outliers recur at a fixed step interval (e.g. a

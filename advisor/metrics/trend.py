@@ -32,7 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from advisor.collectors.kineto.op_trend import slopes
+from advisor.collectors.kineto.op_trend import RISE, slopes
 from advisor.metrics.registry import NotEvaluated, Value, metric
 from advisor.metrics.steps_view import US_PER_MS, steady_steps
 from advisor.profile import Profile
@@ -114,7 +114,7 @@ def _series(p: Profile) -> pd.DataFrame:
 
 def _build_series(p: Profile) -> pd.DataFrame:
     """Per steady step (index: step id, in order): the mean over ranks of its
-    duration and components, and of each ``op_trend`` operator's time
+    duration and components, and of each ``op_trend`` operator kept for its rise
     (columns ``op:<name>``). Rows without a positive duration are left out,
     and components some step lacks."""
     steps = steady_steps(p)
@@ -128,6 +128,8 @@ def _build_series(p: Profile) -> pd.DataFrame:
         raise NotEvaluated(f"{len(series)} steady step(s): a trend test needs {need} to be able to reach the "
                            f"{LEVEL:.0%} level (n steps in rising order have probability 1/n!)")
     ops = p.table("op_trend")
+    if ops is not None and "kept_for" in ops.columns:
+        ops = ops[ops["kept_for"] == RISE]
     if ops is not None:
         kept = ops.merge(steps[["rank", "step"]], on=["rank", "step"])
         per_step = kept.groupby(["step", "name"])["time_us"].mean().unstack("name")

@@ -1,5 +1,6 @@
 """Kineto events -> the ``op_trend`` table: the per-step time of the few host
-operators whose per-step time rises over the profiled steps.
+operators whose per-step time rises over the profiled steps, and of the few
+whose time stands out in some steps.
 
 A loop that concatenates into a growing tensor, re-reduces a growing
 history or walks a growing cache spends more time in the same operator
@@ -15,6 +16,14 @@ it rises at all. Whether the rise is significant is the metrics' question
 (``advisor/metrics/trend.py``). GPU traces get the same rows from their
 host ops (the launching side; a device kernel's growth shows in the step's
 device time).
+
+Steps slower than the rest every few steps (an evaluation pass, a metric
+over the data) run operators the other steps do not, or run them more: so
+for at most :data:`KEPT_NAMES` more names the table keeps those whose time
+stands out most in at least two steps (:func:`stand_out`); ``kept_for``
+says why a name is there ("rise" or "stand out"), and the anomaly model's
+metrics read which of them the slow steps add
+(``anomaly.step_outlier_ops``).
 """
 
 from __future__ import annotations
@@ -62,18 +71,43 @@ def table(ev: Events, steps: pd.DataFrame | None, rank: int) -> pd.DataFrame | N
     time = np.bincount(cells, weights=ev.dur[top], minlength=size).reshape(codes.size, len(steps))
     calls = np.bincount(cells, minlength=size).reshape(codes.size, len(steps))
     grow = rise(time)
-    chosen = np.argsort(-grow, kind="stable")[:KEPT_NAMES]
-    chosen = chosen[grow[chosen] > 0]
+    rising = np.argsort(-grow, kind="stable")[:KEPT_NAMES]
+    rising = rising[grow[rising] > 0]
+    above = stand_out(time)
+    above[rising] = 0.0
+    standing = np.argsort(-above, kind="stable")[:KEPT_NAMES]
+    standing = standing[above[standing] > 0]
+    chosen = np.r_[rising, standing]
     if chosen.size == 0:
         return None
     step_ids = steps["step"].to_numpy(dtype=np.int64)[order]
+    kept_for = np.repeat(np.r_[np.full(rising.size, RISE, dtype=object), np.full(standing.size, STAND_OUT,
+                                                                                   dtype=object)], len(steps))
     return pd.DataFrame({
         "rank": rank,
         "step": pd.array(np.tile(step_ids, chosen.size), dtype="Int64"),
         "name": np.repeat(ev.names[codes[chosen]].astype(str), len(steps)),
         "time_us": time[chosen].ravel(),
         "calls": calls[chosen].ravel().astype(np.int64),
+        "kept_for": kept_for,
     })
+
+
+#: ``kept_for`` of a name kept because its per-step time rises (:func:`rise`) ...
+RISE = "rise"
+#: ... or because it stands out in some steps (:func:`stand_out`).
+STAND_OUT = "stand out"
+
+
+def stand_out(per_step: np.ndarray) -> np.ndarray:
+    """Per row of ``per_step`` (one name's time in each step): how far its
+    second-largest step stands above its median step. The second largest:
+    work that recurs in some steps is in two or more of them, while a
+    start-up step's one-time work (the first step's allocations) is in one."""
+    if per_step.shape[1] < 2:
+        return np.zeros(per_step.shape[0])
+    second = np.partition(per_step, -2, axis=1)[:, -2]
+    return second - np.median(per_step, axis=1)
 
 
 def rise(per_step: np.ndarray) -> np.ndarray:

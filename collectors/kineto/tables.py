@@ -70,7 +70,7 @@ class Tables:
     cp_edges: pd.DataFrame | None = None  # each step's dependency graph (kineto_critical_path)
     free_gaps: pd.DataFrame | None = None  # CPU-only: each step's free stretches by place (kineto/free_gaps.py)
     flops: pd.DataFrame | None = None  # matrix operators' FLOPs per step, from recorded shapes (kineto/work.py)
-    op_trend: pd.DataFrame | None = None  # per-step time of the host ops that rise most (kineto/op_trend.py)
+    op_trend: pd.DataFrame | None = None  # per-step time of the host ops that rise or stand out (kineto/op_trend.py)
 
 
 def _steps(ev: Events) -> dict[str, np.ndarray] | None:

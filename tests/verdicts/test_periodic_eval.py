@@ -64,6 +64,12 @@ def test_an_evaluation_every_other_step_is_named_in_every_step_it_runs(tmp_path)
     most = sum(durations[s] - min(training) for s in flagged) / len(steps)
     assert 0 < metrics["anomaly.step_outlier_excess_ms"] <= most + 1e-6
     assert found["step-outlier"]["estimated_gain_ms"] <= found["step-outlier"]["time_at_stake_ms"]
+    # what the slow steps add, from the operators' per-step times: the evaluation's 8 forward passes are 24
+    # more calls of the model's 3 linear layers (and 16 of its 2 ReLUs); the message and the fix name them
+    added = {o["name"]: o for o in metrics["anomaly.step_outlier_ops"]}
+    assert added["aten::linear"]["calls"] == 24, added
+    assert "aten::linear runs 24 more times" in found["step-outlier"]["message"]
+    assert "The extra aten::linear" in found["step-outlier"]["fix"]["text"]
 
 
 #: 2-rank DDP on gloo; every 3 steps, after the optimizer step, ``eval-rank0``

@@ -22,3 +22,14 @@ def test_rise_counts_a_growing_operator_and_not_one_slow_step():
     # a long window is averaged over runs of steps: the slope stays the step's
     long = np.arange(500, dtype=float)[None, :] * 0.5
     assert op_trend.rise(long)[0] == pytest.approx(0.5)
+
+
+def test_stand_out_counts_work_of_some_steps_and_not_a_one_time_step():
+    per_step = np.array([
+        [5.0, 30.0, 5.0, 5.0, 30.0, 5.0, 5.0, 30.0],   # extra work every third step (an evaluation)
+        [40.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0],     # the first step's one-time work
+        [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0],      # the same every step
+    ])
+    above = op_trend.stand_out(per_step)
+    assert above[0] == pytest.approx(25.0)
+    assert above[1] == 0.0 and above[2] == 0.0
