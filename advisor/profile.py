@@ -477,6 +477,9 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "frame": Column("text", "the Python function of the profiled program that runs in the stretch on the "
                         "training thread (collectors/kineto/host_calls.py frames_holding; traces recorded "
                         "with_stack=True); absent otherwise"),
+        "range": Column("text", "the record_function range the stretch runs in on the training "
+                        "thread (collectors/kineto/host_calls.py ranges_holding: 'Optimizer.zero_grad#SGD.zero_grad', "
+                        "the program's own ranges), step and DataLoader markers left out; absent without such ranges"),
         "after_collective": Column("bool", "it begins where a collective the training thread waits for ends "
                                    "on another thread: the training thread resuming after that wait",
                                    required=True),

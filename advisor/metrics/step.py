@@ -281,22 +281,42 @@ def recurring_free_frames(p: Profile) -> Value:
     reports: each place's lower median over the steady steps (as there) goes to
     the frame most of its stretches run in. At most ``TOP_FRAMES``, each as
     'name (ms per step)'. Evidence: each frame's ms."""
+    return _recurring_free_by(p, "frame", "frames", NotEvaluated(
+        "no Python frames of the program in the free stretches (record with with_stack=True)"),
+        NotEvaluated("no recurring free time in a Python frame of the program"))
+
+
+@metric("step.recurring_free_ranges", unit="list", needs=["free_gaps.range", "free_gaps.gap_us", "steps.duration_us"])
+def recurring_free_ranges(p: Profile) -> Value:
+    """The ``record_function`` ranges the recurring free time runs inside
+    (the ``free_gaps`` table's ``range``: ``Optimizer.zero_grad#SGD.zero_grad``,
+    the program's own ranges; recorded with or without Python stacks),
+    counted as ``step.recurring_free_frames`` counts frames. Evidence: each
+    range's ms."""
+    return _recurring_free_by(p, "range", "ranges", NotEvaluated("no record_function range around the free stretches"),
+                              NotEvaluated("no recurring free time in a record_function range"))
+
+
+def _recurring_free_by(p: Profile, column: str, label: str, none: NotEvaluated, empty: NotEvaluated) -> Value:
+    """``step.recurring_free_frames`` over the ``free_gaps`` column ``column``
+    (evidence ``label``); raises ``none`` when no stretch has a value there,
+    ``empty`` when none of them recurs."""
     require_device_record(p)
     free, _ = _recurring_free(p)
     rank = free.idxmin()
     gaps, wake = _free_gaps(p)
     ids, mine = _steady_rows(p, gaps[~wake])[rank]
-    mine = mine.dropna(subset=["frame"])
+    mine = mine.dropna(subset=[column])
     if mine.empty:
-        raise NotEvaluated("no Python frames of the program in the free stretches (record with with_stack=True)")
+        raise none
     median = _per_place(mine, ids, "gap_us")
-    frame = mine.groupby("key")["frame"].agg(lambda f: f.mode().iloc[0])
-    by_frame = (median.groupby(frame.reindex(median.index)).sum() / US_PER_MS).sort_values(ascending=False)
-    by_frame = by_frame[by_frame > 0].head(TOP_FRAMES)
-    if by_frame.empty:
-        raise NotEvaluated("no recurring free time in a Python frame of the program")
-    return Value([f"{name} ({ms:.2f} ms)" for name, ms in by_frame.items()],
-                 {"rank": int(rank), "frames": {str(k): round(float(v), 3) for k, v in by_frame.items()}})
+    place = mine.groupby("key")[column].agg(lambda f: f.mode().iloc[0])
+    by_place = (median.groupby(place.reindex(median.index)).sum() / US_PER_MS).sort_values(ascending=False)
+    by_place = by_place[by_place > 0].head(TOP_FRAMES)
+    if by_place.empty:
+        raise empty
+    return Value([f"{name} ({ms:.2f} ms)" for name, ms in by_place.items()],
+                 {"rank": int(rank), label: {str(k): round(float(v), 3) for k, v in by_place.items()}})
 
 
 @metric("step.iteration_interval_ms", unit="ms", needs=["steps.iteration_interval_us"])

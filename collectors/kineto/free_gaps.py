@@ -27,7 +27,9 @@ from step to step; the time the process waits for a CPU on a busy host
 lands at random places (``step.recurring_free_ms`` reads it so).
 Where the trace records Python frames (``with_stack=True``), ``frame`` is
 the frame of the profiled program that runs in the stretch on the training
-thread (``host_calls.frames_holding``).
+thread (``host_calls.frames_holding``); ``range`` is the
+``record_function`` range it runs in there, stacks or not
+(``host_calls.ranges_holding``: ``Optimizer.zero_grad#SGD.zero_grad``).
 """
 
 from __future__ import annotations
@@ -43,15 +45,18 @@ STEP_END = "(step end)"
 BUSY = "(busy)"
 
 
+Place = Callable[[np.ndarray, np.ndarray], np.ndarray | None]
+
+
 def table(starts: np.ndarray, ends: np.ndarray, names: np.ndarray, waited: np.ndarray, steps: pd.DataFrame,
-          rank: int, frame_of: Callable[[np.ndarray, np.ndarray], np.ndarray | None] | None = None
-          ) -> pd.DataFrame | None:
+          rank: int, frame_of: Place | None = None, range_of: Place | None = None) -> pd.DataFrame | None:
     """One row per free gap of each step window of ``steps`` (``step``,
     ``start_us``, ``duration_us``) given the busy spans ``starts``/``ends``
     named ``names``, ``waited`` marking the collectives the training thread
     waits for on another thread; None without step markers or gaps.
     ``frame_of(start, end)``: the program's Python frame each stretch runs
-    in (the ``frame`` column), None where the trace has none."""
+    in (the ``frame`` column), None where the trace has none; ``range_of``
+    the same for the ``record_function`` range around it (``range``)."""
     if steps is None or "start_us" not in steps.columns or steps["step"].isna().all():
         return None
     win = steps.dropna(subset=["step", "start_us", "duration_us"])
@@ -110,7 +115,8 @@ def table(starts: np.ndarray, ends: np.ndarray, names: np.ndarray, waited: np.nd
     out = pd.DataFrame({"rank": rank, "step": pd.array(df["step"], dtype="Int64"), "key": key,
                         "gap_us": df["gap_us"].astype(float), "busy_after_us": df["busy_after_us"].astype(float),
                         "after_collective": df["after_collective"].astype(bool)})
-    frames = frame_of(df["lo"].to_numpy(float), df["hi"].to_numpy(float)) if frame_of is not None else None
-    if frames is not None:
-        out["frame"] = frames
+    for column, place_of in (("frame", frame_of), ("range", range_of)):
+        places = place_of(df["lo"].to_numpy(float), df["hi"].to_numpy(float)) if place_of is not None else None
+        if places is not None:
+            out[column] = places
     return out

@@ -237,6 +237,20 @@ def _enclosing(ev: Events, prog: np.ndarray, thread: np.ndarray, start: np.ndarr
     return out
 
 
+def ranges_holding(ev: Events, thread: int, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Per stretch of ``thread`` (``start``, ``end``): the ``record_function``
+    range it runs in (``user_annotation`` events:
+    ``Optimizer.zero_grad#SGD.zero_grad``, a program's own
+    ``record_function("log")``; the step and DataLoader markers left out),
+    chosen as ``frames_holding`` chooses a frame; None where there is none,
+    and None when the trace has no such range. Recorded with or without
+    Python stacks."""
+    from advisor.collectors.kineto.tables import ANNOTATION_RE  # it imports this module
+
+    ranges = np.flatnonzero(ev.cat_is("user_annotation") & ~ev.named(ANNOTATION_RE))
+    return _holding(ev, ranges, thread, start, end) if ranges.size else None
+
+
 def frames_holding(ev: Events, thread: int, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
     """Per stretch of ``thread`` (``start``, ``end``; stretches without an
     operator): the program frame that runs in it -- the one of the
@@ -246,11 +260,14 @@ def frames_holding(ev: Events, thread: int, start: np.ndarray, end: np.ndarray) 
     frame enclosing it (the loop's own code); None where there is neither,
     and None when the trace has no program frames."""
     prog = _program_frames(ev)
-    if prog.size == 0:
-        return None
-    outer = _enclosing(ev, prog, np.full(np.size(start), thread), start, end)
-    prog = prog[ev.thread[prog] == thread]
-    by_start = prog[np.argsort(ev.ts[prog], kind="stable")]
+    return _holding(ev, prog, thread, start, end) if prog.size else None
+
+
+def _holding(ev: Events, spans: np.ndarray, thread: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``frames_holding`` among the events ``spans``."""
+    outer = _enclosing(ev, spans, np.full(np.size(start), thread), start, end)
+    spans = spans[ev.thread[spans] == thread]
+    by_start = spans[np.argsort(ev.ts[spans], kind="stable")]
     s, e = ev.ts[by_start], ev.end_at(by_start)
     by_end = np.argsort(e, kind="stable")
     s_end, e_end = s[by_end], e[by_end]

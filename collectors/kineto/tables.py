@@ -18,7 +18,7 @@ from advisor.collectors.kineto import intervals as iv
 from advisor.collectors.kineto import window as kw
 from advisor.collectors.kineto.calls import DATALOADER_RE, SYNC_CALLS
 from advisor.collectors.kineto.decode import HOST, KERNEL, MEMCPY, MEMSET, RUNTIME, Events
-from advisor.collectors.kineto.host_calls import frames_holding
+from advisor.collectors.kineto.host_calls import frames_holding, ranges_holding
 from advisor.collectors.kineto.shaped_events import optimizer_steps
 
 # At most 18 digits: every such id fits the int64 step column; a longer one
@@ -612,7 +612,8 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
                    np.zeros(data_idx.size, bool)]
     gaps = free_gaps.table(ev.ts[spans], np.r_[ev.end_at(np.r_[top[on_main], comm_top]), blocked_end[held],
                                                ev.end_at(data_idx)], ev.names[ev.name[spans]], waited, steps, rank,
-                           lambda lo, hi: frames_holding(ev, main, lo, hi))
+                           lambda lo, hi: frames_holding(ev, main, lo, hi),
+                           lambda lo, hi: ranges_holding(ev, main, lo, hi))
     return Tables("cpu", steps, _with_rank(ops, rank), _with_rank(comm_df, rank), notes, warmup, free_gaps=gaps)
 
 

@@ -86,6 +86,10 @@ for step in range(11):
     elif kind == "metric":  # a rank-based AUC written in Python over the batch, every step
         labels, scores = y.tolist(), model(x)[:, 1].detach().tolist()
         score = ranked_pairs(labels, scores)
+    elif kind == "ranged-metric":  # the same, inside a record_function range of the program's
+        with torch.profiler.record_function("compute_auc"):
+            labels, scores = y.tolist(), model(x)[:, 1].detach().tolist()
+            score = ranked_pairs(labels, scores)
 """
 METRIC = """
 def ranked_pairs(labels, scores):
@@ -137,7 +141,7 @@ def test_many_tiny_operators_are_named_as_the_gaps_between_them(tmp_path):
     silent = value(report, "host.silent_gap_ms")
     assert silent < 0.25 * f["time_at_stake_ms"]
     if silent == 0:
-        assert "No stretch of 1 ms or more goes without an operator" in f["message"]
+        assert "No stretch of 1 ms or more goes without a recorded operator or range" in f["message"]
         assert "Stretches of 1 ms" not in f["message"] and "silent stretches" not in f["message"]
         assert f["estimated_gain_ms"] == pytest.approx(0.5 * f["time_at_stake_ms"], abs=2e-3)
     else:
@@ -163,6 +167,19 @@ def test_without_python_stacks_the_finding_is_inferred_and_says_how_to_see_the_f
     f = {f["rule"]: f for f in report["findings"]}[RULE]
     assert f["direct_evidence"] is False and f["title"].endswith("(inferred)")
     assert "advisor run --stacks" in f["message"] and "step.recurring_free_frames" not in report["metrics"]
+
+
+def test_without_python_stacks_the_record_function_range_it_runs_in_is_named(tmp_path):
+    # a range the program records around its metric holds the time: named without stacks, and the message
+    # no longer puts that time in Python's cost per operator call alone
+    report = _run(tmp_path, "ranged-metric")
+    f = {f["rule"]: f for f in report["findings"]}[RULE]
+    ranges = report["metrics"]["step.recurring_free_ranges"]["evidence"]["ranges"]
+    assert next(iter(ranges)) == "compute_auc", ranges
+    assert ranges["compute_auc"] >= 0.5 * value(report, "step.recurring_free_ms")
+    assert "The record_function ranges it falls in: compute_auc (" in f["message"]
+    if value(report, "host.silent_gap_ms") == 0:
+        assert "in the record_function ranges named below or in Python's cost" in f["message"]
 
 
 def test_a_batch_run_row_by_row_spends_its_step_in_thin_products(tmp_path):
