@@ -46,7 +46,10 @@ def test_v100_trace_records_the_gpu_and_fp32_compute_advises_float16_with_grad_s
     assert profile.meta.device_model == "Tesla V100-DGXS-32GB"
     assert profile.meta.compute_capability == "7.0" and profile.meta.bf16_tensor_cores is False
     report = advisor.analyze(corpus / V100_RUN)
-    fix = next(f for f in report.findings if f.rule == "fp32-compute").fix
+    finding = next(f for f in report.findings if f.rule == "fp32-compute")
+    # the message names what this GPU has: float16 tensor cores, no bfloat16 ones and no Ascend cube units
+    assert "In float16 they run on the tensor cores" in finding.message and "cube" not in finding.message
+    fix = finding.fix
     assert fix.framework == "pytorch"
     assert "float16 autocast with a GradScaler" in fix.text and "Tesla V100-DGXS-32GB" in fix.text
     assert "torch.float16" in fix.code and "GradScaler" in fix.code
@@ -61,6 +64,9 @@ def test_fp32_compute_keeps_bfloat16_on_a_gpu_with_bf16_tensor_cores():
     ampere = _fired("fp32-compute", "MindSpore VGG16", framework="pytorch", device="gpu",
                     device_model="NVIDIA A100-SXM4-40GB", compute_capability="8.0", bf16_tensor_cores=True)
     assert "torch.bfloat16" in ampere.fix.code and "GradScaler" not in ampere.fix.code
+    assert "In float16/bfloat16 they run on the tensor cores" in ampere.message
+    npu = _fired("fp32-compute", "MindSpore VGG16", framework="mindspore", device="ascend")
+    assert "they run on the cube units" in npu.message and "tensor cores" not in npu.message
     unknown = _fired("fp32-compute", "MindSpore VGG16", framework="pytorch", device="gpu")
     assert "bfloat16 where the GPU has bfloat16 tensor cores" in unknown.fix.text
 
