@@ -171,7 +171,7 @@ def test_without_python_stacks_the_finding_is_inferred_and_says_how_to_see_the_f
 
 def test_without_python_stacks_the_record_function_range_it_runs_in_is_named(tmp_path):
     # a range the program records around its metric holds the time: named without stacks, and the message
-    # no longer puts that time in Python's cost per operator call alone
+    # does not put that time in Python's cost per operator call alone
     report = _run(tmp_path, "ranged-metric")
     f = {f["rule"]: f for f in report["findings"]}[RULE]
     ranges = report["metrics"]["step.recurring_free_ranges"]["evidence"]["ranges"]
