@@ -325,20 +325,19 @@ def _group_value(p: Profile, group: str) -> tuple[float, float, dict, tuple[floa
     if frame.attrs["less"] and group != "p2p":
         evidence["less"] = "pipeline Receive time (receive_us)"
     per = _least_exposed(p, known, group)
-    if per is not None:
-        if not per.empty:
-            kept = known[known["step"].isin(per.index)]
-            evidence["from"] += "; per step the least-exposed rank"
-            if frame.attrs["matched"] or frame.attrs["recorded"]:
-                evidence["from"] += (", net of its waits for late peers (collectives matched across ranks)"
-                                     if frame.attrs["matched"] else f", net of its {_RECORDED_SYNC}")
-                evidence["exposed_peer_wait_ms"] = round(float(kept[f"wait:{group}"].mean()) / US_PER_MS, 4)
-                by_rank = rank_evidence(kept.groupby("rank")[f"wait:{group}"].mean())
-                if by_rank:
-                    evidence["exposed_peer_wait_ms_per_rank"] = by_rank["per_rank"]
-            evidence.update(rank_evidence(kept.groupby("rank")[group].mean()))
-            spread = (float(per["net"].sem()) / US_PER_MS, len(per)) if len(per) >= 2 else None
-            return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence, spread)
+    if per is not None and not per.empty:
+        kept = known[known["step"].isin(per.index)]
+        evidence["from"] += "; per step the least-exposed rank"
+        if frame.attrs["matched"] or frame.attrs["recorded"]:
+            evidence["from"] += (", net of its waits for late peers (collectives matched across ranks)"
+                                 if frame.attrs["matched"] else f", net of its {_RECORDED_SYNC}")
+            evidence["exposed_peer_wait_ms"] = round(float(kept[f"wait:{group}"].mean()) / US_PER_MS, 4)
+            by_rank = rank_evidence(kept.groupby("rank")[f"wait:{group}"].mean())
+            if by_rank:
+                evidence["exposed_peer_wait_ms_per_rank"] = by_rank["per_rank"]
+        evidence.update(rank_evidence(kept.groupby("rank")[group].mean()))
+        spread = (float(per["net"].sem()) / US_PER_MS, len(per)) if len(per) >= 2 else None
+        return (float(per["net"].mean()) / US_PER_MS, float((per["net"] / per["dur"]).mean()), evidence, spread)
     if frame.attrs["recorded"]:
         evidence["from"] += f"; net of each rank's {_RECORDED_SYNC}"
     means = known.groupby("rank")[[group, "dur"]].mean()

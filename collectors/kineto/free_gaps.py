@@ -44,7 +44,7 @@ STEP_END = "(step end)"
 #: The ``next`` name of the row a step that starts busy opens with (its gap is 0).
 BUSY = "(busy)"
 
-
+#: What a stretch runs in, given the stretches' starts and ends (``frame_of``, ``range_of``).
 Place = Callable[[np.ndarray, np.ndarray], np.ndarray | None]
 
 
