@@ -94,6 +94,8 @@ SCHEMA: dict[str, dict[str, Column]] = {
         "fp_bp_us": Column("float", "forward + backward"),
         "tail_us": Column("float", "end of backward to end of step: gradient all-reduce and optimizer"),
         "data_wait_us": Column("float", "host time inside the dataloader (e.g. enumerate(DataLoader) in Kineto)"),
+        "data_ops_us": Column("float", "the part of data_wait_us in which the fetching thread runs operators "
+                              "(Kineto: a batch built in the training process, its transforms and collate)"),
         "device_busy_us": Column("float", "union of all device kernels, copies and sets"),
         "host_wait_us": Column("float", "device idle in gaps longer than 50 us: waiting for the host to issue work"),
         "kernel_gap_us": Column("float", "device idle in gaps of 50 us or less between device operations: "

@@ -11,7 +11,7 @@ import pandas as pd
 from advisor.metrics.anomaly import RECURRENCE_CONFIDENCE
 from advisor.metrics.quantiles import beta_quantile
 from advisor.metrics.registry import NotEvaluated, Value, metric
-from advisor.metrics.steps_view import US_PER_MS, run_mean_ms, steady_steps, step_ms_value
+from advisor.metrics.steps_view import US_PER_MS, run_mean_ms, run_ratio, steady_steps, step_ms_value
 from advisor.metrics.window import require_steady_window
 from advisor.profile import Profile
 
@@ -312,6 +312,20 @@ def workers_beyond_cpus(p: Profile) -> Value:
     when building a batch is CPU work."""
     suggested, cpus = suggested_workers(p).value, worker_cpus(p).value
     return Value(bool(suggested > cpus), {"suggested_workers": suggested, "worker_cpus": cpus})
+
+
+@metric("data.fetch_op_share", unit="ratio", needs=["steps.data_ops_us", "steps.data_wait_us"])
+def fetch_op_share(p: Profile) -> Value:
+    """Share of the DataLoader fetch time (``data_wait_us``) in which the
+    fetching thread runs operators (``data_ops_us``), over the steady steps
+    (``run_ratio``). Near 1 when the training process builds its batches
+    with tensor operations (transforms, collate): CPU work. Low when the
+    fetch waits (for worker processes, storage, the network) or runs Python
+    the profiler does not record: the trace does not tell those apart."""
+    share = run_ratio(p, "data_ops_us", "data_wait_us")
+    if share is None:
+        raise NotEvaluated("no steady step waits for data")
+    return Value(share)
 
 
 #: The PyTorch DataLoader iterators, as the profiler names their ``__next__``.

@@ -104,6 +104,7 @@ REASONS_ZH: dict[str, str] = {
     "no repeated kernel sequence": "没有重复出现的 kernel 序列",
     "no repeated kernel sequence with AI Core pipe times (PipeUtilization)": "没有带 AI Core pipe 耗时（PipeUtilization）的重复 kernel 序列",
     "no stage time in the steps table": "steps 表中没有流水线阶段时间",
+    "no steady step waits for data": "没有任何稳定阶段的迭代在等待数据",
     "no steady step has FLOPs recorded on every rank (traces without shapes)": "没有任何一个稳定阶段的迭代在每张卡上都记录了 FLOPs（trace 未记录 shape）",
     "no steady step has a dependency graph (no host or device events in its window)": "没有任何稳定阶段的迭代有依赖图（其时间窗口内没有 Host 或设备事件）",
     "no steady step records a DataLoader call": "没有任何稳定阶段的迭代记录到 DataLoader 调用",
