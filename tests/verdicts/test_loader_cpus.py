@@ -136,6 +136,11 @@ def test_a_loader_in_the_training_process_is_given_the_cpus_the_loop_leaves_in_i
     _, finding = _fix_of_example("PyTorch DataLoader with num_workers=0", **IN_PROCESS_ON_2_CPUS)
     assert "num_workers=1," in finding.fix.code and "num_workers=14" not in finding.fix.code
     assert "keep about 1 worker busy" in finding.fix.text and "about 14 of them help" in finding.fix.text
+    # where the fetch's operators show CPU work, the count for workers that wait is left out
+    _, computes = _fix_of_example("PyTorch DataLoader with num_workers=0", **IN_PROCESS_ON_2_CPUS,
+                                  **{"data.fetch_op_share": 0.9})
+    assert "Building a batch is CPU work here (its operators take 90.0% of the fetch)" in computes.fix.text
+    assert "num_workers=1," in computes.fix.code and "14" not in computes.fix.text + computes.fix.code
 
 
 def test_a_cpu_run_s_loader_in_the_training_process_gets_workers_if_it_waits_and_cheaper_batches_if_not():
