@@ -9,6 +9,7 @@ start-up (``window.device_record_gap`` / ``startup_gap``).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from advisor.collectors.kineto.host_gaps import MIN_GAP_US
@@ -267,6 +268,45 @@ def recurring_long_free_ms(p: Profile) -> Value:
 
     long = p.memo("recurring_long_free", build)
     return Value(float(long.min()) / US_PER_MS, rank_evidence(long))
+
+
+#: Fewest steps a place's long pauses must fall in to be periodic work of the
+#: loop (``step.periodic_long_free_ms``): two steps make any interval.
+PERIODIC_MIN_STEPS = 3
+
+
+@metric("step.periodic_long_free_ms", unit="ms", needs=["free_gaps.gap_us", "steps.duration_us"])
+def periodic_long_free_ms(p: Profile) -> Value:
+    """The long pauses (free stretches of at least ``host_gaps.MIN_GAP_US``)
+    the loop makes at one place every k-th step (k >= 2): per rank, the
+    place (``free_gaps`` key) whose long pauses in the steady steps hold
+    the most time, when they fall in at least ``PERIODIC_MIN_STEPS`` steps
+    at one fixed interval of step ids; their time per steady step, the
+    least over ranks (0 for a rank without). A checkpoint, an evaluation or
+    a log written every k steps recurs so, at its line of the loop; a
+    garbage collection, set off by allocation counts, lands where the
+    count happens to cross the threshold. Evidence: the place and the
+    interval of the rank reported."""
+    require_device_record(p)
+    gaps, wake = _free_gaps(p)
+    rows = gaps[~wake & (gaps["gap_us"] >= MIN_GAP_US)]
+    found: dict = {}
+    for rank, (ids, mine) in _steady_rows(p, rows).items():
+        found[rank] = (0.0, None, None)
+        if mine.empty:
+            continue
+        key = mine.groupby("key")["gap_us"].sum().idxmax()
+        steps = np.sort(mine.loc[mine["key"] == key, "step"].astype("int64").unique())
+        interval = np.unique(np.diff(steps))
+        if steps.size >= PERIODIC_MIN_STEPS and interval.size == 1 and interval[0] >= 2:
+            total = float(mine.loc[mine["key"] == key, "gap_us"].sum())
+            found[rank] = (total / len(ids), str(key), int(interval[0]))
+    rank = min(found, key=lambda r: found[r][0])
+    ms, key, every = found[rank]
+    evidence = {"rank": int(rank)}
+    if key is not None:
+        evidence.update(place=key, every_steps=every)
+    return Value(ms / US_PER_MS, evidence)
 
 
 #: Program frames a recurring-free finding names, at most.

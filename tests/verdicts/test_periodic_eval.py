@@ -149,3 +149,37 @@ def test_an_evaluation_every_rank_shares_is_no_one_rank_s(tmp_path):
     drivers = metrics["anomaly.step_outlier_drivers"]
     assert next(d for d in drivers if d in ("computing", "free", "data_wait")) == "computing", drivers
     assert "gc.freeze" not in finding["fix"]["code"] and "eval_every" in finding["fix"]["code"]
+
+
+#: One process saving its model and optimizer every third step (the save runs
+#: no operator: a silent pause, always after the same operator of the loop).
+CHECKPOINT_SCRIPT = """
+import os, sys, tempfile, torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 1024))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+x = torch.randn(64, 1024)
+path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+for step in range(30):
+    opt.zero_grad()
+    model(x).pow(2).mean().backward()
+    opt.step()
+    if step % 3 == 0:
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, path)
+"""
+
+
+def test_silent_pauses_at_one_place_every_few_steps_are_not_called_likely_collections(tmp_path):
+    # a checkpoint every 3 steps: the pauses fall in every third step, each after the same operator; a
+    # collection set off by allocation counts lands wherever a count crosses its threshold
+    report, _ = profiled(tmp_path, CHECKPOINT_SCRIPT, steps=12, warmup=3, name="train_ckpt.py")
+    periodic = report["metrics"]["step.periodic_long_free_ms"]
+    assert periodic["evidence"]["every_steps"] == 3, periodic
+    stall = report["metrics"]["host.silent_gap_stall_ms"]["value"]
+    assert periodic["value"] >= 0.5 * stall
+    found = {f["rule"]: f for f in report["findings"]}
+    gc = found.get("conjectured-gc-pause")
+    if gc is not None:
+        assert gc["confidence"] == pytest.approx(0.3)
+        assert "at one place of the loop every few steps" in gc["message"]
