@@ -296,11 +296,11 @@ def periodic_long_free_ms(p: Profile) -> Value:
         if mine.empty:
             continue
         key = mine.groupby("key")["gap_us"].sum().idxmax()
-        steps = np.sort(mine.loc[mine["key"] == key, "step"].astype("int64").unique())
+        there = mine[mine["key"] == key]
+        steps = np.sort(there["step"].astype("int64").unique())
         interval = np.unique(np.diff(steps))
         if steps.size >= PERIODIC_MIN_STEPS and interval.size == 1 and interval[0] >= 2:
-            total = float(mine.loc[mine["key"] == key, "gap_us"].sum())
-            found[rank] = (total / len(ids), str(key), int(interval[0]))
+            found[rank] = (float(there["gap_us"].sum()) / len(ids), str(key), int(interval[0]))
     rank = min(found, key=lambda r: found[r][0])
     ms, key, every = found[rank]
     evidence = {"rank": int(rank)}

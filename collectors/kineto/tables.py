@@ -167,13 +167,14 @@ def _select(ev: Events, mask: np.ndarray) -> iv.Intervals:
     return iv.merge(ev.ts[mask], ev.end_at(mask))
 
 
-def _fetch_ops(ev: Events, fetches: np.ndarray, ops: np.ndarray) -> iv.Intervals:
+def _fetch_ops(ev: Events, fetches: np.ndarray, fetched: iv.Intervals, ops: np.ndarray) -> iv.Intervals:
     """Where host operators (mask ``ops``) run inside the DataLoader fetches
-    (mask ``fetches``) on the fetching threads: a batch built in the training
-    process (``num_workers=0``) records its transforms' and collate's
-    operators there, while a fetch from worker processes only waits."""
+    (mask ``fetches``, merged into ``fetched``) on the fetching threads: a
+    batch built in the training process (``num_workers=0``) records its
+    transforms' and collate's operators there, while a fetch from worker
+    processes only waits."""
     threads = np.unique(ev.thread[fetches])
-    return iv.intersect(_select(ev, fetches), _select(ev, ops & np.isin(ev.thread, threads)))
+    return iv.intersect(fetched, _select(ev, ops & np.isin(ev.thread, threads)))
 
 
 def _breakdown(win: pd.DataFrame, parts: dict[str, iv.Intervals]) -> dict[str, np.ndarray]:
@@ -305,14 +306,15 @@ def _gpu_steps(ev: Events, win: pd.DataFrame, dev: np.ndarray, compute: iv.Inter
     busy = _select(ev, dev)
     sync = (ev.kind == RUNTIME) & np.isin(ev.names, list(SYNC_CALLS))[ev.name]
     fetches = (ev.kind == HOST) & ev.named(DATALOADER_RE)
+    fetched = _select(ev, fetches)
     parts = {
         "device_busy_us": busy,
         "computing_us": compute,
         "communication_us": comm,
         "overlapped_us": iv.intersect(compute, comm),
         "_busy_cc_us": iv.union(compute, comm),
-        "data_wait_us": _select(ev, fetches),
-        "data_ops_us": _fetch_ops(ev, fetches, ev.host_ops()),
+        "data_wait_us": fetched,
+        "data_ops_us": _fetch_ops(ev, fetches, fetched, ev.host_ops()),
         "kernel_gap_us": kernel_gaps(busy),
         "sync_wait_us": _select(ev, sync),
     }
@@ -601,7 +603,8 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
     blocked = iv.merge(ev.ts[comm_top[held]], blocked_end[held])
     comm_all = iv.union(iv.merge(ev.ts[comm_top], ev.end_at(comm_top)), blocked)
     comm_main = iv.union(_select(ev, named_comm & (ev.thread == main)), blocked)
-    data_idx = np.flatnonzero(host & ev.named(DATALOADER_RE))
+    fetches = host & ev.named(DATALOADER_RE)
+    data_idx = np.flatnonzero(fetches)
     data = iv.merge(ev.ts[data_idx], ev.end_at(data_idx))
     raw = iv.merge(ev.ts[top[on_main]], ev.end_at(top[on_main]))
     compute = iv.subtract(raw, iv.union(comm_main, data))
@@ -611,7 +614,7 @@ def cpu_tables(ev: Events, rank: int) -> Tables:
         "overlapped_us": iv.intersect(compute, comm_all),
         "_busy_cc_us": iv.union(compute, comm_all),
         "data_wait_us": data,
-        "data_ops_us": _fetch_ops(ev, host & ev.named(DATALOADER_RE), oplike),
+        "data_ops_us": _fetch_ops(ev, fetches, data, oplike),
     }
     steps, warmup = _window_columns(ev, win, _finish(_breakdown(win, parts)), rank, device=False)
     ops = _cpu_ops(ev, top, named_comm)
